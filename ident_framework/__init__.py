@@ -1,0 +1,1 @@
+"""ident_framework."""

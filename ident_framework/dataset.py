@@ -1,0 +1,80 @@
+"""The one dataset type that every data source produces and the pipeline consumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+UNITS = {
+    "timestamp": "s",
+    "q": "rad",
+    "dq": "rad/s",
+    "ddq": "rad/s^2",
+    "tau": "Nm",
+    "q_target": "rad",
+    "dq_target": "rad/s",
+    "ddq_target": "rad/s^2",
+}
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Joint-space recording of one robot motion, one row per sample.
+
+    Attributes:
+        timestamp: (N,) sample times in s, strictly increasing (may be jittery).
+        q: (N, n) measured joint positions in rad.
+        dq: (N, n) measured joint velocities in rad/s.
+        tau: (N, n) measured joint torques in Nm (what the motors applied).
+        ddq: (N, n) joint accelerations in rad/s^2 when measured or exactly known, else None.
+        q_target, dq_target, ddq_target: (N, n) controller targets when recorded, else None.
+        joint_names: names of the n joints, in column order.
+        metadata: free-form provenance (source, file, units, simulated truth, ...).
+    """
+
+    timestamp: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    tau: np.ndarray
+    joint_names: tuple[str, ...]
+    ddq: np.ndarray | None = None
+    q_target: np.ndarray | None = None
+    dq_target: np.ndarray | None = None
+    ddq_target: np.ndarray | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n_samples = len(self.timestamp)
+        n_joints = len(self.joint_names)
+        if np.ndim(self.timestamp) != 1:
+            raise ValueError("timestamp must be one-dimensional")
+        for name in ("q", "dq", "tau", "ddq", "q_target", "dq_target", "ddq_target"):
+            value = getattr(self, name)
+            if value is not None and np.shape(value) != (n_samples, n_joints):
+                raise ValueError(
+                    f"{name} has shape {np.shape(value)}, expected ({n_samples}, {n_joints})"
+                )
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.timestamp)
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.joint_names)
+
+    @property
+    def duration(self) -> float:
+        """Recording length in s."""
+        return float(self.timestamp[-1] - self.timestamp[0]) if self.n_samples else 0.0
+
+    def select(self, rows: slice | np.ndarray) -> Dataset:
+        """A new dataset with only the given rows (a slice or an index/boolean array)."""
+        changes = {}
+        for name in ("timestamp", "q", "dq", "tau", "ddq", "q_target", "dq_target", "ddq_target"):
+            value = getattr(self, name)
+            if value is not None:
+                changes[name] = value[rows]
+        return replace(self, **changes)

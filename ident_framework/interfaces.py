@@ -1,0 +1,108 @@
+"""What the engine expects from the object each plugin factory returns.
+
+Each extension point is a `typing.Protocol`; a plugin satisfies it structurally and never needs
+to import this module (it may, for type checking). Factories receive the plugin's validated
+schema dataclass instance (see `plugins.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .dataset import Dataset
+    from .robot_model import RobotModel
+
+
+@runtime_checkable
+class Trajectory(Protocol):
+    """A joint-space reference motion q(t) for t in [0, duration]."""
+
+    duration: float  # s
+
+    def evaluate(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """q (rad), dq (rad/s), ddq (rad/s^2) at times t (s); each of shape (len(t), n)."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Plain (YAML-safe) description from which the trajectory can be rebuilt."""
+        ...
+
+
+# cond(W_base) of a candidate motion sampled at (q, dq, ddq); lower is better.
+ConditionObjective = Callable[[np.ndarray, np.ndarray, np.ndarray], float]
+
+
+class TrajectoryGenerator(Protocol):
+    """Designs a motion for the robot, e.g. an optimised excitation."""
+
+    def generate(
+        self, robot: RobotModel, objective: ConditionObjective | None, seed: int
+    ) -> Trajectory: ...
+
+
+class DataSource(Protocol):
+    """Produces a `Dataset`: by moving a (simulated or real) robot along a trajectory, or by
+    reading a recording. `moves_robot` tells the engine whether it must design a trajectory."""
+
+    moves_robot: bool
+
+    def acquire(self, robot: RobotModel, trajectory: Trajectory | None, role: str) -> Dataset:
+        """role is "identification" or "validation"."""
+        ...
+
+
+class FrictionModel(Protocol):
+    """Joint friction linear in its parameters: tau_f[j] = sum_k basis[:, j, k] * p[j, k]."""
+
+    parameter_names: tuple[str, ...]  # per joint, e.g. ("fv", "fc")
+
+    def basis(self, dq: np.ndarray) -> np.ndarray:
+        """(N, n, k) friction torque (Nm) of joint j per unit of its k-th parameter, at joint
+        velocities dq (N, n) in rad/s."""
+        ...
+
+
+@dataclass
+class LinearProblem:
+    """Least-squares problem min ||W beta - tau|| in the base parameters beta.
+
+    W (N*n x r) is never held in memory. `r_factors[j]` is the upper-triangular factor of the
+    QR decomposition of [W_j | tau_j] (rows of joint j only), shape (r+1, r+1): the sufficient
+    statistic of every quadratic fit. `chunks()` re-streams the rows for estimators that need
+    them (recursive ones), as (W_chunk (m, n, r), tau_chunk (m, n)) blocks in time order.
+    """
+
+    r_factors: list[np.ndarray]
+    n_samples: int
+    parameter_names: list[str]
+    chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]
+
+    @property
+    def n_parameters(self) -> int:
+        return len(self.parameter_names)
+
+
+class Estimator(Protocol):
+    """scikit-learn style: `fit` returns self and sets `coef_` (base parameters) and
+    `coef_std_` (their standard deviations, or None when not available)."""
+
+    coef_: np.ndarray
+    coef_std_: np.ndarray | None
+
+    def fit(self, problem: LinearProblem) -> Estimator: ...
+
+
+class ResidualLearner(Protocol):
+    """Learns tau_meas - tau_physical (Nm) from the joint state. `active` is False for the
+    built-in `none`, in which case the engine reports no fusion stage."""
+
+    active: bool
+
+    def fit(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, residual: np.ndarray) -> Any: ...
+
+    def predict(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray: ...

@@ -1,0 +1,140 @@
+"""MJCF description of a Universal Robots e-Series arm from UR's published parameter files.
+
+The files (UR's ROS 2 description package, BSD-3, copied under `robot_data/universal_robots/`)
+give each joint's origin (x y z roll pitch yaw) in its parent link frame, each link's mass,
+centre of mass and inertia tensor (about the centre of mass, in a frame rotated by `rotation`
+rpy from the link frame), and joint limits. The chain follows UR's URDF: base_link ->
+base_link_inertia (rotated pi about z) -> shoulder_link -> ... -> wrist_3_link, every joint a
+revolute joint about its link's z axis.
+"""
+
+from __future__ import annotations
+
+import math
+from importlib.resources import files
+from typing import Any
+
+import numpy as np
+import yaml
+
+UR_MODELS = ("ur12e", "ur10e", "ur5e")
+UR_JOINTS = (
+    "shoulder_pan_joint",
+    "shoulder_lift_joint",
+    "elbow_joint",
+    "wrist_1_joint",
+    "wrist_2_joint",
+    "wrist_3_joint",
+)
+_LINKS = ("shoulder", "upper_arm", "forearm", "wrist_1", "wrist_2", "wrist_3")
+
+
+class _DegreesLoader(yaml.SafeLoader):
+    """Reads UR's `!degrees` tags as radians."""
+
+
+_DegreesLoader.add_constructor(
+    "!degrees", lambda loader, node: math.radians(float(loader.construct_scalar(node)))
+)
+
+
+def _read_yaml(model: str, name: str) -> dict[str, Any]:
+    text = files("ident_framework").joinpath(
+        "robot_data", "universal_robots", model, name
+    ).read_text()
+    return yaml.load(text, Loader=_DegreesLoader)
+
+
+def rpy_to_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """URDF convention: R = Rz(yaw) @ Ry(pitch) @ Rx(roll)."""
+    cr, sr, cp, sp, cy, sy = (
+        math.cos(roll), math.sin(roll), math.cos(pitch),
+        math.sin(pitch), math.cos(yaw), math.sin(yaw),
+    )  # fmt: skip
+    return np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
+
+
+def matrix_to_quat(rotation: np.ndarray) -> np.ndarray:
+    """Unit quaternion (w, x, y, z) of a rotation matrix."""
+    from scipy.spatial.transform import Rotation
+
+    x, y, z, w = Rotation.from_matrix(rotation).as_quat()
+    return np.array([w, x, y, z])
+
+
+def _fmt(values) -> str:
+    return " ".join(repr(float(v)) for v in np.atleast_1d(values))
+
+
+def ur_joint_limits(model: str) -> dict[str, np.ndarray]:
+    """Position (rad, (6, 2)), velocity (rad/s) and effort (Nm) limits from UR's files."""
+    limits = _read_yaml(model, "joint_limits.yaml")["joint_limits"]
+    rows = [limits[joint] for joint in UR_JOINTS]
+    return {
+        "position": np.array([[row["min_position"], row["max_position"]] for row in rows]),
+        "velocity": np.array([row["max_velocity"] for row in rows]),
+        "effort": np.array([row["max_effort"] for row in rows]),
+    }
+
+
+def ur_mjcf(model: str) -> str:
+    """MJCF text of the nominal arm: masses, centres of mass and full inertia tensors (in the
+    link frames) from UR's data, no joint friction, damping or armature."""
+    if model not in UR_MODELS:
+        raise ValueError(f"unknown UR model {model!r}; known: {UR_MODELS}")
+    kinematics = _read_yaml(model, "default_kinematics.yaml")["kinematics"]
+    physical = _read_yaml(model, "physical_parameters.yaml")["inertia_parameters"]
+    limits = ur_joint_limits(model)
+
+    lines = [
+        f'<mujoco model="{model}">',
+        '  <compiler angle="radian" autolimits="true" balanceinertia="false"/>',
+        '  <option timestep="0.001" integrator="implicitfast"/>',
+        "  <worldbody>",
+        '    <body name="base_link">',
+        '      <body name="base_link_inertia" quat="0 0 0 1">',
+    ]
+    closers = ["      </body>", "    </body>"]
+    indent = "        "
+    for index, (link, joint) in enumerate(zip(_LINKS, UR_JOINTS, strict=True)):
+        origin = kinematics[link]
+        position = [origin["x"], origin["y"], origin["z"]]
+        quat = matrix_to_quat(rpy_to_matrix(origin["roll"], origin["pitch"], origin["yaw"]))
+        mass = physical[f"{link}_mass"]
+        cog = physical["center_of_mass"][f"{link}_cog"]
+        com = np.array([cog["x"], cog["y"], cog["z"]])
+        rot = physical["rotation"][link]
+        t = physical["tensor"][link]
+        tensor = np.array(
+            [
+                [t["ixx"], t["ixy"], t["ixz"]],
+                [t["ixy"], t["iyy"], t["iyz"]],
+                [t["ixz"], t["iyz"], t["izz"]],
+            ]
+        )
+        frame = rpy_to_matrix(rot["roll"], rot["pitch"], rot["yaw"])
+        inertia = frame @ tensor @ frame.T  # about the COM, in the link frame
+        full = [inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1], inertia[0, 2],
+                inertia[1, 2]]  # fmt: skip
+        low, high = limits["position"][index]
+        lines += [
+            f'{indent}<body name="{link}_link" pos="{_fmt(position)}" quat="{_fmt(quat)}">',
+            f'{indent}  <joint name="{joint}" axis="0 0 1" range="{_fmt([low, high])}"'
+            f' actuatorfrcrange="{_fmt([-limits["effort"][index], limits["effort"][index]])}"/>',
+            f'{indent}  <inertial pos="{_fmt(com)}" mass="{mass!r}" fullinertia="{_fmt(full)}"/>',
+        ]
+        closers.insert(0, f"{indent}</body>")
+        indent += "  "
+    lines += closers
+    lines += ["  </worldbody>", "  <actuator>"]
+    lines += [
+        f'    <motor name="{joint}_motor" joint="{joint}" gear="1"/>' for joint in UR_JOINTS
+    ]
+    lines += ["  </actuator>", "</mujoco>", ""]
+    return "\n".join(lines)
