@@ -113,9 +113,7 @@ def _distribution_version(name: str) -> str:
 
 def plugin_entry_points() -> list[importlib.metadata.EntryPoint]:
     """Third-party plugin entry points, in a stable order."""
-    return sorted(
-        importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name
-    )
+    return sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
 
 
 def build_plugin_manager() -> tuple[pluggy.PluginManager, dict[int, tuple[str, str]]]:

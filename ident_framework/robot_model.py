@@ -218,7 +218,9 @@ def urdf_to_mjcf(path: Path) -> str:
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError) as error:
-        raise UserError(f"Cannot read the URDF file {path}: {error}. Give robot.path=FILE.") from None
+        raise UserError(
+            f"Cannot read the URDF file {path}: {error}. Give robot.path=FILE."
+        ) from None
     for link in root.iter("link"):
         for child in list(link):
             if child.tag in ("visual", "collision"):

@@ -39,9 +39,9 @@ _DegreesLoader.add_constructor(
 
 
 def _read_yaml(model: str, name: str) -> dict[str, Any]:
-    text = files("ident_framework").joinpath(
-        "robot_data", "universal_robots", model, name
-    ).read_text()
+    text = (
+        files("ident_framework").joinpath("robot_data", "universal_robots", model, name).read_text()
+    )
     return yaml.load(text, Loader=_DegreesLoader)
 
 
@@ -133,8 +133,6 @@ def ur_mjcf(model: str) -> str:
         indent += "  "
     lines += closers
     lines += ["  </worldbody>", "  <actuator>"]
-    lines += [
-        f'    <motor name="{joint}_motor" joint="{joint}" gear="1"/>' for joint in UR_JOINTS
-    ]
+    lines += [f'    <motor name="{joint}_motor" joint="{joint}" gear="1"/>' for joint in UR_JOINTS]
     lines += ["  </actuator>", "</mujoco>", ""]
     return "\n".join(lines)

@@ -1,0 +1,48 @@
+"""Command line: `python -m ident_framework [overrides]` (one run) or `-m` (a sweep).
+
+Exit code 0 on success, 2 on a user error (one-paragraph message, no traceback).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from .config_search_path import register_plugin_search_path
+from .errors import UserError
+from .preflight import CONFIG_MODULE, CONFIG_NAME, check_command_line
+
+EXIT_USER_ERROR = 2
+
+
+def fail(error: UserError) -> None:
+    print(f"error: {error}", file=sys.stderr)
+    sys.exit(EXIT_USER_ERROR)
+
+
+@hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name=CONFIG_NAME, version_base="1.3")
+def run_job(cfg: DictConfig) -> float | None:
+    from .job import run_one_job
+
+    try:
+        return run_one_job(cfg)
+    except UserError as error:
+        fail(error)
+    return None
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    register_plugin_search_path()
+    try:
+        check_command_line(argv)
+    except UserError as error:
+        fail(error)
+    sys.argv = [sys.argv[0], *argv]
+    run_job()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""One Hydra job: validate the config, run the pipeline, write the run directory."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from .pipeline import run_pipeline
+from .plugins import get_registry
+from .report import print_summary, write_run_directory
+from .run_config import validate_config
+from .run_directory import staged_outputs
+
+log = logging.getLogger(__name__)
+
+
+def run_one_job(cfg: DictConfig) -> float:
+    """Returns the validation RMSE (Nm) of the final prediction, for sweepers that optimise."""
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    config = validate_config(cfg, get_registry())
+    with staged_outputs(run_dir) as stage:
+        result = run_pipeline(config)
+        write_run_directory(stage, result, cfg)
+    print_summary(result, run_dir)
+    final = result.metrics["validation"].get("fusion") or result.metrics["validation"]["physical"]
+    return float(final["rmse"])

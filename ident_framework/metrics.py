@@ -1,0 +1,22 @@
+"""Torque prediction metrics as the run-directory contract defines them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def torque_metrics(tau_measured: np.ndarray, tau_predicted: np.ndarray) -> dict[str, object]:
+    """RMSE (Nm) over all samples and joints, and R² = 1 − Σ_j Σ_k e² / Σ_j Σ_k (τ − mean_j τ)²
+    with each joint about its own mean; per-joint values beside the pooled ones."""
+    error = np.asarray(tau_measured) - np.asarray(tau_predicted)
+    centred = tau_measured - tau_measured.mean(axis=0)
+    sse_joint = np.sum(error**2, axis=0)
+    sst_joint = np.sum(centred**2, axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2_joint = np.where(sst_joint > 0, 1.0 - sse_joint / sst_joint, np.nan)
+    return {
+        "rmse": float(np.sqrt(np.mean(error**2))),
+        "r2": float(1.0 - sse_joint.sum() / sst_joint.sum()) if sst_joint.sum() > 0 else None,
+        "rmse_per_joint": [float(v) for v in np.sqrt(np.mean(error**2, axis=0))],
+        "r2_per_joint": [None if np.isnan(v) else float(v) for v in r2_joint],
+    }

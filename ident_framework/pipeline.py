@@ -1,0 +1,201 @@
+"""The identification pipeline, top to bottom.
+
+robot model -> excitation trajectory -> data (identification + validation) -> preprocessing
+-> regressor and base parameters -> estimation -> residual learner -> predictions and metrics.
+Each step is one call into the module (or plugin) that does it; `job.py` writes the results.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .base_parameters import BaseParameters
+from .dataset import Dataset
+from .errors import UserError
+from .excitation import make_condition_objective
+from .identification import build_problem, predict_torque
+from .interfaces import Trajectory
+from .metrics import torque_metrics
+from .preprocessing import preprocess
+from .regressor import RegressorBuilder
+from .robot_model import RobotModel, load_robot
+from .run_config import RunConfig
+from .truth import true_standard_parameters
+
+
+class StepTimer:
+    """Wall time per pipeline step, in s."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, step: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - start
+
+
+@dataclass
+class Stage:
+    """Torque predictions (N, n) in Nm of one model on one dataset."""
+
+    physical: np.ndarray
+    fusion: np.ndarray | None = None
+
+    @property
+    def final(self) -> np.ndarray:
+        return self.physical if self.fusion is None else self.fusion
+
+
+@dataclass
+class PipelineResult:
+    config: RunConfig
+    robot: RobotModel
+    builder: RegressorBuilder
+    base: BaseParameters
+    estimator: Any
+    theta: np.ndarray  # standard parameters (minimum-norm), regressor column order
+    cond: float
+    excitation: Trajectory | None
+    train: Dataset
+    validation: Dataset
+    predictions: dict[str, Stage]  # "train", "validation"
+    metrics: dict[str, Any]
+    truth_theta: np.ndarray | None = None
+    timing: dict[str, float] = field(default_factory=dict)
+
+
+def _split_tail(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:
+    cut = int(round(data.n_samples * (1.0 - fraction)))
+    return data.select(slice(0, cut)), data.select(slice(cut, None))
+
+
+def _require_samples(data: Dataset, n_parameters: int, role: str) -> None:
+    if data.n_samples < n_parameters:
+        where = data.metadata.get("path", data.metadata.get("source", "the recording"))
+        raise UserError(
+            f"The {role} data ({where}) has {data.n_samples} samples after preprocessing, fewer "
+            f"than the {n_parameters} parameters of the model: the identification would be "
+            "underdetermined. Record a longer motion (tens of seconds) or use fewer regressor "
+            "columns (friction=none, regressor.armature=false)."
+        )
+
+
+def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
+    timer = StepTimer()
+    plugins = config.plugins
+    with timer("robot"):
+        robot = load_robot(config.robot.model, config.robot.path, config.robot.acceleration_limits)
+        builder = RegressorBuilder(
+            robot,
+            plugins["friction"].create(),
+            armature=config.regressor.armature,
+            torque_offset=config.regressor.torque_offset,
+        )
+
+    # Excitation: only when the data source moves a robot.
+    source = plugins["source"].create()
+    excitation = None
+    if source.moves_robot:
+        with timer("excitation"):
+            objective = make_condition_objective(builder, seed=config.seed)
+            excitation = plugins["trajectory"].create().generate(robot, objective, config.seed)
+
+    # Data: identification recording, and a validation recording (or its held-out tail).
+    with timer("data"):
+        recorded = source.acquire(robot, excitation, "identification")
+        if config.validation.split is not None:
+            recorded, validation_recorded = _split_tail(recorded, config.validation.split.fraction)
+        else:
+            validation_source = config.validation.source.create()
+            motion = None
+            if validation_source.moves_robot and config.validation.trajectory is not None:
+                motion = config.validation.trajectory.create().generate(
+                    robot, None, config.seed + 1
+                )
+            validation_recorded = validation_source.acquire(robot, motion, "validation")
+
+    with timer("preprocessing"):
+        train = preprocess(recorded, config.preprocessing)
+        validation = preprocess(validation_recorded, config.preprocessing)
+    _require_samples(train, builder.n_parameters, "identification")
+
+    with timer("regressor"):
+        problem, base, cond = build_problem(
+            builder, train, config.chunk_size, config.base_parameters.tolerance, progress
+        )
+    with timer("estimation"):
+        estimator = plugins["estimator"].create().fit(problem)
+        theta = base.to_standard(np.asarray(estimator.coef_))
+
+    with timer("prediction"):
+        predictions = {
+            "train": Stage(predict_torque(builder, train, theta, config.chunk_size)),
+            "validation": Stage(predict_torque(builder, validation, theta, config.chunk_size)),
+        }
+
+    residual = plugins["residual"].create()
+    if residual.active:
+        with timer("residual"):
+            residual.fit(train.q, train.dq, train.ddq, train.tau - predictions["train"].physical)
+            for name, data in (("train", train), ("validation", validation)):
+                stage = predictions[name]
+                stage.fusion = stage.physical + residual.predict(data.q, data.dq, data.ddq)
+
+    metrics: dict[str, Any] = {
+        "identifiability": {
+            "n_standard": base.n_standard,
+            "n_base": base.rank,
+            "cond": cond,
+        }
+    }
+    for name, data in (("train", train), ("validation", validation)):
+        stage = predictions[name]
+        metrics[name] = {"physical": torque_metrics(data.tau, stage.physical)}
+        if stage.fusion is not None:
+            metrics[name]["fusion"] = torque_metrics(data.tau, stage.fusion)
+
+    # Simulated robots know their true parameters: how far is the fit from the truth?
+    truth_theta = true_standard_parameters(builder, recorded.metadata.get("truth"))
+    if truth_theta is not None:
+        true_rmse = torque_metrics(
+            validation.tau, predict_torque(builder, validation, truth_theta, config.chunk_size)
+        )
+        identified = metrics["validation"]["physical"]["rmse"]
+        metrics["truth"] = {
+            "validation_rmse_true_parameters": true_rmse["rmse"],
+            "validation_r2_true_parameters": true_rmse["r2"],
+            "rmse_ratio_identified_to_true": identified / true_rmse["rmse"],
+        }
+    metrics["data"] = {
+        "train_samples": train.n_samples,
+        "validation_samples": validation.n_samples,
+        "train_duration_s": train.duration,
+        "validation_duration_s": validation.duration,
+    }
+    metrics["timing_s"] = timer.seconds
+    return PipelineResult(
+        config=config,
+        robot=robot,
+        builder=builder,
+        base=base,
+        estimator=estimator,
+        theta=theta,
+        cond=cond,
+        excitation=excitation,
+        train=train,
+        validation=validation,
+        predictions=predictions,
+        metrics=metrics,
+        truth_theta=truth_theta,
+        timing=timer.seconds,
+    )

@@ -1,0 +1,178 @@
+"""Writes the run-directory contract (metrics.json, parameters.yaml, predictions, plots) and
+prints the summary a user reads at the end of a run."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from .pipeline import PipelineResult
+from .plots import write_plots
+from .plugins import get_registry
+
+
+def _plain(value: Any) -> Any:
+    """YAML/JSON-safe copy (numpy arrays and scalars to lists and floats, NaN to None)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, np.generic):
+        return _plain(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _plain(dataclasses.asdict(value))
+    return value
+
+
+def identifiable_standard(result: PipelineResult) -> np.ndarray:
+    """True for standard parameters identifiable on their own (unit vector inside span V_r)."""
+    projection = result.base.projection
+    return np.linalg.norm(projection, axis=1) > 1.0 - 1e-6
+
+
+def joint_parameters(result: PipelineResult) -> list[dict[str, Any]]:
+    """Friction, rotor inertia and offset per joint, identified (and true when simulated)."""
+    names = result.builder.parameter_names
+    index = {name: i for i, name in enumerate(names)}
+    alone = identifiable_standard(result)
+    rows = []
+    for j, joint in enumerate(result.robot.joint_names):
+        row: dict[str, Any] = {"joint": joint}
+        keys = [*result.builder.friction.parameter_names]
+        if result.builder.armature:
+            keys.append("Ia")
+        if result.builder.torque_offset:
+            keys.append("offset")
+        for key in keys:
+            i = index[f"{key}_{j + 1}"]
+            entry = {"value": float(result.theta[i]), "identifiable_alone": bool(alone[i])}
+            if result.truth_theta is not None:
+                entry["true"] = float(result.truth_theta[i])
+            row[key] = entry
+        rows.append(row)
+    return rows
+
+
+def _plugins_used(result: PipelineResult) -> dict[str, Any]:
+    used = {}
+    for group, selected in result.config.plugins.items():
+        used[group] = {
+            "plugin": selected.info.name,
+            "distribution": selected.info.distribution,
+            "version": selected.info.version,
+            "params": dataclasses.asdict(selected.params),
+        }
+    validation = result.config.validation
+    if validation.split is not None:
+        used["validation"] = {"plugin": "split", **dataclasses.asdict(validation.split)}
+    else:
+        used["validation"] = {
+            "plugin": validation.source.info.name,
+            "distribution": validation.source.info.distribution,
+            "version": validation.source.info.version,
+        }
+    return used
+
+
+def parameters_document(result: PipelineResult) -> dict[str, Any]:
+    estimator = result.estimator
+    std = getattr(estimator, "coef_std_", None)
+    combos = result.base.combinations()
+    base = []
+    for i, name in enumerate(result.base.names):
+        value = float(estimator.coef_[i])
+        entry = {"name": name, "value": value, "combination": combos[i]}
+        if std is not None:
+            entry["std"] = float(std[i])
+            entry["relative_std_percent"] = float(100 * std[i] / abs(value)) if value != 0 else None
+        base.append(entry)
+    return _plain(
+        {
+            "robot": {
+                "name": result.robot.name,
+                "model": result.config.robot.model,
+                "joint_names": list(result.robot.joint_names),
+            },
+            "plugins": _plugins_used(result),
+            "base_parameters": base,
+            "joints": joint_parameters(result),
+            "standard_parameters_min_norm": dict(
+                zip(result.builder.parameter_names, result.theta.tolist(), strict=True)
+            ),
+        }
+    )
+
+
+def installed_plugins() -> list[dict[str, str]]:
+    return [
+        {"kind": p.kind, "name": p.name, "distribution": p.distribution, "version": p.version}
+        for p in get_registry().all()
+    ]
+
+
+def write_predictions(path: Path, result: PipelineResult) -> None:
+    data, stage = result.validation, result.predictions["validation"]
+    n = data.n_joints
+    header = (
+        ["timestamp"]
+        + [f"tau_meas_{j}" for j in range(n)]
+        + [f"tau_physical_{j}" for j in range(n)]
+        + [f"tau_pred_{j}" for j in range(n)]
+    )
+    table = np.column_stack([data.timestamp, data.tau, stage.physical, stage.final])
+    np.savetxt(path, table, delimiter=",", header=",".join(header), comments="", fmt="%.9g")
+
+
+def write_run_directory(stage: Path, result: PipelineResult, cfg: DictConfig) -> None:
+    (stage / "metrics.json").write_text(json.dumps(_plain(result.metrics), indent=2))
+    (stage / "parameters.yaml").write_text(
+        yaml.safe_dump(parameters_document(result), sort_keys=False)
+    )
+    write_predictions(stage / "predictions_validation.csv", result)
+    (stage / "plugins.yaml").write_text(
+        yaml.safe_dump({"installed": installed_plugins()}, sort_keys=False)
+    )
+    (stage / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    if result.excitation is not None:
+        description = _plain(result.excitation.describe())
+        description["cond_base_regressor_recorded"] = result.cond
+        (stage / "trajectory.yaml").write_text(yaml.safe_dump(description, sort_keys=False))
+    if result.config.plots:
+        write_plots(stage / "plots", result)
+
+
+def print_summary(result: PipelineResult, run_dir: Path) -> None:
+    m = result.metrics
+    ident = m["identifiability"]
+    lines = [
+        f"robot {result.robot.name}: {ident['n_base']} base parameters of {ident['n_standard']},"
+        f" cond(W_base) = {ident['cond']:.1f}",
+    ]
+    for split in ("train", "validation"):
+        for stage, values in m[split].items():
+            per_joint = " ".join(
+                f"{v:.4f}" if v is not None else "nan" for v in values["r2_per_joint"]
+            )
+            lines.append(
+                f"{split:>10} {stage:<8} RMSE {values['rmse']:.4f} Nm  R² {values['r2']:.5f}"
+                f"  (per joint R²: {per_joint})"
+            )
+    if "truth" in m:
+        t = m["truth"]
+        lines.append(
+            f"true parameters reach validation RMSE {t['validation_rmse_true_parameters']:.4f} Nm;"
+            f" identified / true = {t['rmse_ratio_identified_to_true']:.4f}"
+        )
+    lines.append(f"outputs in {run_dir}")
+    print("\n".join(lines))

@@ -1,0 +1,168 @@
+"""The validated form of a composed Hydra config: every plugin resolved, every value checked.
+
+`validate_config` runs before any job starts (see `preflight.py`) and again inside each job; a
+bad value fails with the config key that holds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig
+
+from .errors import UserError
+from .plugin_config import build_params, group_values, validate_plugin_config
+from .plugins import PluginInfo, PluginRegistry
+from .preprocessing import PreprocessingParams
+
+# config group -> extension point
+PLUGIN_GROUPS = {
+    "source": "data_source",
+    "trajectory": "trajectory",
+    "friction": "friction",
+    "estimator": "estimator",
+    "residual": "residual",
+}
+SPLIT = "split"  # the validation option that holds out the tail of the identification data
+
+
+@dataclass
+class RobotSettings:
+    """model: ur12e | ur10e | ur5e | urdf | mjcf; path: model file for urdf/mjcf;
+    acceleration_limits: rad/s² per joint (UR publishes none)."""
+
+    model: str = "ur12e"
+    path: str | None = None
+    acceleration_limits: list[float] | None = None
+
+
+@dataclass
+class RegressorSettings:
+    """Extra regressor columns per joint: rotor inertia (armature) and a constant offset."""
+
+    armature: bool = True
+    torque_offset: bool = False
+
+
+@dataclass
+class BaseParameterSettings:
+    """tolerance: singular values below tolerance × the largest are unidentifiable."""
+
+    tolerance: float = 1e-8
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.tolerance < 1.0:
+            raise ValueError(f"tolerance must be in (0, 1), got {self.tolerance}")
+
+
+@dataclass
+class SplitSettings:
+    """fraction: share of the identification recording (its tail) held out for validation."""
+
+    fraction: float = 0.3
+
+    def __post_init__(self) -> None:
+        if not 0.05 <= self.fraction <= 0.9:
+            raise ValueError(f"fraction must be in [0.05, 0.9], got {self.fraction}")
+
+
+@dataclass(frozen=True)
+class SelectedPlugin:
+    """A plugin chosen by config, with its validated parameters."""
+
+    info: PluginInfo
+    params: Any
+
+    def create(self) -> Any:
+        return self.info.factory(self.params)
+
+
+@dataclass
+class ValidationChoice:
+    """Either a held-out split, or a data source (with a trajectory when it moves a robot)."""
+
+    split: SplitSettings | None = None
+    source: SelectedPlugin | None = None
+    trajectory: SelectedPlugin | None = None
+
+
+@dataclass
+class RunConfig:
+    robot: RobotSettings
+    plugins: dict[str, SelectedPlugin]
+    validation: ValidationChoice
+    preprocessing: PreprocessingParams
+    regressor: RegressorSettings
+    base_parameters: BaseParameterSettings
+    seed: int = 0
+    chunk_size: int = 2000
+    plots: bool = True
+    mode: str = "identify"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _section(cfg: DictConfig, key: str) -> dict[str, Any]:
+    return group_values(cfg[key], key) if key in cfg and cfg[key] is not None else {}
+
+
+def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
+    """Check a composed config; raise UserError naming the first bad key."""
+    plugins = {}
+    for group, kind in PLUGIN_GROUPS.items():
+        if group not in cfg:
+            raise UserError(f"The config has no '{group}' group; pick one with {group}=<option>.")
+        info, params = validate_plugin_config(
+            group_values(cfg[group], group), kind, group, registry
+        )
+        plugins[group] = SelectedPlugin(info, params)
+
+    validation_values = _section(cfg, "validation")
+    if validation_values.get("plugin") == SPLIT:
+        validation_values.pop("plugin")
+        validation = ValidationChoice(
+            split=build_params(SplitSettings, validation_values, "validation", "split validation")
+        )
+    else:
+        trajectory_values = validation_values.pop("trajectory", None)
+        info, params = validate_plugin_config(
+            validation_values, "data_source", "validation", registry
+        )
+        trajectory = None
+        if trajectory_values is not None:
+            trajectory = SelectedPlugin(
+                *validate_plugin_config(
+                    trajectory_values, "trajectory", "validation.trajectory", registry
+                )
+            )
+        validation = ValidationChoice(source=SelectedPlugin(info, params), trajectory=trajectory)
+
+    mode = str(cfg.get("mode", "identify"))
+    if mode != "identify":
+        raise UserError(f"Unknown mode '{mode}' (config key 'mode'); available: ['identify'].")
+    seed, chunk_size = cfg.get("seed", 0), cfg.get("chunk_size", 2000)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise UserError(f"Config key 'seed' must be an integer, got {seed!r}.")
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise UserError(f"Config key 'chunk_size' must be a positive integer, got {chunk_size!r}.")
+    return RunConfig(
+        robot=build_params(RobotSettings, _section(cfg, "robot"), "robot", "robot"),
+        plugins=plugins,
+        validation=validation,
+        preprocessing=build_params(
+            PreprocessingParams, _section(cfg, "preprocessing"), "preprocessing", "preprocessing"
+        ),
+        regressor=build_params(
+            RegressorSettings, _section(cfg, "regressor"), "regressor", "regressor"
+        ),
+        base_parameters=build_params(
+            BaseParameterSettings,
+            _section(cfg, "base_parameters"),
+            "base_parameters",
+            "base parameters",
+        ),
+        seed=seed,
+        chunk_size=chunk_size,
+        plots=bool(cfg.get("plots", True)),
+        mode=mode,
+    )

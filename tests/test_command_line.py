@@ -1,0 +1,72 @@
+"""Config errors at the command line: exit code 2, one paragraph, nothing written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import run_cli
+
+
+def assert_user_error(result, *fragments: str) -> None:
+    assert result.returncode == 2, result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+    message = result.stderr.strip()
+    assert message.startswith("error: ")
+    assert "\n" not in message, message  # one paragraph
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+def test_help_lists_groups_and_installed_options():
+    result = run_cli("--help")
+    assert result.returncode == 0, result.stderr
+    assert "friction: coulomb_viscous, none" in result.stdout
+    assert "source: csv, mujoco" in result.stdout
+    assert "validation: csv, mujoco, split" in result.stdout
+
+
+def test_cfg_job_prints_composed_config(tmp_path: Path):
+    result = run_cli("--cfg", "job", "friction=none", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "plugin: none" in result.stdout
+    assert "plugin: mujoco" in result.stdout
+    assert not any(tmp_path.iterdir())  # printing a config writes nothing
+
+
+def test_unknown_option_lists_installed_ones(tmp_path: Path):
+    result = run_cli("friction=stribek", f"hydra.run.dir={tmp_path / 'run'}")
+    assert_user_error(result, "unknown friction option 'stribek'", "['coulomb_viscous', 'none']")
+    assert not (tmp_path / "run").exists()
+
+
+def test_bad_plugin_value_names_the_key(tmp_path: Path):
+    result = run_cli("friction.dead_band=-0.5", f"hydra.run.dir={tmp_path / 'run'}")
+    assert_user_error(result, "friction", "dead_band must be >= 0")
+    assert not (tmp_path / "run").exists()
+
+
+def test_wrong_type_names_the_key(tmp_path: Path):
+    result = run_cli("friction.dead_band=fast", f"hydra.run.dir={tmp_path / 'run'}")
+    assert_user_error(result, "friction.dead_band", "not a number")
+
+
+def test_unknown_key_is_refused(tmp_path: Path):
+    result = run_cli("friction.deadband=0.1", f"hydra.run.dir={tmp_path / 'run'}")
+    assert_user_error(result, "friction.deadband")
+
+
+def test_sweep_with_one_bad_job_fails_before_any_job_runs(tmp_path: Path):
+    sweep = tmp_path / "sweep"
+    result = run_cli("-m", "friction.dead_band=0.01,-1", f"hydra.sweep.dir={sweep}")
+    assert_user_error(result, "dead_band must be >= 0")
+    assert not sweep.exists()
+
+
+def test_missing_robot_file_is_a_user_error(tmp_path: Path):
+    result = run_cli(
+        "robot=urdf", f"robot.path={tmp_path / 'nope.urdf'}", "source=csv",
+        f"source.path={tmp_path / 'x.csv'}", "validation=split",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    )  # fmt: skip
+    assert_user_error(result, "nope.urdf")
+    assert not (tmp_path / "run").exists()

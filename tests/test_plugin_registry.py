@@ -1,0 +1,87 @@
+"""Plugin manager: built-ins from one list, duplicate names refused, clear lookups."""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass
+
+import pluggy
+import pytest
+
+from ident_framework import hookspecs
+from ident_framework.errors import UserError
+from ident_framework.plugin_config import validate_plugin_config
+from ident_framework.plugins import PluginRegistry, build_plugin_manager, get_registry
+
+
+def test_builtins_are_registered_with_their_distribution():
+    registry = get_registry()
+    assert registry.names("friction") == ["coulomb_viscous", "none"]
+    assert "ls" in registry.names("estimator")
+    assert {"mujoco", "csv"} <= set(registry.names("data_source"))
+    assert registry.get("friction", "none").distribution == "ident-framework"
+
+
+def test_unknown_plugin_message_lists_installed():
+    with pytest.raises(
+        UserError, match=r"no friction plugin 'x'; installed: \['coulomb_viscous', 'none'\]"
+    ):
+        get_registry().get("friction", "x")
+
+
+def test_config_without_plugin_key_is_refused():
+    with pytest.raises(UserError, match="names no implementation"):
+        validate_plugin_config({"dead_band": 0.1}, "friction", "friction", get_registry())
+
+
+def test_params_validated_against_schema():
+    info, params = validate_plugin_config(
+        {"plugin": "coulomb_viscous", "dead_band": 1}, "friction", "friction", get_registry()
+    )
+    assert info.name == "coulomb_viscous"
+    assert params.dead_band == 1.0 and isinstance(params.dead_band, float)
+    with pytest.raises(UserError, match="dead_band"):
+        validate_plugin_config(
+            {"plugin": "coulomb_viscous", "dead_band": [1]}, "friction", "friction", get_registry()
+        )
+
+
+def _duplicate_plugin() -> types.ModuleType:
+    module = types.ModuleType("duplicate_friction")
+    hookimpl = pluggy.HookimplMarker("ident_framework")
+
+    @dataclass
+    class Params:
+        pass
+
+    @hookimpl
+    def register_friction_models(register):
+        register("none", object, Params)
+
+    module.register_friction_models = register_friction_models
+    return module
+
+
+def test_duplicate_names_are_refused():
+    manager, origins = build_plugin_manager()
+    plugin = _duplicate_plugin()
+    manager.register(plugin)
+    origins[id(plugin)] = ("some-other-dist", "1.0")
+    with pytest.raises(UserError, match="'ident-framework' and 'some-other-dist'"):
+        PluginRegistry(manager, origins)
+
+
+def test_misspelt_hook_fails_at_start():
+    manager = pluggy.PluginManager("ident_framework")
+    manager.add_hookspecs(hookspecs)
+    module = types.ModuleType("typo")
+    hookimpl = pluggy.HookimplMarker("ident_framework")
+
+    @hookimpl
+    def register_friction_model(register):  # missing "s"
+        pass
+
+    module.register_friction_model = register_friction_model
+    manager.register(module)
+    with pytest.raises(pluggy.PluginValidationError):
+        manager.check_pending()
