@@ -13,6 +13,7 @@ import typing
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue
 
 from .errors import UserError
 from .plugins import KINDS, PluginInfo, PluginRegistry
@@ -24,6 +25,9 @@ def group_values(node: Any, key: str) -> dict[str, Any]:
         raise UserError(f"The config '{key}' must be a mapping with a 'plugin' key, got {node!r}.")
     try:
         return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
+    except MissingMandatoryValue as error:
+        missing = getattr(error, "full_key", None) or key
+        raise UserError(f"The config key '{missing}' needs a value: give {missing}=...") from None
     except Exception as error:  # interpolation errors of OmegaConf
         raise UserError(f"Cannot resolve the config '{key}': {error}") from None
 

@@ -68,20 +68,51 @@ class RegressorBuilder:
         accelerations (rad/s²)."""
         q, dq, ddq = (np.ascontiguousarray(a, dtype=float) for a in (q, dq, ddq))
         n_samples, n = q.shape
-        blocks = [self.rigid_body(q, dq, ddq)]
-        eye = np.eye(n)
-        friction = self.friction.basis(dq)  # (N, n, k)
+        out = np.zeros((n_samples, n, self.n_parameters))
+        model, data = self._model, self._data
+        rigid = out[:, :, : self.n_inertial]
+        for k in range(n_samples):
+            rigid[k] = pin.computeJointTorqueRegressor(model, data, q[k], dq[k], ddq[k])
+        friction = self.friction.basis(dq)  # (N, n, k): joint j's columns act on joint j only
         k = friction.shape[-1]
-        if k:
-            # joint j's k friction columns sit at j*k ... j*k+k-1 and act on joint j only
-            blocks.append(
-                (friction[:, :, None, :] * eye[None, :, :, None]).reshape(n_samples, n, n * k)
-            )
+        column = self.n_inertial
+        for j in range(n):
+            out[:, j, column + j * k : column + (j + 1) * k] = friction[:, j, :]
+        column += n * k
         if self.armature:
-            blocks.append(ddq[:, :, None] * eye[None])
+            out[:, np.arange(n), column + np.arange(n)] = ddq
+            column += n
         if self.torque_offset:
-            blocks.append(np.broadcast_to(eye, (n_samples, n, n)))
-        return np.concatenate(blocks, axis=-1)
+            out[:, np.arange(n), column + np.arange(n)] = 1.0
+        return out
+
+    def joint_columns(self, joint: int) -> np.ndarray:
+        """Indices of the columns that can be non-zero on the row of `joint` (0-based): the
+        links from that joint outwards (a joint carries only its subtree) and the joint's own
+        friction, armature and offset columns."""
+        n = self.robot.n_joints
+        k = len(self.friction.parameter_names)
+        subtree = [
+            10 * i + c for i in range(n) if self._in_subtree(joint, i) for c in range(10)
+        ]
+        own = [self.n_inertial + joint * k + c for c in range(k)]
+        column = self.n_inertial + n * k
+        if self.armature:
+            own.append(column + joint)
+            column += n
+        if self.torque_offset:
+            own.append(column + joint)
+        return np.array(subtree + own, dtype=int)
+
+    def _in_subtree(self, joint: int, link: int) -> bool:
+        """Whether the link moved by joint `link` lies in the subtree of joint `joint`."""
+        parents = self._model.parents
+        current = link + 1  # Pinocchio joint index
+        while current > 0:
+            if current == joint + 1:
+                return True
+            current = parents[current]
+        return False
 
     def standard_parameters(
         self,

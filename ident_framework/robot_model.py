@@ -92,6 +92,7 @@ class RobotModel:
                 link = pin.Inertia.FromDynamicParameters(np.asarray(params, dtype=float))
                 rot = link.inertia  # about the COM, in the link frame
                 body.explicitinertial = True
+                body.inertia = [0.0, 0.0, 0.0]  # fullinertia below replaces any diagonal one
                 body.mass = float(link.mass)
                 body.ipos = np.asarray(link.lever, dtype=float)
                 body.iquat = [1.0, 0.0, 0.0, 0.0]
