@@ -505,3 +505,29 @@ def _summarise_columns(names: list[str], limit: int = 40) -> str:
     if len(parts) > limit:
         return ", ".join(parts[:limit]) + f", ... ({len(parts) - limit} more)"
     return ", ".join(parts) if parts else "none"
+
+
+def write_csv_log(
+    ds: Dataset, path: str | os.PathLike[str], torque_column: str = TORQUE_COLUMNS[0]
+) -> None:
+    """Write a dataset in the CSV contract (comma separated, one header row): timestamp,
+    actual_q_j, actual_qd_j, `<torque_column>_j` and the targets that exist. The file is
+    written to a temporary name and renamed, so a reader never sees half a file."""
+    n = ds.n_joints
+    blocks = [("timestamp", ds.timestamp[:, None], 1)]
+    blocks += [("actual_q", ds.q, n), ("actual_qd", ds.dq, n), (torque_column, ds.tau, n)]
+    for group, attribute in TARGET_GROUPS.items():
+        value = getattr(ds, attribute)
+        if value is not None:
+            blocks.append((group, value, n))
+    header = ",".join(
+        name
+        if width == 1 and name == "timestamp"
+        else ",".join(f"{name}_{j}" for j in range(width))
+        for name, _, width in blocks
+    )
+    table = np.column_stack([values for _, values, _ in blocks])
+    target = os.fspath(path)
+    partial = f"{target}.partial"
+    np.savetxt(partial, table, delimiter=",", header=header, comments="", fmt="%.10g")
+    os.replace(partial, target)

@@ -81,32 +81,30 @@ class RobotModel:
         frictionloss: np.ndarray | None = None,
         name: str | None = None,
     ) -> RobotModel:
-        """A copy with new link inertial parameters (must be physically valid), rotor inertia,
-        viscous damping and Coulomb friction, written into the MJCF with MjSpec."""
-        spec = self.mujoco_spec()
+        """A copy with new link inertial parameters (must be physically valid), rotor inertia
+        (kg·m²), viscous damping (Nm·s/rad) and Coulomb friction (Nm) written into the MJCF.
+
+        The MJCF text is edited element by element with full float precision (MuJoCo's own
+        XML writer rounds to 6 digits, which would move the dynamics by ~1e-6 Nm); MuJoCo then
+        compiles the result."""
+        root = ET.fromstring(self.mjcf)
+        joints = {element.get("name"): element for element in root.iter("joint")}
+        parents = {child: parent for parent in root.iter() for child in parent}
         for index, joint_name in enumerate(self.joint_names):
-            joint = spec.joint(joint_name)
+            joint = joints[joint_name]
             if inertial is not None:
-                body = joint.parent
                 params = inertial[N_INERTIAL * index : N_INERTIAL * (index + 1)]
-                link = pin.Inertia.FromDynamicParameters(np.asarray(params, dtype=float))
-                rot = link.inertia  # about the COM, in the link frame
-                body.explicitinertial = True
-                body.inertia = [0.0, 0.0, 0.0]  # fullinertia below replaces any diagonal one
-                body.mass = float(link.mass)
-                body.ipos = np.asarray(link.lever, dtype=float)
-                body.iquat = [1.0, 0.0, 0.0, 0.0]
-                body.fullinertia = [rot[0, 0], rot[1, 1], rot[2, 2], rot[0, 1], rot[0, 2],
-                                    rot[1, 2]]  # fmt: skip
-            if armature is not None:
-                joint.armature = float(armature[index])
-            if damping is not None:
-                joint.damping = [float(damping[index]), 0.0, 0.0]  # linear term only
-            if frictionloss is not None:
-                joint.frictionloss = float(frictionloss[index])
-        spec.compile()
+                _set_inertial(parents[joint], np.asarray(params, dtype=float))
+            for attribute, values in (
+                ("armature", armature),
+                ("damping", damping),
+                ("frictionloss", frictionloss),
+            ):
+                if values is not None:
+                    joint.set(attribute, repr(float(values[index])))
+        text = ET.tostring(root, encoding="unicode")
         return RobotModel.from_mjcf_text(
-            name or self.name, spec.to_xml(), self.limits, expected_joints=self.joint_names
+            name or self.name, text, self.limits, expected_joints=self.joint_names
         )
 
     # -------------------------------------------------------------- dynamics
@@ -157,6 +155,22 @@ class RobotModel:
         if limits is None:
             limits = _limits_from_mujoco(mj_model, joint_names)
         return cls(name, text, joint_names, limits, pin_model)
+
+
+def _set_inertial(body: ET.Element, params: np.ndarray) -> None:
+    """Write Pinocchio dynamic parameters (about the body frame origin) as the body's
+    <inertial>: mass, centre of mass and the full inertia tensor about it (body frame)."""
+    link = pin.Inertia.FromDynamicParameters(params)
+    rot = np.asarray(link.inertia)
+    element = body.find("inertial")
+    if element is None:
+        element = ET.Element("inertial")
+        body.insert(0, element)
+    element.attrib.clear()
+    element.set("pos", " ".join(repr(float(v)) for v in np.asarray(link.lever)))
+    element.set("mass", repr(float(link.mass)))
+    full = (rot[0, 0], rot[1, 1], rot[2, 2], rot[0, 1], rot[0, 2], rot[1, 2])
+    element.set("fullinertia", " ".join(repr(float(v)) for v in full))
 
 
 def _hinge_joints(model: mujoco.MjModel, source: str) -> tuple[str, ...]:

@@ -1,0 +1,186 @@
+"""End-to-end runs of the command line, as a user types them."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import run_cli
+from ident_framework.csv_log import write_csv_log
+from ident_framework.robot_model import load_robot
+from ident_framework.source_mujoco import MujocoSource, MujocoSourceParams
+from ident_framework.trajectory_fourier import FourierGenerator, FourierParams
+from ident_framework.trajectory_point_to_point import PointToPointGenerator, PointToPointParams
+
+pytestmark = pytest.mark.slow
+
+JOINTS = 6
+
+
+@pytest.fixture(scope="module")
+def recorded_logs(tmp_path_factory) -> tuple[Path, Path]:
+    """An identification and a validation log of the simulated UR robot, in the CSV contract
+    (what ur_rtde's recorder writes), made through the public Python API."""
+    folder = tmp_path_factory.mktemp("logs")
+    robot = load_robot("ur10e")
+    source = MujocoSource(MujocoSourceParams(seed=3))
+    fourier = FourierGenerator(FourierParams(n_candidates=40, n_refine=0, progress=False))
+    excitation = fourier.generate(robot, None, seed=3)
+    ident = source.acquire(robot, excitation, "identification")
+    motion = PointToPointGenerator(PointToPointParams(duration_s=12.0)).generate(robot, None, 4)
+    validation = source.acquire(robot, motion, "validation")
+    write_csv_log(ident, folder / "ident.csv")
+    write_csv_log(validation, folder / "val.csv")
+    return folder / "ident.csv", folder / "val.csv"
+
+
+def _metrics(run: Path) -> dict:
+    return json.loads((run / "metrics.json").read_text())
+
+
+def test_default_run_meets_the_targets(tmp_path: Path):
+    """`python -m ident_framework` with no arguments: the headline run of the README."""
+    run = tmp_path / "run"
+    result = run_cli(f"hydra.run.dir={run}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = _metrics(run)
+    assert metrics["identifiability"]["n_standard"] == 78
+    assert metrics["identifiability"]["n_base"] == 52
+    assert metrics["identifiability"]["cond"] <= 100
+    validation = metrics["validation"]["physical"]
+    assert validation["r2"] >= 0.995
+    assert metrics["truth"]["rmse_ratio_identified_to_true"] <= 1.05
+    assert len(validation["r2_per_joint"]) == JOINTS
+
+    # run-directory contract
+    assert set(metrics) >= {"identifiability", "train", "validation", "timing_s"}
+    header = (run / "predictions_validation.csv").read_text().splitlines()[0].split(",")
+    assert header == (
+        ["timestamp"]
+        + [f"tau_meas_{j}" for j in range(JOINTS)]
+        + [f"tau_physical_{j}" for j in range(JOINTS)]
+        + [f"tau_pred_{j}" for j in range(JOINTS)]
+    )
+    parameters = yaml.safe_load((run / "parameters.yaml").read_text())
+    assert len(parameters["base_parameters"]) == 52
+    assert {"name", "value", "std"} <= set(parameters["base_parameters"][0])
+    assert parameters["robot"]["joint_names"][0] == "shoulder_pan_joint"
+    assert parameters["plugins"]["friction"]["plugin"] == "coulomb_viscous"
+    assert parameters["plugins"]["friction"]["version"]
+    joint = parameters["joints"][3]
+    assert joint["fv"]["true"] == pytest.approx(joint["fv"]["value"], rel=0.1)
+    installed = yaml.safe_load((run / "plugins.yaml").read_text())["installed"]
+    assert {"kind": "friction", "name": "none"} in [
+        {"kind": p["kind"], "name": p["name"]} for p in installed
+    ]
+    trajectory = yaml.safe_load((run / "trajectory.yaml").read_text())
+    assert trajectory["cond_base_regressor_recorded"] == pytest.approx(
+        metrics["identifiability"]["cond"]
+    )
+    for plot in ("validation_torque.png", "rmse_per_joint.png", "excitation.png"):
+        assert (run / "plots" / plot).stat().st_size > 10_000
+    assert not (run / ".incomplete").exists()
+
+
+def test_identify_from_recorded_logs(recorded_logs, tmp_path: Path):
+    ident, val = recorded_logs
+    run = tmp_path / "run"
+    result = run_cli(
+        "robot=ur10e", "source=csv", f"source.path={ident}", "validation=csv",
+        f"validation.path={val}", f"hydra.run.dir={run}", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = _metrics(run)
+    assert metrics["validation"]["physical"]["r2"] > 0.99
+    assert "truth" not in metrics  # a recording knows no truth
+    assert not (run / "trajectory.yaml").exists()  # nothing was excited
+
+
+def test_relative_csv_paths_and_split_validation(recorded_logs, tmp_path: Path):
+    ident, _ = recorded_logs
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "mine.csv").write_bytes(ident.read_bytes())
+    run = tmp_path / "run"
+    result = run_cli(
+        "robot=ur10e", "source=csv", "source.path=logs/mine.csv", "validation=split",
+        "validation.fraction=0.25", f"hydra.run.dir={run}", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = _metrics(run)
+    share = metrics["data"]["validation_samples"] / (
+        metrics["data"]["validation_samples"] + metrics["data"]["train_samples"]
+    )
+    assert 0.2 < share < 0.3
+    assert metrics["validation"]["physical"]["r2"] > 0.98
+
+
+def test_sweep_writes_one_comparison_table(recorded_logs, tmp_path: Path):
+    ident, val = recorded_logs
+    sweep = tmp_path / "sweep"
+    result = run_cli(
+        "-m", "friction=none,coulomb_viscous", "robot=ur10e", "source=csv",
+        f"source.path={ident}", "validation=csv", f"validation.path={val}",
+        f"hydra.sweep.dir={sweep}", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(sweep / "comparison.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["friction"] for row in rows] == ["none", "coulomb_viscous"]
+    assert [int(row["n_base"]) for row in rows] == [40, 52]  # 36 + 4 separable rotor inertias
+    for row in rows:
+        for key in ("train_rmse", "train_r2", "validation_rmse", "validation_r2", "cond"):
+            assert np.isfinite(float(row[key]))
+    no_friction, with_friction = (float(row["validation_rmse"]) for row in rows)
+    assert with_friction < 0.5 * no_friction
+    table = (sweep / "comparison.md").read_text()
+    assert table.count("\n| ") == 3 and "validation_rmse" in table
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_bad_log_is_refused_and_nothing_is_written(recorded_logs, tmp_path: Path):
+    ident, val = recorded_logs
+    lines = ident.read_text().splitlines()
+    cells = lines[101].split(",")
+    cells[3] = "nan"  # actual_q_2 of data row 100
+    lines[101] = ",".join(cells)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join(lines) + "\n")
+    before = _digest(bad)
+    run = tmp_path / "run"
+    result = run_cli(
+        "robot=ur10e", "source=csv", f"source.path={bad}", "validation=csv",
+        f"validation.path={val}", f"hydra.run.dir={run}", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    assert "bad.csv" in result.stderr and "actual_q_2" in result.stderr
+    assert "100" in result.stderr
+    assert not run.exists()
+    assert _digest(bad) == before
+
+
+def test_failed_run_keeps_an_earlier_run_directory(recorded_logs, tmp_path: Path):
+    """A failing run into an existing run directory leaves the earlier results alone."""
+    ident, _ = recorded_logs
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.json").write_text('{"earlier": true}')
+    short = tmp_path / "short.csv"
+    short.write_text("\n".join(ident.read_text().splitlines()[:30]) + "\n")
+    result = run_cli(
+        "robot=ur10e", "source=csv", f"source.path={short}", "validation=split",
+        f"hydra.run.dir={run}", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "short.csv" in result.stderr
+    assert json.loads((run / "metrics.json").read_text()) == {"earlier": True}
+    assert sorted(p.name for p in run.iterdir()) == ["metrics.json"]
