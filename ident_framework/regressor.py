@@ -92,9 +92,7 @@ class RegressorBuilder:
         friction, armature and offset columns."""
         n = self.robot.n_joints
         k = len(self.friction.parameter_names)
-        subtree = [
-            10 * i + c for i in range(n) if self._in_subtree(joint, i) for c in range(10)
-        ]
+        subtree = [10 * i + c for i in range(n) if self._in_subtree(joint, i) for c in range(10)]
         own = [self.n_inertial + joint * k + c for c in range(k)]
         column = self.n_inertial + n * k
         if self.armature:

@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO, run_cli
 
 pytestmark = pytest.mark.slow

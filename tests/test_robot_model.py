@@ -7,10 +7,11 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from conftest import SHARED
 from ident_framework.errors import UserError
 from ident_framework.robot_model import load_robot
 from ident_framework.ur_description import UR_JOINTS
+
+from conftest import SHARED
 
 
 def _compare_engines(robot, n_states: int = 50, seed: int = 0) -> tuple[float, float]:
