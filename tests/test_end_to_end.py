@@ -151,7 +151,7 @@ def test_bad_log_is_refused_and_nothing_is_written(recorded_logs, tmp_path: Path
     ident, val = recorded_logs
     lines = ident.read_text().splitlines()
     cells = lines[101].split(",")
-    cells[3] = "nan"  # actual_q_2 of data row 100
+    cells[3] = "nan"  # actual_q_2 of data row 101 (line 102: the header is line 1)
     lines[101] = ",".join(cells)
     bad = tmp_path / "bad.csv"
     bad.write_text("\n".join(lines) + "\n")
@@ -164,7 +164,7 @@ def test_bad_log_is_refused_and_nothing_is_written(recorded_logs, tmp_path: Path
     assert result.returncode == 2, result.stderr[-3000:]
     assert "Traceback" not in result.stderr
     assert "bad.csv" in result.stderr and "actual_q_2" in result.stderr
-    assert "100" in result.stderr
+    assert "data row 101" in result.stderr and "line 102" in result.stderr
     assert not run.exists()
     assert _digest(bad) == before
 

@@ -89,10 +89,24 @@ packages = ["ident_broken_plugin"]
 """
 
 
-def _pip(python: Path, *args: str) -> None:
+def _wheel(project: Path, folder: Path) -> Path:
+    """Build a project's wheel with this interpreter's setuptools (no download)."""
+    before = set(folder.glob("*.whl")) if folder.exists() else set()
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", *args],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "--disable-pip-version-check", "-w", str(folder), str(project)],
+        check=True,
+    )  # fmt: skip
+    (wheel,) = set(folder.glob("*.whl")) - before
+    return wheel
+
+
+def _install(python: Path, project: Path) -> None:
+    """Install a project into the venv as a user would: from its built wheel."""
+    wheel = _wheel(project, project.parent / f"{project.name}-wheels")
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps",
+         "--disable-pip-version-check", str(wheel)],
         check=True,
     )  # fmt: skip
 
@@ -108,17 +122,16 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 @pytest.fixture(scope="module")
 def venv_python(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("venv")
-    wheels = root / "wheels"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "-w", str(wheels), str(REPO)],
-        check=True,
-    )  # fmt: skip
     subprocess.run(
         [sys.executable, "-m", "venv", "--system-site-packages", str(root / "env")], check=True
     )
     python = root / "env" / "bin" / "python"
-    _pip(python, str(next(wheels.glob("ident_framework-*.whl"))))
+    wheel = _wheel(REPO, root / "wheels")
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps",
+         "--disable-pip-version-check", str(wheel)],
+        check=True,
+    )  # fmt: skip
     return python
 
 
@@ -147,7 +160,7 @@ def test_third_party_plugin_appears_without_core_change(venv_python: Path, tmp_p
             "ident_tiny_friction/conf/friction/ghost.yaml": "plugin: ghost\n",
         },
     )
-    _pip(venv_python, str(package))
+    _install(venv_python, package)
     python = str(venv_python)
 
     help_text = run_cli("--help", cwd=tmp_path, python=python).stdout
@@ -183,7 +196,7 @@ def test_third_party_plugin_appears_without_core_change(venv_python: Path, tmp_p
             "ident_broken_plugin/__init__.py": "import a_module_that_does_not_exist\n",
         },
     )
-    _pip(venv_python, str(broken))
+    _install(venv_python, broken)
     failed = run_cli("--cfg", "job", cwd=tmp_path, python=python)
     assert failed.returncode == 2
     assert "ident-broken-plugin" in failed.stderr and "Traceback" not in failed.stderr

@@ -15,7 +15,7 @@ from conftest import SHARED
 
 
 def _compare_engines(robot, n_states: int = 50, seed: int = 0) -> tuple[float, float]:
-    """Max |tau_pin - tau_mj| (Nm) and max FK difference (m, rotation entries) over random states."""
+    """Max torque difference (Nm) and max FK difference of the engines at random states."""
     model = robot.mujoco_model()
     data = mujoco.MjData(model)
     pdata = robot.pin_model.createData()
