@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg.lapack import dgeqrf
 
 DEFAULT_TOLERANCE = 1e-8
 
@@ -78,25 +79,29 @@ def condition_number(r_factor: np.ndarray, projection: np.ndarray) -> float:
 class TriangularAccumulator:
     """Streaming QR: keeps only R of the rows seen so far (memory independent of N).
 
-    Add row blocks of shape (m, c); `r` is the (c, c) upper-triangular factor with
-    R^T R = sum of A^T A over all blocks.
+    Add row blocks of shape (m, c); `factor` is the (c, c) upper-triangular R with
+    R^T R = sum of A^T A over all blocks. Each update is one LAPACK dgeqrf of [R; A].
     """
 
     def __init__(self, n_columns: int):
-        self.r = np.zeros((0, n_columns))
+        self.n_columns = n_columns
+        self.r = np.zeros((n_columns, n_columns), order="F")
         self.n_rows = 0
 
     def add(self, rows: np.ndarray) -> None:
         if rows.size == 0:
             return
+        c = self.n_columns
+        stacked = np.empty((c + rows.shape[0], c), order="F")
+        stacked[:c] = self.r
+        stacked[c:] = rows
+        qr, _, _, info = dgeqrf(stacked, overwrite_a=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"dgeqrf failed with info={info}")
+        self.r = np.asfortranarray(np.triu(qr[:c]))
         self.n_rows += rows.shape[0]
-        stacked = np.vstack([self.r, rows])
-        self.r = np.linalg.qr(stacked, mode="r")
 
     @property
     def factor(self) -> np.ndarray:
-        """Square (c, c) factor, zero-padded when fewer rows than columns were seen."""
-        n_columns = self.r.shape[1]
-        out = np.zeros((n_columns, n_columns))
-        out[: self.r.shape[0]] = self.r[:n_columns]
-        return out
+        """The (c, c) upper-triangular factor (zero rows while fewer rows than columns)."""
+        return np.ascontiguousarray(self.r)

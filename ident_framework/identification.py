@@ -41,6 +41,7 @@ def accumulate_joint_factors(
     n, p = builder.robot.n_joints, builder.n_parameters
     # Row j of the regressor is zero outside joint j's subtree and own columns: factor only
     # those (about 4x fewer operations on a 6-joint arm) and embed the factor at the end.
+    subtree = [builder.subtree_columns(j) for j in range(n)]
     columns = [np.append(builder.joint_columns(j), p) for j in range(n)]
     accumulators = [TriangularAccumulator(len(c)) for c in columns]
     n_samples = 0
@@ -49,12 +50,10 @@ def accumulate_joint_factors(
         for q, dq, ddq, tau in tqdm(
             chunks, total=total, desc="regressor", unit="chunk", disable=not progress, leave=False
         ):
-            y = builder.compute(q, dq, ddq)
+            rigid = builder.rigid_body(q, dq, ddq)
+            own = builder.own_terms(dq, ddq)
             for j, accumulator in enumerate(accumulators):
-                rows = np.empty((len(q), len(columns[j])))
-                rows[:, :-1] = y[:, j, columns[j][:-1]]
-                rows[:, -1] = tau[:, j]
-                accumulator.add(rows)
+                accumulator.add(np.column_stack([rigid[:, j, subtree[j]], own[:, j], tau[:, j]]))
             n_samples += len(q)
     factors = []
     for index, accumulator in zip(columns, accumulators, strict=True):

@@ -56,43 +56,36 @@ class RegressorBuilder:
 
     def rigid_body(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """(N, n, 10 n) Pinocchio joint torque regressor (one compiled call per sample)."""
-        n_samples, n = q.shape
-        out = np.empty((n_samples, n, self.n_inertial))
-        model, data = self._model, self._data
-        for k in range(n_samples):
-            out[k] = pin.computeJointTorqueRegressor(model, data, q[k], dq[k], ddq[k])
+        out = np.empty((*q.shape, self.n_inertial))
+        model, data, regressor = self._model, self._data, pin.computeJointTorqueRegressor
+        for k, (q_k, dq_k, ddq_k) in enumerate(zip(q, dq, ddq, strict=True)):
+            out[k] = regressor(model, data, q_k, dq_k, ddq_k)
         return out
+
+    def own_terms(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """(N, n, e): each joint's own columns, which act on that joint's row only: the
+        friction basis, then ddq_j (rotor inertia) and 1 (offset) when enabled."""
+        parts = [self.friction.basis(dq)]
+        if self.armature:
+            parts.append(ddq[:, :, None])
+        if self.torque_offset:
+            parts.append(np.ones((*dq.shape, 1)))
+        return np.concatenate(parts, axis=-1)
 
     def compute(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """(N, n, p) full regressor at joint positions (rad), velocities (rad/s) and
         accelerations (rad/s²)."""
         q, dq, ddq = (np.ascontiguousarray(a, dtype=float) for a in (q, dq, ddq))
-        n_samples, n = q.shape
-        out = np.zeros((n_samples, n, self.n_parameters))
-        model, data = self._model, self._data
-        rigid = out[:, :, : self.n_inertial]
-        for k in range(n_samples):
-            rigid[k] = pin.computeJointTorqueRegressor(model, data, q[k], dq[k], ddq[k])
-        friction = self.friction.basis(dq)  # (N, n, k): joint j's columns act on joint j only
-        k = friction.shape[-1]
-        column = self.n_inertial
-        for j in range(n):
-            out[:, j, column + j * k : column + (j + 1) * k] = friction[:, j, :]
-        column += n * k
-        if self.armature:
-            out[:, np.arange(n), column + np.arange(n)] = ddq
-            column += n
-        if self.torque_offset:
-            out[:, np.arange(n), column + np.arange(n)] = 1.0
+        out = np.zeros((*q.shape, self.n_parameters))
+        out[:, :, : self.n_inertial] = self.rigid_body(q, dq, ddq)
+        own = self.own_terms(dq, ddq)
+        for j in range(q.shape[1]):
+            out[:, j, self.own_columns(j)] = own[:, j, :]
         return out
 
-    def joint_columns(self, joint: int) -> np.ndarray:
-        """Indices of the columns that can be non-zero on the row of `joint` (0-based): the
-        links from that joint outwards (a joint carries only its subtree) and the joint's own
-        friction, armature and offset columns."""
-        n = self.robot.n_joints
-        k = len(self.friction.parameter_names)
-        subtree = [10 * i + c for i in range(n) if self._in_subtree(joint, i) for c in range(10)]
+    def own_columns(self, joint: int) -> np.ndarray:
+        """Indices of the friction, armature and offset columns of `joint` (0-based)."""
+        n, k = self.robot.n_joints, len(self.friction.parameter_names)
         own = [self.n_inertial + joint * k + c for c in range(k)]
         column = self.n_inertial + n * k
         if self.armature:
@@ -100,7 +93,20 @@ class RegressorBuilder:
             column += n
         if self.torque_offset:
             own.append(column + joint)
-        return np.array(subtree + own, dtype=int)
+        return np.array(own, dtype=int)
+
+    def subtree_columns(self, joint: int) -> np.ndarray:
+        """Inertial columns that can be non-zero on the row of `joint` (0-based): the links
+        from that joint outwards (a joint carries only its subtree)."""
+        n = self.robot.n_joints
+        return np.array(
+            [10 * i + c for i in range(n) if self._in_subtree(joint, i) for c in range(10)],
+            dtype=int,
+        )
+
+    def joint_columns(self, joint: int) -> np.ndarray:
+        """Increasing indices of every column that can be non-zero on the row of `joint`."""
+        return np.concatenate([self.subtree_columns(joint), self.own_columns(joint)])
 
     def _in_subtree(self, joint: int, link: int) -> bool:
         """Whether the link moved by joint `link` lies in the subtree of joint `joint`."""
