@@ -174,5 +174,32 @@ def print_summary(result: PipelineResult, run_dir: Path) -> None:
             f"true parameters reach validation RMSE {t['validation_rmse_true_parameters']:.4f} Nm;"
             f" identified / true = {t['rmse_ratio_identified_to_true']:.4f}"
         )
+    lines += joint_parameter_table(result)
     lines.append(f"outputs in {run_dir}")
     print("\n".join(lines))
+
+
+def joint_parameter_table(result: PipelineResult) -> list[str]:
+    """Per joint: identified (and, for a simulated robot, true) friction and rotor inertia."""
+    rows = joint_parameters(result)
+    keys = [k for k in rows[0] if k != "joint"] if rows else []
+    if not keys:
+        return []
+    truth = result.truth_theta is not None
+    header = "joint".ljust(20) + "".join(
+        (f"{k} (true)" if truth else k).rjust(22 if truth else 12) for k in keys
+    )
+    lines = [header]
+    for row in rows:
+        cells = []
+        for key in keys:
+            entry = row[key]
+            mark = "" if entry["identifiable_alone"] else "*"
+            text = f"{entry['value']:.4g}{mark}"
+            if truth:
+                text += f" ({entry['true']:.4g})"
+            cells.append(text.rjust(22 if truth else 12))
+        lines.append(row["joint"].ljust(20) + "".join(cells))
+    if any(not row[k]["identifiable_alone"] for row in rows for k in keys):
+        lines.append("* not identifiable on its own (merged into a base parameter)")
+    return lines
