@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -14,25 +13,9 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from .pipeline import PipelineResult
+from .plain_data import to_plain
 from .plots import write_plots
 from .plugins import get_registry
-
-
-def _plain(value: Any) -> Any:
-    """YAML/JSON-safe copy (numpy arrays and scalars to lists and floats, NaN to None)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        return _plain(value.item())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _plain(dataclasses.asdict(value))
-    return value
 
 
 def identifiable_standard(result: PipelineResult) -> np.ndarray:
@@ -97,7 +80,7 @@ def parameters_document(result: PipelineResult) -> dict[str, Any]:
             entry["std"] = float(std[i])
             entry["relative_std_percent"] = float(100 * std[i] / abs(value)) if value != 0 else None
         base.append(entry)
-    return _plain(
+    return to_plain(
         {
             "robot": {
                 "name": result.robot.name,
@@ -135,7 +118,7 @@ def write_predictions(path: Path, result: PipelineResult) -> None:
 
 
 def write_run_directory(stage: Path, result: PipelineResult, cfg: DictConfig) -> None:
-    (stage / "metrics.json").write_text(json.dumps(_plain(result.metrics), indent=2))
+    (stage / "metrics.json").write_text(json.dumps(to_plain(result.metrics), indent=2))
     (stage / "parameters.yaml").write_text(
         yaml.safe_dump(parameters_document(result), sort_keys=False)
     )
@@ -145,7 +128,7 @@ def write_run_directory(stage: Path, result: PipelineResult, cfg: DictConfig) ->
     )
     (stage / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     if result.excitation is not None:
-        description = _plain(result.excitation.describe())
+        description = to_plain(result.excitation.describe())
         description["cond_base_regressor_recorded"] = result.cond
         (stage / "trajectory.yaml").write_text(yaml.safe_dump(description, sort_keys=False))
     if result.config.plots:

@@ -20,6 +20,7 @@ import numpy as np
 import pinocchio as pin
 
 from .errors import UserError
+from .launch_path import resolve_launch_path
 from .ur_description import UR_JOINTS, UR_MODELS, ur_joint_limits, ur_mjcf
 
 N_INERTIAL = 10  # dynamic parameters per link
@@ -281,7 +282,7 @@ def load_robot(
         )
     if not path:
         raise UserError(f"robot={model} needs a model file: give robot.path=FILE.")
-    file = Path(path)
+    file = Path(resolve_launch_path(path))
     if not file.is_file():
         raise UserError(f"The robot model file {file} (robot.path) does not exist.")
     text = urdf_to_mjcf(file) if model == "urdf" else file.read_text()

@@ -8,13 +8,13 @@ the working directory to the run directory.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from .csv_log import TORQUE_COLUMNS, read_csv_log
 from .dataset import Dataset
 from .hookspecs import hookimpl
+from .launch_path import resolve_launch_path
 
 CONFIG_PREFIX = {"identification": "source.", "validation": "validation."}
 
@@ -58,23 +58,6 @@ class CsvSourceParams:
             self.current_to_torque = gains
 
 
-def resolve_user_path(path: str) -> str:
-    """Absolute path of `path` relative to the directory the user launched from."""
-    path = os.path.expanduser(path)
-    if os.path.isabs(path):
-        return path
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        if HydraConfig.initialized():
-            from hydra.utils import to_absolute_path
-
-            return to_absolute_path(path)
-    except ImportError:  # Hydra is a dependency, but the reader must not need it
-        pass
-    return os.path.abspath(path)
-
-
 class CsvSource:
     """Reads a recording; never moves a robot, so the engine designs no trajectory for it."""
 
@@ -97,7 +80,7 @@ class CsvSource:
         prefix = CONFIG_PREFIX.get(role, "source.")
         params = self.params
         return read_csv_log(
-            resolve_user_path(params.path or ""),
+            resolve_launch_path(params.path or ""),
             tuple(robot.joint_names),
             current_to_torque=params.current_to_torque,
             torque_column=params.torque_column,

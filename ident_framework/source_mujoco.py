@@ -11,9 +11,8 @@ noise differs by role. The returned dataset carries the true parameters in
 from __future__ import annotations
 
 import hashlib
-import os
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +21,10 @@ from .dataset import Dataset
 from .errors import UserError
 from .hookspecs import hookimpl
 from .interfaces import Trajectory
+from .launch_path import resolve_launch_path
 from .robot_model import RobotModel, urdf_to_mjcf
 from .simulated_robot import PerturbationParams, SimulatedTruth, perturb_robot, truth_from_robot
-from .simulation import ENCODER_RESOLUTION, SimulationParams, simulate
+from .simulation import SimulationParams, simulate
 
 CONFIG_PREFIX = {"identification": "source", "validation": "validation"}
 _ROLE_CODES = {"identification": 0, "validation": 1}
@@ -33,7 +33,7 @@ _cache: dict[tuple, tuple[RobotModel, SimulatedTruth]] = {}
 
 
 @dataclass
-class MujocoSourceParams:
+class MujocoSourceParams(SimulationParams, PerturbationParams):
     """model_path: MJCF (or URDF) of the real robot, simulated as it is (joint names must match
     the robot's; relative paths are taken from the launch directory); None: perturb the
     nominal robot. seed: perturbation seed (same seed, same robot in every role).
@@ -46,23 +46,6 @@ class MujocoSourceParams:
 
     model_path: str | None = None
     seed: int = 0
-    mass_std: float = 0.10
-    com_std_m: float = 0.01
-    inertia_std: float = 0.20
-    inertia_rotation_std_deg: float = 5.0
-    payload_mass_kg: float = 1.5
-    payload_position_m: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.05])
-    payload_radius_m: float = 0.03
-    viscous: list[float] | None = None
-    coulomb: list[float] | None = None
-    armature: list[float] | None = None
-    torque_noise_std: float | list[float] = 0.05
-    encoder_resolution: float = ENCODER_RESOLUTION
-    sim_rate_hz: float = 1000.0
-    record_rate_hz: float = 500.0
-    kp: list[float] | None = None
-    kd: list[float] | None = None
-    record_acceleration: bool = False
 
     def __post_init__(self) -> None:
         if self.model_path is not None and not str(self.model_path).strip():
@@ -71,47 +54,16 @@ class MujocoSourceParams:
             raise ValueError(f"seed must be an integer, got {self.seed!r}")
         self.seed = int(self.seed)
         # The two parameter groups check their own fields (messages name the field).
-        self.perturbation()
-        self.simulation()
+        PerturbationParams.__post_init__(self)
+        SimulationParams.__post_init__(self)
 
     def perturbation(self) -> PerturbationParams:
         return PerturbationParams(
-            mass_std=self.mass_std,
-            com_std_m=self.com_std_m,
-            inertia_std=self.inertia_std,
-            inertia_rotation_std_deg=self.inertia_rotation_std_deg,
-            payload_mass_kg=self.payload_mass_kg,
-            payload_position_m=list(self.payload_position_m),
-            payload_radius_m=self.payload_radius_m,
-            viscous=self.viscous,
-            coulomb=self.coulomb,
-            armature=self.armature,
+            **{f.name: getattr(self, f.name) for f in fields(PerturbationParams)}
         )
 
     def simulation(self) -> SimulationParams:
-        return SimulationParams(
-            sim_rate_hz=self.sim_rate_hz,
-            record_rate_hz=self.record_rate_hz,
-            kp=self.kp,
-            kd=self.kd,
-            torque_noise_std=self.torque_noise_std,
-            encoder_resolution=self.encoder_resolution,
-            record_acceleration=self.record_acceleration,
-        )
-
-
-def resolve_launch_path(path: str) -> Path:
-    """Absolute path of `path`, relative paths taken from the directory the user launched
-    from (Hydra may have changed the working directory to the run directory)."""
-    path = os.path.expanduser(path)
-    if not os.path.isabs(path):
-        from hydra.core.hydra_config import HydraConfig
-
-        if HydraConfig.initialized():
-            from hydra.utils import to_absolute_path
-
-            return Path(to_absolute_path(path))
-    return Path(path).absolute()
+        return SimulationParams(**{f.name: getattr(self, f.name) for f in fields(SimulationParams)})
 
 
 def noise_seed(seed: int, role: str) -> int:
@@ -193,7 +145,7 @@ class MujocoSource:
 
     # ------------------------------------------------------------------ helpers
     def _model_file(self) -> Path:
-        return resolve_launch_path(str(self.params.model_path))
+        return Path(resolve_launch_path(str(self.params.model_path)))
 
     @staticmethod
     def _load(robot: RobotModel, file: Path, prefix: str) -> tuple[RobotModel, SimulatedTruth]:

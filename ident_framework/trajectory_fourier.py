@@ -34,6 +34,7 @@ from tqdm import tqdm
 from .errors import UserError
 from .hookspecs import hookimpl
 from .interfaces import ConditionObjective
+from .plain_data import to_plain
 from .robot_model import RobotModel
 
 _REST_TOLERANCE = 1e-9  # relative tolerance of the rest constraints of a loaded description
@@ -231,7 +232,7 @@ class FourierTrajectory:
             "q0": [float(v) for v in self.q0],
             "a": [[float(v) for v in row] for row in self.a],
             "b": [[float(v) for v in row] for row in self.b],
-            **_plain(self.info),
+            **to_plain(self.info),
         }
 
     @classmethod
@@ -251,19 +252,6 @@ class FourierTrajectory:
         except KeyError as missing:
             raise ValueError(f"Fourier trajectory description lacks {missing}") from None
         return trajectory
-
-
-def _plain(value: Any) -> Any:
-    """Numpy scalars and arrays inside nested dicts/lists as plain Python values."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 class _Problem:
@@ -590,7 +578,7 @@ class FourierGenerator:
         if objective is not None:
             cond_grid = np.arange(0.0, problem.period, 1.0 / params.cond_rate_hz)
             info["cond"] = float(objective(*trajectory.evaluate(cond_grid)))
-        trajectory.info = _plain(info)
+        trajectory.info = to_plain(info)
         return trajectory
 
 
