@@ -1,10 +1,17 @@
 """Base parameters: the identifiable linear combinations of the standard parameters.
 
-By SVD of the stacked regressor W (N*n x p) = U S V^T: the columns of V whose singular value
-exceeds `tolerance` × the largest span the identifiable subspace; beta = V_r^T theta are the
-base parameters and W V_r is the base regressor (W theta = W V_r beta exactly, because W is
-zero on the other directions). W itself is never stored: the SVD is taken of the triangular
-factor R of W's QR decomposition, which has the same singular values and right vectors.
+Rank and identifiable subspace come from the SVD of the stacked regressor W (N*n x p) =
+U S V^T: singular values above `tolerance` × the largest count. W itself is never stored: the
+SVD is taken of the triangular factor R of W's QR decomposition (same singular values and
+right vectors). Two bases of that subspace are offered:
+
+- `svd`: beta = V_r^T theta (orthonormal combinations, as in the source study);
+- `qr` (Gautier): a column-pivoted QR picks r standard parameters whose columns are
+  independent; each base parameter is one of them plus the dependent parameters regrouped
+  into it, e.g. `ZZ2 + 1*Ia_2`, so a user can read which physical quantities were identified.
+
+Either way `combination` (r, p) maps standard to base parameters (beta = C theta) and `basis`
+(p, r) maps back (theta = B beta, unidentifiable parts zero), with W theta = (W B) beta.
 """
 
 from __future__ import annotations
@@ -12,67 +19,101 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 from scipy.linalg.lapack import dgeqrf
 
 DEFAULT_TOLERANCE = 1e-8
+METHODS = ("svd", "qr")
 
 
 @dataclass(frozen=True)
 class BaseParameters:
-    """projection: (p, r) orthonormal V_r; singular_values: all p of them, descending."""
+    """basis (p, r), combination (r, p), names (r), singular values of W (p, descending)."""
 
-    projection: np.ndarray
+    basis: np.ndarray
+    combination: np.ndarray
+    names: list[str]
     singular_values: np.ndarray
     standard_names: list[str]
     tolerance: float
+    method: str = "svd"
 
     @property
     def rank(self) -> int:
-        return self.projection.shape[1]
+        return self.basis.shape[1]
 
     @property
     def n_standard(self) -> int:
-        return self.projection.shape[0]
-
-    @property
-    def names(self) -> list[str]:
-        return [f"beta_{i + 1}" for i in range(self.rank)]
+        return self.basis.shape[0]
 
     def to_base(self, theta: np.ndarray) -> np.ndarray:
-        """Base parameters beta = V_r^T theta of standard parameters theta."""
-        return self.projection.T @ theta
+        """Base parameters beta = C theta of standard parameters theta."""
+        return self.combination @ theta
 
     def to_standard(self, beta: np.ndarray) -> np.ndarray:
-        """Minimum-norm standard parameters V_r beta (unidentifiable directions zero)."""
-        return self.projection @ beta
+        """Standard parameters B beta reproducing beta (unidentifiable parts zero)."""
+        return self.basis @ beta
 
     def combinations(self, threshold: float = 1e-6) -> list[str]:
-        """Human-readable combination of standard parameters in each base parameter."""
+        """Each base parameter as a readable combination of standard parameters."""
         out = []
-        for column in self.projection.T:
-            order = np.argsort(-np.abs(column))
+        for row in self.combination:
+            scale = np.abs(row).max()
+            order = np.argsort(-np.abs(row), kind="stable")
+            if self.method == "qr":
+                order = np.flatnonzero(np.abs(row) > threshold * scale)
             terms = [
-                f"{column[i]:+.4g}*{self.standard_names[i]}"
+                f"{row[i]:+.6g}*{self.standard_names[i]}"
                 for i in order
-                if abs(column[i]) > threshold * np.abs(column).max()
+                if abs(row[i]) > threshold * scale
             ]
             out.append(" ".join(terms))
         return out
 
+    def identifiable_alone(self) -> np.ndarray:
+        """(p,) True where a standard parameter is identifiable on its own."""
+        svd_basis = np.linalg.svd(self.combination, full_matrices=False)[2].T
+        return np.linalg.norm(svd_basis, axis=1) > 1.0 - 1e-6
+
     @classmethod
     def from_r_factor(
-        cls, r_factor: np.ndarray, standard_names: list[str], tolerance: float = DEFAULT_TOLERANCE
+        cls,
+        r_factor: np.ndarray,
+        standard_names: list[str],
+        tolerance: float = DEFAULT_TOLERANCE,
+        method: str = "svd",
     ) -> BaseParameters:
         """From the (p, p) triangular factor of the stacked regressor's QR decomposition."""
         _, singular, vt = np.linalg.svd(r_factor)
         rank = int(np.sum(singular > tolerance * singular[0])) if singular.size else 0
-        return cls(vt[:rank].T.copy(), singular, list(standard_names), tolerance)
+        if method == "svd":
+            v_r = vt[:rank].T.copy()
+            names = [f"beta_{i + 1}" for i in range(rank)]
+            return cls(v_r, v_r.T.copy(), names, singular, list(standard_names), tolerance)
+        if method != "qr":
+            raise ValueError(f"unknown base parameter method {method!r}; use one of {METHODS}")
+        # Independent columns by column-pivoted QR; the rest regroup into them exactly:
+        # W_D = W_I X  =>  W theta = W_I (theta_I + X theta_D).
+        _, _, pivots = scipy.linalg.qr(r_factor, pivoting=True, mode="economic")
+        independent = np.sort(pivots[:rank])
+        dependent = np.setdiff1d(np.arange(r_factor.shape[1]), independent)
+        regroup = np.linalg.lstsq(r_factor[:, independent], r_factor[:, dependent], rcond=None)[0]
+        regroup[np.abs(regroup) < 1e-10 * max(np.abs(regroup).max(initial=0.0), 1.0)] = 0.0
+        p = r_factor.shape[1]
+        combination = np.zeros((rank, p))
+        combination[np.arange(rank), independent] = 1.0
+        combination[:, dependent] = regroup
+        basis = np.zeros((p, rank))
+        basis[independent, np.arange(rank)] = 1.0
+        names = [standard_names[i] for i in independent]
+        return cls(basis, combination, names, singular, list(standard_names), tolerance, "qr")
 
 
-def condition_number(r_factor: np.ndarray, projection: np.ndarray) -> float:
-    """2-norm condition number of the base regressor W V_r, from W's triangular factor R
-    (W V_r and R V_r have the same singular values). Unscaled, as in the source study."""
-    singular = np.linalg.svd(r_factor @ projection, compute_uv=False)
+def condition_number(r_factor: np.ndarray, basis: np.ndarray) -> float:
+    """2-norm condition number of the base regressor W V (V: an orthonormal basis of the
+    identifiable subspace, e.g. V_r of the SVD), from W's triangular factor R (W V and R V have
+    the same singular values). Unscaled, as in the source study."""
+    singular = np.linalg.svd(r_factor @ basis, compute_uv=False)
     return float(singular[0] / singular[-1]) if singular[-1] > 0 else float("inf")
 
 

@@ -77,7 +77,7 @@ def make_condition_objective(
     rad/s, rad/s²; V_r is the structural base projection found once from `n_random` random
     states (seeded by `seed`). The callable carries it as attribute `base_parameters`."""
     base = structural_base_parameters(builder, seed=seed, n_random=n_random)
-    projection = np.ascontiguousarray(base.projection)
+    projection = np.ascontiguousarray(base.basis)
 
     def objective(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> float:
         regressor = builder.compute(q, dq, ddq)

@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 
 from .base_parameters import BaseParameters, TriangularAccumulator, condition_number
 from .dataset import Dataset
-from .interfaces import LinearProblem
+from .interfaces import LinearProblem, StandardModel
 from .regressor import RegressorBuilder
 
 
@@ -64,23 +64,58 @@ def accumulate_joint_factors(
 
 
 def project_to_base(
-    joint_factors: list[np.ndarray], standard_names: list[str], tolerance: float
+    joint_factors: list[np.ndarray],
+    standard_names: list[str],
+    tolerance: float,
+    method: str = "svd",
 ) -> tuple[BaseParameters, list[np.ndarray], float]:
-    """Base parameters from the stacked factor, the per-joint factors of [W_j V_r | tau_j],
-    and cond(W V_r)."""
+    """Base parameters from the stacked factor, the per-joint factors of [W_j B | tau_j],
+    and cond(W V_r) (V_r of the SVD, whatever the base method)."""
     p = len(standard_names)
-    total = _stack_factors(joint_factors)
-    base = BaseParameters.from_r_factor(total[:p, :p], standard_names, tolerance)
-    cond = condition_number(total[:p, :p], base.projection)
-    projection = np.zeros((p + 1, base.rank + 1))
-    projection[:p, : base.rank] = base.projection
-    projection[p, base.rank] = 1.0
-    return base, [np.linalg.qr(f @ projection, mode="r") for f in joint_factors], cond
+    total = _stack_factors(joint_factors)[:p, :p]
+    svd_base = BaseParameters.from_r_factor(total, standard_names, tolerance, "svd")
+    cond = condition_number(total, svd_base.basis)
+    base = (
+        svd_base
+        if method == "svd"
+        else BaseParameters.from_r_factor(total, standard_names, tolerance, method)
+    )
+    augmented = np.zeros((p + 1, base.rank + 1))
+    augmented[:p, : base.rank] = base.basis
+    augmented[p, base.rank] = 1.0
+    return base, [np.linalg.qr(f @ augmented, mode="r") for f in joint_factors], cond
 
 
 def dataset_chunks(data: Dataset, chunk_size: int) -> Iterator[Chunk]:
     for rows in chunk_slices(data.n_samples, chunk_size):
         yield data.q[rows], data.dq[rows], data.ddq[rows], data.tau[rows]
+
+
+def standard_model(
+    builder: RegressorBuilder, joint_factors: list[np.ndarray], base: BaseParameters
+) -> StandardModel:
+    """The physical parameterisation behind `base` (see `interfaces.StandardModel`)."""
+    n = builder.robot.n_joints
+    k = len(builder.friction.parameter_names)
+    kinds = ["inertial"] * builder.n_inertial + ["friction"] * (n * k)
+    joints = [i // 10 for i in range(builder.n_inertial)] + [i // k for i in range(n * k)]
+    for flag, kind in ((builder.armature, "armature"), (builder.torque_offset, "offset")):
+        if flag:
+            kinds += [kind] * n
+            joints += list(range(n))
+    nominal = builder.standard_parameters(
+        builder.robot.inertial_parameters(), armature=builder.robot.armature()
+    )
+    return StandardModel(
+        names=builder.parameter_names,
+        kinds=kinds,
+        joints=joints,
+        n_links=n,
+        nominal=nominal,
+        r_factors=joint_factors,
+        basis=base.basis,
+        combination=base.combination,
+    )
 
 
 def build_problem(
@@ -89,6 +124,7 @@ def build_problem(
     chunk_size: int,
     tolerance: float,
     progress: bool = True,
+    method: str = "svd",
 ) -> tuple[LinearProblem, BaseParameters, float]:
     """(least-squares problem in base parameters, base parameters, cond of W·V_r)."""
     if data.ddq is None:
@@ -97,13 +133,19 @@ def build_problem(
     joint_factors, n_samples = accumulate_joint_factors(
         builder, dataset_chunks(data, chunk_size), n_chunks, progress
     )
-    base, base_factors, cond = project_to_base(joint_factors, builder.parameter_names, tolerance)
+    base, base_factors, cond = project_to_base(
+        joint_factors, builder.parameter_names, tolerance, method
+    )
 
-    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        for q, dq, ddq, tau in dataset_chunks(data, chunk_size):
-            yield builder.compute(q, dq, ddq) @ base.projection, tau
+    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        for rows in chunk_slices(data.n_samples, chunk_size):
+            regressor = builder.compute(data.q[rows], data.dq[rows], data.ddq[rows])
+            yield data.timestamp[rows], regressor @ base.basis, data.tau[rows]
 
-    return LinearProblem(base_factors, n_samples, base.names, chunks), base, cond
+    problem = LinearProblem(
+        base_factors, n_samples, base.names, chunks, standard_model(builder, joint_factors, base)
+    )
+    return problem, base, cond
 
 
 def predict_torque(

@@ -68,28 +68,64 @@ class FrictionModel(Protocol):
 
 
 @dataclass
+class StandardModel:
+    """The standard (physical) parameterisation behind the base parameters, for estimators
+    that work on physical parameters (e.g. physically consistent identification).
+
+    names: standard parameter names in regressor column order (`m_1`, `mx_1`, ..., `fv_1`,
+    `Ia_1`, ...). kinds: per parameter "inertial", "friction", "armature" or "offset".
+    joints: per parameter the 0-based joint (link) it belongs to. The first 10·n_links
+    parameters are the links' inertial parameters in Pinocchio's order
+    [m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] (about the joint frame). nominal: the robot
+    model's values (inertial from the model, armature from the model, friction and offsets 0).
+    r_factors[j]: (p+1, p+1) triangular factor of [Y_j | tau_j] in the standard parameters.
+    basis, combination: beta = combination @ theta, W_base = W @ basis.
+    """
+
+    names: list[str]
+    kinds: list[str]
+    joints: list[int]
+    n_links: int
+    nominal: np.ndarray
+    r_factors: list[np.ndarray]
+    basis: np.ndarray
+    combination: np.ndarray
+
+
+@dataclass
 class LinearProblem:
     """Least-squares problem min ||W beta - tau|| in the base parameters beta.
 
     W (N*n x r) is never held in memory. `r_factors[j]` is the upper-triangular factor of the
     QR decomposition of [W_j | tau_j] (rows of joint j only), shape (r+1, r+1): the sufficient
     statistic of every quadratic fit. `chunks()` re-streams the rows for estimators that need
-    them (recursive ones), as (W_chunk (m, n, r), tau_chunk (m, n)) blocks in time order.
+    them (recursive ones), as (t_chunk (m,) in s, W_chunk (m, n, r), tau_chunk (m, n) in Nm)
+    blocks in time order. `standard` describes the physical parameters behind beta.
     """
 
     r_factors: list[np.ndarray]
     n_samples: int
     parameter_names: list[str]
-    chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]
+    chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]]
+    standard: StandardModel | None = None
 
     @property
     def n_parameters(self) -> int:
         return len(self.parameter_names)
 
+    @property
+    def n_joints(self) -> int:
+        return len(self.r_factors)
+
 
 class Estimator(Protocol):
     """scikit-learn style: `fit` returns self and sets `coef_` (base parameters) and
-    `coef_std_` (their standard deviations, or None when not available)."""
+    `coef_std_` (their standard deviations, or None when not available).
+
+    Optional: `standard_coef_` (full standard parameters, when the estimator identifies
+    physical parameters; the engine then predicts with them), and
+    `write_outputs(folder: pathlib.Path) -> None` (extra files and plots for the run
+    directory, e.g. convergence of a recursive estimator)."""
 
     coef_: np.ndarray
     coef_std_: np.ndarray | None

@@ -131,11 +131,22 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
 
     with timer("regressor"):
         problem, base, cond = build_problem(
-            builder, train, config.chunk_size, config.base_parameters.tolerance, progress
+            builder,
+            train,
+            config.chunk_size,
+            config.base_parameters.tolerance,
+            progress,
+            config.base_parameters.method,
         )
     with timer("estimation"):
         estimator = plugins["estimator"].create().fit(problem)
-        theta = base.to_standard(np.asarray(estimator.coef_))
+        # Estimators of physical parameters give all of them; others give base parameters.
+        standard = getattr(estimator, "standard_coef_", None)
+        theta = (
+            np.asarray(standard)
+            if standard is not None
+            else base.to_standard(np.asarray(estimator.coef_))
+        )
 
     with timer("prediction"):
         predictions = {

@@ -20,8 +20,7 @@ from .plugins import get_registry
 
 def identifiable_standard(result: PipelineResult) -> np.ndarray:
     """True for standard parameters identifiable on their own (unit vector inside span V_r)."""
-    projection = result.base.projection
-    return np.linalg.norm(projection, axis=1) > 1.0 - 1e-6
+    return result.base.identifiable_alone()
 
 
 def joint_parameters(result: PipelineResult) -> list[dict[str, Any]]:
@@ -133,6 +132,9 @@ def write_run_directory(stage: Path, result: PipelineResult, cfg: DictConfig) ->
         (stage / "trajectory.yaml").write_text(yaml.safe_dump(description, sort_keys=False))
     if result.config.plots:
         write_plots(stage / "plots", result)
+    estimator_outputs = getattr(result.estimator, "write_outputs", None)
+    if estimator_outputs is not None:
+        estimator_outputs(stage)
 
 
 def print_summary(result: PipelineResult, run_dir: Path) -> None:

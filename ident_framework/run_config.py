@@ -11,6 +11,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from .base_parameters import METHODS
 from .errors import UserError
 from .plugin_config import build_params, group_values, validate_plugin_config
 from .plugins import PluginInfo, PluginRegistry
@@ -47,13 +48,17 @@ class RegressorSettings:
 
 @dataclass
 class BaseParameterSettings:
-    """tolerance: singular values below tolerance × the largest are unidentifiable."""
+    """tolerance: singular values below tolerance × the largest are unidentifiable;
+    method: svd (orthonormal combinations) or qr (named regroupings, Gautier)."""
 
     tolerance: float = 1e-8
+    method: str = "svd"
 
     def __post_init__(self) -> None:
         if not 0.0 < self.tolerance < 1.0:
             raise ValueError(f"tolerance must be in (0, 1), got {self.tolerance}")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {list(METHODS)}, got {self.method!r}")
 
 
 @dataclass

@@ -56,7 +56,7 @@ def dense_cond(trajectory, builder, objective, rate_hz=100.0):
     for chunk in np.array_split(t, 8):
         regressor = builder.compute(*trajectory.evaluate(chunk))
         accumulator.add(regressor.reshape(-1, builder.n_parameters))
-    return condition_number(accumulator.factor, objective.base_parameters.projection)
+    return condition_number(accumulator.factor, objective.base_parameters.basis)
 
 
 def assert_within_limits(robot, trajectory, params: FourierParams, rate_hz=1000.0):
@@ -175,7 +175,7 @@ def test_objective_matches_condition_number(builder, objective, random_trajector
     q, dq, ddq = random_trajectory.evaluate(t)
     accumulator = TriangularAccumulator(builder.n_parameters)
     accumulator.add(builder.compute(q, dq, ddq).reshape(-1, builder.n_parameters))
-    expected = condition_number(accumulator.factor, objective.base_parameters.projection)
+    expected = condition_number(accumulator.factor, objective.base_parameters.basis)
     assert objective(q, dq, ddq) == pytest.approx(expected, rel=1e-6)
     assert objective.base_parameters.rank == 52
     assert objective(q[:5], dq[:5], ddq[:5]) == np.inf  # too few rows: rank-deficient
