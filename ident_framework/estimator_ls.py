@@ -21,17 +21,31 @@ class LeastSquaresParams:
     """No parameters."""
 
 
-def solve_stacked(factors: list[np.ndarray], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """(beta, std) minimising the sum over the given [W | tau] factors."""
+def solve_stacked(
+    factors: list[np.ndarray], n_rows: int, scale_by_residual: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """(beta, std) minimising the sum over the given [W | tau] factors.
+
+    std = sqrt(diag(s² (WᵀW)⁻¹)), with s² the residual variance (RSS / (rows − parameters))
+    when `scale_by_residual`, else s² = 1 (rows already weighted by their noise std)."""
     r = np.linalg.qr(np.vstack(factors), mode="r")
     k = r.shape[1] - 1
     r_w, rhs, residual = r[:k, :k], r[:k, k], abs(r[k, k]) if r.shape[0] > k else 0.0
     beta = scipy.linalg.solve_triangular(r_w, rhs)
-    dof = max(n_rows - k, 1)
-    sigma2 = residual**2 / dof
+    sigma2 = residual**2 / max(n_rows - k, 1) if scale_by_residual else 1.0
     r_inv = scipy.linalg.solve_triangular(r_w, np.eye(k))
     std = np.sqrt(sigma2 * np.sum(r_inv**2, axis=1))
     return beta, std
+
+
+def joint_residual_std(factors: list[np.ndarray], beta: np.ndarray, n_samples: int) -> np.ndarray:
+    """(n,) residual standard deviation of each joint's rows at beta (Nm), with the
+    parameters' degrees of freedom shared over the joints (Gautier)."""
+    k = len(beta)
+    augmented = np.append(beta, -1.0)
+    rss = np.array([np.sum((factor @ augmented) ** 2) for factor in factors])
+    dof = max(n_samples - k / len(factors), 1.0)
+    return np.sqrt(rss / dof)
 
 
 class LeastSquares:

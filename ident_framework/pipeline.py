@@ -7,6 +7,7 @@ Each step is one call into the module (or plugin) that does it; `job.py` writes 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +28,8 @@ from .regressor import RegressorBuilder
 from .robot_model import RobotModel, load_robot
 from .run_config import RunConfig
 from .truth import true_standard_parameters
+
+log = logging.getLogger(__name__)
 
 
 class StepTimer:
@@ -88,6 +91,27 @@ def _require_samples(data: Dataset, n_parameters: int, role: str) -> None:
             "underdetermined. Record a longer motion (tens of seconds) or use fewer regressor "
             "columns (friction=none, regressor.armature=false)."
         )
+
+
+def uncertainty_summary(
+    names: list[str], values: np.ndarray, std: np.ndarray | None, bound_percent: float
+) -> dict[str, Any]:
+    """Relative standard deviations (%) and the base parameters above `bound_percent`."""
+    if std is None:
+        return {"relative_std_percent": None, "poorly_identified": None}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(values != 0, 100.0 * np.asarray(std) / np.abs(values), np.inf)
+    poor = [name for name, r in zip(names, relative, strict=True) if r > bound_percent]
+    if poor:
+        log.warning(
+            "%d of %d base parameters have a relative std above %g %%: %s",
+            len(poor), len(names), bound_percent, ", ".join(poor),
+        )  # fmt: skip
+    return {
+        "relative_std_percent": relative.tolist(),
+        "poorly_identified": poor,
+        "relative_std_bound_percent": bound_percent,
+    }
 
 
 def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
@@ -167,6 +191,13 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
             "n_standard": base.n_standard,
             "n_base": base.rank,
             "cond": cond,
+            "base_method": base.method,
+            **uncertainty_summary(
+                base.names,
+                np.asarray(estimator.coef_),
+                getattr(estimator, "coef_std_", None),
+                config.base_parameters.warn_relative_std_percent,
+            ),
         }
     }
     for name, data in (("train", train), ("validation", validation)):

@@ -31,6 +31,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "ident_framework.friction_none",
     "ident_framework.friction_coulomb_viscous",
     "ident_framework.estimator_ls",
+    "ident_framework.estimator_wls",
     "ident_framework.residual_none",
 )
 

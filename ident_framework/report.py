@@ -153,6 +153,12 @@ def print_summary(result: PipelineResult, run_dir: Path) -> None:
                 f"{split:>10} {stage:<8} RMSE {values['rmse']:.4f} Nm  R² {values['r2']:.5f}"
                 f"  (per joint R²: {per_joint})"
             )
+    poor = ident.get("poorly_identified")
+    if poor:
+        lines.append(
+            f"warning: {len(poor)} of {ident['n_base']} base parameters have a relative std above "
+            f"{ident['relative_std_bound_percent']:g} % (see parameters.yaml): {', '.join(poor)}"
+        )
     if "truth" in m:
         t = m["truth"]
         lines.append(

@@ -49,12 +49,19 @@ class RegressorSettings:
 @dataclass
 class BaseParameterSettings:
     """tolerance: singular values below tolerance × the largest are unidentifiable;
-    method: svd (orthonormal combinations) or qr (named regroupings, Gautier)."""
+    method: svd (orthonormal combinations) or qr (named regroupings, Gautier);
+    warn_relative_std_percent: base parameters whose std exceeds this share of their value
+    are reported as poorly identified."""
 
     tolerance: float = 1e-8
     method: str = "svd"
+    warn_relative_std_percent: float = 10.0
 
     def __post_init__(self) -> None:
+        if not self.warn_relative_std_percent > 0:
+            raise ValueError(
+                f"warn_relative_std_percent must be > 0, got {self.warn_relative_std_percent}"
+            )
         if not 0.0 < self.tolerance < 1.0:
             raise ValueError(f"tolerance must be in (0, 1), got {self.tolerance}")
         if self.method not in METHODS:

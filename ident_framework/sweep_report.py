@@ -47,9 +47,38 @@ def collect_rows(sweep_dir: Path) -> list[dict[str, Any]]:
                 "validation_rmse": validation["rmse"],
                 "validation_r2": validation["r2"],
                 "wall_time_s": sum(metrics.get("timing_s", {}).values()),
+                "validation_rmse_per_joint": validation["rmse_per_joint"],
+                "joint_names": yaml.safe_load((run / "parameters.yaml").read_text())["robot"][
+                    "joint_names"
+                ],
             }
         )
     return rows
+
+
+def plot_rmse_per_joint(rows: list[dict[str, Any]], path: Path) -> None:
+    """Grouped bars: validation RMSE (Nm) of every run, per joint."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    joints = rows[0]["joint_names"]
+    x = np.arange(len(joints))
+    width = 0.8 / len(rows)
+    fig, ax = plt.subplots(figsize=(max(8, 1.4 * len(joints) + 0.3 * len(rows)), 4.5))
+    for i, row in enumerate(rows):
+        label = row["overrides"] or f"run {row['run']}"
+        ax.bar(x - 0.4 + (i + 0.5) * width, row["validation_rmse_per_joint"], width, label=label)
+    ax.set_xticks(x, [name.replace("_joint", "") for name in joints], rotation=20)
+    ax.set_ylabel("validation RMSE [Nm]")
+    ax.set_title("Validation torque RMSE per joint, per run")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _cell(value: Any) -> str:
@@ -62,7 +91,7 @@ def write_comparison(sweep_dir: Path) -> list[dict[str, Any]]:
     """Write comparison.csv and comparison.md (sorted by validation RMSE) into sweep_dir."""
     rows = collect_rows(sweep_dir)
     with open(sweep_dir / "comparison.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
     ranked = sorted(rows, key=lambda r: r["validation_rmse"])
@@ -73,8 +102,12 @@ def write_comparison(sweep_dir: Path) -> list[dict[str, Any]]:
     for rank, row in enumerate(ranked, start=1):
         lines.append(f"| {rank} | " + " | ".join(_cell(row[c]) for c in COLUMNS) + " |")
     (sweep_dir / "comparison.md").write_text(
-        "# Sweep comparison (ranked by validation RMSE, Nm)\n\n" + "\n".join(lines) + "\n"
+        "# Sweep comparison (ranked by validation RMSE, Nm)\n\n"
+        + "\n".join(lines)
+        + "\n\n![validation RMSE per joint](comparison_rmse_per_joint.png)\n"
     )
+    if rows:
+        plot_rmse_per_joint(rows, sweep_dir / "comparison_rmse_per_joint.png")
     return rows
 
 

@@ -141,6 +141,7 @@ def test_sweep_writes_one_comparison_table(recorded_logs, tmp_path: Path):
     assert with_friction < 0.5 * no_friction
     table = (sweep / "comparison.md").read_text()
     assert table.count("\n| ") == 3 and "validation_rmse" in table
+    assert (sweep / "comparison_rmse_per_joint.png").stat().st_size > 10_000
 
 
 def _digest(path: Path) -> str:
