@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+from threadpoolctl import threadpool_limits
 
 from .hookspecs import hookimpl
 from .interfaces import LinearProblem
@@ -28,7 +29,8 @@ def solve_stacked(
 
     std = sqrt(diag(s² (WᵀW)⁻¹)), with s² the residual variance (RSS / (rows − parameters))
     when `scale_by_residual`, else s² = 1 (rows already weighted by their noise std)."""
-    r = np.linalg.qr(np.vstack(factors), mode="r")
+    with threadpool_limits(limits=1, user_api="blas"):  # small matrices: threads only contend
+        r = np.linalg.qr(np.vstack(factors), mode="r")
     k = r.shape[1] - 1
     r_w, rhs, residual = r[:k, :k], r[:k, k], abs(r[k, k]) if r.shape[0] > k else 0.0
     beta = scipy.linalg.solve_triangular(r_w, rhs)

@@ -23,6 +23,8 @@ from .excitation import make_condition_objective
 from .identification import build_problem, predict_torque
 from .interfaces import Trajectory
 from .metrics import torque_metrics
+from .physical_consistency import check_parameters
+from .physical_consistency import violations as physical_violations
 from .preprocessing import preprocess
 from .regressor import RegressorBuilder
 from .robot_model import RobotModel, load_robot
@@ -74,6 +76,7 @@ class PipelineResult:
     predictions: dict[str, Stage]  # "train", "validation"
     metrics: dict[str, Any]
     truth_theta: np.ndarray | None = None
+    physical_violations: list[str] = field(default_factory=list)  # empty: physically valid
     timing: dict[str, float] = field(default_factory=dict)
 
 
@@ -218,6 +221,11 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
             "validation_r2_true_parameters": true_rmse["r2"],
             "rmse_ratio_identified_to_true": identified / true_rmse["rmse"],
         }
+    # Which physical conditions the identified standard parameters break (none: valid links).
+    violations = physical_violations(
+        check_parameters(theta, problem.standard, list(robot.joint_names))
+    )
+    metrics["identifiability"]["physically_consistent"] = not violations
     metrics["data"] = {
         "train_samples": train.n_samples,
         "validation_samples": validation.n_samples,
@@ -239,5 +247,6 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
         predictions=predictions,
         metrics=metrics,
         truth_theta=truth_theta,
+        physical_violations=violations,
         timing=timer.seconds,
     )

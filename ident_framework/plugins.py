@@ -32,6 +32,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "ident_framework.friction_coulomb_viscous",
     "ident_framework.estimator_ls",
     "ident_framework.estimator_wls",
+    "ident_framework.estimator_consistent",
     "ident_framework.residual_none",
 )
 

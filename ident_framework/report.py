@@ -12,6 +12,7 @@ import numpy as np
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from .physical_consistency import com_inertia
 from .pipeline import PipelineResult
 from .plain_data import to_plain
 from .plots import write_plots
@@ -44,6 +45,27 @@ def joint_parameters(result: PipelineResult) -> list[dict[str, Any]]:
             row[key] = entry
         rows.append(row)
     return rows
+
+
+def link_parameters(result: PipelineResult) -> list[dict[str, Any]] | None:
+    """Full per-link parameters (mass kg, centre of mass m and inertia about it kg·m², in the
+    link frame) when they are physically valid, else None."""
+    if result.physical_violations:
+        return None
+    links = []
+    for j, joint in enumerate(result.robot.joint_names):
+        params = result.theta[10 * j : 10 * (j + 1)]
+        mass = float(params[0])
+        links.append(
+            {
+                "joint": joint,
+                "mass": mass,
+                "com": (params[1:4] / mass).tolist(),
+                "inertia_about_com": com_inertia(params).tolist(),
+                "dynamic_parameters": params.tolist(),
+            }
+        )
+    return links
 
 
 def _plugins_used(result: PipelineResult) -> dict[str, Any]:
@@ -89,6 +111,8 @@ def parameters_document(result: PipelineResult) -> dict[str, Any]:
             "plugins": _plugins_used(result),
             "base_parameters": base,
             "joints": joint_parameters(result),
+            "links": link_parameters(result),
+            "physical_violations": result.physical_violations,
             "standard_parameters_min_norm": dict(
                 zip(result.builder.parameter_names, result.theta.tolist(), strict=True)
             ),
