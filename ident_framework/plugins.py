@@ -33,6 +33,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "ident_framework.estimator_ls",
     "ident_framework.estimator_wls",
     "ident_framework.estimator_consistent",
+    "ident_framework.estimator_rls",
     "ident_framework.residual_none",
 )
 

@@ -191,6 +191,7 @@ def simulate(
     seed: int,
     progress: bool = True,
     truth: SimulatedTruth | None = None,
+    initial_state: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Dataset:
     """Run the true robot along `trajectory` under the controller and record it.
 
@@ -198,7 +199,9 @@ def simulate(
     that step (q quantised to the encoder resolution, dq = qvel), tau_k = the joint torque the
     motors applied during the step (MuJoCo's qfrc_actuator, after clamping) + Gaussian noise
     drawn from `seed`, the reference at t_k as targets, and qacc_k as `ddq` if asked for.
-    `truth` (default: read from `true_robot`) goes to metadata["truth"].
+    `truth` (default: read from `true_robot`) goes to metadata["truth"]. The simulation
+    starts at `initial_state` (q rad, dq rad/s; default: the reference at t = 0);
+    metadata["final_state"] is the exact state of the last row, to continue from it.
     """
     n = true_robot.n_joints
     if tuple(controller_robot.joint_names) != tuple(true_robot.joint_names):
@@ -226,8 +229,9 @@ def simulate(
 
     model = simulation_model(true_robot, params.sim_rate_hz)
     data = mujoco.MjData(model)
-    data.qpos[:] = q_ref[0]
-    data.qvel[:] = dq_ref[0]
+    data.qpos[:], data.qvel[:] = (
+        initial_state if initial_state is not None else (q_ref[0], dq_ref[0])
+    )
     mujoco.mj_forward(model, data)
     qpos, qvel, ctrl = data.qpos, data.qvel, data.ctrl  # views, updated in place by mj_step
     qfrc, qacc = data.qfrc_actuator, data.qacc
@@ -301,6 +305,7 @@ def simulate(
         "saturated_fraction": saturated.tolist(),
         "truth": truth.to_dict(),
         "true_robot_mjcf": true_robot.mjcf,
+        "final_state": (q[-1].copy(), dq[-1].copy()),
     }
     return Dataset(
         timestamp=time[rows].copy(),
