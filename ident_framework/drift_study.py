@@ -109,7 +109,10 @@ def simulate_payload_change(
     # moment of the change); keep the second piece's row, recorded with the new payload
     second = simulate(
         robot_2, nominal, window_2, simulation, 2 * seed + 2, progress=False, truth=truth_2,
-        initial_state=first.metadata["final_state"],
+        initial_state=(
+            np.array(first.metadata["final_state"]["q"]),
+            np.array(first.metadata["final_state"]["dq"]),
+        ),
     )  # fmt: skip
     jump = float(np.max(np.abs(second.q[0] - first.q[-1])))
     first = first.select(first.timestamp < change_time_s - 1e-9)

@@ -201,7 +201,7 @@ def simulate(
     drawn from `seed`, the reference at t_k as targets, and qacc_k as `ddq` if asked for.
     `truth` (default: read from `true_robot`) goes to metadata["truth"]. The simulation
     starts at `initial_state` (q rad, dq rad/s; default: the reference at t = 0);
-    metadata["final_state"] is the exact state of the last row, to continue from it.
+    metadata["final_state"] ({"q", "dq"} lists) is the exact state of the last row.
     """
     n = true_robot.n_joints
     if tuple(controller_robot.joint_names) != tuple(true_robot.joint_names):
@@ -305,7 +305,7 @@ def simulate(
         "saturated_fraction": saturated.tolist(),
         "truth": truth.to_dict(),
         "true_robot_mjcf": true_robot.mjcf,
-        "final_state": (q[-1].copy(), dq[-1].copy()),
+        "final_state": {"q": q[-1].tolist(), "dq": dq[-1].tolist()},
     }
     return Dataset(
         timestamp=time[rows].copy(),
