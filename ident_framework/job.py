@@ -10,6 +10,7 @@ from omegaconf import DictConfig
 
 from .pipeline import run_pipeline
 from .plugins import get_registry
+from .prediction import run_prediction
 from .report import print_summary, write_run_directory
 from .run_config import validate_config
 from .run_directory import staged_outputs
@@ -21,6 +22,12 @@ def run_one_job(cfg: DictConfig) -> float:
     """Returns the validation RMSE (Nm) of the final prediction, for sweepers that optimise."""
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     config = validate_config(cfg, get_registry())
+    if config.mode == "predict":
+        with staged_outputs(run_dir) as stage:
+            metrics = run_prediction(config, stage)
+        final = metrics.get("fusion") or metrics["physical"]
+        print(f"prediction RMSE {final['rmse']:.4f} Nm, R² {final['r2']:.5f}; outputs in {run_dir}")
+        return float(final["rmse"])
     with staged_outputs(run_dir) as stage:
         result = run_pipeline(config)
         write_run_directory(stage, result, cfg)

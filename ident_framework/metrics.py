@@ -20,3 +20,16 @@ def torque_metrics(tau_measured: np.ndarray, tau_predicted: np.ndarray) -> dict[
         "rmse_per_joint": [float(v) for v in np.sqrt(np.mean(error**2, axis=0))],
         "r2_per_joint": [None if np.isnan(v) else float(v) for v in r2_joint],
     }
+
+
+def fusion_gain(physical: dict[str, object], fusion: dict[str, object]) -> dict[str, list]:
+    """Per joint, what the residual learner adds (as the source study's Table 5-12): RMSE
+    reduction % = 100 (1 − RMSE_fusion / RMSE_physical), R² gain % = 100 (R²_f − R²_p) / R²_p."""
+    reduction, gain = [], []
+    for rp, rf, qp, qf in zip(
+        physical["rmse_per_joint"], fusion["rmse_per_joint"],
+        physical["r2_per_joint"], fusion["r2_per_joint"], strict=True,
+    ):  # fmt: skip
+        reduction.append(100.0 * (1.0 - rf / rp) if rp else None)
+        gain.append(100.0 * (qf - qp) / qp if qp not in (None, 0.0) and qf is not None else None)
+    return {"rmse_reduction_percent": reduction, "r2_gain_percent": gain}

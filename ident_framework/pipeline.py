@@ -22,7 +22,7 @@ from .errors import UserError
 from .excitation import make_condition_objective
 from .identification import build_problem, predict_torque
 from .interfaces import Trajectory
-from .metrics import torque_metrics
+from .metrics import fusion_gain, torque_metrics
 from .physical_consistency import check_parameters
 from .physical_consistency import violations as physical_violations
 from .preprocessing import preprocess
@@ -75,6 +75,7 @@ class PipelineResult:
     validation: Dataset
     predictions: dict[str, Stage]  # "train", "validation"
     metrics: dict[str, Any]
+    residual: Any = None  # the fitted residual learner (None: no fusion stage)
     truth_theta: np.ndarray | None = None
     physical_violations: list[str] = field(default_factory=list)  # empty: physically valid
     timing: dict[str, float] = field(default_factory=dict)
@@ -182,12 +183,16 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
         }
 
     residual = plugins["residual"].create()
+    out_of_range: dict[str, float] = {}
     if residual.active:
         with timer("residual"):
             residual.fit(train.q, train.dq, train.ddq, train.tau - predictions["train"].physical)
             for name, data in (("train", train), ("validation", validation)):
                 stage = predictions[name]
                 stage.fusion = stage.physical + residual.predict(data.q, data.dq, data.ddq)
+                fraction = getattr(residual, "out_of_range_fraction_", None)
+                if fraction is not None:
+                    out_of_range[name] = float(fraction)
 
     metrics: dict[str, Any] = {
         "identifiability": {
@@ -208,6 +213,11 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
         metrics[name] = {"physical": torque_metrics(data.tau, stage.physical)}
         if stage.fusion is not None:
             metrics[name]["fusion"] = torque_metrics(data.tau, stage.fusion)
+            metrics[name]["fusion_gain"] = fusion_gain(
+                metrics[name]["physical"], metrics[name]["fusion"]
+            )
+            if name in out_of_range:
+                metrics[name]["fusion"]["out_of_range_fraction"] = out_of_range[name]
 
     # Simulated robots know their true parameters: how far is the fit from the truth?
     truth_theta = true_standard_parameters(builder, recorded.metadata.get("truth"))
@@ -247,6 +257,7 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
         predictions=predictions,
         metrics=metrics,
         truth_theta=truth_theta,
+        residual=residual if residual.active else None,
         physical_violations=violations,
         timing=timer.seconds,
     )

@@ -17,6 +17,7 @@ from .pipeline import PipelineResult
 from .plain_data import to_plain
 from .plots import write_plots
 from .plugins import get_registry
+from .prediction import RESIDUAL_FOLDER
 
 
 def identifiable_standard(result: PipelineResult) -> np.ndarray:
@@ -113,7 +114,7 @@ def parameters_document(result: PipelineResult) -> dict[str, Any]:
             "joints": joint_parameters(result),
             "links": link_parameters(result),
             "physical_violations": result.physical_violations,
-            "standard_parameters_min_norm": dict(
+            "standard_parameters": dict(
                 zip(result.builder.parameter_names, result.theta.tolist(), strict=True)
             ),
         }
@@ -156,6 +157,11 @@ def write_run_directory(stage: Path, result: PipelineResult, cfg: DictConfig) ->
         (stage / "trajectory.yaml").write_text(yaml.safe_dump(description, sort_keys=False))
     if result.config.plots:
         write_plots(stage / "plots", result)
+    if result.residual is not None:
+        result.residual.save(stage / RESIDUAL_FOLDER)
+        residual_outputs = getattr(result.residual, "write_outputs", None)
+        if residual_outputs is not None and result.config.plots:
+            residual_outputs(stage)
     estimator_outputs = getattr(result.estimator, "write_outputs", None)
     if estimator_outputs is not None:
         estimator_outputs(stage)
@@ -189,9 +195,32 @@ def print_summary(result: PipelineResult, run_dir: Path) -> None:
             f"true parameters reach validation RMSE {t['validation_rmse_true_parameters']:.4f} Nm;"
             f" identified / true = {t['rmse_ratio_identified_to_true']:.4f}"
         )
+    lines += fusion_table(result)
     lines += joint_parameter_table(result)
     lines.append(f"outputs in {run_dir}")
     print("\n".join(lines))
+
+
+def fusion_table(result: PipelineResult) -> list[str]:
+    """Per joint on the validation data: physical vs fused RMSE, RMSE reduction and R² gain."""
+    validation = result.metrics["validation"]
+    if "fusion" not in validation:
+        return []
+    gain = validation["fusion_gain"]
+    lines = ["joint                 RMSE physical  RMSE fusion  reduction %  R² gain %"]
+    for j, joint in enumerate(result.robot.joint_names):
+        lines.append(
+            f"{joint:<20}{validation['physical']['rmse_per_joint'][j]:>14.4f}"
+            f"{validation['fusion']['rmse_per_joint'][j]:>13.4f}"
+            f"{gain['rmse_reduction_percent'][j]:>13.2f}{gain['r2_gain_percent'][j]:>11.3f}"
+        )
+    fraction = validation["fusion"].get("out_of_range_fraction")
+    if fraction is not None:
+        lines.append(
+            f"validation samples outside the learner's training range (physical model only): "
+            f"{100 * fraction:.2f} %"
+        )
+    return lines
 
 
 def joint_parameter_table(result: PipelineResult) -> list[str]:

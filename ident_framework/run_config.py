@@ -6,7 +6,7 @@ bad value fails with the config key that holds it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import DictConfig
@@ -26,6 +26,7 @@ PLUGIN_GROUPS = {
     "residual": "residual",
 }
 SPLIT = "split"  # the validation option that holds out the tail of the identification data
+MODES = ("identify", "predict")  # identify: the pipeline; predict: apply a saved run to data
 
 
 @dataclass
@@ -111,7 +112,7 @@ class RunConfig:
     chunk_size: int = 2000
     plots: bool = True
     mode: str = "identify"
-    extra: dict[str, Any] = field(default_factory=dict)
+    run: str | None = None  # mode=predict: the run directory of an identification
 
 
 def _section(cfg: DictConfig, key: str) -> dict[str, Any]:
@@ -150,8 +151,14 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
         validation = ValidationChoice(source=SelectedPlugin(info, params), trajectory=trajectory)
 
     mode = str(cfg.get("mode", "identify"))
-    if mode != "identify":
-        raise UserError(f"Unknown mode '{mode}' (config key 'mode'); available: ['identify'].")
+    if mode not in MODES:
+        raise UserError(f"Unknown mode '{mode}' (config key 'mode'); available: {list(MODES)}.")
+    run = cfg.get("run")
+    if mode == "predict" and not run:
+        raise UserError(
+            "mode=predict applies a saved identification to a new recording: give "
+            "run=DIR (the run directory of that identification) and source=csv source.path=FILE."
+        )
     seed, chunk_size = cfg.get("seed", 0), cfg.get("chunk_size", 2000)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise UserError(f"Config key 'seed' must be an integer, got {seed!r}.")
@@ -177,4 +184,5 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
         chunk_size=chunk_size,
         plots=bool(cfg.get("plots", True)),
         mode=mode,
+        run=str(run) if run else None,
     )

@@ -52,7 +52,10 @@ class SimulationParams:
     sim rate; 500 Hz is UR's RTDE rate); kp (Nm/rad), kd (Nm·s/rad): PD gains per joint (None:
     `default_gains`); torque_noise_std: Gaussian torque noise std in Nm, one value or one per
     joint; encoder_resolution: position quantisation step in rad (0: none);
-    record_acceleration: also record MuJoCo's exact qacc as `ddq`."""
+    record_acceleration: also record MuJoCo's exact qacc as `ddq`;
+    unmodelled: an extra joint friction the Coulomb-viscous model lacks (`UNMODELLED_EFFECTS`),
+    applied as a generalised force each step, of size `unmodelled_scale` (see
+    `unmodelled_friction`)."""
 
     sim_rate_hz: float = 1000.0
     record_rate_hz: float = 500.0
@@ -61,9 +64,17 @@ class SimulationParams:
     torque_noise_std: float | list[float] = 0.05
     encoder_resolution: float = ENCODER_RESOLUTION
     record_acceleration: bool = False
+    unmodelled: str = "none"
+    unmodelled_scale: float = 1.0
 
     def __post_init__(self) -> None:
         check_rates(self.sim_rate_hz, self.record_rate_hz)
+        if self.unmodelled not in UNMODELLED_EFFECTS:
+            raise ValueError(
+                f"unmodelled must be one of {list(UNMODELLED_EFFECTS)}, got {self.unmodelled!r}"
+            )
+        if not (math.isfinite(self.unmodelled_scale) and self.unmodelled_scale >= 0):
+            raise ValueError(f"unmodelled_scale must be >= 0, got {self.unmodelled_scale}")
         for name in ("kp", "kd"):
             value = getattr(self, name)
             if value is not None:
@@ -79,6 +90,28 @@ class SimulationParams:
             )
         if not (math.isfinite(self.encoder_resolution) and self.encoder_resolution >= 0):
             raise ValueError(f"encoder_resolution must be >= 0 rad, got {self.encoder_resolution}")
+
+
+UNMODELLED_EFFECTS = ("none", "stribeck", "position")
+STRIBECK_VELOCITY = 0.05  # rad/s, width of the extra static friction
+_SIGN_SMOOTHING = 0.002  # rad/s, tanh width standing in for sign(dq)
+
+
+def unmodelled_friction(
+    kind: str, scale: float, coulomb: np.ndarray, q: np.ndarray, dq: np.ndarray
+) -> np.ndarray:
+    """Friction torque (Nm, opposing the motion) that Coulomb-viscous friction does not model.
+
+    stribeck: extra static friction at low speed, 0.5·fc·exp(−(dq/0.05)²)·sign(dq), i.e. the
+    static level is 1.5 × the Coulomb level (Stribeck effect). position: friction that depends
+    on the joint angle (e.g. gear eccentricity), 0.15·fc·(1 + sin 2q)·sign(dq). Both scaled by
+    `scale`; sign(dq) is a steep tanh (width 0.002 rad/s)."""
+    sign = np.tanh(dq / _SIGN_SMOOTHING)
+    if kind == "stribeck":
+        return scale * 0.5 * coulomb * np.exp(-((dq / STRIBECK_VELOCITY) ** 2)) * sign
+    if kind == "position":
+        return scale * 0.3 * coulomb * 0.5 * (1.0 + np.sin(2.0 * q)) * sign
+    return np.zeros_like(dq)
 
 
 def check_rates(sim_rate_hz: float, record_rate_hz: float) -> int:
@@ -235,6 +268,8 @@ def simulate(
     mujoco.mj_forward(model, data)
     qpos, qvel, ctrl = data.qpos, data.qvel, data.ctrl  # views, updated in place by mj_step
     qfrc, qacc = data.qfrc_actuator, data.qacc
+    extra = params.unmodelled != "none" and params.unmodelled_scale > 0
+    coulomb = true_robot.joint_friction()[1]
     kp_q, kd_dq = np.empty(n), np.empty(n)
 
     q = np.empty((n_rows, n))
@@ -257,6 +292,10 @@ def simulate(
                     np.multiply(kd, qvel, out=kd_dq)
                     np.subtract(base[k], kp_q, out=ctrl)
                     ctrl -= kd_dq
+                    if extra:
+                        data.qfrc_applied[:] = -unmodelled_friction(
+                            params.unmodelled, params.unmodelled_scale, coulomb, qpos, qvel
+                        )
                     step(model, data)
                     if k == k0:
                         tau[row] = qfrc
@@ -304,6 +343,7 @@ def simulate(
         "tracking_error_max_rad": np.max(np.abs(error), axis=0).tolist(),
         "saturated_fraction": saturated.tolist(),
         "truth": truth.to_dict(),
+        "unmodelled": {"kind": params.unmodelled, "scale": float(params.unmodelled_scale)},
         "true_robot_mjcf": true_robot.mjcf,
         "final_state": {"q": q[-1].tolist(), "dq": dq[-1].tolist()},
     }

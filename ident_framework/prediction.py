@@ -1,0 +1,128 @@
+"""mode=predict: apply a saved identification to a new recording.
+
+`python -m ident_framework mode=predict run=DIR source=csv source.path=FILE` rebuilds the
+physical model of the run in DIR (its resolved config.yaml and the standard parameters in its
+parameters.yaml) and, when that run trained a residual learner, the learner saved in
+DIR/residual/; it then predicts the joint torques of FILE and writes
+`predictions_<file stem>.csv` and `metrics_<file stem>.json` into this run's directory.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from omegaconf import OmegaConf
+
+from .errors import UserError
+from .identification import predict_torque
+from .launch_path import resolve_launch_path
+from .metrics import fusion_gain, torque_metrics
+from .plain_data import to_plain
+from .plugins import get_registry
+from .preprocessing import preprocess
+from .regressor import RegressorBuilder
+from .robot_model import RobotModel, load_robot
+from .run_config import RunConfig, validate_config
+
+RESIDUAL_FOLDER = "residual"
+
+
+@dataclass
+class SavedModel:
+    """What an identification run left behind, ready to predict."""
+
+    run_dir: Path
+    config: RunConfig
+    robot: RobotModel
+    builder: RegressorBuilder
+    theta: np.ndarray
+    residual: Any | None  # a fitted residual learner, or None
+
+
+def _read(path: Path, what: str) -> str:
+    if not path.is_file():
+        raise UserError(
+            f"The run directory {path.parent} has no {path.name} ({what}): give run=DIR of a "
+            "finished identification (python -m ident_framework ... writes one)."
+        )
+    return path.read_text()
+
+
+def load_saved_model(run_dir: str | Path) -> SavedModel:
+    """The physical model (and residual learner) of an identification run directory."""
+    folder = Path(resolve_launch_path(str(run_dir)))
+    if not folder.is_dir():
+        raise UserError(f"The run directory {folder} (config key 'run') does not exist.")
+    try:
+        cfg = OmegaConf.create(_read(folder / "config.yaml", "the run's resolved config"))
+        parameters = yaml.safe_load(_read(folder / "parameters.yaml", "identified parameters"))
+    except (yaml.YAMLError, ValueError) as error:
+        raise UserError(f"Cannot read the saved run in {folder}: {error}") from None
+    config = validate_config(cfg, get_registry())
+    robot = load_robot(config.robot.model, config.robot.path, config.robot.acceleration_limits)
+    builder = RegressorBuilder(
+        robot,
+        config.plugins["friction"].create(),
+        armature=config.regressor.armature,
+        torque_offset=config.regressor.torque_offset,
+    )
+    saved = (parameters or {}).get("standard_parameters")
+    if not isinstance(saved, dict) or list(saved) != builder.parameter_names:
+        raise UserError(
+            f"{folder / 'parameters.yaml'} holds no physical model matching its config "
+            f"(expected 'standard_parameters' {builder.parameter_names[:3]}...): the residual "
+            "learner needs the physical model it was trained on. Re-run the identification."
+        )
+    residual = None
+    if config.plugins["residual"].create().active:
+        learner = config.plugins["residual"].create()
+        residual = learner.load(folder / RESIDUAL_FOLDER)
+    theta = np.array([float(v) for v in saved.values()])
+    return SavedModel(folder, config, robot, builder, theta, residual)
+
+
+def run_prediction(config: RunConfig, out_dir: Path) -> dict[str, Any]:
+    """Predict the torques of the recording of `config`'s source with the model of
+    `config.run`; write predictions and metrics into out_dir; return the metrics."""
+    model = load_saved_model(config.run)
+    source = config.plugins["source"].create()
+    if source.moves_robot:
+        raise UserError(
+            "mode=predict applies a saved model to a recording: use source=csv "
+            "source.path=FILE (the source must not move a robot)."
+        )
+    recorded = source.acquire(model.robot, None, "identification")
+    data = preprocess(recorded, model.config.preprocessing)
+    physical = predict_torque(model.builder, data, model.theta, config.chunk_size)
+    final = physical
+    metrics: dict[str, Any] = {
+        "run": str(model.run_dir),
+        "physical": torque_metrics(data.tau, physical),
+    }
+    if model.residual is not None:
+        final = physical + model.residual.predict(data.q, data.dq, data.ddq)
+        metrics["fusion"] = torque_metrics(data.tau, final)
+        metrics["fusion_gain"] = fusion_gain(metrics["physical"], metrics["fusion"])
+        fraction = getattr(model.residual, "out_of_range_fraction_", None)
+        if fraction is not None:
+            metrics["fusion"]["out_of_range_fraction"] = float(fraction)
+    stem = Path(str(recorded.metadata.get("path", "recording"))).stem
+    n = data.n_joints
+    header = ["timestamp"] + [
+        f"{kind}_{j}" for kind in ("tau_meas", "tau_physical", "tau_pred") for j in range(n)
+    ]
+    np.savetxt(
+        out_dir / f"predictions_{stem}.csv",
+        np.column_stack([data.timestamp, data.tau, physical, final]),
+        delimiter=",",
+        header=",".join(header),
+        comments="",
+        fmt="%.9g",
+    )
+    (out_dir / f"metrics_{stem}.json").write_text(json.dumps(to_plain(metrics), indent=2))
+    return metrics
