@@ -151,6 +151,7 @@ def write_run_directory(stage: Path, result: PipelineResult, cfg: DictConfig) ->
         yaml.safe_dump({"installed": installed_plugins()}, sort_keys=False)
     )
     (stage / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    (stage / "summary.txt").write_text("\n".join(summary_lines(result)) + "\n")
     if result.excitation is not None:
         description = to_plain(result.excitation.describe())
         description["cond_base_regressor_recorded"] = result.cond
@@ -168,6 +169,11 @@ def write_run_directory(stage: Path, result: PipelineResult, cfg: DictConfig) ->
 
 
 def print_summary(result: PipelineResult, run_dir: Path) -> None:
+    print("\n".join([*summary_lines(result), f"outputs in {run_dir}"]))
+
+
+def summary_lines(result: PipelineResult) -> list[str]:
+    """The run's summary as a user reads it (also saved as summary.txt)."""
     m = result.metrics
     ident = m["identifiability"]
     lines = [
@@ -175,7 +181,10 @@ def print_summary(result: PipelineResult, run_dir: Path) -> None:
         f" cond(W_base) = {ident['cond']:.1f}",
     ]
     for split in ("train", "validation"):
-        for stage, values in m[split].items():
+        for stage in ("physical", "fusion"):
+            if stage not in m[split]:
+                continue
+            values = m[split][stage]
             per_joint = " ".join(
                 f"{v:.4f}" if v is not None else "nan" for v in values["r2_per_joint"]
             )
@@ -197,8 +206,7 @@ def print_summary(result: PipelineResult, run_dir: Path) -> None:
         )
     lines += fusion_table(result)
     lines += joint_parameter_table(result)
-    lines.append(f"outputs in {run_dir}")
-    print("\n".join(lines))
+    return lines
 
 
 def fusion_table(result: PipelineResult) -> list[str]:
