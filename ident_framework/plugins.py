@@ -35,6 +35,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "ident_framework.estimator_consistent",
     "ident_framework.estimator_rls",
     "ident_framework.residual_none",
+    "ident_framework.residual_bpnn",
 )
 
 # extension point -> (hook name, human name used in messages)

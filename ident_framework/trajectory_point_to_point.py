@@ -165,6 +165,8 @@ class PointToPointGenerator:
         knots, waypoints, slow = [0.0], [start], []
 
         def hold(seconds: float) -> None:
+            if seconds <= 1e-9:  # hold_s = [0, 0]: moves follow each other directly
+                return
             knots.append(knots[-1] + seconds)
             waypoints.append(waypoints[-1])
             slow.append(False)

@@ -1,0 +1,87 @@
+"""Training time of the `bpnn` residual learner (run on demand).
+
+    python benchmarks/bench_bpnn.py [--samples 13000] [--no-early-stopping] [--param key=value]
+
+A smooth 6-joint multi-sine motion at 100 Hz (13,000 samples: the source study's size) with a
+Stribeck-like residual per joint, 2·exp(−(dq/0.05)²)·sign(dq) + 0.5·sin(q) Nm, plus 0.05 Nm
+noise. `BpnnResidual.fit` runs with the default parameters (as in conf/residual/bpnn.yaml) in
+this fresh process, so the time includes torch's one-off lazy imports on the first fit.
+Printed: the training time (target < 30 s on a 2-core CPU), its ratio to the target, the
+epochs run and the best epoch per joint, and the RMSE of the predicted residual on a held-out
+motion of the same kind relative to predicting zero (the physical model alone).
+`--no-early-stopping` (patience 0) times the worst case: every epoch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import yaml
+
+from ident_framework.residual_bpnn import BpnnParams, BpnnResidual
+
+TARGET_S = 30.0
+RATE_HZ = 100.0
+
+
+def multisine(n_samples: int, phase_seed: int, n_joints: int = 6):
+    """q (rad), dq (rad/s), ddq (rad/s²) of shape (N, n): 3 sines per joint, fixed
+    frequencies and amplitudes, phases from `phase_seed`."""
+    rng = np.random.default_rng(0)
+    freq = rng.uniform(0.05, 0.4, (3, n_joints))  # Hz
+    amp = rng.uniform(0.2, 0.8, (3, n_joints))  # rad
+    phase = np.random.default_rng(phase_seed).uniform(0, 2 * np.pi, (3, n_joints))
+    w = 2 * np.pi * freq
+    arg = w[None] * (np.arange(n_samples) / RATE_HZ)[:, None, None] + phase[None]
+    q = np.sum(amp * np.sin(arg), axis=1)
+    dq = np.sum(amp * w * np.cos(arg), axis=1)
+    ddq = -np.sum(amp * w**2 * np.sin(arg), axis=1)
+    return q, dq, ddq
+
+
+def stribeck_residual(q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+    """Nm: low-speed friction bump and a position-dependent term."""
+    return 2.0 * np.exp(-((dq / 0.05) ** 2)) * np.sign(dq) + 0.5 * np.sin(q)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--samples", type=int, default=13_000)
+    parser.add_argument("--no-early-stopping", action="store_true", help="patience=0")
+    parser.add_argument("--param", action="append", default=[], help="key=value (YAML value)")
+    args = parser.parse_args()
+    values = {"progress": False}
+    for item in args.param:
+        key, _, text = item.partition("=")
+        values[key] = yaml.safe_load(text)
+    if args.no_early_stopping:
+        values["patience"] = 0
+    params = BpnnParams(**values)
+
+    q, dq, ddq = multisine(args.samples, phase_seed=0)
+    residual = stribeck_residual(q, dq)
+    residual += np.random.default_rng(1).normal(0.0, 0.05, residual.shape)
+    print(f"{args.samples} samples x {q.shape[1]} joints; {params}")
+
+    learner = BpnnResidual(params)
+    start = time.perf_counter()
+    learner.fit(q, dq, ddq, residual)
+    elapsed = time.perf_counter() - start
+    print(
+        f"training time {elapsed:.2f} s (target < {TARGET_S:g} s, ratio {elapsed / TARGET_S:.2f})"
+    )
+    print(f"epochs run {learner.epochs_run_}, best epoch per joint {learner.best_epoch_}, "
+          f"{elapsed / max(learner.epochs_run_, 1) * 1e3:.1f} ms per epoch")  # fmt: skip
+
+    q_h, dq_h, ddq_h = multisine(5_000, phase_seed=1)
+    truth = stribeck_residual(q_h, dq_h)
+    predicted = learner.predict(q_h, dq_h, ddq_h)
+    ratio = np.sqrt(np.mean((truth - predicted) ** 2)) / np.sqrt(np.mean(truth**2))
+    print(f"held-out motion: RMSE(residual - predicted) / RMSE(residual) = {ratio:.3f}; "
+          f"refused (out of range) {learner.out_of_range_fraction_:.1%}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
