@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -118,18 +118,6 @@ def uncertainty_summary(
     }
 
 
-def within_explored_range(robot: RobotModel, excitation: Trajectory | None) -> RobotModel:
-    """The robot with its position limits narrowed to the range the excitation visited (a
-    model identified in one region of the workspace is validated in that region)."""
-    if excitation is None:
-        return robot
-    q, _, _ = excitation.evaluate(np.linspace(0.0, excitation.duration, 4001))
-    low = np.maximum(robot.limits.position[:, 0], q.min(axis=0))
-    high = np.minimum(robot.limits.position[:, 1], q.max(axis=0))
-    limits = replace(robot.limits, position=np.column_stack([low, high]))
-    return replace(robot, limits=limits)
-
-
 def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
     timer = StepTimer()
     plugins = config.plugins
@@ -159,9 +147,8 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
             validation_source = config.validation.source.create()
             motion = None
             if validation_source.moves_robot and config.validation.trajectory is not None:
-                # a different motion, inside the workspace the identification explored
                 motion = config.validation.trajectory.create().generate(
-                    within_explored_range(robot, excitation), None, config.seed + 1
+                    robot, None, config.seed + 1
                 )
             validation_recorded = validation_source.acquire(robot, motion, "validation")
 
