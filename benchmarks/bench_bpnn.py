@@ -20,25 +20,17 @@ import time
 import numpy as np
 import yaml
 
+from ident_framework.multisine import multisine
 from ident_framework.residual_bpnn import BpnnParams, BpnnResidual
 
 TARGET_S = 30.0
 RATE_HZ = 100.0
 
 
-def multisine(n_samples: int, phase_seed: int, n_joints: int = 6):
+def motion(n_samples: int, phase_seed: int, n_joints: int = 6):
     """q (rad), dq (rad/s), ddq (rad/s²) of shape (N, n): 3 sines per joint, fixed
     frequencies and amplitudes, phases from `phase_seed`."""
-    rng = np.random.default_rng(0)
-    freq = rng.uniform(0.05, 0.4, (3, n_joints))  # Hz
-    amp = rng.uniform(0.2, 0.8, (3, n_joints))  # rad
-    phase = np.random.default_rng(phase_seed).uniform(0, 2 * np.pi, (3, n_joints))
-    w = 2 * np.pi * freq
-    arg = w[None] * (np.arange(n_samples) / RATE_HZ)[:, None, None] + phase[None]
-    q = np.sum(amp * np.sin(arg), axis=1)
-    dq = np.sum(amp * w * np.cos(arg), axis=1)
-    ddq = -np.sum(amp * w**2 * np.sin(arg), axis=1)
-    return q, dq, ddq
+    return multisine(np.arange(n_samples) / RATE_HZ, n_joints, 0, phase_seed)
 
 
 def stribeck_residual(q: np.ndarray, dq: np.ndarray) -> np.ndarray:
@@ -60,7 +52,7 @@ def main() -> None:
         values["patience"] = 0
     params = BpnnParams(**values)
 
-    q, dq, ddq = multisine(args.samples, phase_seed=0)
+    q, dq, ddq = motion(args.samples, phase_seed=0)
     residual = stribeck_residual(q, dq)
     residual += np.random.default_rng(1).normal(0.0, 0.05, residual.shape)
     print(f"{args.samples} samples x {q.shape[1]} joints; {params}")
@@ -75,7 +67,7 @@ def main() -> None:
     print(f"epochs run {learner.epochs_run_}, best epoch per joint {learner.best_epoch_}, "
           f"{elapsed / max(learner.epochs_run_, 1) * 1e3:.1f} ms per epoch")  # fmt: skip
 
-    q_h, dq_h, ddq_h = multisine(5_000, phase_seed=1)
+    q_h, dq_h, ddq_h = motion(5_000, phase_seed=1)
     truth = stribeck_residual(q_h, dq_h)
     predicted = learner.predict(q_h, dq_h, ddq_h)
     ratio = np.sqrt(np.mean((truth - predicted) ** 2)) / np.sqrt(np.mean(truth**2))

@@ -22,6 +22,7 @@ import pinocchio as pin
 from ident_framework.estimator_ls import solve_stacked
 from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.identification import accumulate_joint_factors, project_to_base
+from ident_framework.multisine import multisine
 from ident_framework.regressor import RegressorBuilder
 from ident_framework.robot_model import load_robot
 
@@ -30,16 +31,10 @@ CHUNK = 2000
 
 def motion_chunks(n_samples: int, seed: int = 0, rate: float = 500.0):
     """(q, dq, ddq, tau) chunks of a multi-sine motion; tau from a fixed random parameter set."""
-    rng = np.random.default_rng(seed)
-    freq = rng.uniform(0.05, 0.4, (3, 6))
-    amp = rng.uniform(0.2, 0.8, (3, 6))
-    w = 2 * np.pi * freq
+    rng = np.random.default_rng(seed + 1)
     for start in range(0, n_samples, CHUNK):
         t = np.arange(start, min(start + CHUNK, n_samples)) / rate
-        arg = w[None] * t[:, None, None]
-        q = np.sum(amp * np.sin(arg), axis=1)
-        dq = np.sum(amp * w * np.cos(arg), axis=1)
-        ddq = -np.sum(amp * w**2 * np.sin(arg), axis=1)
+        q, dq, ddq = multisine(t, 6, seed)
         yield q, dq, ddq, rng.normal(size=q.shape)
 
 

@@ -12,6 +12,7 @@ from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, Cou
 from ident_framework.friction_none import NoFriction, NoFrictionParams
 from ident_framework.identification import build_problem, predict_torque
 from ident_framework.metrics import torque_metrics
+from ident_framework.multisine import multisine
 from ident_framework.regressor import RegressorBuilder
 from ident_framework.robot_model import load_robot
 
@@ -21,18 +22,9 @@ TRUE_ARMATURE = np.array([0.41, 0.39, 0.16, 0.045, 0.041, 0.038])
 
 
 def sines(duration: float, rate: float, seed: int, n: int = 6):
-    """Smooth multi-sine joint motion with exact derivatives."""
-    rng = np.random.default_rng(seed)
+    """Smooth multi-sine joint motion with exact derivatives: (t, q, dq, ddq)."""
     t = np.arange(0.0, duration, 1.0 / rate)
-    freq = rng.uniform(0.05, 0.4, (3, n))
-    amp = rng.uniform(0.2, 0.8, (3, n))
-    phase = rng.uniform(0, 2 * np.pi, (3, n))
-    arg = 2 * np.pi * freq[None] * t[:, None, None] + phase[None]
-    w = 2 * np.pi * freq[None]
-    q = np.sum(amp * np.sin(arg), axis=1)
-    dq = np.sum(amp * w * np.cos(arg), axis=1)
-    ddq = -np.sum(amp * w**2 * np.sin(arg), axis=1)
-    return t, q, dq, ddq
+    return (t, *multisine(t, n, seed))
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import torch
 import yaml
 
 from ident_framework.errors import UserError
+from ident_framework.multisine import multisine
 from ident_framework.plugin_config import build_params
 from ident_framework.residual_bpnn import (
     MODEL_FILE,
@@ -34,16 +35,8 @@ def motion(n_samples: int, phase_seed: int, n_joints: int = 2, rate_hz: float = 
     """q (rad), dq (rad/s), ddq (rad/s²), each (N, n): 3 sines per joint with fixed frequencies
     and amplitudes; the phases (from `phase_seed`) make a different motion over the same
     range of states."""
-    rng = np.random.default_rng(0)
-    freq = rng.uniform(0.05, 0.3, (3, n_joints))
-    amp = rng.uniform(0.1, 0.4, (3, n_joints))
-    phase = np.random.default_rng(phase_seed).uniform(0, 2 * np.pi, (3, n_joints))
-    w = 2 * np.pi * freq
-    arg = w[None] * (np.arange(n_samples) / rate_hz)[:, None, None] + phase[None]
-    q = np.sum(amp * np.sin(arg), axis=1)
-    dq = np.sum(amp * w * np.cos(arg), axis=1)
-    ddq = -np.sum(amp * w**2 * np.sin(arg), axis=1)
-    return q, dq, ddq
+    t = np.arange(n_samples) / rate_hz
+    return multisine(t, n_joints, 0, phase_seed, freq_hz=(0.05, 0.3), amp_rad=(0.1, 0.4))
 
 
 def stribeck(q: np.ndarray, dq: np.ndarray) -> np.ndarray:
