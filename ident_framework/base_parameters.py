@@ -132,15 +132,37 @@ class TriangularAccumulator:
     def add(self, rows: np.ndarray) -> None:
         if rows.size == 0:
             return
+        stacked = self._stack(rows.shape[0])
+        stacked[self.n_columns :] = rows
+        self._factor(stacked)
+
+    def add_blocks(self, *blocks: np.ndarray) -> None:
+        """Add rows given as column blocks side by side ((m, w_i) or (m,)), without first
+        joining them (one copy fewer on the hot path)."""
+        m = blocks[0].shape[0]
+        stacked = self._stack(m)
+        column = 0
+        for block in blocks:
+            width = 1 if block.ndim == 1 else block.shape[1]
+            target = stacked[self.n_columns :, column : column + width]
+            target[...] = block.reshape(m, width)
+            column += width
+        if column != self.n_columns:
+            raise ValueError(f"{column} columns given, accumulator has {self.n_columns}")
+        self._factor(stacked)
+
+    def _stack(self, m: int) -> np.ndarray:
+        stacked = np.empty((self.n_columns + m, self.n_columns), order="F")
+        stacked[: self.n_columns] = self.r
+        return stacked
+
+    def _factor(self, stacked: np.ndarray) -> None:
         c = self.n_columns
-        stacked = np.empty((c + rows.shape[0], c), order="F")
-        stacked[:c] = self.r
-        stacked[c:] = rows
         qr, _, _, info = dgeqrf(stacked, overwrite_a=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"dgeqrf failed with info={info}")
         self.r = np.asfortranarray(np.triu(qr[:c]))
-        self.n_rows += rows.shape[0]
+        self.n_rows += stacked.shape[0] - c
 
     @property
     def factor(self) -> np.ndarray:
