@@ -183,7 +183,7 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
         }
 
     residual = plugins["residual"].create()
-    out_of_range: dict[str, float] = {}
+    out_of_range: dict[str, dict[str, Any]] = {}
     if residual.active:
         with timer("residual"):
             residual.fit(train.q, train.dq, train.ddq, train.tau - predictions["train"].physical)
@@ -192,7 +192,11 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
                 stage.fusion = stage.physical + residual.predict(data.q, data.dq, data.ddq)
                 fraction = getattr(residual, "out_of_range_fraction_", None)
                 if fraction is not None:
-                    out_of_range[name] = float(fraction)
+                    per_joint = getattr(residual, "out_of_range_per_joint_", None)
+                    out_of_range[name] = {
+                        "out_of_range_fraction": float(fraction),
+                        "out_of_range_per_joint": None if per_joint is None else list(per_joint),
+                    }
 
     metrics: dict[str, Any] = {
         "identifiability": {
@@ -216,8 +220,7 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
             metrics[name]["fusion_gain"] = fusion_gain(
                 metrics[name]["physical"], metrics[name]["fusion"]
             )
-            if name in out_of_range:
-                metrics[name]["fusion"]["out_of_range_fraction"] = out_of_range[name]
+            metrics[name]["fusion"].update(out_of_range.get(name, {}))
 
     # Simulated robots know their true parameters: how far is the fit from the truth?
     truth_theta = true_standard_parameters(builder, recorded.metadata.get("truth"))
