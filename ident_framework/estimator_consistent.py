@@ -47,6 +47,7 @@ from threadpoolctl import threadpool_limits
 from .errors import UserError
 from .estimator_ls import solve_stacked
 from .hookspecs import hookimpl
+from .identification import stack_factors
 from .interfaces import LinearProblem, StandardModel
 from .physical_consistency import N_LINK, PSEUDO_INERTIA_MAP, check_parameters, violations
 
@@ -135,7 +136,7 @@ class _ScaledModel:
         p = len(standard.names)
         self.n_links = standard.n_links
         self.scales = parameter_scales(standard)
-        stacked = np.linalg.qr(np.vstack(standard.r_factors), mode="r")
+        stacked = stack_factors(standard.r_factors)
         if stacked.shape[0] < p + 1:  # fewer rows than parameters: pad with zero rows
             stacked = np.vstack([stacked, np.zeros((p + 1 - stacked.shape[0], p + 1))])
         torque_norm = float(np.linalg.norm(stacked[:, p]))

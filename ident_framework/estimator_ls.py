@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-from threadpoolctl import threadpool_limits
 
 from .hookspecs import hookimpl
+from .identification import stack_factors
 from .interfaces import LinearProblem
 
 
@@ -29,8 +29,7 @@ def solve_stacked(
 
     std = sqrt(diag(s² (WᵀW)⁻¹)), with s² the residual variance (RSS / (rows − parameters))
     when `scale_by_residual`, else s² = 1 (rows already weighted by their noise std)."""
-    with threadpool_limits(limits=1, user_api="blas"):  # small matrices: threads only contend
-        r = np.linalg.qr(np.vstack(factors), mode="r")
+    r = stack_factors(factors)
     k = r.shape[1] - 1
     r_w, rhs, residual = r[:k, :k], r[:k, k], abs(r[k, k]) if r.shape[0] > k else 0.0
     beta = scipy.linalg.solve_triangular(r_w, rhs)

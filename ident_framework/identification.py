@@ -26,8 +26,10 @@ def chunk_slices(n_samples: int, chunk_size: int) -> Iterator[slice]:
         yield slice(start, min(start + chunk_size, n_samples))
 
 
-def _stack_factors(factors: list[np.ndarray]) -> np.ndarray:
-    return np.linalg.qr(np.vstack(factors), mode="r")
+def stack_factors(factors: list[np.ndarray]) -> np.ndarray:
+    """Triangular factor R with RᵀR = Σ FᵢᵀFᵢ of several factors (e.g. the per-joint ones)."""
+    with threadpool_limits(limits=1, user_api="blas"):  # small matrices: threads only contend
+        return np.linalg.qr(np.vstack(factors), mode="r")
 
 
 Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # q, dq, ddq, tau: (m, n) each
@@ -111,7 +113,7 @@ def project_to_base(
     """Base parameters from the stacked factor, the per-joint factors of [W_j B | tau_j],
     and cond(W V_r) (V_r of the SVD, whatever the base method)."""
     p = len(standard_names)
-    total = _stack_factors(joint_factors)[:p, :p]
+    total = stack_factors(joint_factors)[:p, :p]
     svd_base = BaseParameters.from_r_factor(total, standard_names, tolerance, "svd")
     cond = condition_number(total, svd_base.basis)
     base = (

@@ -78,7 +78,8 @@ class StandardModel:
     parameters are the links' inertial parameters in Pinocchio's order
     [m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] (about the joint frame). nominal: the robot
     model's values (inertial from the model, armature from the model, friction and offsets 0).
-    r_factors[j]: (p+1, p+1) triangular factor of [Y_j | tau_j] in the standard parameters.
+    r_factors[j]: (p+1, p+1) square root R_j of the Gram matrix of [Y_j | tau_j] in the
+    standard parameters (R_jᵀ R_j = [Y_j | tau_j]ᵀ [Y_j | tau_j]; not necessarily triangular).
     basis, combination: beta = combination @ theta, W_base = W @ basis.
     """
 

@@ -118,17 +118,23 @@ def uncertainty_summary(
     }
 
 
+def robot_and_regressor(config: RunConfig) -> tuple[RobotModel, RegressorBuilder]:
+    """The robot model and its regressor (friction plugin, rotor inertia, offsets) of a run."""
+    robot = load_robot(config.robot.model, config.robot.path, config.robot.acceleration_limits)
+    builder = RegressorBuilder(
+        robot,
+        config.plugins["friction"].create(),
+        armature=config.regressor.armature,
+        torque_offset=config.regressor.torque_offset,
+    )
+    return robot, builder
+
+
 def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
     timer = StepTimer()
     plugins = config.plugins
     with timer("robot"):
-        robot = load_robot(config.robot.model, config.robot.path, config.robot.acceleration_limits)
-        builder = RegressorBuilder(
-            robot,
-            plugins["friction"].create(),
-            armature=config.regressor.armature,
-            torque_offset=config.regressor.torque_offset,
-        )
+        robot, builder = robot_and_regressor(config)
 
     # Excitation: only when the data source moves a robot.
     source = plugins["source"].create()
@@ -232,6 +238,7 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
         metrics["truth"] = {
             "validation_rmse_true_parameters": true_rmse["rmse"],
             "validation_r2_true_parameters": true_rmse["r2"],
+            "validation_rmse_per_joint_true_parameters": true_rmse["rmse_per_joint"],
             "rmse_ratio_identified_to_true": identified / true_rmse["rmse"],
         }
     # Which physical conditions the identified standard parameters break (none: valid links).

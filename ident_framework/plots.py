@@ -57,11 +57,8 @@ def plot_rmse_per_joint(path: Path, result: PipelineResult) -> None:
     ):
         values = result.metrics[split].get("fusion") or result.metrics[split]["physical"]
         ax.bar(x + offset, values["rmse_per_joint"], width, label=split, color=color)
-    if "truth" in result.metrics and result.truth_theta is not None:
-        from .identification import predict_torque
-
-        tau = predict_torque(result.builder, result.validation, result.truth_theta, 5000)
-        true_rmse = np.sqrt(np.mean((result.validation.tau - tau) ** 2, axis=0))
+    if "truth" in result.metrics:
+        true_rmse = result.metrics["truth"]["validation_rmse_per_joint_true_parameters"]
         ax.scatter(x + width / 2, true_rmse, color="black", marker="_", s=300, zorder=3,
                    label="true parameters (validation)")  # fmt: skip
     ax.set_xticks(x, [n.replace("_joint", "") for n in names], rotation=20)

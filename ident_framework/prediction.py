@@ -22,11 +22,12 @@ from .errors import UserError
 from .identification import predict_torque
 from .launch_path import resolve_launch_path
 from .metrics import fusion_gain, torque_metrics
+from .pipeline import robot_and_regressor
 from .plain_data import to_plain
 from .plugins import get_registry
 from .preprocessing import preprocess
 from .regressor import RegressorBuilder
-from .robot_model import RobotModel, load_robot
+from .robot_model import RobotModel
 from .run_config import RunConfig, validate_config
 
 RESIDUAL_FOLDER = "residual"
@@ -64,13 +65,7 @@ def load_saved_model(run_dir: str | Path) -> SavedModel:
     except (yaml.YAMLError, ValueError) as error:
         raise UserError(f"Cannot read the saved run in {folder}: {error}") from None
     config = validate_config(cfg, get_registry())
-    robot = load_robot(config.robot.model, config.robot.path, config.robot.acceleration_limits)
-    builder = RegressorBuilder(
-        robot,
-        config.plugins["friction"].create(),
-        armature=config.regressor.armature,
-        torque_offset=config.regressor.torque_offset,
-    )
+    robot, builder = robot_and_regressor(config)
     saved = (parameters or {}).get("standard_parameters")
     if not isinstance(saved, dict) or list(saved) != builder.parameter_names:
         raise UserError(
@@ -78,10 +73,8 @@ def load_saved_model(run_dir: str | Path) -> SavedModel:
             f"(expected 'standard_parameters' {builder.parameter_names[:3]}...): the residual "
             "learner needs the physical model it was trained on. Re-run the identification."
         )
-    residual = None
-    if config.plugins["residual"].create().active:
-        learner = config.plugins["residual"].create()
-        residual = learner.load(folder / RESIDUAL_FOLDER)
+    learner = config.plugins["residual"].create()
+    residual = learner.load(folder / RESIDUAL_FOLDER) if learner.active else None
     theta = np.array([float(v) for v in saved.values()])
     return SavedModel(folder, config, robot, builder, theta, residual)
 

@@ -20,16 +20,11 @@ from .plugins import get_registry
 from .prediction import RESIDUAL_FOLDER
 
 
-def identifiable_standard(result: PipelineResult) -> np.ndarray:
-    """True for standard parameters identifiable on their own (unit vector inside span V_r)."""
-    return result.base.identifiable_alone()
-
-
 def joint_parameters(result: PipelineResult) -> list[dict[str, Any]]:
     """Friction, rotor inertia and offset per joint, identified (and true when simulated)."""
     names = result.builder.parameter_names
     index = {name: i for i, name in enumerate(names)}
-    alone = identifiable_standard(result)
+    alone = result.base.identifiable_alone()
     rows = []
     for j, joint in enumerate(result.robot.joint_names):
         row: dict[str, Any] = {"joint": joint}

@@ -101,9 +101,9 @@ def _wheel(project: Path, folder: Path) -> Path:
     return wheel
 
 
-def _install(python: Path, project: Path) -> None:
+def _install(python: Path, project: Path, wheels: Path | None = None) -> None:
     """Install a project into the venv as a user would: from its built wheel."""
-    wheel = _wheel(project, project.parent / f"{project.name}-wheels")
+    wheel = _wheel(project, wheels or project.parent / f"{project.name}-wheels")
     subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--no-deps",
          "--disable-pip-version-check", str(wheel)],
@@ -126,12 +126,7 @@ def venv_python(tmp_path_factory) -> Path:
         [sys.executable, "-m", "venv", "--system-site-packages", str(root / "env")], check=True
     )
     python = root / "env" / "bin" / "python"
-    wheel = _wheel(REPO, root / "wheels")
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--no-deps",
-         "--disable-pip-version-check", str(wheel)],
-        check=True,
-    )  # fmt: skip
+    _install(python, REPO, root / "wheels")
     return python
 
 
