@@ -5,19 +5,20 @@ As in the source study, joint j's network maps its standardised state [q_j, dq_j
 tau_meas_j − tau_physical_j (Nm; un-standardised at prediction). `inputs: full` feeds all
 joints' states to every joint's network. The n networks are trained together as one batched
 computation (weights shaped (n, in, out), `torch.baddbmm`), which is still one independent
-MLP per joint: the loss is the sum of the per-joint mean squared errors, so each network's
+MLP per joint: the loss is the sum of the per-joint mean losses, so each network's
 gradient is that of its own loss (and Adam is element-wise).
 
 Training: the data given to `fit` are split in time — the last `validation_fraction` of the
 samples are the validation part (never trained on; minibatches are shuffled inside the training
 part with a seeded generator). Scalers and training ranges come from the training part. Adam
-with weight decay (L2), MSE, early stopping on the validation loss *per joint* (computed as the
-learner is used, refused samples predicting 0): each joint keeps the weights of its own best
-epoch, and training stops when no joint improved for `patience` epochs. The last layer starts
-so that "epoch 0" (the untrained network) predicts residual 0 Nm: a joint whose residual does
-not generalise to the validation part (noise, nothing learnable) keeps the physical model
-alone. Deterministic given `seed` on the CPU (one thread, deterministic algorithms, seeded
-generators; the process's torch settings are restored afterwards).
+with weight decay (L2), MSE or Huber loss (`loss`), early stopping on the validation loss *per
+joint* (computed as the learner is used, refused samples predicting 0): each joint keeps the
+weights of its own best epoch, and training stops when no joint improved for `patience`
+epochs. The last layer starts so that "epoch 0" (the untrained network) predicts residual 0 Nm:
+a joint whose residual does not generalise to the validation part (noise, nothing learnable)
+keeps the physical model alone. Deterministic given `seed` on the CPU (one thread,
+deterministic algorithms, seeded generators; the process's torch settings are restored
+afterwards).
 
 Extrapolation guard: `fit` records each raw input feature's training range [min, max]. At
 prediction a joint's network refuses a sample (predicts residual 0: the physical model alone)
@@ -79,7 +80,9 @@ class BpnnParams:
     in [0, 1); 0: no early stopping, the last epoch is kept. patience: epochs without a
     better validation loss before training stops (0: never stop early).
     range_margin: extrapolation guard margin m (≥ 0) in units of each feature's training span;
-    None: no guard. progress: tqdm bar over the epochs on stderr.
+    None: no guard. loss: "mse" or "huber" (quadratic up to huber_delta_nm, in Nm, linear
+    beyond: robust to stick-slip spikes in the residual). progress: tqdm bar over the epochs on
+    stderr.
     """
 
     inputs: str = "joint"
@@ -94,6 +97,8 @@ class BpnnParams:
     validation_fraction: float = 0.2
     patience: int = 25
     range_margin: float | None = 0.1
+    loss: str = "mse"
+    huber_delta_nm: float = 0.5
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -141,6 +146,10 @@ class BpnnParams:
                 _resolve_device(self.device)
             except UserError as error:
                 raise ValueError(str(error).rstrip(".")) from None
+        if self.loss not in ("mse", "huber"):
+            raise ValueError(f"loss must be 'mse' or 'huber', got {self.loss!r}")
+        if not number("huber_delta_nm") > 0.0:
+            raise ValueError(f"huber_delta_nm must be > 0, got {self.huber_delta_nm}")
         if not isinstance(self.progress, bool):
             raise ValueError(f"progress must be true or false, got {self.progress!r}")
 
@@ -208,7 +217,7 @@ class BpnnResidual:
     """Per-joint MLP residual learner (see the module docstring).
 
     After `fit`: `history_` (dict of per-epoch lists: "train_loss", "val_loss" — means over the
-    joints — and "train_loss_per_joint", "val_loss_per_joint"; MSE of the standardised
+    joints — and "train_loss_per_joint", "val_loss_per_joint"; MSE (or Huber) of the standardised
     residual, dimensionless; entry 0 is the untrained network, val only), `best_epoch_`
     (per joint, 0 = untrained), `epochs_run_`, `training_time_s_` (s), `n_train_`,
     `n_validation_` (samples of the time-ordered split: validation = samples [n_train_:]).
@@ -328,10 +337,22 @@ class BpnnResidual:
             zero = torch.from_numpy((-self.y_mean_ / self.y_std_).astype(np.float32))
             zero = zero.to(device)[:, None, None]
 
+            if p.loss == "huber":  # quadratic up to delta (Nm, in each joint's scaled units)
+                delta = torch.from_numpy((p.huber_delta_nm / self.y_std_).astype(np.float32))
+                delta = delta.to(device)[:, None, None]
+
+                def pointwise_loss(error: torch.Tensor) -> torch.Tensor:
+                    size = error.abs()
+                    return torch.where(size <= delta, 0.5 * size**2, delta * (size - 0.5 * delta))
+            else:
+
+                def pointwise_loss(error: torch.Tensor) -> torch.Tensor:
+                    return error**2
+
             def validation_loss() -> torch.Tensor:
                 with torch.no_grad():
                     prediction = torch.where(refused, zero, _forward(x_val, layers))
-                    return ((prediction - y_val) ** 2).mean(dim=(1, 2))
+                    return pointwise_loss(prediction - y_val).mean(dim=(1, 2))
 
             best_loss = validation_loss().cpu() if n_val else torch.full((n,), math.inf)
             best_epoch = torch.zeros(n, dtype=torch.long)
@@ -357,7 +378,7 @@ class BpnnResidual:
                 for begin in range(0, n_train, p.batch_size):
                     index = order[begin : begin + p.batch_size]
                     error = _forward(x_train[:, index], layers) - y_train[:, index]
-                    per_joint = (error**2).mean(dim=(1, 2))
+                    per_joint = pointwise_loss(error).mean(dim=(1, 2))
                     optimizer.zero_grad(set_to_none=True)
                     per_joint.sum().backward()
                     optimizer.step()

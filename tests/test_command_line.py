@@ -22,7 +22,7 @@ def test_help_lists_groups_and_installed_options():
     assert result.returncode == 0, result.stderr
     assert "friction: coulomb_viscous, none" in result.stdout
     assert "source: csv, mujoco" in result.stdout
-    assert "validation: csv, mujoco, split" in result.stdout
+    assert "validation: csv, mujoco, mujoco_fourier, split" in result.stdout
 
 
 def test_cfg_job_prints_composed_config(tmp_path: Path):

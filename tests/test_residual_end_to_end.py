@@ -87,3 +87,23 @@ def test_wrong_device_is_a_user_error(tmp_path: Path):
     result = run_cli("residual=bpnn", "residual.device=cuda", f"hydra.run.dir={tmp_path / 'r'}")
     assert result.returncode == 2, result.stderr[-2000:]
     assert "residual.device" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_fusion_corrects_an_unmodelled_effect_on_a_different_motion(tmp_path: Path):
+    """The simulated robot has position-dependent friction the physical model lacks; the
+    validation motion is a different (random Fourier) motion inside the identification's
+    workspace. The fused model beats the physical one on it (measured 1.4694 -> 1.4487 Nm with
+    the defaults; joints 2, 3 and 6 improve, joint 4 gets worse: see experiments/README.md)."""
+    run = tmp_path / "run"
+    box = "[[-1,1],[-1,1],[-1,1],[-1,1],[-1,1],[-1,1]]"
+    result = run_cli(
+        "source.unmodelled=position", "residual=bpnn", "residual.progress=false",
+        "validation=mujoco_fourier", f"trajectory.position_limits={box}",
+        "trajectory.progress=false", "plots=false", f"hydra.run.dir={run}", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    validation = json.loads((run / "metrics.json").read_text())["validation"]
+    physical, fusion = validation["physical"]["rmse"], validation["fusion"]["rmse"]
+    print(f"validation RMSE physical {physical:.4f} Nm, fused {fusion:.4f} Nm")
+    assert fusion < physical
+    assert sum(g > 0 for g in validation["fusion_gain"]["rmse_reduction_percent"]) >= 2
