@@ -1,6 +1,7 @@
 """Command line: `python -m ident_framework [overrides]` (one run) or `-m` (a sweep).
 
-Exit code 0 on success, 2 on a user error (one-paragraph message, no traceback).
+Exit code 0 on success, 2 on a user error (one-paragraph message, no traceback), 3 when a
+rehearsal (`mode=rehearse`) ran but failed a check (its outputs are kept).
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ import hydra
 from omegaconf import DictConfig
 
 from .config_search_path import register_plugin_search_path
-from .errors import UserError
+from .errors import RehearsalFailed, UserError
 from .preflight import CONFIG_MODULE, CONFIG_NAME, check_command_line
 
 EXIT_USER_ERROR = 2
+EXIT_REHEARSAL_FAILED = 3
 
 
 def fail(error: UserError) -> None:
@@ -30,6 +32,9 @@ def run_job(cfg: DictConfig) -> float | None:
         return run_one_job(cfg)
     except UserError as error:
         fail(error)
+    except RehearsalFailed as failure:
+        print(f"rehearsal FAILED: {failure}", file=sys.stderr)
+        sys.exit(EXIT_REHEARSAL_FAILED)
     return None
 
 

@@ -7,3 +7,9 @@ class UserError(Exception):
     The message is one paragraph saying what is wrong, where (file, column, row or config key)
     and what to do. The command line prints it and exits with code 2.
     """
+
+
+class RehearsalFailed(Exception):
+    """A rehearsal (`mode=rehearse`) ran to the end, but some planted change was not recovered
+    within its tolerance. Its outputs are kept; the command line prints the message (the
+    failed checks) and exits with code 3."""

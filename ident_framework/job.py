@@ -11,6 +11,7 @@ from omegaconf import DictConfig
 from .pipeline import run_pipeline
 from .plugins import get_registry
 from .prediction import run_prediction
+from .rehearsal import run_rehearsal_job
 from .report import print_summary, write_run_directory
 from .run_config import validate_config
 from .run_directory import staged_outputs
@@ -28,6 +29,8 @@ def run_one_job(cfg: DictConfig) -> float:
         final = metrics.get("fusion") or metrics["physical"]
         print(f"prediction RMSE {final['rmse']:.4f} Nm, R² {final['r2']:.5f}; outputs in {run_dir}")
         return float(final["rmse"])
+    if config.mode == "rehearse":
+        return run_rehearsal_job(config, cfg, run_dir)
     with staged_outputs(run_dir) as stage:
         result = run_pipeline(config)
         write_run_directory(stage, result, cfg)

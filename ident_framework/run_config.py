@@ -6,7 +6,7 @@ bad value fails with the config key that holds it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import DictConfig
@@ -16,6 +16,7 @@ from .errors import UserError
 from .plugin_config import build_params, group_values, validate_plugin_config
 from .plugins import PluginInfo, PluginRegistry
 from .preprocessing import PreprocessingParams
+from .rehearsal_settings import RehearsalSettings, check_rehearsal_sources
 
 # config group -> extension point
 PLUGIN_GROUPS = {
@@ -26,7 +27,9 @@ PLUGIN_GROUPS = {
     "residual": "residual",
 }
 SPLIT = "split"  # the validation option that holds out the tail of the identification data
-MODES = ("identify", "predict")  # identify: the pipeline; predict: apply a saved run to data
+# identify: the pipeline; predict: apply a saved run to data; rehearse: the pipeline on the robot
+# model with planted changes, checked against them (rehearsal.py)
+MODES = ("identify", "predict", "rehearse")
 
 
 @dataclass
@@ -113,6 +116,7 @@ class RunConfig:
     plots: bool = True
     mode: str = "identify"
     run: str | None = None  # mode=predict: the run directory of an identification
+    rehearsal: RehearsalSettings = field(default_factory=RehearsalSettings)
 
 
 def _section(cfg: DictConfig, key: str) -> dict[str, Any]:
@@ -159,6 +163,11 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
             "mode=predict applies a saved identification to a new recording: give "
             "run=DIR (the run directory of that identification) and source=csv source.path=FILE."
         )
+    rehearsal = build_params(
+        RehearsalSettings, _section(cfg, "rehearsal"), "rehearsal", "rehearsal settings"
+    )
+    if mode == "rehearse":
+        check_rehearsal_sources(plugins["source"], validation)
     seed, chunk_size = cfg.get("seed", 0), cfg.get("chunk_size", 2000)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise UserError(f"Config key 'seed' must be an integer, got {seed!r}.")
@@ -185,4 +194,5 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
         plots=bool(cfg.get("plots", True)),
         mode=mode,
         run=str(run) if run else None,
+        rehearsal=rehearsal,
     )

@@ -2,10 +2,12 @@
 
 The real robot is the nominal model perturbed from `seed` (`simulated_robot.perturb_robot`:
 links, an unknown payload, joint friction and rotor inertia), or the MJCF file `model_path`
-taken as it is. The controller knows only the nominal model (`simulation.simulate`). The
-same `seed` gives the same robot for identification and validation; only the measurement
-noise differs by role. The returned dataset carries the true parameters in
-`metadata["truth"]` and the simulated robot's MJCF in `metadata["true_robot_mjcf"]`.
+taken as it is, or a robot model handed to the source in code (`real_robot=`, e.g. the
+planted robot of `mode=rehearse`). The controller knows only the nominal model
+(`simulation.simulate`). The same `seed` gives the same robot for identification and
+validation; only the measurement noise differs by role. The returned dataset carries the true
+parameters in `metadata["truth"]` and the simulated robot's MJCF in
+`metadata["true_robot_mjcf"]`.
 """
 
 from __future__ import annotations
@@ -73,12 +75,20 @@ def noise_seed(seed: int, role: str) -> int:
 
 
 class MujocoSource:
-    """Simulates the real robot (built once per process for the same parameters)."""
+    """Simulates the real robot (built once per process for the same parameters).
+
+    real_robot: a given robot model and its true parameters to simulate as the real robot
+    (`model_path` and the perturbation parameters are then not used)."""
 
     moves_robot = True
 
-    def __init__(self, params: MujocoSourceParams):
+    def __init__(
+        self,
+        params: MujocoSourceParams,
+        real_robot: tuple[RobotModel, SimulatedTruth] | None = None,
+    ):
         self.params = params
+        self.real_robot = real_robot
 
     def acquire(
         self, robot: RobotModel, trajectory: Trajectory | None, role: str = "identification"
@@ -114,6 +124,15 @@ class MujocoSource:
         self, robot: RobotModel, prefix: str = "source"
     ) -> tuple[RobotModel, SimulatedTruth]:
         """The simulated real robot and its true parameters (cached per process)."""
+        if self.real_robot is not None:
+            given = self.real_robot[0]
+            if tuple(given.joint_names) != tuple(robot.joint_names):
+                raise UserError(
+                    f"The robot to simulate ({given.name}, joints {list(given.joint_names)}) "
+                    f"does not match the robot model {robot.name} (joints "
+                    f"{list(robot.joint_names)}) ({prefix})."
+                )
+            return self.real_robot
         params = self.params
         file = self._model_file() if params.model_path is not None else None
         if file is not None and not file.is_file():
@@ -166,7 +185,7 @@ class MujocoSource:
         n = robot.n_joints
         params = self.params
         checked = ["kp", "kd", "torque_noise_std"]
-        if params.model_path is None:
+        if params.model_path is None and self.real_robot is None:
             checked += ["viscous", "coulomb", "armature"]
         for name in checked:
             value = getattr(params, name)
