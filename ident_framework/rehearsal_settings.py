@@ -120,12 +120,16 @@ def check_rehearsal_sources(source: Any, validation: Any) -> None:
     selected = [("source", source)]
     if validation.source is not None:
         selected.append(("validation", validation.source))
+    options = {
+        "source": "source=mujoco",
+        "validation": "validation=mujoco, mujoco_fourier or split",
+    }
     for key, plugin in selected:
         if plugin.info.name != REHEARSAL_SOURCE:
             raise UserError(
                 f"mode=rehearse simulates the robot model with planted changes, but {key} is "
-                f"'{plugin.info.name}'. Use {key}=mujoco (or validation=split) for the "
-                "rehearsal; the real robot's source is for the run after it."
+                f"'{plugin.info.name}'. Use {options[key]} for the rehearsal; the real robot's "
+                "data are for the run after it."
             )
         if getattr(plugin.params, "model_path", None) is not None:
             raise UserError(
