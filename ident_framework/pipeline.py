@@ -30,6 +30,8 @@ from .regressor import RegressorBuilder
 from .robot_model import RobotModel, load_robot
 from .run_config import RunConfig
 from .truth import true_standard_parameters
+from .twin_check import twin_metrics
+from .twin_export import identified_dynamics, twin_model, twin_problems
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,8 @@ class PipelineResult:
     residual: Any = None  # the fitted residual learner (None: no fusion stage)
     truth_theta: np.ndarray | None = None
     physical_violations: list[str] = field(default_factory=list)  # empty: physically valid
+    twin: RobotModel | None = None  # the robot with the identified parameters written back
+    twin_refused: list[str] = field(default_factory=list)  # why no twin was written
     timing: dict[str, float] = field(default_factory=dict)
 
 
@@ -246,6 +250,17 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
         check_parameters(theta, problem.standard, list(robot.joint_names))
     )
     metrics["identifiability"]["physically_consistent"] = not violations
+
+    # Write-back: the twin carries the identified parameters when they are physically valid.
+    dynamics = identified_dynamics(robot, builder.parameter_names, theta)
+    twin_refused = twin_problems(robot, dynamics)
+    twin = None
+    if not twin_refused:
+        with timer("twin"):
+            twin = twin_model(robot, dynamics)
+            metrics["twin"] = twin_metrics(
+                twin, robot, validation, predictions["validation"].physical
+            )
     metrics["data"] = {
         "train_samples": train.n_samples,
         "validation_samples": validation.n_samples,
@@ -269,5 +284,7 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
         truth_theta=truth_theta,
         residual=residual if residual.active else None,
         physical_violations=violations,
+        twin=twin,
+        twin_refused=twin_refused,
         timing=timer.seconds,
     )
