@@ -116,6 +116,8 @@ def twin_mjcf_text(robot: RobotModel, dynamics: TwinDynamics) -> str:
         body.mass = float(link.mass)
         body.ipos = np.asarray(link.lever, dtype=float)
         body.fullinertia = np.asarray(full, dtype=float)
+        body.inertia = np.zeros(3)  # the principal form must be unset beside fullinertia
+        body.iquat = np.array([1.0, 0.0, 0.0, 0.0])
         body.explicitinertial = True
         joint = spec.joint(joint_name)
         joint.armature = float(dynamics.armature[j])

@@ -22,7 +22,7 @@ from ident_framework.twin_export import (
     write_twin,
 )
 
-from conftest import run_cli
+from conftest import SHARED, run_cli
 
 TOLERANCE_NM = 1e-6
 
@@ -45,10 +45,20 @@ def rigid_mujoco_inverse(model: mujoco.MjModel, q, dq, ddq) -> np.ndarray:
     return out
 
 
-@pytest.fixture(scope="module", params=["ur12e", "ur5e"])
+URDF_ARMS = ["kuka_lwr4/kuka_lwr4.urdf", "staubli_tx40/tx40_mdh_modified.urdf"]
+
+
+@pytest.fixture(scope="module", params=["ur12e", "ur5e", *URDF_ARMS])
 def known(request) -> tuple[RobotModel, RobotModel, TwinDynamics]:
-    """A known robot (perturbed links, payload, friction, rotor inertia) and its parameters."""
-    nominal = load_robot(request.param)
+    """A known robot (perturbed links, payload, friction, rotor inertia) and its parameters:
+    built-in UR arms, and URDF arms from ../shared (skipped when absent)."""
+    if request.param in URDF_ARMS:
+        path = SHARED / "datasets" / request.param
+        if not path.is_file():
+            pytest.skip(f"{path} not available")
+        nominal = load_robot("urdf", str(path))
+    else:
+        nominal = load_robot(request.param)
     true_robot, _ = perturb_robot(nominal, PerturbationParams(), seed=3)
     damping, frictionloss = true_robot.joint_friction()
     dynamics = TwinDynamics(
