@@ -12,6 +12,7 @@ import numpy as np
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from .closed_loop import loop_table, write_loop_outputs
 from .physical_consistency import com_inertia
 from .pipeline import PipelineResult
 from .plain_data import to_plain
@@ -161,6 +162,8 @@ def write_run_directory(stage: Path, result: PipelineResult, cfg: DictConfig) ->
     estimator_outputs = getattr(result.estimator, "write_outputs", None)
     if estimator_outputs is not None:
         estimator_outputs(stage)
+    if "loop" in result.metrics:
+        write_loop_outputs(stage, result)
 
 
 def print_summary(result: PipelineResult, run_dir: Path) -> None:
@@ -201,6 +204,9 @@ def summary_lines(result: PipelineResult) -> list[str]:
         )
     lines += fusion_table(result)
     lines += joint_parameter_table(result)
+    if "loop" in m:
+        lines += ["closed loop (every round; the lines above are the last one's):"]
+        lines += loop_table(m["loop"])
     return lines
 
 
