@@ -2,11 +2,13 @@
 target, record a new excitation and identify again on every recording so far.
 
 Round k (k = 0, 1, ...) designs its excitation with the trajectory generator seeded
-`seed + LOOP_SEED_STRIDE * k` (round 0 is exactly the single run of `run_pipeline`), records
-it (data-source role `identification` in round 0, `identification_<k+1>` after, so a simulated
-robot draws fresh measurement noise), preprocesses it on its own and stacks it under the
-earlier recordings (`dataset.concatenate`: the regressor is per sample, so this is the union).
-The validation recording is acquired once, in round 0, so every round's R² is comparable.
+`seed + LOOP_SEED_STRIDE * k` (round 0 is exactly the single run of `run_pipeline`); with
+`loop.design=aimed` rounds k >= 1 search for the lowest cond of the base regressor of all
+recordings so far plus the candidate, instead of the candidate's own. Each round records its
+excitation (data-source role `identification` in round 0, `identification_<k+1>` after, so a
+simulated robot draws fresh measurement noise), preprocesses it on its own and stacks it under
+the earlier recordings (`dataset.concatenate`: the regressor is per sample, so this is the
+union). The validation recording is acquired once, in round 0, so every round's R² is comparable.
 The fit judged is the twin's (`twin_r2`): MuJoCo inverse dynamics of the written-back twin on
 the validation recording when the run produced it, else the identified physical model's.
 """
@@ -16,11 +18,16 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from .dataset import Dataset, concatenate
 from .errors import UserError
+from .excitation import make_augmented_condition_objective
+from .interfaces import Trajectory
 from .pipeline import (
     PipelineResult,
     StepTimer,
@@ -29,6 +36,7 @@ from .pipeline import (
     identify,
     robot_and_regressor,
 )
+from .plain_data import to_plain
 from .preprocessing import preprocess
 from .run_config import RunConfig
 
@@ -99,9 +107,18 @@ def _round_record(
     }
 
 
-def run_closed_loop(config: RunConfig, progress: bool = True) -> PipelineResult:
-    """The final round's result; its metrics gain `loop` (every round's record, the target
-    and whether it was reached)."""
+@dataclass
+class LoopResult:
+    """The final round's result (its metrics hold `loop`: every round's record, the target and
+    whether it was reached) and the excitation of every round, in order."""
+
+    final: PipelineResult
+    excitations: list[Trajectory]
+
+
+def run_closed_loop(config: RunConfig, progress: bool = True) -> LoopResult:
+    """Identify round after round on all recordings so far, until the validation R² reaches
+    `config.loop.target_r2` or after `config.loop.iterations` rounds."""
     settings = config.loop
     timer = StepTimer()  # cumulative over the rounds: the final metrics' timing_s
     with timer("robot"):
@@ -114,6 +131,7 @@ def run_closed_loop(config: RunConfig, progress: bool = True) -> PipelineResult:
             "loop.iterations=1."
         )
     records: list[dict[str, Any]] = []
+    excitations: list[Trajectory] = []
     train: Dataset | None = None
     validation: Dataset | None = None
     truth = None
@@ -122,7 +140,17 @@ def run_closed_loop(config: RunConfig, progress: bool = True) -> PipelineResult:
         started = time.perf_counter()
         seed = config.seed + LOOP_SEED_STRIDE * k
         with timer("excitation"):
-            excitation = design_excitation(config, robot, builder, seed)
+            objective = None
+            if settings.design == "aimed" and train is not None:
+                objective = make_augmented_condition_objective(
+                    builder,
+                    train,
+                    expected_samples=train.n_samples / k,  # as many as an earlier recording
+                    seed=config.seed,
+                    chunk_size=config.chunk_size,
+                )
+            excitation = design_excitation(config, robot, builder, seed, objective)
+            excitations.append(excitation)
         with timer("data"):
             recorded = source.acquire(robot, excitation, recording_role(k))
             if validation is None:
@@ -153,9 +181,10 @@ def run_closed_loop(config: RunConfig, progress: bool = True) -> PipelineResult:
         "target_r2": settings.target_r2,
         "reached": reached,
         "max_iterations": settings.iterations,
+        "design": settings.design,
         "seed_stride": LOOP_SEED_STRIDE,
     }
-    return result
+    return LoopResult(result, excitations)
 
 
 def _cell(value: Any, spec: str) -> str:
@@ -184,10 +213,12 @@ def loop_table(loop: dict[str, Any]) -> list[str]:
     return [*lines, "", f"R² of: {', '.join(sources)}. {outcome}."]
 
 
-def write_loop_outputs(folder: Path, result: PipelineResult) -> None:
-    """loop.csv, loop.md and plots/loop_r2.png of a closed-loop run."""
+def write_loop_outputs(folder: Path, loop_result: LoopResult) -> None:
+    """loop.csv, loop.md, loop_trajectories.yaml (every round's excitation) and
+    plots/loop_r2.png of a closed-loop run."""
     from .plots import plot_loop_r2
 
+    result = loop_result.final
     loop = result.metrics["loop"]
     keys = [key for key, _, _ in COLUMNS] + ["excitation_cond"]
     rows = [",".join(keys)]
@@ -196,6 +227,11 @@ def write_loop_outputs(folder: Path, result: PipelineResult) -> None:
     (folder / "loop.csv").write_text("\n".join(rows) + "\n")
     title = f"# Closed identification loop ({result.robot.name})\n\n"
     (folder / "loop.md").write_text(title + "\n".join(loop_table(loop)) + "\n")
+    rounds = [
+        {"iteration": record["iteration"], "seed": record["seed"], **to_plain(e.describe())}
+        for record, e in zip(loop["iterations"], loop_result.excitations, strict=True)
+    ]
+    (folder / "loop_trajectories.yaml").write_text(yaml.safe_dump(rounds, sort_keys=False))
     if result.config.plots:
         (folder / "plots").mkdir(exist_ok=True)
         plot_loop_r2(folder / "plots" / "loop_r2.png", loop)

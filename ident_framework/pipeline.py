@@ -23,7 +23,7 @@ from .dataset import Dataset
 from .errors import UserError
 from .excitation import make_condition_objective
 from .identification import build_problem, predict_torque
-from .interfaces import Trajectory
+from .interfaces import ConditionObjective, Trajectory
 from .metrics import fusion_gain, torque_metrics
 from .physical_consistency import check_parameters
 from .physical_consistency import violations as physical_violations
@@ -133,11 +133,16 @@ def robot_and_regressor(config: RunConfig) -> tuple[RobotModel, RegressorBuilder
 
 
 def design_excitation(
-    config: RunConfig, robot: RobotModel, builder: RegressorBuilder, seed: int
+    config: RunConfig,
+    robot: RobotModel,
+    builder: RegressorBuilder,
+    seed: int,
+    objective: ConditionObjective | None = None,
 ) -> Trajectory:
     """The excitation trajectory of the configured generator, searched with `seed` for a low
-    cond of the base regressor."""
-    objective = make_condition_objective(builder, seed=config.seed)
+    `objective` (default: cond of its own base regressor)."""
+    if objective is None:
+        objective = make_condition_objective(builder, seed=config.seed)
     return config.plugins["trajectory"].create().generate(robot, objective, seed)
 
 

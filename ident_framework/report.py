@@ -12,7 +12,7 @@ import numpy as np
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from .closed_loop import loop_table, write_loop_outputs
+from .closed_loop import loop_table
 from .physical_consistency import com_inertia
 from .pipeline import PipelineResult
 from .plain_data import to_plain
@@ -151,6 +151,8 @@ def write_run_directory(stage: Path, result: PipelineResult, cfg: DictConfig) ->
     if result.excitation is not None:
         description = to_plain(result.excitation.describe())
         description["cond_base_regressor_recorded"] = result.cond
+        if "loop" in result.metrics:  # the last round's excitation; cond is of every round's
+            description["closed_loop_round"] = len(result.metrics["loop"]["iterations"])
         (stage / "trajectory.yaml").write_text(yaml.safe_dump(description, sort_keys=False))
     if result.config.plots:
         write_plots(stage / "plots", result)
@@ -162,8 +164,6 @@ def write_run_directory(stage: Path, result: PipelineResult, cfg: DictConfig) ->
     estimator_outputs = getattr(result.estimator, "write_outputs", None)
     if estimator_outputs is not None:
         estimator_outputs(stage)
-    if "loop" in result.metrics:
-        write_loop_outputs(stage, result)
 
 
 def print_summary(result: PipelineResult, run_dir: Path) -> None:

@@ -28,6 +28,7 @@ PLUGIN_GROUPS = {
 }
 SPLIT = "split"  # the validation option that holds out the tail of the identification data
 MODES = ("identify", "predict")  # identify: the pipeline; predict: apply a saved run to data
+LOOP_DESIGNS = ("seeded", "aimed")  # how the closed loop's later rounds design their excitation
 
 
 @dataclass
@@ -85,10 +86,14 @@ class SplitSettings:
 class LoopSettings:
     """Closed identification loop. iterations: identification rounds (1: a single run); each
     further round designs a new excitation, records it and identifies on all recordings so
-    far. target_r2: stop as soon as the validation R² reaches it (None: run every round)."""
+    far. target_r2: stop as soon as the validation R² reaches it (None: run every round).
+    design: how later rounds search their excitation: seeded (the configured search with a new
+    seed) or aimed (with a new seed, minimising cond of the base regressor of all recordings so
+    far plus the candidate: it fills in the directions the earlier ones excited least)."""
 
     iterations: int = 1
     target_r2: float | None = None
+    design: str = "seeded"
 
     def __post_init__(self) -> None:
         if isinstance(self.iterations, bool) or not isinstance(self.iterations, int):
@@ -100,6 +105,11 @@ class LoopSettings:
         ):
             raise ValueError(
                 f"loop.target_r2 must be in (0, 1) (an R² to reach) or null, got {self.target_r2}"
+            )
+
+        if self.design not in LOOP_DESIGNS:
+            raise ValueError(
+                f"loop.design must be one of {list(LOOP_DESIGNS)}, got {self.design!r}"
             )
 
     @property

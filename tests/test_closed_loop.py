@@ -9,9 +9,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from ident_framework.closed_loop import recording_role, twin_r2, validation_fit
 from ident_framework.dataset import Dataset, concatenate
+from ident_framework.excitation import (
+    make_augmented_condition_objective,
+    structural_base_parameters,
+)
+from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.multisine import multisine
+from ident_framework.regressor import RegressorBuilder
+from ident_framework.robot_model import load_robot
 from ident_framework.source_mujoco import noise_seed
 
 from conftest import run_cli
@@ -75,6 +84,29 @@ def test_each_round_records_with_its_own_noise():
     assert len(seeds) == 5
 
 
+def test_aimed_objective_is_cond_of_all_recordings_plus_the_candidate():
+    """Known truth: the objective equals cond of the stacked base regressor computed directly,
+    the candidate's rows weighted by sqrt(expected samples / its samples)."""
+    robot = load_robot("ur5e")
+    builder = RegressorBuilder(robot, CoulombViscousFriction(CoulombViscousParams()))
+    t = np.arange(0.0, 3.0, 0.01)
+    q, dq, ddq = multisine(t, 6, 1)
+    previous = Dataset(t, q, dq, np.zeros_like(q), robot.joint_names, ddq=ddq)
+    candidate = multisine(t[:120], 6, 2)
+    projection = structural_base_parameters(builder, seed=0).basis
+
+    def base_rows(states, weight=1.0):
+        regressor = builder.compute(*states)
+        return weight * regressor.reshape(-1, regressor.shape[-1]) @ projection
+
+    for expected in (120, 480):
+        objective = make_augmented_condition_objective(builder, previous, expected, chunk_size=70)
+        stacked = np.vstack(
+            [base_rows((q, dq, ddq)), base_rows(candidate, np.sqrt(expected / 120))]
+        )
+        assert objective(*candidate) == pytest.approx(np.linalg.cond(stacked), rel=1e-6)
+
+
 @pytest.mark.parametrize(
     ("overrides", "fragments"),
     [
@@ -82,6 +114,7 @@ def test_each_round_records_with_its_own_noise():
         (["loop.iterations=2.5"], ["loop.iterations"]),
         (["loop.target_r2=1.5"], ["loop.target_r2 must be in (0, 1)"]),
         (["loop.itterations=3"], ["loop.itterations"]),
+        (["loop.design=clever"], ["loop.design must be one of ['seeded', 'aimed']"]),
         (
             ["loop.iterations=3", "source=csv", "source.path=log.csv", "validation=split"],
             ["loop.iterations=3", "moves no robot", "source=mujoco"],
@@ -135,6 +168,11 @@ def test_loop_from_a_poor_excitation_reaches_the_target(tmp_path: Path):
     assert (run / "loop.md").read_text().count("\n| ") == len(rounds) + 1
     assert "target R² 0.995: reached" in (run / "loop.md").read_text()
     assert (run / "plots" / "loop_r2.png").stat().st_size > 10_000
+    excitations = yaml.safe_load((run / "loop_trajectories.yaml").read_text())
+    assert [e["seed"] for e in excitations] == [r["seed"] for r in rounds]
+    assert len({tuple(e["q0"]) for e in excitations}) == len(rounds)  # a new motion each round
+    last = yaml.safe_load((run / "trajectory.yaml").read_text())
+    assert last["q0"] == excitations[-1]["q0"] and last["closed_loop_round"] == len(rounds)
     assert "closed loop" in (run / "summary.txt").read_text()
 
     # Round 1 of the loop is exactly the single run of the same config.
@@ -145,3 +183,24 @@ def test_loop_from_a_poor_excitation_reaches_the_target(tmp_path: Path):
     assert "loop" not in alone and not (single / "loop.csv").exists()
     assert alone["validation"]["physical"]["r2"] == pytest.approx(rounds[0]["physical_r2"])
     assert alone["identifiability"]["cond"] == pytest.approx(rounds[0]["cond"])
+
+
+@pytest.mark.slow
+def test_aimed_rounds_condition_the_union_better_than_seeded_ones(tmp_path: Path):
+    """loop.design=aimed searches each new excitation for the union's cond: with the same
+    seeds and search effort, the data so far are better conditioned than with seeded rounds."""
+    conds = {}
+    for design in ("seeded", "aimed"):
+        run = tmp_path / design
+        result = run_cli(
+            "loop.iterations=3", f"loop.design={design}", "trajectory.n_candidates=30",
+            "trajectory.n_refine=0", "trajectory.base_frequency_hz=1.0", "plots=false",
+            f"hydra.run.dir={run}", cwd=tmp_path,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        loop = json.loads((run / "metrics.json").read_text())["loop"]
+        assert loop["design"] == design and loop["reached"] is False  # no target: all rounds
+        conds[design] = [r["cond"] for r in loop["iterations"]]
+    assert conds["aimed"][0] == pytest.approx(conds["seeded"][0])  # round 1: the same run
+    for seeded, aimed in zip(conds["seeded"][1:], conds["aimed"][1:], strict=True):
+        assert aimed < 0.8 * seeded
