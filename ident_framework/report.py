@@ -12,6 +12,7 @@ import numpy as np
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from .closed_loop import loop_table
 from .physical_consistency import com_inertia
 from .pipeline import PipelineResult
 from .plain_data import to_plain
@@ -151,6 +152,8 @@ def write_run_directory(stage: Path, result: PipelineResult, cfg: DictConfig) ->
     if result.excitation is not None:
         description = to_plain(result.excitation.describe())
         description["cond_base_regressor_recorded"] = result.cond
+        if "loop" in result.metrics:  # the last round's excitation; cond is of every round's
+            description["closed_loop_round"] = len(result.metrics["loop"]["iterations"])
         (stage / "trajectory.yaml").write_text(yaml.safe_dump(description, sort_keys=False))
     if result.config.plots:
         write_plots(stage / "plots", result)
@@ -205,6 +208,9 @@ def summary_lines(result: PipelineResult) -> list[str]:
     lines += fusion_table(result)
     lines += joint_parameter_table(result)
     lines += twin_lines(result)
+    if "loop" in m:
+        lines += ["closed loop (every round; the lines above are the last one's):"]
+        lines += loop_table(m["loop"])
     return lines
 
 

@@ -6,7 +6,8 @@ bad value fails with the config key that holds it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import DictConfig
@@ -27,6 +28,7 @@ PLUGIN_GROUPS = {
 }
 SPLIT = "split"  # the validation option that holds out the tail of the identification data
 MODES = ("identify", "predict")  # identify: the pipeline; predict: apply a saved run to data
+LOOP_DESIGNS = ("seeded", "aimed")  # how the closed loop's later rounds design their excitation
 
 
 @dataclass
@@ -80,6 +82,41 @@ class SplitSettings:
             raise ValueError(f"fraction must be in [0.05, 0.9], got {self.fraction}")
 
 
+@dataclass
+class LoopSettings:
+    """Closed identification loop. iterations: identification rounds (1: a single run); each
+    further round designs a new excitation, records it and identifies on all recordings so
+    far. target_r2: stop as soon as the validation R² reaches it (None: run every round).
+    design: how later rounds search their excitation: seeded (the configured search with a new
+    seed) or aimed (with a new seed, minimising cond of the base regressor of all recordings so
+    far plus the candidate: it fills in the directions the earlier ones excited least)."""
+
+    iterations: int = 1
+    target_r2: float | None = None
+    design: str = "seeded"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.iterations, bool) or not isinstance(self.iterations, int):
+            raise ValueError(f"loop.iterations must be an integer, got {self.iterations!r}")
+        if self.iterations < 1:
+            raise ValueError(f"loop.iterations must be >= 1, got {self.iterations}")
+        if self.target_r2 is not None and not (
+            math.isfinite(self.target_r2) and 0.0 < self.target_r2 < 1.0
+        ):
+            raise ValueError(
+                f"loop.target_r2 must be in (0, 1) (an R² to reach) or null, got {self.target_r2}"
+            )
+
+        if self.design not in LOOP_DESIGNS:
+            raise ValueError(
+                f"loop.design must be one of {list(LOOP_DESIGNS)}, got {self.design!r}"
+            )
+
+    @property
+    def active(self) -> bool:
+        return self.iterations > 1
+
+
 @dataclass(frozen=True)
 class SelectedPlugin:
     """A plugin chosen by config, with its validated parameters."""
@@ -113,6 +150,7 @@ class RunConfig:
     plots: bool = True
     mode: str = "identify"
     run: str | None = None  # mode=predict: the run directory of an identification
+    loop: LoopSettings = field(default_factory=LoopSettings)
 
 
 def _section(cfg: DictConfig, key: str) -> dict[str, Any]:
@@ -159,6 +197,8 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
             "mode=predict applies a saved identification to a new recording: give "
             "run=DIR (the run directory of that identification) and source=csv source.path=FILE."
         )
+    loop = build_params(LoopSettings, _section(cfg, "loop"), "loop", "closed loop")
+    _check_loop(loop, mode, plugins["source"])
     seed, chunk_size = cfg.get("seed", 0), cfg.get("chunk_size", 2000)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise UserError(f"Config key 'seed' must be an integer, got {seed!r}.")
@@ -185,4 +225,23 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
         plots=bool(cfg.get("plots", True)),
         mode=mode,
         run=str(run) if run else None,
+        loop=loop,
     )
+
+
+def _check_loop(loop: LoopSettings, mode: str, source: SelectedPlugin) -> None:
+    """A closed loop records new excitations: it needs a data source that moves a robot."""
+    if not loop.active:
+        return
+    if mode != "identify":
+        raise UserError(
+            f"loop.iterations={loop.iterations} repeats an identification; mode={mode} "
+            "identifies nothing. Use loop.iterations=1 with this mode."
+        )
+    if getattr(source.info.factory, "moves_robot", True) is False:
+        raise UserError(
+            f"loop.iterations={loop.iterations} records a new excitation each round, but the "
+            f"data source '{source.info.name}' (source=...) reads a recording and moves no "
+            "robot. Use a source that moves one (source=mujoco simulates it), or "
+            "loop.iterations=1 to identify from the recording once."
+        )
