@@ -78,3 +78,43 @@ class Dataset:
             if value is not None:
                 changes[name] = value[rows]
         return replace(self, **changes)
+
+
+def concatenate(datasets: list[Dataset]) -> Dataset:
+    """One dataset holding the rows of several recordings of the same robot, in order.
+
+    Each recording should be preprocessed on its own first (filters and derivatives must not
+    run across the seam); the regressor is per sample, so identifying on the stacked rows is
+    the same as identifying on the union of the recordings. Timestamps are shifted so that
+    each recording starts one sample step (its own median step, s) after the previous one
+    ends: they stay strictly increasing. Optional columns are kept only when every recording
+    has them. Metadata are the first recording's, plus `recordings` (how many are stacked)."""
+    if not datasets:
+        raise ValueError("no datasets to concatenate")
+    first = datasets[0]
+    for data in datasets[1:]:
+        if data.joint_names != first.joint_names:
+            raise ValueError(
+                f"cannot stack recordings of different joints: {list(first.joint_names)} "
+                f"and {list(data.joint_names)}"
+            )
+    if len(datasets) == 1:
+        return first
+    times, end = [], None
+    for data in datasets:
+        t = np.asarray(data.timestamp, dtype=float)
+        if end is not None and t.size:
+            step = float(np.median(np.diff(t))) if t.size > 1 else 1.0
+            t = t - t[0] + end + step
+        times.append(t)
+        end = t[-1] if t.size else end
+    columns: dict[str, Any] = {"timestamp": np.concatenate(times)}
+    for name in ("q", "dq", "tau", "ddq", "q_target", "dq_target", "ddq_target"):
+        values = [getattr(data, name) for data in datasets]
+        columns[name] = None if any(v is None for v in values) else np.concatenate(values)
+    recordings = sum(data.metadata.get("recordings", 1) for data in datasets)
+    return Dataset(
+        joint_names=first.joint_names,
+        metadata={**first.metadata, "recordings": recordings},
+        **columns,
+    )

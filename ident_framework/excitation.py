@@ -4,13 +4,17 @@
 joint states within the robot's limits) and returns a fast callable giving
 cond(W V_r), the unscaled 2-norm condition number of the stacked base regressor of the given
 samples. This is the definition used everywhere in the project (see `base_parameters.py`).
+`make_augmented_condition_objective` does the same for earlier recordings stacked with the
+candidate (the closed loop's `loop.design=aimed`).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .base_parameters import BaseParameters, TriangularAccumulator
+from .dataset import Dataset
 from .interfaces import ConditionObjective
 from .regressor import RegressorBuilder
 
@@ -84,6 +88,40 @@ def make_condition_objective(
         return base_regressor_condition(
             _project(regressor.reshape(-1, regressor.shape[-1]), projection)
         )
+
+    objective.base_parameters = base  # type: ignore[attr-defined]
+    return objective
+
+
+def make_augmented_condition_objective(
+    builder: RegressorBuilder,
+    previous: Dataset,
+    expected_samples: float,
+    seed: int = 0,
+    chunk_size: int = 2000,
+) -> ConditionObjective:
+    """Callable `objective(q, dq, ddq) -> cond([W_prev; w W_new] V_r)`: the condition number of
+    the base regressor of the `previous` (preprocessed) recordings stacked with a candidate
+    motion's samples (N, n) in rad, rad/s, rad/s². The candidate's m samples stand for the
+    `expected_samples` rows its recording will add, so its rows are weighted by
+    w = sqrt(expected_samples / m). Minimising it aims the new excitation at the directions the
+    earlier recordings excited least (the poorly identified base parameters). V_r as in
+    `make_condition_objective` (seeded by `seed`)."""
+    base = structural_base_parameters(builder, seed=seed)
+    projection = np.ascontiguousarray(base.basis)
+    accumulator = TriangularAccumulator(projection.shape[1])
+    with threadpool_limits(limits=1, user_api="blas"):
+        for start in range(0, previous.n_samples, chunk_size):
+            rows = slice(start, start + chunk_size)
+            regressor = builder.compute(previous.q[rows], previous.dq[rows], previous.ddq[rows])
+            accumulator.add(regressor.reshape(-1, regressor.shape[-1]) @ projection)
+    previous_blocks = _project(accumulator.factor, np.eye(projection.shape[1]))
+
+    def objective(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> float:
+        regressor = builder.compute(q, dq, ddq)
+        weight = np.sqrt(expected_samples / len(q))
+        new = _project(regressor.reshape(-1, regressor.shape[-1]), weight * projection)
+        return base_regressor_condition(np.concatenate([previous_blocks, new]))
 
     objective.base_parameters = base  # type: ignore[attr-defined]
     return objective

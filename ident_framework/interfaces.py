@@ -52,7 +52,9 @@ class DataSource(Protocol):
     moves_robot: bool
 
     def acquire(self, robot: RobotModel, trajectory: Trajectory | None, role: str) -> Dataset:
-        """role is "identification" or "validation"."""
+        """role is "identification" or "validation"; the closed loop's later recordings are
+        "identification_<k>" (k >= 2), to be treated as identification (a simulated robot
+        seeds its measurement noise from the role, so each recording gets its own)."""
         ...
 
 

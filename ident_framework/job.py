@@ -8,6 +8,7 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from .closed_loop import run_closed_loop, write_loop_outputs
 from .pipeline import run_pipeline
 from .plugins import get_registry
 from .prediction import run_prediction
@@ -32,8 +33,14 @@ def run_one_job(cfg: DictConfig) -> float:
     if config.mode == "rehearse":
         return run_rehearsal_job(config, cfg, run_dir)
     with staged_outputs(run_dir) as stage:
-        result = run_pipeline(config)
-        write_run_directory(stage, result, cfg)
+        if config.loop.active:
+            loop = run_closed_loop(config)
+            result = loop.final
+            write_run_directory(stage, result, cfg)
+            write_loop_outputs(stage, loop)
+        else:
+            result = run_pipeline(config)
+            write_run_directory(stage, result, cfg)
     print_summary(result, run_dir)
     final = result.metrics["validation"].get("fusion") or result.metrics["validation"]["physical"]
     return float(final["rmse"])

@@ -3,6 +3,8 @@
 robot model -> excitation trajectory -> data (identification + validation) -> preprocessing
 -> regressor and base parameters -> estimation -> residual learner -> predictions and metrics.
 Each step is one call into the module (or plugin) that does it; `job.py` writes the results.
+`run_pipeline` is the whole flow; `closed_loop.py` repeats its steps (`design_excitation`,
+`acquire_validation`, `identify`) with new excitations until the validation fit is good enough.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from .dataset import Dataset
 from .errors import UserError
 from .excitation import make_condition_objective
 from .identification import build_problem, predict_torque
-from .interfaces import Trajectory
+from .interfaces import ConditionObjective, Trajectory
 from .metrics import fusion_gain, torque_metrics
 from .physical_consistency import check_parameters
 from .physical_consistency import violations as physical_violations
@@ -30,6 +32,8 @@ from .regressor import RegressorBuilder
 from .robot_model import RobotModel, load_robot
 from .run_config import RunConfig
 from .truth import true_standard_parameters
+from .twin_check import twin_metrics
+from .twin_export import identified_dynamics, twin_model, twin_problems
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +82,8 @@ class PipelineResult:
     residual: Any = None  # the fitted residual learner (None: no fusion stage)
     truth_theta: np.ndarray | None = None
     physical_violations: list[str] = field(default_factory=list)  # empty: physically valid
+    twin: RobotModel | None = None  # the robot with the identified parameters written back
+    twin_refused: list[str] = field(default_factory=list)  # why no twin was written
     timing: dict[str, float] = field(default_factory=dict)
 
 
@@ -130,37 +136,74 @@ def robot_and_regressor(config: RunConfig) -> tuple[RobotModel, RegressorBuilder
     return robot, builder
 
 
+def design_excitation(
+    config: RunConfig,
+    robot: RobotModel,
+    builder: RegressorBuilder,
+    seed: int,
+    objective: ConditionObjective | None = None,
+) -> Trajectory:
+    """The excitation trajectory of the configured generator, searched with `seed` for a low
+    `objective` (default: cond of its own base regressor)."""
+    if objective is None:
+        objective = make_condition_objective(builder, seed=config.seed)
+    return config.plugins["trajectory"].create().generate(robot, objective, seed)
+
+
+def acquire_validation(
+    config: RunConfig, robot: RobotModel, recorded: Dataset
+) -> tuple[Dataset, Dataset]:
+    """(identification data, validation data): the held-out tail of `recorded` with
+    validation=split, else `recorded` unchanged and a recording of the validation source
+    (moving the robot along its own motion, seeded `config.seed + 1`, when it moves one)."""
+    if config.validation.split is not None:
+        return _split_tail(recorded, config.validation.split.fraction)
+    validation_source = config.validation.source.create()
+    motion = None
+    if validation_source.moves_robot and config.validation.trajectory is not None:
+        motion = config.validation.trajectory.create().generate(robot, None, config.seed + 1)
+    return recorded, validation_source.acquire(robot, motion, "validation")
+
+
 def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
     timer = StepTimer()
-    plugins = config.plugins
     with timer("robot"):
         robot, builder = robot_and_regressor(config)
 
     # Excitation: only when the data source moves a robot.
-    source = plugins["source"].create()
+    source = config.plugins["source"].create()
     excitation = None
     if source.moves_robot:
         with timer("excitation"):
-            objective = make_condition_objective(builder, seed=config.seed)
-            excitation = plugins["trajectory"].create().generate(robot, objective, config.seed)
+            excitation = design_excitation(config, robot, builder, config.seed)
 
     # Data: identification recording, and a validation recording (or its held-out tail).
     with timer("data"):
         recorded = source.acquire(robot, excitation, "identification")
-        if config.validation.split is not None:
-            recorded, validation_recorded = _split_tail(recorded, config.validation.split.fraction)
-        else:
-            validation_source = config.validation.source.create()
-            motion = None
-            if validation_source.moves_robot and config.validation.trajectory is not None:
-                motion = config.validation.trajectory.create().generate(
-                    robot, None, config.seed + 1
-                )
-            validation_recorded = validation_source.acquire(robot, motion, "validation")
+        recorded, validation_recorded = acquire_validation(config, robot, recorded)
 
     with timer("preprocessing"):
         train = preprocess(recorded, config.preprocessing)
         validation = preprocess(validation_recorded, config.preprocessing)
+    truth = recorded.metadata.get("truth")
+    return identify(config, robot, builder, train, validation, excitation, truth, timer, progress)
+
+
+def identify(
+    config: RunConfig,
+    robot: RobotModel,
+    builder: RegressorBuilder,
+    train: Dataset,
+    validation: Dataset,
+    excitation: Trajectory | None,
+    truth: Any,
+    timer: StepTimer,
+    progress: bool = True,
+) -> PipelineResult:
+    """From preprocessed identification and validation data to the identified parameters,
+    their predictions and metrics. `truth`: the simulated robot's true parameters (None for a
+    real robot); `excitation`: the (last) trajectory the identification data followed."""
+    plugins = config.plugins
     _require_samples(train, builder.n_parameters, "identification")
 
     with timer("regressor"):
@@ -229,7 +272,7 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
             metrics[name]["fusion"].update(out_of_range.get(name, {}))
 
     # Simulated robots know their true parameters: how far is the fit from the truth?
-    truth_theta = true_standard_parameters(builder, recorded.metadata.get("truth"))
+    truth_theta = true_standard_parameters(builder, truth)
     if truth_theta is not None:
         true_rmse = torque_metrics(
             validation.tau, predict_torque(builder, validation, truth_theta, config.chunk_size)
@@ -246,6 +289,17 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
         check_parameters(theta, problem.standard, list(robot.joint_names))
     )
     metrics["identifiability"]["physically_consistent"] = not violations
+
+    # Write-back: the twin carries the identified parameters when they are physically valid.
+    dynamics = identified_dynamics(robot, builder.parameter_names, theta)
+    twin_refused = twin_problems(robot, dynamics)
+    twin = None
+    if not twin_refused:
+        with timer("twin"):
+            twin = twin_model(robot, dynamics)
+            metrics["twin"] = twin_metrics(
+                twin, robot, validation, predictions["validation"].physical
+            )
     metrics["data"] = {
         "train_samples": train.n_samples,
         "validation_samples": validation.n_samples,
@@ -269,5 +323,7 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
         truth_theta=truth_theta,
         residual=residual if residual.active else None,
         physical_violations=violations,
+        twin=twin,
+        twin_refused=twin_refused,
         timing=timer.seconds,
     )

@@ -97,3 +97,43 @@ def write_plots(folder: Path, result: PipelineResult) -> None:
     plot_rmse_per_joint(folder / "rmse_per_joint.png", result)
     if result.excitation is not None:
         plot_excitation(folder / "excitation.png", result)
+
+
+def plot_loop_r2(path: Path, loop: dict) -> None:
+    """Closed loop: validation R² per round with the target line (axis log-scaled in 1 − R²
+    and inverted, so both a poor first round and the approach to the target show and better
+    is up), and the validation RMSE per round."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    records = loop["iterations"]
+    rounds = [r["iteration"] for r in records]
+    r2 = np.array([r["validation_r2"] for r in records])
+    gap = np.maximum(1.0 - r2, 1e-9)
+    fig, (ax, ax_rmse) = plt.subplots(2, 1, figsize=(8, 6), sharex=True, height_ratios=(2, 1))
+    names = {"twin": "twin (MuJoCo inverse dynamics)", "physical": "identified physical model"}
+    label = " / ".join(names[s] for s in sorted({r["r2_source"] for r in records}))
+    ax.plot(rounds, gap, "o-", color="tab:blue", label=f"validation R², {label}")
+    for x, value, y in zip(rounds, r2, gap, strict=True):
+        ax.annotate(f"{value:.4f}", (x, y), textcoords="offset points", xytext=(0, 8),
+                    ha="center", fontsize=8)  # fmt: skip
+    if loop.get("target_r2") is not None:
+        ax.axhline(1.0 - loop["target_r2"], color="tab:red", ls="--",
+                   label=f"target R² = {loop['target_r2']}")  # fmt: skip
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{1.0 - y:.6g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.invert_yaxis()
+    ax.margins(x=0.08, y=0.15)
+    ax.set_ylabel("validation R²  (log scale of 1 − R²)")
+    ax.set_title("Closed identification loop: validation fit per round")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="lower right")
+    ax_rmse.plot(rounds, [r["validation_rmse"] for r in records], "o-", color="0.3")
+    ax_rmse.set_ylabel("RMSE [Nm]")
+    ax_rmse.set_xlabel("round (each adds one excitation recording)")
+    ax_rmse.set_xticks(rounds)
+    ax_rmse.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -34,11 +34,13 @@ from .robot_model import load_robot
 from .run_config import RunConfig, SelectedPlugin
 from .run_directory import staged_outputs
 from .simulated_robot import SimulatedTruth
+from .twin_export import TWIN_MJCF, TWIN_URDF
 
 REPORT_JSON = "rehearsal.json"
 REPORT_MARKDOWN = "rehearsal.md"
 PLANTED_MJCF = "rehearsal_robot.xml"
 BASE_PREFIX = "base_parameter_"  # the one-by-one base parameter checks
+TWIN_PREFIX = "rehearsal_"  # a rehearsal's twin is of the planted robot: never named twin.xml
 
 
 @dataclass
@@ -208,6 +210,12 @@ def markdown_report(report: dict[str, Any]) -> str:
 
 
 def write_rehearsal_outputs(stage: Path, outcome: RehearsalOutcome) -> None:
+    """rehearsal.json, rehearsal.md, the planted robot; the twin written back from the
+    identification (a model of the planted robot, not of any real one) is renamed
+    rehearsal_twin.xml / .urdf so that no tool takes it for the robot's twin."""
+    for name in (TWIN_MJCF, TWIN_URDF):
+        if (stage / name).exists():
+            (stage / name).rename(stage / f"{TWIN_PREFIX}{name}")
     (stage / REPORT_JSON).write_text(json.dumps(outcome.report, indent=2))
     (stage / REPORT_MARKDOWN).write_text(markdown_report(outcome.report))
     (stage / PLANTED_MJCF).write_text(outcome.rehearsal.robot.mjcf)
@@ -252,6 +260,9 @@ def run_rehearsal_job(config: RunConfig, cfg: DictConfig, run_dir: Path) -> floa
         write_rehearsal_outputs(stage, outcome)
     print_summary(outcome.result, run_dir)
     print("\n".join(summary_lines(outcome)))
+    if outcome.result.twin is not None:
+        name = f"{TWIN_PREFIX}{TWIN_MJCF}"
+        print(f"{name}: the written-back model of the planted robot, not of any real one")
     if not outcome.passed:
         names = ", ".join(check.name for check in outcome.failed)
         raise RehearsalFailed(

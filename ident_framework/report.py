@@ -12,12 +12,14 @@ import numpy as np
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from .closed_loop import loop_table
 from .physical_consistency import com_inertia
 from .pipeline import PipelineResult
 from .plain_data import to_plain
 from .plots import write_plots
 from .plugins import get_registry
 from .prediction import RESIDUAL_FOLDER
+from .twin_export import TWIN_MJCF, TWIN_URDF, write_twin
 
 
 def joint_parameters(result: PipelineResult) -> list[dict[str, Any]]:
@@ -150,6 +152,8 @@ def write_run_directory(stage: Path, result: PipelineResult, cfg: DictConfig) ->
     if result.excitation is not None:
         description = to_plain(result.excitation.describe())
         description["cond_base_regressor_recorded"] = result.cond
+        if "loop" in result.metrics:  # the last round's excitation; cond is of every round's
+            description["closed_loop_round"] = len(result.metrics["loop"]["iterations"])
         (stage / "trajectory.yaml").write_text(yaml.safe_dump(description, sort_keys=False))
     if result.config.plots:
         write_plots(stage / "plots", result)
@@ -158,6 +162,8 @@ def write_run_directory(stage: Path, result: PipelineResult, cfg: DictConfig) ->
         residual_outputs = getattr(result.residual, "write_outputs", None)
         if residual_outputs is not None and result.config.plots:
             residual_outputs(stage)
+    if result.twin is not None:
+        write_twin(stage, result.twin)
     estimator_outputs = getattr(result.estimator, "write_outputs", None)
     if estimator_outputs is not None:
         estimator_outputs(stage)
@@ -201,6 +207,48 @@ def summary_lines(result: PipelineResult) -> list[str]:
         )
     lines += fusion_table(result)
     lines += joint_parameter_table(result)
+    lines += twin_lines(result)
+    if "loop" in m:
+        lines += ["closed loop (every round; the lines above are the last one's):"]
+        lines += loop_table(m["loop"])
+    return lines
+
+
+def twin_lines(result: PipelineResult) -> list[str]:
+    """The twin write-back: what was written and how it matches the validation data, or why
+    nothing was written and how to get parameters that can be."""
+    twin = result.metrics.get("twin")
+    if twin is None:
+        shown = "; ".join(result.twin_refused[:3])
+        more = len(result.twin_refused) - 3
+        return [
+            f"twin not written: the identified parameters are not physically valid ({shown}"
+            + (f"; and {more} more" if more > 0 else "")
+            + "). Identify with estimator=consistent to get parameters that satisfy every "
+            "physical condition and can be written into twin.xml / twin.urdf."
+        ]
+    inverse, moving = twin["inverse_dynamics"], twin["moving_samples"]
+    lines = [
+        f"twin written ({TWIN_MJCF}, {TWIN_URDF}): MuJoCo inverse dynamics on the validation "
+        f"data RMSE {inverse['rmse']:.4f} Nm, R² {inverse['r2']:.5f}",
+        f"  on moving samples (|dq| ≥ {moving['speed_threshold_rad_s']:g} rad/s, "
+        f"{100 * moving['fraction']:.0f} %): twin in MuJoCo {moving['twin_mujoco_rmse']:.4f} Nm,"
+        f" identified model {moving['identified_model_rmse']:.4f} Nm "
+        f"(ratio {moving['ratio_twin_to_identified']:.4f})",
+    ]
+    for key, label in (
+        ("forward_divergence_rad", "twin"),
+        ("forward_divergence_rad_nominal", "nominal"),
+    ):
+        forward = twin[key]
+        if forward.get("windows"):
+            spans = ", ".join(
+                f"{h}: {max(forward[h]['rms_per_joint']):.4f}" for h in forward if h != "windows"
+            )
+            lines.append(
+                f"  {label:<7} driven by the recorded torques, worst joint RMS divergence (rad) "
+                f"after {spans} ({forward['windows']} windows)"
+            )
     return lines
 
 

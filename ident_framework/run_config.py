@@ -6,6 +6,7 @@ bad value fails with the config key that holds it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ SPLIT = "split"  # the validation option that holds out the tail of the identifi
 # identify: the pipeline; predict: apply a saved run to data; rehearse: the pipeline on the robot
 # model with planted changes, checked against them (rehearsal.py)
 MODES = ("identify", "predict", "rehearse")
+LOOP_DESIGNS = ("seeded", "aimed")  # how the closed loop's later rounds design their excitation
 
 
 @dataclass
@@ -83,6 +85,41 @@ class SplitSettings:
             raise ValueError(f"fraction must be in [0.05, 0.9], got {self.fraction}")
 
 
+@dataclass
+class LoopSettings:
+    """Closed identification loop. iterations: identification rounds (1: a single run); each
+    further round designs a new excitation, records it and identifies on all recordings so
+    far. target_r2: stop as soon as the validation R² reaches it (None: run every round).
+    design: how later rounds search their excitation: seeded (the configured search with a new
+    seed) or aimed (with a new seed, minimising cond of the base regressor of all recordings so
+    far plus the candidate: it fills in the directions the earlier ones excited least)."""
+
+    iterations: int = 1
+    target_r2: float | None = None
+    design: str = "seeded"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.iterations, bool) or not isinstance(self.iterations, int):
+            raise ValueError(f"loop.iterations must be an integer, got {self.iterations!r}")
+        if self.iterations < 1:
+            raise ValueError(f"loop.iterations must be >= 1, got {self.iterations}")
+        if self.target_r2 is not None and not (
+            math.isfinite(self.target_r2) and 0.0 < self.target_r2 < 1.0
+        ):
+            raise ValueError(
+                f"loop.target_r2 must be in (0, 1) (an R² to reach) or null, got {self.target_r2}"
+            )
+
+        if self.design not in LOOP_DESIGNS:
+            raise ValueError(
+                f"loop.design must be one of {list(LOOP_DESIGNS)}, got {self.design!r}"
+            )
+
+    @property
+    def active(self) -> bool:
+        return self.iterations > 1
+
+
 @dataclass(frozen=True)
 class SelectedPlugin:
     """A plugin chosen by config, with its validated parameters."""
@@ -117,6 +154,7 @@ class RunConfig:
     mode: str = "identify"
     run: str | None = None  # mode=predict: the run directory of an identification
     rehearsal: RehearsalSettings = field(default_factory=RehearsalSettings)
+    loop: LoopSettings = field(default_factory=LoopSettings)
 
 
 def _section(cfg: DictConfig, key: str) -> dict[str, Any]:
@@ -168,6 +206,8 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
     )
     if mode == "rehearse":
         check_rehearsal_sources(plugins["source"], validation)
+    loop = build_params(LoopSettings, _section(cfg, "loop"), "loop", "closed loop")
+    _check_loop(loop, mode, plugins["source"])
     seed, chunk_size = cfg.get("seed", 0), cfg.get("chunk_size", 2000)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise UserError(f"Config key 'seed' must be an integer, got {seed!r}.")
@@ -195,4 +235,23 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
         mode=mode,
         run=str(run) if run else None,
         rehearsal=rehearsal,
+        loop=loop,
     )
+
+
+def _check_loop(loop: LoopSettings, mode: str, source: SelectedPlugin) -> None:
+    """A closed loop records new excitations: it needs a data source that moves a robot."""
+    if not loop.active:
+        return
+    if mode != "identify":
+        raise UserError(
+            f"loop.iterations={loop.iterations} repeats an identification; mode={mode} "
+            "identifies nothing. Use loop.iterations=1 with this mode."
+        )
+    if getattr(source.info.factory, "moves_robot", True) is False:
+        raise UserError(
+            f"loop.iterations={loop.iterations} records a new excitation each round, but the "
+            f"data source '{source.info.name}' (source=...) reads a recording and moves no "
+            "robot. Use a source that moves one (source=mujoco simulates it), or "
+            "loop.iterations=1 to identify from the recording once."
+        )
