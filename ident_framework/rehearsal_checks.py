@@ -296,5 +296,9 @@ def recovery_checks(
     base_checks, base_summary = base_parameter_checks(result, theta_model, settings)
     friction, notes = friction_checks(result, rehearsal, settings)
     changes, change_summary = change_checks(result, rehearsal, theta_model, settings)
+    if not base_summary["standard_deviations"]:
+        notes.append(
+            "the estimator gives no standard deviations: base parameters are checked by the norm"
+        )
     checks = [validation_check(result, settings), *changes, *friction, *base_checks]
     return checks, {"base_parameters": base_summary, "changes": change_summary, "notes": notes}

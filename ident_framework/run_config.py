@@ -246,7 +246,7 @@ def _check_loop(loop: LoopSettings, mode: str, source: SelectedPlugin) -> None:
     if mode != "identify":
         raise UserError(
             f"loop.iterations={loop.iterations} repeats an identification; mode={mode} "
-            "identifies nothing. Use loop.iterations=1 with this mode."
+            "runs no closed loop. Use loop.iterations=1 with this mode."
         )
     if getattr(source.info.factory, "moves_robot", True) is False:
         raise UserError(
