@@ -252,6 +252,12 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
         "train_duration_s": train.duration,
         "validation_duration_s": validation.duration,
     }
+    # Sources that record live (e.g. rtde) report their achieved rate and dropped samples.
+    for name, data in (("train", recorded), ("validation", validation_recorded)):
+        if name == "validation" and data.metadata is recorded.metadata:
+            continue  # the held-out tail of the same recording
+        if "acquisition" in data.metadata:
+            metrics["data"][f"{name}_acquisition"] = data.metadata["acquisition"]
     metrics["timing_s"] = timer.seconds
     return PipelineResult(
         config=config,
