@@ -61,9 +61,10 @@ def test_end_to_end_recording_is_identified_offline(tmp_path, robot):
     excitation = generator.generate(robot, objective, seed=3)
     exc = _write_yaml(tmp_path / "excitation.yaml", excitation)
     recording = tmp_path / "recording.csv"
-    with running_emulator("127.0.6.1", "--trajectory", str(exc)):
+    with running_emulator("127.0.6.1", "--trajectory", str(exc)) as emulator:
         params = RtdeSourceParams(host="127.0.6.1", duration_s=20.0, recording_path=str(recording))
         data = RtdeSource(params, control_factory=_never_control).acquire(robot, None)
+    print("".join(line for line in emulator.stderr if "stopped" in line).strip())
     acquisition = data.metadata["acquisition"]
     print(
         f"\nrecorded {acquisition['samples_written']} samples, achieved "
