@@ -18,6 +18,7 @@ import csv
 import math
 import os
 import re
+import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -507,6 +508,18 @@ def _summarise_columns(names: list[str], limit: int = 40) -> str:
     return ", ".join(parts) if parts else "none"
 
 
+def column_names(groups: Sequence[tuple[str, int]]) -> list[str]:
+    """Header of the CSV contract for (group, width) blocks: `timestamp` stays one column,
+    every other group becomes `<group>_0..<group>_{width-1}`."""
+    names: list[str] = []
+    for name, width in groups:
+        if name == "timestamp" and width == 1:
+            names.append(name)
+        else:
+            names.extend(f"{name}_{j}" for j in range(width))
+    return names
+
+
 def write_csv_log(
     ds: Dataset, path: str | os.PathLike[str], torque_column: str = TORQUE_COLUMNS[0]
 ) -> None:
@@ -520,14 +533,53 @@ def write_csv_log(
         value = getattr(ds, attribute)
         if value is not None:
             blocks.append((group, value, n))
-    header = ",".join(
-        name
-        if width == 1 and name == "timestamp"
-        else ",".join(f"{name}_{j}" for j in range(width))
-        for name, _, width in blocks
-    )
+    header = ",".join(column_names([(name, width) for name, _, width in blocks]))
     table = np.column_stack([values for _, values, _ in blocks])
     target = os.fspath(path)
     partial = f"{target}.partial"
     np.savetxt(partial, table, delimiter=",", header=header, comments="", fmt="%.10g")
     os.replace(partial, target)
+
+
+class CsvLogWriter:
+    """Appends samples to a CSV in the contract as they arrive (a live recording).
+
+    The header is written at once; `write(row)` appends one sample (timestamp in s first,
+    then the groups' values in header order); the file is flushed to the operating system at
+    least every `flush_interval_s` s, so a crash of this process loses at most that much.
+    Timestamps are written with 6 decimals (µs), other values with 10 significant digits."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        groups: Sequence[tuple[str, int]],
+        flush_interval_s: float = 0.1,
+    ):
+        self._clock = time.monotonic
+        self.path = os.fspath(path)
+        self.names = column_names(groups)
+        self.width = len(self.names)
+        self._format = ",".join(["%.6f"] + ["%.10g"] * (self.width - 1)) + "\n"
+        self._file = open(self.path, "w", encoding="utf-8", newline="")  # noqa: SIM115
+        self._file.write(",".join(self.names) + "\n")
+        self._file.flush()
+        self.flush_interval_s = flush_interval_s
+        self._flushed_at = self._clock()
+        self.rows = 0
+
+    def write(self, row: Sequence[float]) -> None:
+        self._file.write(self._format % tuple(row))
+        self.rows += 1
+        if self._clock() - self._flushed_at >= self.flush_interval_s:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._file.closed:
+            self._file.flush()
+            self._flushed_at = self._clock()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()

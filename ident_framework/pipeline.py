@@ -306,6 +306,13 @@ def identify(
         "train_duration_s": train.duration,
         "validation_duration_s": validation.duration,
     }
+    # Sources that record live (e.g. rtde) report their achieved rate and dropped samples.
+    acquisition = train.metadata.get("acquisition")
+    if acquisition is not None:
+        metrics["data"]["train_acquisition"] = acquisition
+    held_out = validation.metadata.get("acquisition")
+    if held_out is not None and held_out is not acquisition:  # not the tail of the same one
+        metrics["data"]["validation_acquisition"] = held_out
     metrics["timing_s"] = timer.seconds
     return PipelineResult(
         config=config,

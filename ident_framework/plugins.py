@@ -26,6 +26,7 @@ DISTRIBUTION = "ident-framework"
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "ident_framework.source_mujoco",
     "ident_framework.source_csv",
+    "ident_framework.source_rtde",
     "ident_framework.trajectory_fourier",
     "ident_framework.trajectory_point_to_point",
     "ident_framework.friction_none",

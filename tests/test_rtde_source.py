@@ -1,0 +1,228 @@
+"""The `rtde` data source with the REAL `ur_rtde` receive interface against the RTDE emulator.
+
+Each emulator is its own process on its own loopback address (127.0.6.x): `ur_rtde` holds the
+GIL while it connects. The control interface is replaced by `RecordingControl`, which has
+ur_rtde's RTDEControlInterface API and RECORDS the commands (moving a robot needs a physical
+arm): the tests check the commanded stream (rate, continuity, limits) and that stop is always
+commanded.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from ident_framework import rtde_protocol as rtde
+from ident_framework.csv_log import read_csv_log
+from ident_framework.errors import UserError
+from ident_framework.excitation import make_condition_objective
+from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.regressor import RegressorBuilder
+from ident_framework.robot_model import load_robot
+from ident_framework.source_rtde import RtdeSource, RtdeSourceParams
+from ident_framework.trajectory_file import default_motion
+from ident_framework.trajectory_fourier import FourierGenerator, FourierParams
+
+from conftest import run_cli
+from rtde_support import RecordingControl, running_emulator
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return load_robot("ur12e")
+
+
+def _write_yaml(path: Path, trajectory) -> Path:
+    path.write_text(yaml.safe_dump(trajectory.describe(), sort_keys=False))
+    return path
+
+
+def _never_control(host: str):
+    raise AssertionError(f"the control interface was opened for {host} in a dry run")
+
+
+def test_end_to_end_recording_is_identified_offline(tmp_path, robot):
+    """The emulator follows a 20 s excitation; the real ur_rtde receive interface records it at
+    500 Hz through source=rtde; `source=csv source.path=<recording>` identifies it and validates
+    on the emulator's simulated robot (seed 0, the validation=mujoco default)."""
+    builder = RegressorBuilder(robot, CoulombViscousFriction(CoulombViscousParams()))
+    objective = make_condition_objective(builder, seed=3, n_random=300)
+    generator = FourierGenerator(FourierParams(n_candidates=60, n_refine=0, progress=False))
+    excitation = generator.generate(robot, objective, seed=3)
+    exc = _write_yaml(tmp_path / "excitation.yaml", excitation)
+    recording = tmp_path / "recording.csv"
+    with running_emulator("127.0.6.1", "--trajectory", str(exc)) as emulator:
+        params = RtdeSourceParams(host="127.0.6.1", duration_s=20.0, recording_path=str(recording))
+        data = RtdeSource(params, control_factory=_never_control).acquire(robot, None)
+    print("".join(line for line in emulator.stderr if "stopped" in line).strip())
+    acquisition = data.metadata["acquisition"]
+    print(
+        f"\nrecorded {acquisition['samples_written']} samples, achieved "
+        f"{acquisition['achieved_rate_hz']:.1f} Hz, dropped {acquisition['dropped_samples']} of "
+        f"{acquisition['samples_expected']} ({acquisition['torque_missing_samples']} without "
+        f"torque, {acquisition['samples_missed']} never seen)"
+    )
+    assert data.metadata["torque_source"] == "actual_current_as_torque"
+    assert acquisition["achieved_rate_hz"] > 250.0
+    assert data.duration > 19.0
+    # Known truth: the targets are the excitation at the controller's clock (it loops every 20 s),
+    # and the timestamps lie on the 2 ms grid of a 500 Hz controller.
+    q_ref = excitation.evaluate(np.mod(data.timestamp, excitation.duration))[0]
+    assert np.abs(data.q_target - q_ref).max() < 1e-7
+    assert np.allclose(np.round(data.timestamp / 0.002) * 0.002, data.timestamp, atol=1e-6)
+
+    run = tmp_path / "run"
+    result = run_cli("source=csv", f"source.path={recording}", f"hydra.run.dir={run}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((run / "metrics.json").read_text())
+    validation = metrics["validation"]["physical"]
+    per_joint = np.round(validation["r2_per_joint"], 4)
+    print(f"offline identification: validation R² {validation['r2']:.5f}, RMSE "
+          f"{validation['rmse']:.4f} Nm, per joint {per_joint}")  # fmt: skip
+    assert validation["r2"] >= 0.99
+
+
+def test_lost_connection_reconnects_and_keeps_a_valid_file(tmp_path, robot):
+    """The emulator drops the first connection after 5 s; the dry-run recording reconnects and
+    continues in the same file, which stays valid (strictly increasing, a gap at the drop)."""
+    recording = tmp_path / "recording.csv"
+    with running_emulator("127.0.6.2", "--drop-after-s", "5"):
+        params = RtdeSourceParams(
+            host="127.0.6.2", duration_s=8.0, recording_path=str(recording),
+            reconnect_attempts=2, reconnect_delay_s=0.3,
+        )  # fmt: skip
+        data = RtdeSource(params, control_factory=_never_control).acquire(robot, None)
+    acquisition = data.metadata["acquisition"]
+    assert acquisition["segments"] == 2 and acquisition["reconnects"] == 1
+    assert acquisition["segment_ends"][0].startswith("connection lost")
+    assert len(acquisition["gaps_s"]) == 1 and acquisition["gaps_s"][0] > 0.3
+    reread = read_csv_log(recording, robot.joint_names)
+    assert reread.n_samples == data.n_samples == acquisition["samples_written"]
+
+
+def test_lost_connection_during_motion_stops_the_robot_and_keeps_the_recording(tmp_path, robot):
+    """confirm_motion=true with the recording control interface: the receive connection drops
+    after 5 s, the motion is aborted, servoStop + stopScript are commanded, the recording up to
+    the drop loads with csv_log, and the message says what was kept and where."""
+    motion = _write_yaml(tmp_path / "motion.yaml", default_motion(robot))
+    recording = tmp_path / "recording.csv"
+    control = RecordingControl()
+    with running_emulator("127.0.6.3", "--drop-after-s", "5", "--trajectory", str(motion)):
+        params = RtdeSourceParams(
+            host="127.0.6.3", trajectory_path=str(motion), recording_path=str(recording),
+            confirm_motion=True, require_rehearsal=False, reconnect_attempts=0,
+        )  # fmt: skip
+        source = RtdeSource(params, control_factory=lambda host: control)
+        with pytest.raises(UserError) as caught:
+            source.acquire(robot, None)
+    message = str(caught.value)
+    assert "was lost" in message and "What was kept" in message and str(recording) in message
+    assert "servoStop" in message
+    kept = read_csv_log(recording, robot.joint_names)
+    assert 3.0 < kept.duration < 5.5
+    names = control.names()
+    assert names[0] == "moveJ"
+    assert names[-3:] == ["servoStop", "stopScript", "disconnect"]
+    commands = control.servo_commands()
+    times = np.array([t for t, _ in commands])
+    q = np.array([c for _, c in commands])
+    assert np.median(np.diff(times)) == pytest.approx(0.002, rel=0.05)
+    assert np.all(np.abs(np.diff(q, axis=0)) <= robot.limits.velocity * 0.002 * 1.01)
+    assert np.all((q >= robot.limits.position[:, 0]) & (q <= robot.limits.position[:, 1]))
+    print(f"\nservoJ: {len(commands)} commands, {(len(times) - 1) / (times[-1] - times[0]):.1f} Hz"
+          f" before the stop; kept {kept.n_samples} samples ({kept.duration:.2f} s)")  # fmt: skip
+
+
+def test_dry_run_sends_nothing_and_violations_are_refused(tmp_path, robot):
+    safe = _write_yaml(tmp_path / "safe.yaml", default_motion(robot))
+    fast = _write_yaml(tmp_path / "fast.yaml", default_motion(robot, 1.0, 2.0))
+    with running_emulator("127.0.6.4"):
+        params = RtdeSourceParams(
+            host="127.0.6.4", trajectory_path=str(safe), duration_s=1.0,
+            recording_path=str(tmp_path / "dry.csv"),
+        )  # fmt: skip
+        data = RtdeSource(params, control_factory=_never_control).acquire(robot, None)
+        assert data.metadata["acquisition"]["motion"] == {"confirmed": False}
+        assert data.n_samples > 200
+
+        # A limit-violating trajectory is refused before anything is connected or written.
+        refused = tmp_path / "refused.csv"
+        params = RtdeSourceParams(
+            host="127.0.6.4", trajectory_path=str(fast), recording_path=str(refused),
+            confirm_motion=True, require_rehearsal=False,
+        )  # fmt: skip
+        with pytest.raises(
+            UserError, match=r"joint '\w+' \w+ reaches .* at t = \d+\.\d+ s, .* beyond"
+        ):
+            RtdeSource(params, control_factory=_never_control).acquire(robot, None)
+        assert not refused.exists()
+
+        # Without a passed rehearsal of this robot model a confirmed motion stops before the
+        # robot is contacted (an empty registry folder).
+        params = RtdeSourceParams(
+            host="127.0.6.4", trajectory_path=str(safe), recording_path=str(refused),
+            confirm_motion=True, rehearsal_dir=str(tmp_path / "rehearsals"),
+        )  # fmt: skip
+        with pytest.raises(UserError, match="No passed rehearsal .* mode=rehearse"):
+            RtdeSource(params, control_factory=_never_control).acquire(robot, None)
+        assert not refused.exists()
+
+
+def test_older_controller_nan_and_delayed_packages(tmp_path, robot):
+    """PolyScope 5.22: actual_current_as_torque is NOT_FOUND (each field answered with its RTDE
+    type), so torque comes from currents x motor constants; a NaN package is skipped and
+    counted; delayed packages arrive in bursts and show up as dropped samples."""
+    args = ("--controller-version", "5.22.1", "--nan-after", "100", "--delay-ms", "30",
+            "--delay-every", "200")  # fmt: skip
+    with running_emulator("127.0.6.5", *args):
+        with socket.create_connection(("127.0.6.5", 30004), timeout=5) as raw:
+            names = "timestamp,actual_q,joint_mode,robot_mode,actual_digital_input_bits," \
+                    "actual_current_as_torque,no_such_field"  # fmt: skip
+            raw.sendall(rtde.message(rtde.REQUEST_PROTOCOL_VERSION, struct.pack(">H", 2)))
+            raw.sendall(rtde.message(rtde.CONTROL_PACKAGE_SETUP_OUTPUTS,
+                                     struct.pack(">d", 500.0) + names.encode()))  # fmt: skip
+            buffer, replies = bytearray(), []
+            while len(replies) < 2:
+                buffer += raw.recv(4096)
+                replies += rtde.split_messages(buffer)
+        payload = dict(replies)[rtde.CONTROL_PACKAGE_SETUP_OUTPUTS]
+        assert payload[0] == 0  # no recipe: fields were not found
+        assert payload[1:].decode().split(",") == [
+            "DOUBLE", "VECTOR6D", "VECTOR6INT32", "INT32", "UINT64", "NOT_FOUND", "NOT_FOUND"
+        ]  # fmt: skip
+
+        params = RtdeSourceParams(host="127.0.6.5", duration_s=1.0)
+        with pytest.raises(UserError, match=r"PolyScope >= 5\.23.*current_to_torque"):
+            RtdeSource(params, control_factory=_never_control).acquire(robot, None)
+        gains = [13.2, 13.2, 9.3, 4.6, 4.6, 4.6]
+        params = RtdeSourceParams(
+            host="127.0.6.5", duration_s=2.0, current_to_torque=gains,
+            recording_path=str(tmp_path / "currents.csv"),
+        )  # fmt: skip
+        data = RtdeSource(params, control_factory=_never_control).acquire(robot, None)
+    acquisition = data.metadata["acquisition"]
+    assert acquisition["torque_source"].startswith("actual_current ×")
+    assert data.metadata["torque_source"] == "actual_current"
+    assert acquisition["invalid_samples"] == 1
+    assert acquisition["dropped_samples"] >= 1
+    assert np.all(np.isfinite(data.tau))
+
+
+def test_unreachable_host_message(tmp_path):
+    with pytest.raises(UserError) as caught:
+        RtdeSource(RtdeSourceParams(host="127.0.6.99", connect_timeout_s=1.0))
+    message = str(caught.value)
+    assert "127.0.6.99:30004" in message and "network" in message and "remote control" in message
+    run = tmp_path / "run"
+    result = run_cli("source=rtde", "source.host=127.0.6.99", f"hydra.run.dir={run}", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "remote control" in result.stderr and "Traceback" not in result.stderr
+    assert not run.exists() or not any(run.iterdir())
