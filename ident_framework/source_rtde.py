@@ -25,6 +25,7 @@ and can be identified again later with `source=csv source.path=<the recording>`.
 
 from __future__ import annotations
 
+import importlib
 import math
 import socket
 import time
@@ -131,18 +132,24 @@ class RtdeSourceParams:
                 setattr(self, name, None)
 
 
+def _ur_rtde(module: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError:
+        raise UserError(
+            f"source=rtde needs the ur_rtde package (module {module}), which is not installed: "
+            'pip install ur_rtde (or the project\'s extra: pip install -e ".[rtde]").'
+        ) from None
+
+
 def default_receive(host: str, frequency: float, variables: list[str]) -> Any:
     """The real `ur_rtde` receive interface."""
-    import rtde_receive
-
-    return rtde_receive.RTDEReceiveInterface(host, frequency, variables)
+    return _ur_rtde("rtde_receive").RTDEReceiveInterface(host, frequency, variables)
 
 
 def default_control(host: str) -> Any:
     """The real `ur_rtde` control interface (uploads its script and can move the robot)."""
-    import rtde_control
-
-    return rtde_control.RTDEControlInterface(host)
+    return _ur_rtde("rtde_control").RTDEControlInterface(host)
 
 
 def unreachable(host: str, detail: str) -> UserError:
