@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from .parallel_filter import ParallelFilter
+
 UNITS = {
     "timestamp": "s",
     "q": "rad",
@@ -32,6 +34,8 @@ class Dataset:
         q_target, dq_target, ddq_target: (N, n) controller targets when recorded, else None.
         joint_names: names of the n joints, in column order.
         metadata: free-form provenance (source, file, units, simulated truth, ...).
+        parallel_filter: set by preprocessing: the unfiltered velocity and the low-pass of
+            the torque, to filter friction columns the same way (`parallel_filter.py`).
     """
 
     timestamp: np.ndarray
@@ -44,6 +48,7 @@ class Dataset:
     dq_target: np.ndarray | None = None
     ddq_target: np.ndarray | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    parallel_filter: ParallelFilter | None = None
 
     def __post_init__(self) -> None:
         n_samples = len(self.timestamp)
@@ -77,6 +82,8 @@ class Dataset:
             value = getattr(self, name)
             if value is not None:
                 changes[name] = value[rows]
+        if self.parallel_filter is not None:
+            changes["parallel_filter"] = self.parallel_filter.select(rows)
         return replace(self, **changes)
 
 
@@ -116,5 +123,6 @@ def concatenate(datasets: list[Dataset]) -> Dataset:
     return Dataset(
         joint_names=first.joint_names,
         metadata={**first.metadata, "recordings": recordings},
+        parallel_filter=ParallelFilter.concatenate([data.parallel_filter for data in datasets]),
         **columns,
     )

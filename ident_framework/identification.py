@@ -32,7 +32,8 @@ def stack_factors(factors: list[np.ndarray]) -> np.ndarray:
         return np.linalg.qr(np.vstack(factors), mode="r")
 
 
-Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # q, dq, ddq, tau: (m, n) each
+# q, dq, ddq, tau: (m, n) each; optionally the rows' friction basis (m, n, k) as a fifth item
+Chunk = tuple[np.ndarray, ...]
 
 
 STRUCTURAL_TOLERANCE = 1e-12  # relative singular value below which a row direction is void
@@ -83,11 +84,12 @@ def accumulate_joint_factors(
     n_samples = 0
     # Small QR factorisations: BLAS threads only contend (100x slower on a loaded 2-core box).
     with threadpool_limits(limits=1, user_api="blas"):
-        for q, dq, ddq, tau in tqdm(
+        for chunk in tqdm(
             chunks, total=total, desc="regressor", unit="chunk", disable=not progress, leave=False
         ):
+            q, dq, ddq, tau = chunk[:4]
             rigid = builder.rigid_body(q, dq, ddq)
-            own = builder.own_terms(dq, ddq)
+            own = builder.own_terms(dq, ddq, chunk[4] if len(chunk) > 4 else None)
             for j, accumulator in enumerate(accumulators):
                 accumulator.add_blocks(rigid[:, j, blocks[j]] @ spaces[j], own[:, j], tau[:, j])
             n_samples += len(q)
@@ -127,9 +129,22 @@ def project_to_base(
     return base, [np.linalg.qr(f @ augmented, mode="r") for f in joint_factors], cond
 
 
-def dataset_chunks(data: Dataset, chunk_size: int) -> Iterator[Chunk]:
+def recording_friction(builder: RegressorBuilder, data: Dataset) -> np.ndarray | None:
+    """The friction basis of a whole recording (N, n, k): filtered in parallel with the torque
+    when the builder asks for it and preprocessing filtered the data (`parallel_filter.py`),
+    else at the recorded velocity when the friction model is sequential (its state runs along
+    the samples in time order); None otherwise (computed chunk by chunk)."""
+    if builder.parallel_friction and data.parallel_filter is not None:
+        return data.parallel_filter.apply(builder.friction_basis)
+    return builder.friction_basis(data.timestamp, data.dq) if builder.sequential else None
+
+
+def dataset_chunks(
+    data: Dataset, chunk_size: int, friction: np.ndarray | None = None
+) -> Iterator[Chunk]:
     for rows in chunk_slices(data.n_samples, chunk_size):
-        yield data.q[rows], data.dq[rows], data.ddq[rows], data.tau[rows]
+        chunk = (data.q[rows], data.dq[rows], data.ddq[rows], data.tau[rows])
+        yield chunk if friction is None else (*chunk, friction[rows])
 
 
 def standard_model(
@@ -171,8 +186,9 @@ def build_problem(
     if data.ddq is None:
         raise ValueError("accelerations missing: preprocess the dataset first")
     n_chunks = -(-data.n_samples // chunk_size)
+    friction = recording_friction(builder, data)
     joint_factors, n_samples = accumulate_joint_factors(
-        builder, dataset_chunks(data, chunk_size), n_chunks, progress
+        builder, dataset_chunks(data, chunk_size, friction), n_chunks, progress
     )
     base, base_factors, cond = project_to_base(
         joint_factors, builder.parameter_names, tolerance, method
@@ -180,7 +196,9 @@ def build_problem(
 
     def chunks() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         for rows in chunk_slices(data.n_samples, chunk_size):
-            regressor = builder.compute(data.q[rows], data.dq[rows], data.ddq[rows])
+            regressor = builder.compute(
+                data.q[rows], data.dq[rows], data.ddq[rows], _rows(friction, rows)
+            )
             yield data.timestamp[rows], regressor @ base.basis, data.tau[rows]
 
     problem = LinearProblem(
@@ -194,6 +212,14 @@ def predict_torque(
 ) -> np.ndarray:
     """(N, n) model torque Y(q, dq, ddq) @ theta in Nm, theta in standard parameters."""
     out = np.empty_like(data.tau)
+    friction = recording_friction(builder, data)
     for rows in chunk_slices(data.n_samples, chunk_size):
-        out[rows] = builder.compute(data.q[rows], data.dq[rows], data.ddq[rows]) @ theta
+        out[rows] = (
+            builder.compute(data.q[rows], data.dq[rows], data.ddq[rows], _rows(friction, rows))
+            @ theta
+        )
     return out
+
+
+def _rows(friction: np.ndarray | None, rows: slice) -> np.ndarray | None:
+    return None if friction is None else friction[rows]

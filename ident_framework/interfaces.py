@@ -59,13 +59,77 @@ class DataSource(Protocol):
 
 
 class FrictionModel(Protocol):
-    """Joint friction linear in its parameters: tau_f[j] = sum_k basis[:, j, k] * p[j, k]."""
+    """Joint friction linear in its parameters: tau_f[j] = sum_k basis[:, j, k] * p[j, k].
+
+    The same form on every joint, with its own parameter values per joint. A model whose basis
+    also depends on parameters it is not linear in implements `NonlinearFrictionModel` too."""
 
     parameter_names: tuple[str, ...]  # per joint, e.g. ("fv", "fc")
 
     def basis(self, dq: np.ndarray) -> np.ndarray:
         """(N, n, k) friction torque (Nm) of joint j per unit of its k-th parameter, at joint
         velocities dq (N, n) in rad/s."""
+        ...
+
+
+@runtime_checkable
+class NonlinearFrictionModel(FrictionModel, Protocol):
+    """Friction with per-joint parameters it is not linear in (a Stribeck velocity, LuGre's
+    bristle stiffness): tau_f[j] = sum_k basis(dq, nonlinear[j])[:, j, k] * p[j, k].
+
+    The engine fits the nonlinear parameters by variable projection (the linear ones, and the
+    rigid-body and rotor-inertia parameters, solved inside every evaluation) within
+    `nonlinear_bounds`, starting from `initial_nonlinear`; it then identifies as usual with the
+    basis at the fitted values, and predicts with them (on any recording: they are saved in
+    parameters.yaml). `sequential` models integrate a state along the recording (the
+    velocities in time order): the engine evaluates them on whole recordings, never in chunks,
+    and a simulator steps them with `stepper`.
+
+    `physical_parameters` / `from_physical` translate between the fitted (linear, nonlinear)
+    values and the physical parameters a user reads and sets (e.g. LuGre's fs = fs_ratio·fc):
+    the simulated robot's true friction is given in physical names, and the report compares
+    identified with true values by name (fc and fv mean Coulomb and viscous friction in every
+    model, so models can be compared with each other)."""
+
+    nonlinear_names: tuple[str, ...]  # per joint, e.g. ("v_s",)
+    sequential: bool  # the basis depends on the sample order (an internal state)
+
+    def nonlinear_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper), each (m,): bounds of the nonlinear parameters (the plugin's config)."""
+        ...
+
+    def initial_nonlinear(self, viscous: np.ndarray, coulomb: np.ndarray) -> np.ndarray:
+        """(s, n, m) starting points of the fit, s >= 1 (the engine keeps, per joint, the one
+        with the lowest cost), given the Coulomb-viscous solution per joint (Nm·s/rad, Nm)."""
+        ...
+
+    def basis_along(
+        self, t: np.ndarray | None, dq: np.ndarray, nonlinear: np.ndarray
+    ) -> np.ndarray:
+        """(N, c, k) basis at velocities dq (N, c) rad/s, column i with nonlinear values
+        nonlinear[i] (c, m); c is any number of joint columns (the engine evaluates several
+        parameter sets at once). t (N,) in s: the sample times, rows in time order (a
+        sequential model integrates its state along them from the steady state at the first
+        sample); None: the rows are no time series (a sequential model gives its steady
+        state)."""
+        ...
+
+    def physical_parameters(
+        self, linear: np.ndarray, nonlinear: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Per-joint values (n,) by physical name of linear (n, k) and nonlinear (n, m) values."""
+        ...
+
+    def from_physical(
+        self, physical: dict[str, np.ndarray], n: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(linear (n, k), nonlinear (n, m)) of n joints from physical values (n,) by name;
+        the model fills names that are missing (documented defaults)."""
+        ...
+
+    def stepper(self, nonlinear: np.ndarray, dt: float) -> Callable[[np.ndarray], np.ndarray]:
+        """Sequential models: a function dq (n,) rad/s -> basis (n, k) at that step; the state
+        then advances by dt s at that velocity (a simulator calls it once per step)."""
         ...
 
 

@@ -33,3 +33,33 @@ def fusion_gain(physical: dict[str, object], fusion: dict[str, object]) -> dict[
         reduction.append(100.0 * (1.0 - rf / rp) if rp else None)
         gain.append(100.0 * (qf - qp) / qp if qp not in (None, 0.0) and qf is not None else None)
     return {"rmse_reduction_percent": reduction, "r2_gain_percent": gain}
+
+
+SLOW_SPEED_MIN = 0.005  # rad/s: below this a joint counts as at rest, not as moving slowly
+SLOW_SPEED_FRACTION = 0.1  # of each joint's velocity limit: the upper end of "slow"
+
+
+def slow_motion_metrics(
+    tau_measured: np.ndarray,
+    tau_predicted: np.ndarray,
+    dq: np.ndarray,
+    velocity_limits: np.ndarray,
+) -> dict[str, object]:
+    """Torque RMSE (Nm) per joint over the samples where that joint moves slowly:
+    SLOW_SPEED_MIN <= |dq_j| <= SLOW_SPEED_FRACTION x its velocity limit (rad/s). That is where
+    friction models differ most (the slow segments of a point-to-point motion and the start and
+    end of every move). `rmse` pools those samples of all joints; null where a joint has none."""
+    speed = np.abs(np.asarray(dq))
+    upper = SLOW_SPEED_FRACTION * np.asarray(velocity_limits, dtype=float)
+    slow = (speed >= SLOW_SPEED_MIN) & (speed <= upper)
+    error = np.asarray(tau_measured) - np.asarray(tau_predicted)
+    counts = slow.sum(axis=0)
+    squared = np.where(slow, error**2, 0.0).sum(axis=0)
+    return {
+        "speed_range_rad_s": [[SLOW_SPEED_MIN, float(u)] for u in upper],
+        "samples_per_joint": [int(c) for c in counts],
+        "rmse_per_joint": [
+            float(np.sqrt(e / c)) if c else None for e, c in zip(squared, counts, strict=True)
+        ],
+        "rmse": float(np.sqrt(squared.sum() / counts.sum())) if counts.sum() else None,
+    }

@@ -18,20 +18,27 @@ from typing import Any
 
 import numpy as np
 
+from . import friction_terms
 from .base_parameters import BaseParameters
 from .dataset import Dataset
 from .errors import UserError
 from .excitation import make_condition_objective
+from .friction_fit import FrictionFit, fit_nonlinear_friction
 from .identification import build_problem, predict_torque
 from .interfaces import ConditionObjective, Trajectory
-from .metrics import fusion_gain, torque_metrics
+from .metrics import fusion_gain, slow_motion_metrics, torque_metrics
 from .physical_consistency import check_parameters
 from .physical_consistency import violations as physical_violations
 from .preprocessing import preprocess
 from .regressor import RegressorBuilder
 from .robot_model import RobotModel, load_robot
 from .run_config import RunConfig
-from .truth import true_standard_parameters
+from .truth import (
+    true_builder,
+    true_friction,
+    true_friction_physical,
+    true_standard_parameters,
+)
 from .twin_check import twin_metrics
 from .twin_export import identified_dynamics, twin_model, twin_problems
 
@@ -85,6 +92,8 @@ class PipelineResult:
     twin: RobotModel | None = None  # the robot with the identified parameters written back
     twin_refused: list[str] = field(default_factory=list)  # why no twin was written
     timing: dict[str, float] = field(default_factory=dict)
+    friction_fit: FrictionFit | None = None  # nonlinear friction parameters (builder.nonlinear)
+    truth_nonlinear: np.ndarray | None = None  # true nonlinear friction values (n, m)
 
 
 def _split_tail(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:
@@ -127,11 +136,17 @@ def uncertainty_summary(
 def robot_and_regressor(config: RunConfig) -> tuple[RobotModel, RegressorBuilder]:
     """The robot model and its regressor (friction plugin, rotor inertia, offsets) of a run."""
     robot = load_robot(config.robot.model, config.robot.path, config.robot.acceleration_limits)
+    friction = config.plugins["friction"]
+    model = friction.create()
+    friction_terms.check_friction_model(model, friction.info.name, friction.info.distribution)
     builder = RegressorBuilder(
         robot,
-        config.plugins["friction"].create(),
+        model,
         armature=config.regressor.armature,
         torque_offset=config.regressor.torque_offset,
+        parallel_friction=config.preprocessing.parallel_friction(
+            friction_terms.is_nonlinear(model)
+        ),
     )
     return robot, builder
 
@@ -206,6 +221,16 @@ def identify(
     plugins = config.plugins
     _require_samples(train, builder.n_parameters, "identification")
 
+    # Nonlinear friction parameters first (variable projection); then the usual linear
+    # identification, prediction and validation with the friction at the fitted values.
+    friction_fit = None
+    if friction_terms.is_nonlinear(builder.friction):
+        with timer("friction_fit"):
+            friction_fit = fit_nonlinear_friction(
+                builder, train, config.chunk_size, config.base_parameters.tolerance, progress
+            )
+        builder = builder.with_nonlinear(friction_fit.values)
+
     with timer("regressor"):
         problem, base, cond = build_problem(
             builder,
@@ -261,11 +286,18 @@ def identify(
             ),
         }
     }
+    speed_limits = robot.limits.velocity
     for name, data in (("train", train), ("validation", validation)):
         stage = predictions[name]
         metrics[name] = {"physical": torque_metrics(data.tau, stage.physical)}
+        metrics[name]["physical"]["slow"] = slow_motion_metrics(
+            data.tau, stage.physical, data.dq, speed_limits
+        )
         if stage.fusion is not None:
             metrics[name]["fusion"] = torque_metrics(data.tau, stage.fusion)
+            metrics[name]["fusion"]["slow"] = slow_motion_metrics(
+                data.tau, stage.fusion, data.dq, speed_limits
+            )
             metrics[name]["fusion_gain"] = fusion_gain(
                 metrics[name]["physical"], metrics[name]["fusion"]
             )
@@ -273,10 +305,13 @@ def identify(
 
     # Simulated robots know their true parameters: how far is the fit from the truth?
     truth_theta = true_standard_parameters(builder, truth)
+    truth_nonlinear = None
     if truth_theta is not None:
-        true_rmse = torque_metrics(
-            validation.tau, predict_torque(builder, validation, truth_theta, config.chunk_size)
+        truth_nonlinear = true_friction(builder, truth)[1]
+        true_prediction = predict_torque(
+            true_builder(builder, truth), validation, truth_theta, config.chunk_size
         )
+        true_rmse = torque_metrics(validation.tau, true_prediction)
         identified = metrics["validation"]["physical"]["rmse"]
         metrics["truth"] = {
             "validation_rmse_true_parameters": true_rmse["rmse"],
@@ -284,6 +319,15 @@ def identify(
             "validation_rmse_per_joint_true_parameters": true_rmse["rmse_per_joint"],
             "rmse_ratio_identified_to_true": identified / true_rmse["rmse"],
         }
+        if friction_fit is not None:
+            metrics["truth"]["validation_slow_rmse_per_joint_true_parameters"] = (
+                slow_motion_metrics(validation.tau, true_prediction, validation.dq, speed_limits)[
+                    "rmse_per_joint"
+                ]
+            )
+    if friction_fit is not None:
+        metrics["friction_fit"] = friction_fit.to_dict(list(robot.joint_names))
+        metrics["friction"] = friction_comparison(builder, theta, truth)
     # Which physical conditions the identified standard parameters break (none: valid links).
     violations = physical_violations(
         check_parameters(theta, problem.standard, list(robot.joint_names))
@@ -333,4 +377,36 @@ def identify(
         twin=twin,
         twin_refused=twin_refused,
         timing=timer.seconds,
+        friction_fit=friction_fit,
+        truth_nonlinear=truth_nonlinear,
     )
+
+
+def friction_values(builder: RegressorBuilder, theta: np.ndarray) -> np.ndarray:
+    """(n, k) the friction model's linear parameters per joint in standard vector theta."""
+    n, k = builder.robot.n_joints, len(builder.friction.parameter_names)
+    return theta[builder.n_inertial : builder.n_inertial + n * k].reshape(n, k)
+
+
+def friction_comparison(
+    builder: RegressorBuilder, theta: np.ndarray, truth: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Identified friction per joint by physical name (fc Nm, v_s rad/s, ...) and, for a
+    simulated robot, the true values of the names its true friction has, with the relative
+    error in % (null where the true value is 0)."""
+    identified = friction_terms.physical_parameters(
+        builder.friction, friction_values(builder, theta), builder.nonlinear
+    )
+    out: dict[str, Any] = {"identified": {k: v.tolist() for k, v in identified.items()}}
+    if truth:
+        physical = true_friction_physical(truth)
+        true = {k: np.asarray(physical[k], dtype=float) for k in identified if k in physical}
+        out["true"] = {k: v.tolist() for k, v in true.items()}
+        out["error_percent"] = {
+            k: [
+                100.0 * (i - t) / t if t != 0 else None
+                for i, t in zip(identified[k], np.broadcast_to(v, identified[k].shape), strict=True)
+            ]
+            for k, v in true.items()
+        }
+    return out

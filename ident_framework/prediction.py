@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 from omegaconf import OmegaConf
 
+from . import friction_terms
 from .errors import UserError
 from .identification import predict_torque
 from .launch_path import resolve_launch_path
@@ -73,10 +74,27 @@ def load_saved_model(run_dir: str | Path) -> SavedModel:
             f"(expected 'standard_parameters' {builder.parameter_names[:3]}...): the residual "
             "learner needs the physical model it was trained on. Re-run the identification."
         )
+    if builder.nonlinear is not None:
+        builder = builder.with_nonlinear(_saved_nonlinear(folder, parameters, builder))
     learner = config.plugins["residual"].create()
     residual = learner.load(folder / RESIDUAL_FOLDER) if learner.active else None
     theta = np.array([float(v) for v in saved.values()])
     return SavedModel(folder, config, robot, builder, theta, residual)
+
+
+def _saved_nonlinear(folder: Path, parameters: dict, builder: RegressorBuilder) -> np.ndarray:
+    """(n, m) the fitted nonlinear friction values in parameters.yaml (`friction.nonlinear`)."""
+    names = list(friction_terms.nonlinear_names(builder.friction))
+    saved = ((parameters or {}).get("friction") or {}).get("nonlinear")
+    joints = list(builder.robot.joint_names)
+    try:
+        return np.array([[float(saved[joint][name]) for name in names] for joint in joints])
+    except (KeyError, TypeError, ValueError):
+        raise UserError(
+            f"{folder / 'parameters.yaml'} holds no fitted nonlinear friction parameters "
+            f"{names} for the joints {joints} (key 'friction.nonlinear'), which its friction "
+            "model needs. Re-run the identification."
+        ) from None
 
 
 def run_prediction(config: RunConfig, out_dir: Path) -> dict[str, Any]:

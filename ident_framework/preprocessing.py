@@ -29,10 +29,12 @@ from scipy.signal import butter, savgol_filter, sosfiltfilt
 
 from .dataset import Dataset
 from .errors import UserError
+from .parallel_filter import FilterSegment, ParallelFilter
 
 JITTER_TOLERANCE = 0.05  # max |dt - median dt| / median dt still treated as uniform sampling
 MAX_GAP_STEPS = 10.0  # a step longer than this many median steps is a gap in the recording
 RESAMPLE_MODES = ("auto", "never", "always")
+FRICTION_COLUMNS = ("auto", "parallel", "filtered_velocity")
 _TARGETS = ("q_target", "dq_target", "ddq_target")
 
 
@@ -47,6 +49,10 @@ class PreprocessingParams:
     constants of the filter's slowest pole plus half the window, 0.265 s for the defaults).
     use_measured_velocity: filter the recorded dq instead of differentiating q. resample:
     "auto" (onto a uniform grid when the timestamps jitter), "never" or "always".
+    friction_columns: how the regressor's friction columns meet the filtered torque:
+    "parallel" (computed from the unfiltered velocity, then low-passed like the torque: see
+    `parallel_filter.py`), "filtered_velocity" (computed from the filtered velocity), or
+    "auto" (parallel for friction models with nonlinear parameters, else filtered_velocity).
     """
 
     lowpass_hz: float = 20.0
@@ -56,6 +62,7 @@ class PreprocessingParams:
     trim_s: float | None = None
     use_measured_velocity: bool = True
     resample: str = "auto"
+    friction_columns: str = "auto"
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.lowpass_hz) and self.lowpass_hz > 0):
@@ -78,6 +85,17 @@ class PreprocessingParams:
             raise ValueError(
                 f"resample must be one of {list(RESAMPLE_MODES)}, got {self.resample!r}"
             )
+        if self.friction_columns not in FRICTION_COLUMNS:
+            raise ValueError(
+                f"friction_columns must be one of {list(FRICTION_COLUMNS)}, "
+                f"got {self.friction_columns!r}"
+            )
+
+    def parallel_friction(self, nonlinear_friction: bool) -> bool:
+        """Whether friction columns are filtered in parallel (see `friction_columns`)."""
+        if self.friction_columns == "auto":
+            return nonlinear_friction
+        return self.friction_columns == "parallel"
 
 
 def preprocess(
@@ -177,11 +195,14 @@ def preprocess(
     deriv = {"window_length": window, "polyorder": params.savgol_polyorder, "deriv": 1}
     if params.use_measured_velocity:
         dq = parts["dq"]
+        dq_unfiltered = signals["dq"]
     else:
         dq = savgol_filter(q, delta=step, axis=0, **deriv)
+        dq_unfiltered = savgol_filter(signals["q"], delta=step, axis=0, **deriv)
     ddq = savgol_filter(dq, delta=step, axis=0, **deriv)
 
     rows = slice(n_trim, n - n_trim)
+    segment = FilterSegment(timestamp, np.ascontiguousarray(dq_unfiltered), sos, np.arange(n)[rows])
     targets = {name: signals[name][rows].copy() for name in _TARGETS if name in signals}
     report: dict[str, Any] = {
         "applied": True,
@@ -213,6 +234,7 @@ def preprocess(
         tau=np.ascontiguousarray(tau[rows]),
         **targets,
         metadata={**ds.metadata, "preprocessing": report},
+        parallel_filter=ParallelFilter((segment,)),
     )
 
 

@@ -5,13 +5,22 @@ Columns, in order: Pinocchio's 10 inertial parameters per link
 optionally the rotor inertia (armature, column ddq_j on joint j) and a constant torque offset.
 Pinocchio's regressor has no armature column (although `rnea` includes armature), so it is
 added here. Rows are (sample, joint): the regressor of N samples has shape (N, n, p).
+
+A friction model with nonlinear parameters contributes its columns at the builder's values of
+them (`nonlinear`, (n, m); `with_nonlinear` gives a builder at other values). A sequential one
+(a state integrated along the motion) needs the whole recording in time order: callers pass
+its basis, computed once by `friction_basis(t, dq)`, sliced to the chunk (`compute(...,
+friction=)`); without it the model's time-free (steady-state) basis is used.
 """
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pinocchio as pin
 
+from . import friction_terms
 from .interfaces import FrictionModel
 from .robot_model import RobotModel
 
@@ -27,8 +36,11 @@ class RegressorBuilder:
         friction: FrictionModel,
         armature: bool = True,
         torque_offset: bool = False,
+        nonlinear: np.ndarray | None = None,
+        parallel_friction: bool = False,
     ):
         self.robot = robot
+        self.parallel_friction = parallel_friction  # see identification.recording_friction
         self.friction = friction
         self.armature = armature
         self.torque_offset = torque_offset
@@ -37,6 +49,33 @@ class RegressorBuilder:
         n = robot.n_joints
         self.n_inertial = 10 * n
         self.n_friction = len(friction.parameter_names) * n
+        self.nonlinear: np.ndarray | None = None  # (n, m) nonlinear friction values
+        if friction_terms.is_nonlinear(friction):
+            configured = friction_terms.from_physical(friction, {}, n)[1]
+            self.nonlinear = configured if nonlinear is None else self._checked(nonlinear)
+
+    def _checked(self, nonlinear: np.ndarray) -> np.ndarray:
+        shape = (self.robot.n_joints, len(friction_terms.nonlinear_names(self.friction)))
+        values = np.array(nonlinear, dtype=float)
+        if values.shape != shape:
+            raise ValueError(f"nonlinear friction values have shape {values.shape}, not {shape}")
+        return values
+
+    def with_nonlinear(self, nonlinear: np.ndarray) -> RegressorBuilder:
+        """The same regressor with the friction's nonlinear parameters at `nonlinear` (n, m)."""
+        other = copy.copy(self)
+        other.nonlinear = self._checked(nonlinear)
+        return other
+
+    @property
+    def sequential(self) -> bool:
+        """Whether the friction basis depends on the sample order (see the module doc)."""
+        return friction_terms.is_sequential(self.friction)
+
+    def friction_basis(self, t: np.ndarray | None, dq: np.ndarray) -> np.ndarray:
+        """(N, n, k) friction columns at velocities dq (N, n) rad/s; t (N,) s: the sample
+        times of a recording in time order (None: rows are no time series)."""
+        return friction_terms.basis(self.friction, t, dq, self.nonlinear)
 
     @property
     def parameter_names(self) -> list[str]:
@@ -62,23 +101,28 @@ class RegressorBuilder:
             out[k] = regressor(model, data, q_k, dq_k, ddq_k)
         return out
 
-    def own_terms(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+    def own_terms(
+        self, dq: np.ndarray, ddq: np.ndarray, friction: np.ndarray | None = None
+    ) -> np.ndarray:
         """(N, n, e): each joint's own columns, which act on that joint's row only: the
-        friction basis, then ddq_j (rotor inertia) and 1 (offset) when enabled."""
-        parts = [self.friction.basis(dq)]
+        friction basis (`friction` if given), then ddq_j (rotor inertia) and 1 (offset) when
+        enabled."""
+        parts = [self.friction_basis(None, dq) if friction is None else friction]
         if self.armature:
             parts.append(ddq[:, :, None])
         if self.torque_offset:
             parts.append(np.ones((*dq.shape, 1)))
         return np.concatenate(parts, axis=-1)
 
-    def compute(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+    def compute(
+        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, friction: np.ndarray | None = None
+    ) -> np.ndarray:
         """(N, n, p) full regressor at joint positions (rad), velocities (rad/s) and
-        accelerations (rad/s²)."""
+        accelerations (rad/s²); `friction`: these rows' friction basis (see the module doc)."""
         q, dq, ddq = (np.ascontiguousarray(a, dtype=float) for a in (q, dq, ddq))
         out = np.zeros((*q.shape, self.n_parameters))
         out[:, :, : self.n_inertial] = self.rigid_body(q, dq, ddq)
-        own = self.own_terms(dq, ddq)
+        own = self.own_terms(dq, ddq, friction)
         for j in range(q.shape[1]):
             out[:, j, self.own_columns(j)] = own[:, j, :]
         return out

@@ -114,8 +114,36 @@ def parameters_document(result: PipelineResult) -> dict[str, Any]:
             "standard_parameters": dict(
                 zip(result.builder.parameter_names, result.theta.tolist(), strict=True)
             ),
+            **({"friction": friction_document(result)} if result.friction_fit else {}),
         }
     )
+
+
+def friction_document(result: PipelineResult) -> dict[str, Any]:
+    """A nonlinear friction model's fitted nonlinear values per joint (what `mode=predict`
+    rebuilds the model with) and every physical parameter per joint, with the true value when
+    the robot was simulated."""
+    fit = result.friction_fit
+    comparison = result.metrics["friction"]
+    joints = list(result.robot.joint_names)
+    physical = {}
+    for j, joint in enumerate(joints):
+        row = {}
+        for name, values in comparison["identified"].items():
+            entry = {"value": values[j]}
+            if name in comparison.get("true", {}):
+                entry["true"] = comparison["true"][name][j]
+            row[name] = entry
+        physical[joint] = row
+    return {
+        "plugin": result.config.plugins["friction"].info.name,
+        "nonlinear_names": list(fit.names),
+        "nonlinear": {
+            joint: dict(zip(fit.names, map(float, values), strict=True))
+            for joint, values in zip(joints, result.builder.nonlinear, strict=True)
+        },
+        "physical": physical,
+    }
 
 
 def installed_plugins() -> list[dict[str, str]]:
@@ -207,6 +235,7 @@ def summary_lines(result: PipelineResult) -> list[str]:
         )
     lines += fusion_table(result)
     lines += joint_parameter_table(result)
+    lines += friction_table(result)
     lines += twin_lines(result)
     if "loop" in m:
         lines += ["closed loop (every round; the lines above are the last one's):"]
@@ -271,6 +300,41 @@ def fusion_table(result: PipelineResult) -> list[str]:
             f"validation samples outside the learner's training range (physical model only): "
             f"{100 * fraction:.2f} %"
         )
+    return lines
+
+
+def friction_table(result: PipelineResult) -> list[str]:
+    """A nonlinear friction model: the fit, and per joint its physical parameters as
+    identified (true; error %) for a simulated robot."""
+    if result.friction_fit is None:
+        return []
+    fit, comparison = result.friction_fit, result.metrics["friction"]
+    plugin = result.config.plugins["friction"].info.name
+    lines = [
+        f"friction {plugin}: nonlinear {', '.join(fit.names)} fitted by variable projection "
+        f"({fit.evaluations} evaluations; SSE {fit.sse:.4g} Nm², Coulomb-viscous "
+        f"{fit.sse_coulomb_viscous:.4g} Nm²)"
+    ]
+    names = list(comparison["identified"])
+    true = comparison.get("true", {})
+    width = 24 if true else 12
+    lines.append(
+        "joint".ljust(20)
+        + "".join((f"{k} (true, err %)" if k in true else k).rjust(width) for k in names)
+    )
+    for j, joint in enumerate(result.robot.joint_names):
+        cells = []
+        for name in names:
+            text = f"{comparison['identified'][name][j]:.4g}"
+            if name in true:
+                error = comparison["error_percent"][name][j]
+                shown = "-" if error is None else f"{error:+.1f}"
+                text += f" ({true[name][j]:.4g}, {shown})"
+            cells.append(text.rjust(width))
+        lines.append(joint.ljust(20) + "".join(cells))
+    if fit.at_bounds:
+        shown = ", ".join(f"{result.robot.joint_names[j]}.{name}" for j, name in fit.at_bounds)
+        lines.append(f"warning: on a bound of the friction plugin's config: {shown}")
     return lines
 
 

@@ -100,6 +100,9 @@ class SimulatedTruth:
     viscous (Nm·s/rad), coulomb (Nm), armature (kg·m²): (n,) per joint.
     payload: {"link", "mass_kg", "position_m", "inertia_kgm2"} or None (no or unknown payload).
     origin: how the robot was made ("perturbed nominal, seed 0", a model file, ...).
+    friction: a friction plugin's true joint friction ({"plugin", "parameters": physical values
+    per joint by name, ...}, see `true_friction.py`), or None: the MJCF's viscous damping and
+    Coulomb friction loss above are the joint friction.
     """
 
     joint_names: tuple[str, ...]
@@ -109,6 +112,7 @@ class SimulatedTruth:
     armature: np.ndarray
     payload: dict[str, Any] | None = None
     origin: str = ""
+    friction: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain lists and floats (YAML- and JSON-safe); keys as `truth.py` reads them."""
@@ -120,6 +124,7 @@ class SimulatedTruth:
             "armature": [float(v) for v in self.armature],
             "payload": None if self.payload is None else dict(self.payload),
             "origin": self.origin,
+            "friction": None if self.friction is None else dict(self.friction),
         }
 
     @classmethod
@@ -132,6 +137,7 @@ class SimulatedTruth:
             armature=np.asarray(values["armature"], dtype=float),
             payload=values.get("payload"),
             origin=values.get("origin", ""),
+            friction=values.get("friction"),
         )
 
 

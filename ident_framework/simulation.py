@@ -36,6 +36,7 @@ from .errors import UserError
 from .interfaces import Trajectory
 from .robot_model import RobotModel
 from .simulated_robot import SimulatedTruth, truth_from_robot
+from .true_friction import TrueFriction
 from .ur_description import UR_JOINTS
 
 # PD gains that track a UR e-Series arm to ~5e-5 rad at 1 kHz (DESIGN.md), base to wrist 3.
@@ -225,6 +226,7 @@ def simulate(
     progress: bool = True,
     truth: SimulatedTruth | None = None,
     initial_state: tuple[np.ndarray, np.ndarray] | None = None,
+    friction: TrueFriction | None = None,
 ) -> Dataset:
     """Run the true robot along `trajectory` under the controller and record it.
 
@@ -235,6 +237,9 @@ def simulate(
     `truth` (default: read from `true_robot`) goes to metadata["truth"]. The simulation
     starts at `initial_state` (q rad, dq rad/s; default: the reference at t = 0);
     metadata["final_state"] ({"q", "dq"} lists) is the exact state of the last row.
+    `friction`: a friction plugin's torque applied as the joint friction each step (through
+    qfrc_applied, evaluated at the step's velocity; a sequential model advances its state by
+    the step); the true robot should then have no damping and frictionloss of its own.
     """
     n = true_robot.n_joints
     if tuple(controller_robot.joint_names) != tuple(true_robot.joint_names):
@@ -270,6 +275,10 @@ def simulate(
     qfrc, qacc = data.qfrc_actuator, data.qacc
     extra = params.unmodelled != "none" and params.unmodelled_scale > 0
     coulomb = true_robot.joint_friction()[1]
+    plugin_torque = None
+    if friction is not None:
+        plugin_torque = friction.stepper(dt)
+        coulomb = friction.physical.get("fc", coulomb)
     kp_q, kd_dq = np.empty(n), np.empty(n)
 
     q = np.empty((n_rows, n))
@@ -292,10 +301,13 @@ def simulate(
                     np.multiply(kd, qvel, out=kd_dq)
                     np.subtract(base[k], kp_q, out=ctrl)
                     ctrl -= kd_dq
-                    if extra:
-                        data.qfrc_applied[:] = -unmodelled_friction(
-                            params.unmodelled, params.unmodelled_scale, coulomb, qpos, qvel
-                        )
+                    if plugin_torque is not None or extra:
+                        applied = 0.0 if plugin_torque is None else -plugin_torque(qvel)
+                        if extra:
+                            applied = applied - unmodelled_friction(
+                                params.unmodelled, params.unmodelled_scale, coulomb, qpos, qvel
+                            )
+                        data.qfrc_applied[:] = applied
                     step(model, data)
                     if k == k0:
                         tau[row] = qfrc

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from .launch_path import resolve_launch_path
 from .robot_model import RobotModel, urdf_to_mjcf
 from .simulated_robot import PerturbationParams, SimulatedTruth, perturb_robot, truth_from_robot
 from .simulation import SimulationParams, simulate
+from .true_friction import TrueFriction, TrueFrictionSpec, parse_true_friction
 
 CONFIG_PREFIX = {"identification": "source", "validation": "validation"}
 _ROLE_CODES = {"identification": 0, "validation": 1}
@@ -44,10 +46,14 @@ class MujocoSourceParams(SimulationParams, PerturbationParams):
     see `simulated_robot.PerturbationParams` (ignored with model_path).
     torque_noise_std (Nm, one or per joint), encoder_resolution (rad), sim_rate_hz,
     record_rate_hz (must divide the sim rate), kp (Nm/rad), kd (Nm·s/rad),
-    record_acceleration: see `simulation.SimulationParams`."""
+    record_acceleration: see `simulation.SimulationParams`.
+    true_friction: a friction plugin's torque as the true joint friction instead of the MJCF's
+    damping and frictionloss ({"plugin": name, <its config>, "parameters": {...}}; see
+    `true_friction.py`); None or plugin None: the MJCF's own."""
 
     model_path: str | None = None
     seed: int = 0
+    true_friction: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.model_path is not None and not str(self.model_path).strip():
@@ -58,6 +64,9 @@ class MujocoSourceParams(SimulationParams, PerturbationParams):
         # The two parameter groups check their own fields (messages name the field).
         PerturbationParams.__post_init__(self)
         SimulationParams.__post_init__(self)
+        self.true_friction_spec: TrueFrictionSpec | None = parse_true_friction(
+            self.true_friction, "source.true_friction"
+        )
 
     def perturbation(self) -> PerturbationParams:
         return PerturbationParams(
@@ -103,6 +112,11 @@ class MujocoSource:
             )
         self._check_lengths(robot, prefix)
         true_robot, truth = self.true_robot(robot, prefix)
+        friction = None
+        if self.params.true_friction_spec is not None:
+            true_robot, truth, friction = with_plugin_friction(
+                true_robot, truth, self.params.true_friction_spec
+            )
         dataset = simulate(
             true_robot,
             robot,
@@ -111,6 +125,7 @@ class MujocoSource:
             noise_seed(self.params.seed, role),
             progress=True,
             truth=truth,
+            friction=friction,
         )
         dataset.metadata.update(
             role=role,
@@ -197,6 +212,18 @@ class MujocoSource:
                     f"{n} joints {list(robot.joint_names)}: give one value per joint, or null "
                     "for the default."
                 )
+
+
+def with_plugin_friction(
+    true_robot: RobotModel, truth: SimulatedTruth, spec: TrueFrictionSpec
+) -> tuple[RobotModel, SimulatedTruth, TrueFriction]:
+    """The true robot without damping and frictionloss, its truth carrying the plugin's true
+    friction instead, and that friction (fc, fv default to the robot's frictionloss, damping)."""
+    friction = spec.resolve(truth.viscous, truth.coulomb)
+    zero = np.zeros(true_robot.n_joints)
+    robot = true_robot.with_dynamics(damping=zero, frictionloss=zero)
+    truth = replace(truth, viscous=zero, coulomb=zero, friction=friction.to_dict())
+    return robot, truth, friction
 
 
 @hookimpl

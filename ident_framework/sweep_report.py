@@ -16,7 +16,8 @@ log = logging.getLogger(__name__)
 
 COLUMNS = (
     "run", "overrides", "estimator", "friction", "residual", "n_base", "cond",
-    "train_rmse", "train_r2", "validation_rmse", "validation_r2", "wall_time_s",
+    "train_rmse", "train_r2", "validation_rmse", "validation_r2", "validation_rmse_slow",
+    "wall_time_s",
 )  # fmt: skip
 
 
@@ -46,6 +47,7 @@ def collect_rows(sweep_dir: Path) -> list[dict[str, Any]]:
                 "train_r2": train["r2"],
                 "validation_rmse": validation["rmse"],
                 "validation_r2": validation["r2"],
+                "validation_rmse_slow": (validation.get("slow") or {}).get("rmse"),
                 "wall_time_s": sum(metrics.get("timing_s", {}).values()),
                 "validation_rmse_per_joint": validation["rmse_per_joint"],
                 "joint_names": yaml.safe_load((run / "parameters.yaml").read_text())["robot"][

@@ -6,10 +6,28 @@ from typing import Any
 
 import numpy as np
 
+from . import friction_terms
 from .regressor import RegressorBuilder
 
-# friction parameter name of a friction model -> key of the simulated truth
-FRICTION_TRUTH_KEYS = {"fv": "viscous", "fc": "coulomb"}
+
+def true_friction_physical(truth: dict[str, Any]) -> dict[str, Any]:
+    """The true joint friction by physical name: a friction plugin's parameters when the
+    simulation applied one, else the MJCF's viscous (fv) and Coulomb (fc) friction."""
+    friction = truth.get("friction")
+    if friction:
+        return dict(friction["parameters"])
+    names = {"fv": "viscous", "fc": "coulomb"}
+    return {key: truth[source] for key, source in names.items() if source in truth}
+
+
+def true_friction(
+    builder: RegressorBuilder, truth: dict[str, Any]
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(linear (n, k), nonlinear (n, m) or None) of the builder's friction model that stand for
+    the true friction (names the truth lacks: the model's defaults, e.g. 0 for a linear one)."""
+    return friction_terms.from_physical(
+        builder.friction, true_friction_physical(truth), builder.robot.n_joints
+    )
 
 
 def true_standard_parameters(
@@ -17,16 +35,17 @@ def true_standard_parameters(
 ) -> np.ndarray | None:
     """Standard parameter vector of the simulated robot for this regressor, or None without a
     truth. Friction parameters the simulator does not have are zero (so the reference is the
-    truth seen through the same friction model)."""
+    truth seen through the same friction model); see `true_builder` for nonlinear ones."""
     if not truth:
         return None
-    n = builder.robot.n_joints
-    names = builder.friction.parameter_names
-    friction = np.zeros((n, len(names)))
-    for k, name in enumerate(names):
-        key = FRICTION_TRUTH_KEYS.get(name)
-        if key and key in truth:
-            friction[:, k] = truth[key]
+    linear, _ = true_friction(builder, truth)
     return builder.standard_parameters(
-        truth["inertial"], friction, armature=truth.get("armature"), offset=None
+        truth["inertial"], linear, armature=truth.get("armature"), offset=None
     )
+
+
+def true_builder(builder: RegressorBuilder, truth: dict[str, Any]) -> RegressorBuilder:
+    """The regressor with the friction's nonlinear parameters at their true values (the builder
+    itself for a linear friction model)."""
+    _, nonlinear = true_friction(builder, truth)
+    return builder if nonlinear is None else builder.with_nonlinear(nonlinear)

@@ -159,7 +159,11 @@ def test_third_party_plugin_appears_without_core_change(venv_python: Path, tmp_p
     python = str(venv_python)
 
     help_text = run_cli("--help", cwd=tmp_path, python=python).stdout
-    assert "friction: coulomb_viscous, ghost, none, tiny" in help_text
+    line = next(line for line in help_text.splitlines() if line.startswith("friction:"))
+    # other plugin distributions visible to the venv (e.g. ident-lugre) may add more
+    assert {"coulomb_viscous", "ghost", "none", "tiny"} <= {
+        option.strip() for option in line.split(":", 1)[1].split(",")
+    }
 
     composed = run_cli(
         "--cfg", "job", "friction=tiny", "friction.scale=2", cwd=tmp_path, python=python
@@ -173,9 +177,9 @@ def test_third_party_plugin_appears_without_core_change(venv_python: Path, tmp_p
 
     ghost = run_cli("friction=ghost", cwd=tmp_path, python=python)
     assert ghost.returncode == 2
-    assert (
-        "no friction plugin 'ghost'; installed: ['coulomb_viscous', 'none', 'tiny']" in ghost.stderr
-    )
+    assert "no friction plugin 'ghost'; installed: [" in ghost.stderr
+    installed = ghost.stderr.split("installed: [", 1)[1].split("]", 1)[0]
+    assert {"'coulomb_viscous'", "'none'", "'tiny'"} <= {n.strip() for n in installed.split(",")}
 
     listing = subprocess.run(
         [python, "-c", "from ident_framework.plugins import get_registry as g;"

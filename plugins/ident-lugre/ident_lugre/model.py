@@ -1,0 +1,204 @@
+"""LuGre joint friction: a bristle state z (rad) integrated along the joint velocity.
+
+    dz/dt = dq - sigma0 |dq| z / g(dq),     g(dq) = fc + (fs - fc) exp(-(dq / v_s)^2)
+    tau_f = sigma0 z + sigma1 dz/dt + fv dq                                   per joint
+
+fc: Coulomb friction (Nm), fs: static friction (Nm), v_s: Stribeck velocity (rad/s), sigma0:
+bristle stiffness (Nm/rad), sigma1: bristle damping (Nm·s/rad), fv: viscous friction
+(Nm·s/rad). In steady sliding tau_f = g(dq) sign(dq) + fv dq (the static friction curve).
+
+Separable form. With the shape parameters fs_ratio = fs / fc, v_s and z_ss = fc / sigma0 (the
+bristle deflection when sliding at the Coulomb level, rad), the normalised state w = z / z_ss
+obeys dw/dt = (dq - |dq| w / ĝ(dq)) / z_ss with ĝ = 1 + (fs_ratio - 1) exp(-(dq / v_s)^2),
+independent of fc, and
+
+    tau_f = fc·w + sigma1·(dq - |dq| w / ĝ) + fv·dq,
+
+linear in fc, sigma1, fv given the shape (the engine fits the shape by variable projection).
+
+Integration: over each sample interval the velocity is held (the sample's own), so
+w_{k+1} = a_k w_k + (1 - a_k) ĝ_k sign(dq_k) with a_k = exp(-|dq_k| Δt_k / (ĝ_k z_ss)): exact
+for that held velocity and stable for any step. The recursion is affine in w, so a whole
+recording is integrated with a parallel prefix scan (log2 N vectorised passes) instead of a
+Python loop. The state starts at its steady state ĝ sign(dq) at the first sample (0 at rest).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+START_FACTORS = (0.3, 1.0, 3.0)  # the fit starts from v_s x each factor (per joint the best)
+
+
+def _check_start(name: str, value: float, bounds: list[float]) -> None:
+    if len(bounds) != 2 or not all(math.isfinite(b) and b > 0 for b in bounds):
+        raise ValueError(f"{name}_bounds must be [lower, upper], both > 0, got {bounds}")
+    if bounds[0] >= bounds[1]:
+        raise ValueError(f"{name}_bounds must have lower < upper, got {bounds}")
+    if not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):
+        raise ValueError(f"{name} ({value}) must lie within {name}_bounds {bounds}")
+
+
+@dataclass
+class LugreParams:
+    """Where the fit of the shape starts and its bounds: fs_ratio = fs / fc (>= 1 for a
+    Stribeck dip), v_s (rad/s; the fit also starts from 0.3x and 3x), z_ss = fc / sigma0 (rad).
+    These values also complete a simulated LuGre truth that leaves them out."""
+
+    fs_ratio: float = 1.5
+    fs_ratio_bounds: list[float] = field(default_factory=lambda: [1.0, 5.0])
+    v_s: float = 0.1
+    v_s_bounds: list[float] = field(default_factory=lambda: [0.002, 2.0])
+    z_ss: float = 1e-3
+    z_ss_bounds: list[float] = field(default_factory=lambda: [1e-5, 0.05])
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.v_s) and self.v_s > 0):
+            raise ValueError(f"v_s must be > 0 rad/s, got {self.v_s}")
+        if not (math.isfinite(self.z_ss) and self.z_ss > 0):
+            raise ValueError(f"z_ss must be > 0 rad, got {self.z_ss}")
+        for name in ("fs_ratio", "v_s", "z_ss"):
+            _check_start(name, getattr(self, name), getattr(self, f"{name}_bounds"))
+
+
+def affine_scan(a: np.ndarray, b: np.ndarray, x0: np.ndarray) -> np.ndarray:
+    """(N+1, c) states x_0 = x0, x_{k+1} = a_k x_k + b_k for a, b of shape (N, c) with
+    0 <= a <= 1 (a Hillis-Steele prefix scan of the affine maps: no division, no overflow)."""
+    a, b = a.copy(), b.copy()
+    shift = 1
+    while shift < len(a):
+        b[shift:] = a[shift:] * b[:-shift] + b[shift:]
+        a[shift:] = a[shift:] * a[:-shift]
+        shift *= 2
+    return np.concatenate([x0[None], a * x0 + b])
+
+
+class LugreFriction:
+    """LuGre friction per joint; linear fc, sigma1, fv; nonlinear fs_ratio, v_s, z_ss."""
+
+    parameter_names = ("fc", "sigma1", "fv")
+    nonlinear_names = ("fs_ratio", "v_s", "z_ss")
+    sequential = True
+
+    def __init__(self, params: LugreParams):
+        self.params = params
+
+    def _config_values(self) -> np.ndarray:
+        return np.array([self.params.fs_ratio, self.params.v_s, self.params.z_ss])
+
+    @staticmethod
+    def _shape(dq: np.ndarray, nonlinear: np.ndarray) -> np.ndarray:
+        """ĝ = g / fc at velocities dq (N, c) for the shape per column (c, 3)."""
+        ratio, v_s = nonlinear[:, 0], nonlinear[:, 1]
+        return 1.0 + (ratio - 1.0) * np.exp(-((dq / v_s) ** 2))
+
+    # ------------------------------------------------------------------ basis
+    def basis_along(
+        self, t: np.ndarray | None, dq: np.ndarray, nonlinear: np.ndarray
+    ) -> np.ndarray:
+        """(N, c, 3) columns [w, dz/dt, dq] along dq (N, c) rad/s at times t (N,) s; t None:
+        the steady state [ĝ sign(dq), 0, dq]."""
+        nonlinear = np.asarray(nonlinear, dtype=float)
+        dq = np.asarray(dq, dtype=float)
+        shape = self._shape(dq, nonlinear)
+        steady = shape * np.sign(dq)
+        if t is None:
+            return np.stack([steady, np.zeros_like(dq), dq], axis=-1)
+        step = np.diff(np.asarray(t, dtype=float))[:, None]
+        middle = 0.5 * (dq[:-1] + dq[1:])  # the interval's mean velocity (midpoint rule)
+        middle_shape = self._shape(middle, nonlinear)
+        decay = np.exp(-np.abs(middle) * step / (middle_shape * nonlinear[:, 2]))
+        w = affine_scan(decay, (1.0 - decay) * middle_shape * np.sign(middle), steady[0])
+        rate = dq - np.abs(dq) * w / shape
+        return np.stack([w, rate, dq], axis=-1)
+
+    def basis(self, dq: np.ndarray) -> np.ndarray:
+        """Steady-state basis at the configured shape (rows need not be in time order)."""
+        return self.basis_along(None, dq, np.tile(self._config_values(), (dq.shape[1], 1)))
+
+    def stepper(self, nonlinear: np.ndarray, dt: float) -> Callable[[np.ndarray], np.ndarray]:
+        """For a simulator: dq (n,) -> basis (n, 3) at this step; w then advances by dt s."""
+        nonlinear = np.asarray(nonlinear, dtype=float)
+        z_ss = nonlinear[:, 2]
+        state: dict[str, np.ndarray] = {}
+
+        def step(dq: np.ndarray) -> np.ndarray:
+            dq = np.array(dq, dtype=float)
+            shape = self._shape(dq[None], nonlinear)[0]
+            if "w" not in state:
+                w = shape * np.sign(dq)
+            else:  # advance over the last step with its mean velocity (midpoint rule)
+                middle = 0.5 * (state["dq"] + dq)
+                middle_shape = self._shape(middle[None], nonlinear)[0]
+                decay = np.exp(-np.abs(middle) * dt / (middle_shape * z_ss))
+                w = decay * state["w"] + (1.0 - decay) * middle_shape * np.sign(middle)
+            state.update(w=w, dq=dq)
+            return np.stack([w, dq - np.abs(dq) * w / shape, dq], axis=-1)
+
+        return step
+
+    # ------------------------------------------------------------ parameters
+    def nonlinear_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        p = self.params
+        lower, upper = np.array([p.fs_ratio_bounds, p.v_s_bounds, p.z_ss_bounds], dtype=float).T
+        return lower, upper
+
+    def initial_nonlinear(self, viscous: np.ndarray, coulomb: np.ndarray) -> np.ndarray:
+        """Starts at the configured shape with v_s x 0.3, 1, 3 (within bounds) on every joint.
+        fc, sigma1, fv are linear: each start begins at the best fc and fv for its shape (with
+        fs_ratio = 1 and a small z_ss that is the Coulomb-viscous solution)."""
+        del viscous
+        n = len(coulomb)
+        lower, upper = self.nonlinear_bounds()
+        starts = []
+        for factor in START_FACTORS:
+            values = self._config_values()
+            values[1] *= factor
+            starts.append(np.tile(np.clip(values, lower, upper), (n, 1)))
+        return np.array(starts)
+
+    def physical_parameters(
+        self, linear: np.ndarray, nonlinear: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        fc, sigma1, fv = linear.T
+        ratio, v_s, z_ss = nonlinear.T
+        return {
+            "fc": fc,
+            "fs": ratio * fc,
+            "fs_ratio": ratio,
+            "fv": fv,
+            "v_s": v_s,
+            "sigma0": fc / z_ss,
+            "sigma1": sigma1,
+            "z_ss": z_ss,
+        }
+
+    def from_physical(
+        self, physical: dict[str, np.ndarray], n: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Missing names: fc, fv, sigma1 0; fs from fs_ratio·fc, else the configured fs_ratio;
+        z_ss from fc / sigma0, else the configured z_ss; v_s the configured one."""
+        zero = np.zeros(n)
+        fc = np.broadcast_to(np.asarray(physical.get("fc", zero), dtype=float), (n,))
+        nonlinear = np.tile(self._config_values(), (n, 1))
+        if "fs" in physical:
+            fs = np.broadcast_to(np.asarray(physical["fs"], dtype=float), (n,))
+            nonlinear[:, 0] = np.divide(fs, fc, out=np.ones(n), where=fc > 0)
+        elif "fs_ratio" in physical:
+            nonlinear[:, 0] = physical["fs_ratio"]
+        nonlinear[:, 1] = physical.get("v_s", nonlinear[:, 1])
+        if "z_ss" in physical:
+            nonlinear[:, 2] = physical["z_ss"]
+        elif "sigma0" in physical:
+            sigma0 = np.broadcast_to(np.asarray(physical["sigma0"], dtype=float), (n,))
+            nonlinear[:, 2] = np.divide(
+                fc, sigma0, out=nonlinear[:, 2].copy(), where=(sigma0 > 0) & (fc > 0)
+            )
+        linear = np.column_stack(
+            [fc, physical.get("sigma1", zero) + zero, physical.get("fv", zero) + zero]
+        )
+        return linear, nonlinear
