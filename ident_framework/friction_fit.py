@@ -3,8 +3,9 @@
 The model tau = W(theta) beta + e is linear in beta (rigid-body, friction coefficients, rotor
 inertia, offsets) and nonlinear in theta, the friction model's nonlinear parameters per joint
 (a Stribeck velocity, LuGre's shape). For every theta the best beta is a linear least-squares
-solution; `scipy.optimize.least_squares` minimises what remains over theta alone, within the
-plugin's bounds, from the plugin's starting points (given the Coulomb-viscous solution).
+solution; `scipy.optimize.least_squares` minimises the remaining torque residual
+r(theta) = tau - W(theta) beta*(theta) over theta alone, within the plugin's bounds, from the
+plugin's starting points (which it chooses given the Coulomb-viscous solution).
 
 Cheap evaluations. Row j of W (joint j's torque) is [A_j | F_j(theta_j) | D_j]: the rigid-body
 part A_j and the rotor-inertia / offset columns D_j do not depend on theta, and the friction
@@ -13,11 +14,13 @@ QR; A_j projected onto its structural row space P_j, as in identification.py) an
 Per evaluation and joint: G_j = Q_jᵀ F_j and the triangular factor R_c of the part of
 [F_j | tau_j] outside span(Q_j); then S_j = [[R_j, G_j, Q_jᵀ tau_j], [0, R_c]] satisfies
 S_jᵀ S_j = [X_j | F_j | tau_j]ᵀ [X_j | F_j | tau_j]. Stacked over joints and mapped to the
-parameters, S holds the whole problem in a few hundred rows: rho(theta) = Z x* - z (Z the stacked
-S in base parameters, x* its least-squares solution) has ||rho||² = min_beta ||W beta - tau||²,
-and rho's rows of joint j give that joint's share. The Jacobian (forward differences)
-perturbs parameter i of every joint at once: one basis evaluation yields every joint's
-perturbed S_j, and each column then needs one small solve with one block replaced.
+base parameters, S holds the whole linear problem in a few hundred rows: beta* is a small
+least-squares solve, and each joint's residual r_j = tau_j - Q_j (R_j b) - F_j c_j costs
+O(N·m_j). (The reduced residual S [beta*; -1] has the same norm, but it rotates with theta:
+as least_squares' residual it stalled Gauss-Newton, 200 evaluations without converging where
+the torque residual takes 6.) The Jacobian (forward differences) moves parameter i of every
+joint at once: one basis evaluation yields every joint's moved S_j, and each column then needs
+one small solve with one block replaced.
 """
 
 from __future__ import annotations
@@ -133,7 +136,7 @@ class ProjectedProblem:
             bottom.append(_triangular(rest))
         return _Blocks(top, bottom)
 
-    def stacked(self, blocks: _Blocks, k: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def stacked(self, blocks: _Blocks, k: int) -> list[np.ndarray]:
         """Per joint the rows [S_j | s_j] in the reduced column layout (fixed, then friction of
         every joint), width n_fixed + n k + 1."""
         width = self.n_fixed + self.n * k
@@ -148,11 +151,11 @@ class ProjectedProblem:
             rows[m:, columns] = blocks.bottom[j][:, :k]
             rows[m:, -1] = blocks.bottom[j][:, k]
             out.append(rows)
-        return out, [r.shape[0] for r in out]
+        return out
 
     def base(self, blocks: _Blocks, k: int, tolerance: float) -> np.ndarray:
         """(width, r) basis of the identifiable parameter combinations of these blocks."""
-        rows, _ = self.stacked(blocks, k)
+        rows = self.stacked(blocks, k)
         width = self.n_fixed + self.n * k
         names = self.fixed_names + [f"friction_{i}" for i in range(self.n * k)]
         total = stack_factors(rows)[:width, :width]
@@ -160,7 +163,7 @@ class ProjectedProblem:
 
 
 class _Solver:
-    """rho(theta) for one friction model on one projected problem, with a fixed base."""
+    """The linear least-squares solve of one projected problem in a fixed base."""
 
     def __init__(self, problem: ProjectedProblem, k: int, base: np.ndarray):
         self.problem, self.k, self.base = problem, k, base
@@ -176,8 +179,8 @@ class _Solver:
         z_rows = np.vstack([self.fixed_base[j] + top @ fb, bottom[:, : self.k] @ fb])
         return z_rows, np.concatenate([self.problem.tau_top[j], bottom[:, self.k]])
 
-    def residual(self, rows: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-        """(rho, x*) of the stacked joint rows."""
+    def solve(self, rows: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+        """(reduced residual Z x* - z, x*) of the stacked joint rows (x*: base coordinates)."""
         z_matrix = np.vstack([r[0] for r in rows])
         z = np.concatenate([r[1] for r in rows])
         x, *_ = np.linalg.lstsq(z_matrix, z, rcond=None)
@@ -238,14 +241,14 @@ def coulomb_viscous_start(
     blocks = problem.blocks(problem.columns(lambda t, dq: coulomb_viscous_basis(dq)))
     solver = _Solver(problem, 2, problem.base(blocks, 2, tolerance))
     rows = [solver.joint_rows(j, blocks.top[j], blocks.bottom[j]) for j in range(problem.n)]
-    rho, x = solver.residual(rows)
+    rho, x = solver.solve(rows)
     friction = (solver.base @ x)[problem.n_fixed :].reshape(problem.n, 2)
     return {"viscous": friction[:, 0], "coulomb": friction[:, 1]}, float(rho @ rho)
 
 
 class SeparableFit:
-    """rho(theta) and its Jacobian for one friction model on one recording (see the module
-    doc): `residual(values)` with values (n, m) the nonlinear parameters per joint."""
+    """The torque residual r(theta) and its Jacobian for one friction model on one recording
+    (see the module doc); theta flattened joint-major from (n, m) values per joint."""
 
     def __init__(self, builder: RegressorBuilder, data: Dataset, chunk_size: int, tolerance: float):
         self.model = model = builder.friction
@@ -288,7 +291,7 @@ class SeparableFit:
     def joint_sse(self, values: np.ndarray) -> np.ndarray:
         """(n,) each joint's sum of squared residuals (Nm²) at values (n, m)."""
         rows = self._rows(self.problem.blocks(self.basis(values)))
-        rho, _ = self.solver.residual(rows)
+        rho, _ = self.solver.solve(rows)
         return _joint_sse(rho, [r[0].shape[0] for r in rows])
 
     def best_start(self) -> tuple[np.ndarray, np.ndarray]:
@@ -301,7 +304,7 @@ class SeparableFit:
         shares = []
         for s in range(len(starts)):
             rows = self._rows(blocks, s * n)
-            rho, _ = self.solver.residual(rows)
+            rho, _ = self.solver.solve(rows)
             shares.append(_joint_sse(rho, [r[0].shape[0] for r in rows]))
         index = np.argmin(np.array(shares), axis=0)
         return starts[index, np.arange(n)], index
@@ -323,7 +326,7 @@ class SeparableFit:
         values (n·m,), joint-major (variable projection's functional)."""
         friction = self.basis(flat.reshape(self.n, self.m))
         rows = self._rows(self.problem.blocks(friction))
-        _, x = self.solver.residual(rows)
+        _, x = self.solver.solve(rows)
         r = self.torque_residual(friction, x)
         self._cache.update(flat=flat.copy(), rows=rows, friction=friction, r=r)
         self.evaluations += 1
@@ -354,7 +357,7 @@ class SeparableFit:
                 replaced[j] = self.solver.joint_rows(
                     j, blocks.top[i * n + j], blocks.bottom[i * n + j]
                 )
-                _, x = self.solver.residual(replaced)
+                _, x = self.solver.solve(replaced)
                 columns = friction.copy()
                 columns[:, j] = moved_basis[:, i * n + j]
                 out[:, j * m + i] = (self.torque_residual(columns, x) - r) / step[j, i]

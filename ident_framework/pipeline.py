@@ -33,12 +33,7 @@ from .preprocessing import preprocess
 from .regressor import RegressorBuilder
 from .robot_model import RobotModel, load_robot
 from .run_config import RunConfig
-from .truth import (
-    true_builder,
-    true_friction,
-    true_friction_physical,
-    true_standard_parameters,
-)
+from .truth import true_builder, true_friction_physical, true_standard_parameters
 from .twin_check import twin_metrics
 from .twin_export import identified_dynamics, twin_model, twin_problems
 
@@ -93,7 +88,6 @@ class PipelineResult:
     twin_refused: list[str] = field(default_factory=list)  # why no twin was written
     timing: dict[str, float] = field(default_factory=dict)
     friction_fit: FrictionFit | None = None  # nonlinear friction parameters (builder.nonlinear)
-    truth_nonlinear: np.ndarray | None = None  # true nonlinear friction values (n, m)
 
 
 def _split_tail(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:
@@ -305,9 +299,7 @@ def identify(
 
     # Simulated robots know their true parameters: how far is the fit from the truth?
     truth_theta = true_standard_parameters(builder, truth)
-    truth_nonlinear = None
     if truth_theta is not None:
-        truth_nonlinear = true_friction(builder, truth)[1]
         true_prediction = predict_torque(
             true_builder(builder, truth), validation, truth_theta, config.chunk_size
         )
@@ -378,7 +370,6 @@ def identify(
         twin_refused=twin_refused,
         timing=timer.seconds,
         friction_fit=friction_fit,
-        truth_nonlinear=truth_nonlinear,
     )
 
 

@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 
 from .base_parameters import METHODS
 from .errors import UserError
+from .friction_terms import check_friction_model
 from .plugin_config import build_params, group_values, validate_plugin_config
 from .plugins import PluginInfo, PluginRegistry
 from .preprocessing import PreprocessingParams
@@ -171,6 +172,8 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
             group_values(cfg[group], group), kind, group, registry
         )
         plugins[group] = SelectedPlugin(info, params)
+    friction = plugins["friction"]
+    check_friction_model(friction.create(), friction.info.name, friction.info.distribution)
 
     validation_values = _section(cfg, "validation")
     if validation_values.get("plugin") == SPLIT:
