@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .dataset import Dataset
-from .identification import chunk_slices
+from .identification import chunk_slices, recording_friction
 from .pipeline import PipelineResult
 from .regressor import RegressorBuilder
 from .rehearsal_planting import RehearsalRobot
@@ -78,8 +78,10 @@ def torque_gram(
     stacked over samples and joints: G[a, b] is the inner product of the torques (Nm) of
     columns a and b over the whole recording."""
     gram = np.zeros((columns.shape[1], columns.shape[1]))
+    friction = recording_friction(builder, data)  # a sequential friction model's whole basis
     for rows in chunk_slices(data.n_samples, chunk_size):
-        torques = builder.compute(data.q[rows], data.dq[rows], data.ddq[rows]) @ columns
+        part = None if friction is None else friction[rows]
+        torques = builder.compute(data.q[rows], data.dq[rows], data.ddq[rows], part) @ columns
         flat = torques.reshape(-1, columns.shape[1])
         gram += flat.T @ flat
     return gram

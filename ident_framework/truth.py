@@ -9,6 +9,9 @@ import numpy as np
 from . import friction_terms
 from .regressor import RegressorBuilder
 
+# friction parameter name -> key of a simulated truth whose friction is the MJCF's own
+FRICTION_TRUTH_KEYS = {"fv": "viscous", "fc": "coulomb"}
+
 
 def true_friction_physical(truth: dict[str, Any]) -> dict[str, Any]:
     """The true joint friction by physical name: a friction plugin's parameters when the
@@ -16,8 +19,7 @@ def true_friction_physical(truth: dict[str, Any]) -> dict[str, Any]:
     friction = truth.get("friction")
     if friction:
         return dict(friction["parameters"])
-    names = {"fv": "viscous", "fc": "coulomb"}
-    return {key: truth[source] for key, source in names.items() if source in truth}
+    return {key: truth[source] for key, source in FRICTION_TRUTH_KEYS.items() if source in truth}
 
 
 def true_friction(
