@@ -84,7 +84,10 @@ class BaseParameters:
         method: str = "svd",
     ) -> BaseParameters:
         """From the (p, p) triangular factor of the stacked regressor's QR decomposition."""
-        _, singular, vt = np.linalg.svd(r_factor)
+        try:
+            _, singular, vt = np.linalg.svd(r_factor)
+        except np.linalg.LinAlgError:  # LAPACK gesdd may not converge on a rank-deficient R
+            _, singular, vt = scipy.linalg.svd(r_factor, lapack_driver="gesvd")
         rank = int(np.sum(singular > tolerance * singular[0])) if singular.size else 0
         if method == "svd":
             v_r = vt[:rank].T.copy()
