@@ -70,8 +70,11 @@ def plot_rmse_per_joint(rows: list[dict[str, Any]], path: Path) -> None:
     x = np.arange(len(joints))
     width = 0.8 / len(rows)
     fig, ax = plt.subplots(figsize=(max(8, 1.4 * len(joints) + 0.3 * len(rows)), 4.5))
+    tokens = [str(row["overrides"] or "").split() for row in rows]
+    shared = set.intersection(*(set(t) for t in tokens)) if tokens else set()
     for i, row in enumerate(rows):
-        label = row["overrides"] or f"run {row['run']}"
+        # Only what differs between the runs (the swept values), not the common overrides.
+        label = " ".join(t for t in tokens[i] if t not in shared) or f"run {row['run']}"
         ax.bar(x - 0.4 + (i + 0.5) * width, row["validation_rmse_per_joint"], width, label=label)
     ax.set_xticks(x, [name.replace("_joint", "") for name in joints], rotation=20)
     ax.set_ylabel("validation RMSE [Nm]")
