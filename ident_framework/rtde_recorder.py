@@ -3,14 +3,18 @@
 `LiveRecording` polls the interface (every ~0.3 ms), and writes each new controller sample
 (a new `timestamp`) as one row through `csv_log.CsvLogWriter`, which flushes at least every
 0.1 s: a crash loses at most that much. A row is read consistently: the timestamp is read
-before and after the other fields and the row is read again when a package arrived in between.
-Rows with non-finite values (a controller glitch) are not written and are counted.
+before and after two full reads of the other fields, and the row is read again unless both
+reads agree and the timestamp did not change (ur_rtde updates the fields one by one while it
+parses a package). Rows with non-finite values (a controller glitch) or that never read
+consistently are not written and are counted as invalid.
 
 `actual_current_as_torque` (PolyScope >= 5.23) has no getter in `ur_rtde` 1.6.5's Python
-binding (the C++ class has one). When the binding lacks it, the field is recorded by
-`ur_rtde`'s own C++ file recorder (`startFileRecording`) into a side file that is read as it
-grows and joined to the rows by timestamp; a row whose torque that recorder missed is not
-written and is counted (`torque_missing`). The side file is removed when the recording ends.
+binding (the C++ class has one). When the binding lacks it, the field comes from a side
+channel joined to the rows by the controller timestamp: a second RTDE connection of our own
+(`rtde_torque_stream.TorqueStream`, every package), or, when the controller refuses that,
+`ur_rtde`'s own C++ file recorder (`startFileRecording`, a side file read as it grows and
+removed at the end; its timer misses ~10 % of the packages). A row whose torque the side
+channel missed is not written and is counted (`torque_missing`).
 
 Connection loss (the interface reports it, or no new sample for `timeout_s`) ends the current
 segment: what was written stays valid on disk. `run` then reconnects up to
@@ -31,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from .csv_log import CsvLogWriter
+from .rtde_torque_stream import TorqueStreamError
 
 TORQUE_FIELD = "actual_current_as_torque"
 # Recorded fields (RTDE name -> ur_rtde getter), in CSV column order after timestamp, q, dq and
@@ -80,7 +85,7 @@ class Segment:
     last: float | None = None
     received: int = 0  # distinct samples seen
     written: int = 0
-    invalid: int = 0  # non-finite values
+    invalid: int = 0  # non-finite values, or never read consistently
     torque_missing: int = 0
     end: str = "completed"  # or why it ended
 
@@ -177,6 +182,11 @@ class TorqueSideChannel:
     def pop(self, stamp_us: int) -> np.ndarray | None:
         return self.values.pop(stamp_us, None)
 
+    def discard_before(self, stamp_us: int) -> None:
+        """Forget torques older than `stamp_us` (their rows were written or dropped)."""
+        for stamp in [s for s in self.values if s < stamp_us]:
+            del self.values[stamp]
+
     def stop(self) -> None:
         try:
             self.receive.stopFileRecording()
@@ -200,12 +210,13 @@ class SegmentRecorder:
         writer: CsvLogWriter,
         n_joints: int,
         torque: str | None,
-        side_path: str | None,
+        side: Any,
         timeout_s: float,
         last_written: float,
     ):
-        """torque: "getter" (the binding has one), "side" (side channel) or None (not
-        recorded); last_written: timestamp of the last row already in the file (s)."""
+        """torque: "getter" (the binding has one), "side" (from `side`, a side channel such as
+        `TorqueSideChannel`) or None (not recorded); last_written: timestamp of the last row
+        already in the file (s)."""
         self.receive, self.writer, self.n = receive, writer, n_joints
         self.torque = torque
         self.timeout_s = timeout_s
@@ -216,11 +227,7 @@ class SegmentRecorder:
         self._pending: OrderedDict[int, np.ndarray] = OrderedDict()
         self._getters = [getattr(receive, name) for name in GETTERS.values()]
         self._torque_getter = getattr(receive, TORQUE_GETTER) if torque == "getter" else None
-        self.side = (
-            TorqueSideChannel(receive, side_path, n_joints)
-            if torque == "side" and side_path
-            else None
-        )
+        self.side = side if torque == "side" else None
 
     def poll(self) -> bool:
         """Record the newest sample if it is new; True if one was. Raises ConnectionLost."""
@@ -235,11 +242,18 @@ class SegmentRecorder:
                 if time.monotonic() - self._seen_at > self.timeout_s:
                     raise ConnectionLost(f"no new sample for {self.timeout_s:g} s")
                 return False
-            for _ in range(3):  # a package may arrive while the fields are read
+            consistent = False
+            for _ in range(5):  # a package may arrive while the fields are read
                 values = [fn() for fn in self._getters]
                 torque = self._torque_getter() if self._torque_getter is not None else None
+                check = [fn() for fn in self._getters]
                 again = receive.getTimestamp()
-                if again == stamp:
+                # ur_rtde updates the fields one by one as it parses a package: a row is
+                # taken only when two full reads agree and the timestamp did not change.
+                if again == stamp and all(
+                    np.array_equal(a, b) for a, b in zip(values, check, strict=True)
+                ):
+                    consistent = True
                     break
                 stamp = again
         except RuntimeError as error:
@@ -255,7 +269,7 @@ class SegmentRecorder:
             parts.append(np.asarray(torque))
         parts.extend(np.asarray(v) for v in values[2:])
         row = np.concatenate([[stamp], *parts])
-        if not np.all(np.isfinite(row)):
+        if not consistent or not np.all(np.isfinite(row)):
             segment.invalid += 1
             return True
         if stamp <= self.last_written:
@@ -288,8 +302,8 @@ class SegmentRecorder:
                 self.segment.torque_missing += 1
                 continue
             self._write(np.concatenate([row[: 1 + 2 * self.n], torque, row[1 + 2 * self.n :]]))
-        for stamp in [s for s in side.values if s < (self.last_written * 1e6) - window]:
-            del side.values[stamp]  # torques of rows already dropped or written
+        if math.isfinite(self.last_written):  # torques of rows already written or dropped
+            side.discard_before(int(self.last_written * 1e6) - window)
 
     def finish(self, end: str) -> None:
         """End the segment: join what the side channel still has, flush the file."""
@@ -329,8 +343,13 @@ class LiveRecording:
         settings: RecordingSettings,
         torque_source: str,
         log: Callable[[str], None] = print,
+        side_channel: Callable[[], Any] | None = None,
     ):
+        """side_channel(): a source of the torque rows for torque "side" with the interface of
+        `TorqueSideChannel` (e.g. `rtde_torque_stream.TorqueStream`); when it is None or fails,
+        ur_rtde's file recorder is used."""
         self.connect, self.receive = connect, receive
+        self.side_channel = side_channel
         self.path, self.n, self.torque = path, n_joints, torque
         self.settings = settings
         self.log = log
@@ -343,8 +362,7 @@ class LiveRecording:
         self._recorder = self._new_recorder()
 
     def _new_recorder(self) -> SegmentRecorder:
-        index = len(self.report.segments)
-        side = f"{self.path}.torque_side_{index}.csv" if self.torque == "side" else None
+        side = self._side_channel() if self.torque == "side" else None
         recorder = SegmentRecorder(
             self.receive,
             self.writer,
@@ -356,6 +374,19 @@ class LiveRecording:
         )
         self.report.segments.append(recorder.segment)
         return recorder
+
+    def _side_channel(self) -> Any:
+        """Our own RTDE connection for the torque when possible, else ur_rtde's recorder."""
+        if self.side_channel is not None:
+            try:
+                return self.side_channel()
+            except TorqueStreamError as error:
+                self.log(
+                    f"note: no torque connection of our own ({error}); using ur_rtde's file "
+                    "recorder, which misses some samples"
+                )
+        index = len(self.report.segments)
+        return TorqueSideChannel(self.receive, f"{self.path}.torque_side_{index}.csv", self.n)
 
     def _last_written(self) -> float:
         lasts = [s.last for s in self.report.segments if s.written and s.last is not None]

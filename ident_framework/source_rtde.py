@@ -55,6 +55,7 @@ from .rtde_recorder import (
     RecordingThread,
     receive_variables,
 )
+from .rtde_torque_stream import TorqueStream
 from .trajectory_file import load_trajectory
 
 RTDE_PORT = 30004
@@ -261,6 +262,7 @@ class RtdeSource:
             ),
             torque_source,
             self.log,
+            side_channel=lambda: TorqueStream(params.host, robot.n_joints, params.frequency_hz),
         )
         motion: dict[str, Any] = {"confirmed": params.confirm_motion}
         try:
@@ -322,7 +324,11 @@ class RtdeSource:
             gains = ", ".join(f"{k:g}" for k in params.current_to_torque)
             return receive, None, f"actual_current × source.current_to_torque [{gains}] Nm/A"
         mode = "getter" if hasattr(receive, TORQUE_GETTER) else "side"
-        via = "" if mode == "getter" else " (through ur_rtde's file recorder: no Python getter)"
+        via = (
+            ""
+            if mode == "getter"
+            else " (ur_rtde's Python binding has no getter: a second RTDE connection of ours)"
+        )
         return receive, mode, f"{TORQUE_FIELD} (Nm, measured by the controller){via}"
 
     @staticmethod

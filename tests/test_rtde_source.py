@@ -226,3 +226,29 @@ def test_unreachable_host_message(tmp_path):
     assert result.returncode == 2
     assert "remote control" in result.stderr and "Traceback" not in result.stderr
     assert not run.exists() or not any(run.iterdir())
+
+
+def test_torque_falls_back_to_ur_rtde_file_recorder(tmp_path, robot, monkeypatch):
+    """When the controller refuses our own torque connection, actual_current_as_torque comes
+    through ur_rtde's file recorder instead (it misses some packages: those rows are dropped
+    and counted, the file stays valid)."""
+    import ident_framework.source_rtde as source_rtde
+    from ident_framework.rtde_torque_stream import TorqueStreamError
+
+    def refused(*args, **kwargs):
+        raise TorqueStreamError("refused by the test")
+
+    monkeypatch.setattr(source_rtde, "TorqueStream", refused)
+    notes: list[str] = []
+    recording = tmp_path / "fallback.csv"
+    with running_emulator("127.0.6.6"):
+        params = RtdeSourceParams(host="127.0.6.6", duration_s=2.0, recording_path=str(recording))
+        source = RtdeSource(params, control_factory=_never_control)
+        source.log = notes.append
+        data = source.acquire(robot, None)
+    acquisition = data.metadata["acquisition"]
+    print(f"\nfile-recorder fallback: {acquisition['samples_written']} rows, "
+          f"{acquisition['torque_missing_samples']} without torque")  # fmt: skip
+    assert any("file recorder" in note for note in notes), notes
+    assert data.n_samples > 500 and np.all(np.isfinite(data.tau))
+    assert read_csv_log(recording, robot.joint_names).n_samples == data.n_samples
