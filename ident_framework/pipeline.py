@@ -336,6 +336,8 @@ def identify(
             metrics["twin"] = twin_metrics(
                 twin, robot, validation, predictions["validation"].physical
             )
+    else:
+        metrics["twin_not_written"] = twin_refused  # each link and the condition it breaks
     metrics["data"] = {
         "train_samples": train.n_samples,
         "validation_samples": validation.n_samples,

@@ -248,11 +248,10 @@ def twin_lines(result: PipelineResult) -> list[str]:
     nothing was written and how to get parameters that can be."""
     twin = result.metrics.get("twin")
     if twin is None:
-        shown = "; ".join(result.twin_refused[:3])
-        more = len(result.twin_refused) - 3
+        first, more = result.twin_refused[0], len(result.twin_refused) - 1
         return [
-            f"twin not written: the identified parameters are not physically valid ({shown}"
-            + (f"; and {more} more" if more > 0 else "")
+            f"twin not written: the identified parameters are not physically valid ({first}"
+            + (f"; and {more} more, listed in metrics.json" if more > 0 else "")
             + "). Identify with estimator=consistent to get parameters that satisfy every "
             "physical condition and can be written into twin.xml / twin.urdf."
         ]

@@ -191,3 +191,5 @@ def test_consistent_run_writes_a_twin_that_matches_the_identified_model(tmp_path
     assert not (plain / "twin.xml").exists() and not (plain / "twin.urdf").exists()
     assert "twin not written" in refused.stdout and "estimator=consistent" in refused.stdout
     assert "link of" in refused.stdout
+    reasons = json.loads((plain / "metrics.json").read_text())["twin_not_written"]
+    assert reasons and all(reason.split(":")[0] for reason in reasons)
