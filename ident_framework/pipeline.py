@@ -86,6 +86,7 @@ class PipelineResult:
     physical_violations: list[str] = field(default_factory=list)  # empty: physically valid
     twin: RobotModel | None = None  # the robot with the identified parameters written back
     twin_refused: list[str] = field(default_factory=list)  # why no twin was written
+    twin_prefix: str = ""  # prefix of the twin's file names (a rehearsal's is not the robot's)
     timing: dict[str, float] = field(default_factory=dict)
     friction_fit: FrictionFit | None = None  # nonlinear friction parameters (builder.nonlinear)
 

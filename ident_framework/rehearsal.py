@@ -34,7 +34,7 @@ from .robot_model import load_robot
 from .run_config import RunConfig, SelectedPlugin
 from .run_directory import staged_outputs
 from .simulated_robot import SimulatedTruth
-from .twin_export import TWIN_MJCF, TWIN_URDF
+from .twin_export import TWIN_MJCF
 
 REPORT_JSON = "rehearsal.json"
 REPORT_MARKDOWN = "rehearsal.md"
@@ -210,12 +210,10 @@ def markdown_report(report: dict[str, Any]) -> str:
 
 
 def write_rehearsal_outputs(stage: Path, outcome: RehearsalOutcome) -> None:
-    """rehearsal.json, rehearsal.md, the planted robot; the twin written back from the
-    identification (a model of the planted robot, not of any real one) is renamed
-    rehearsal_twin.xml / .urdf so that no tool takes it for the robot's twin."""
-    for name in (TWIN_MJCF, TWIN_URDF):
-        if (stage / name).exists():
-            (stage / name).rename(stage / f"{TWIN_PREFIX}{name}")
+    """rehearsal.json, rehearsal.md, the planted robot. (The twin written back from the
+    identification, a model of the planted robot and not of any real one, is written as
+    rehearsal_twin.xml / .urdf — `PipelineResult.twin_prefix` — so no tool takes it for the
+    robot's twin.)"""
     (stage / REPORT_JSON).write_text(json.dumps(outcome.report, indent=2))
     (stage / REPORT_MARKDOWN).write_text(markdown_report(outcome.report))
     (stage / PLANTED_MJCF).write_text(outcome.rehearsal.robot.mjcf)
@@ -256,6 +254,7 @@ def run_rehearsal_job(config: RunConfig, cfg: DictConfig, run_dir: Path) -> floa
     RMSE (Nm)."""
     with staged_outputs(run_dir) as stage:
         outcome = run_rehearsal(config)
+        outcome.result.twin_prefix = TWIN_PREFIX
         write_run_directory(stage, outcome.result, cfg)
         write_rehearsal_outputs(stage, outcome)
     print_summary(outcome.result, run_dir)

@@ -191,7 +191,7 @@ def write_run_directory(stage: Path, result: PipelineResult, cfg: DictConfig) ->
         if residual_outputs is not None and result.config.plots:
             residual_outputs(stage)
     if result.twin is not None:
-        write_twin(stage, result.twin)
+        write_twin(stage, result.twin, result.twin_prefix)
     estimator_outputs = getattr(result.estimator, "write_outputs", None)
     if estimator_outputs is not None:
         estimator_outputs(stage)
@@ -257,7 +257,8 @@ def twin_lines(result: PipelineResult) -> list[str]:
         ]
     inverse, moving = twin["inverse_dynamics"], twin["moving_samples"]
     lines = [
-        f"twin written ({TWIN_MJCF}, {TWIN_URDF}): MuJoCo inverse dynamics on the validation "
+        f"twin written ({result.twin_prefix}{TWIN_MJCF}, {result.twin_prefix}{TWIN_URDF}): "
+        "MuJoCo inverse dynamics on the validation "
         f"data RMSE {inverse['rmse']:.4f} Nm, R² {inverse['r2']:.5f}",
         f"  on moving samples (|dq| ≥ {moving['speed_threshold_rad_s']:g} rad/s, "
         f"{100 * moving['fraction']:.0f} %): twin in MuJoCo {moving['twin_mujoco_rmse']:.4f} Nm,"

@@ -223,10 +223,11 @@ def twin_urdf_text(twin: RobotModel) -> str:
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
 
 
-def write_twin(folder: Path, twin: RobotModel) -> list[Path]:
-    """Write twin.xml and twin.urdf into `folder`; returns their paths."""
-    mjcf = folder / TWIN_MJCF
-    urdf = folder / TWIN_URDF
+def write_twin(folder: Path, twin: RobotModel, prefix: str = "") -> list[Path]:
+    """Write twin.xml and twin.urdf (names prefixed with `prefix`) into `folder`; returns
+    their paths."""
+    mjcf = folder / f"{prefix}{TWIN_MJCF}"
+    urdf = folder / f"{prefix}{TWIN_URDF}"
     mjcf.write_text(twin.mjcf)
     urdf.write_text(twin_urdf_text(twin))
     return [mjcf, urdf]
