@@ -6,10 +6,11 @@ inertia (armature, kg·m²) replaced by the identified values. Only physically v
 parameters are ever written (`twin_problems`).
 
 twin.xml is edited with MuJoCo's MjSpec, which compiles and checks it; the file written is the
-robot's own MJCF text with exactly the edited attributes replaced at full precision (repr),
-checked to compile to the same model as the MjSpec edit. MjSpec.to_xml is not used for
-writing: it prints every number of the model (kinematics included) with 6 significant digits
-and turns `fullinertia` into quat + diaginertia, which moves the dynamics by ~1e-5 Nm.
+robot's own MJCF text with exactly the edited attributes replaced at full precision (repr,
+`RobotModel.with_dynamics`), checked to compile to the same model as the MjSpec edit.
+MjSpec.to_xml is not used for writing: it prints every number of the model (kinematics
+included) with 6 significant digits and turns `fullinertia` into quat + diaginertia, which
+moves the dynamics by ~1e-5 Nm.
 twin.urdf is generated from the compiled twin (every body a link, every hinge a revolute
 joint, fixed bodies joined by fixed joints; inertia as principal moments in the frame of
 `<inertial><origin rpy>`; `<dynamics damping friction>`). URDF has no rotor-inertia field:
@@ -87,35 +88,46 @@ def twin_problems(robot: RobotModel, dynamics: TwinDynamics) -> list[str]:
 
 
 def twin_model(robot: RobotModel, dynamics: TwinDynamics, name: str | None = None) -> RobotModel:
-    """The twin as a RobotModel: the robot's MJCF edited with MjSpec, written at full
-    precision, compiled by MuJoCo and Pinocchio."""
-    return RobotModel.from_mjcf_text(
-        name or f"{robot.name}_twin",
-        twin_mjcf_text(robot, dynamics),
-        robot.limits,
-        expected_joints=tuple(robot.joint_names),
-        source="the written twin (twin.xml)",
+    """The twin as a RobotModel: `robot` with `dynamics` edited in with MjSpec (which compiles
+    and checks them), written at full precision by `RobotModel.with_dynamics` and checked to
+    compile to the same model as the MjSpec edit (see the module docstring)."""
+    edited = _mjspec_edit(robot, dynamics)
+    twin = robot.with_dynamics(
+        inertial=dynamics.inertial,
+        armature=dynamics.armature,
+        damping=dynamics.damping,
+        frictionloss=dynamics.frictionloss,
+        name=name or f"{robot.name}_twin",
     )
+    written = twin.mujoco_model()
+    for field in ("body_mass", "body_ipos", "body_inertia", "dof_armature", "dof_damping"):
+        if not np.allclose(getattr(written, field), getattr(edited, field), rtol=1e-9, atol=1e-12):
+            raise RuntimeError(f"twin.xml differs from the MjSpec-edited model in {field}")
+    return twin
 
 
-def twin_mjcf_text(robot: RobotModel, dynamics: TwinDynamics) -> str:
-    """MJCF text of `robot` with `dynamics` written in (see the module docstring)."""
+def _mjspec_edit(robot: RobotModel, dynamics: TwinDynamics) -> mujoco.MjModel:
+    """`robot`'s model with `dynamics` set through MjSpec, compiled by MuJoCo."""
     model = robot.mujoco_model()
     spec = robot.mujoco_spec()
-    values: dict[str, dict[str, str]] = {}  # element name -> attribute -> full-precision text
-    bodies: dict[str, dict[str, str]] = {}
     for j, joint_name in enumerate(robot.joint_names):
         link = pin.Inertia.FromDynamicParameters(
             dynamics.inertial[N_INERTIAL * j : N_INERTIAL * (j + 1)]
         )
         inertia = np.asarray(link.inertia)
-        full = [inertia[0, 0], inertia[1, 1], inertia[2, 2]]
-        full += [inertia[0, 1], inertia[0, 2], inertia[1, 2]]
-        body_name = model.body(model.joint(joint_name).bodyid[0]).name
-        body = spec.body(body_name)
+        body = spec.body(model.body(model.joint(joint_name).bodyid[0]).name)
         body.mass = float(link.mass)
         body.ipos = np.asarray(link.lever, dtype=float)
-        body.fullinertia = np.asarray(full, dtype=float)
+        body.fullinertia = np.array(
+            [
+                inertia[0, 0],
+                inertia[1, 1],
+                inertia[2, 2],
+                inertia[0, 1],
+                inertia[0, 2],
+                inertia[1, 2],
+            ]
+        )
         body.inertia = np.zeros(3)  # the principal form must be unset beside fullinertia
         body.iquat = np.array([1.0, 0.0, 0.0, 0.0])
         body.explicitinertial = True
@@ -123,37 +135,7 @@ def twin_mjcf_text(robot: RobotModel, dynamics: TwinDynamics) -> str:
         joint.armature = float(dynamics.armature[j])
         joint.damping = [float(dynamics.damping[j])] * len(joint.damping)
         joint.frictionloss = float(dynamics.frictionloss[j])
-        bodies[body_name] = {
-            "pos": _numbers(link.lever),
-            "mass": repr(float(link.mass)),
-            "fullinertia": _numbers(full),
-        }
-        values[joint_name] = {
-            "armature": repr(float(dynamics.armature[j])),
-            "damping": repr(float(dynamics.damping[j])),
-            "frictionloss": repr(float(dynamics.frictionloss[j])),
-        }
-    edited = spec.compile()  # MuJoCo checks the edited model (masses, inertias) here
-    # Write: the robot's own MJCF text with the edited attributes at full precision (MjSpec's
-    # writer would round every number of the model, kinematics included, to 6 digits).
-    root = ET.fromstring(robot.mjcf)
-    for element in root.iter("body"):
-        if element.get("name") in bodies:
-            inertial = element.find("inertial")
-            if inertial is None:
-                inertial = ET.Element("inertial")
-                element.insert(0, inertial)
-            inertial.attrib.clear()
-            inertial.attrib.update(bodies[element.get("name")])
-    for element in root.iter("joint"):
-        if element.get("name") in values:
-            element.attrib.update(values[element.get("name")])
-    text = ET.tostring(root, encoding="unicode") + "\n"
-    written = mujoco.MjModel.from_xml_string(text)
-    for field in ("body_mass", "body_ipos", "body_inertia", "dof_armature", "dof_damping"):
-        if not np.allclose(getattr(written, field), getattr(edited, field), rtol=1e-9, atol=1e-12):
-            raise RuntimeError(f"twin.xml differs from the MjSpec-edited model in {field}")
-    return text
+    return spec.compile()  # MuJoCo checks the edited model (masses, inertias) here
 
 
 def twin_urdf_text(twin: RobotModel) -> str:
