@@ -377,7 +377,12 @@ def fit_nonlinear_friction(
         fit = SeparableFit(builder, data, chunk_size, tolerance)
         n, m, names = fit.n, fit.m, fit.names
         x0, start_index = fit.best_start()
-        bar = tqdm(desc="friction fit", unit="eval", disable=not progress, leave=False)
+        bar = tqdm(
+            desc="friction fit",
+            unit="eval",
+            disable=None if progress else True,  # None: off when stderr is no terminal
+            leave=False,
+        )
 
         def residual(flat: np.ndarray) -> np.ndarray:
             bar.update()

@@ -20,6 +20,7 @@ from .plugins import PluginInfo, PluginRegistry
 from .preprocessing import PreprocessingParams
 from .rehearsal_settings import RehearsalSettings, check_rehearsal_sources
 from .required_values import missing_values_message
+from .suggestions import did_you_mean
 
 # config group -> extension point
 PLUGIN_GROUPS = {
@@ -220,7 +221,9 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
 
     mode = str(cfg.get("mode", "identify"))
     if mode not in MODES:
-        raise UserError(f"Unknown mode '{mode}' (config key 'mode'); available: {list(MODES)}.")
+        raise UserError(
+            f"mode={mode} is not a mode;{did_you_mean(mode, MODES)} Use one of {list(MODES)}."
+        )
     run = cfg.get("run")
     if mode == "predict" and not run:
         raise UserError(
@@ -234,9 +237,9 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
     _check_loop(loop, mode, plugins["source"])
     seed, chunk_size = cfg.get("seed", 0), cfg.get("chunk_size", 2000)
     if not isinstance(seed, int) or isinstance(seed, bool):
-        raise UserError(f"Config key 'seed' must be an integer, got {seed!r}.")
+        raise UserError(f"seed must be an integer, got {seed!r}.")
     if not isinstance(chunk_size, int) or chunk_size < 1:
-        raise UserError(f"Config key 'chunk_size' must be a positive integer, got {chunk_size!r}.")
+        raise UserError(f"chunk_size must be an integer >= 1 (samples), got {chunk_size!r}.")
     return RunConfig(
         robot=_settings(cfg, "robot"),
         plugins=plugins,
