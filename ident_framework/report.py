@@ -413,6 +413,18 @@ def fusion_lines(
     return lines
 
 
+def _table(joints: list[str], headers: list[str], cells: list[list[str]]) -> list[str]:
+    """Rows of `cells` (one list per joint) under `headers`, right-aligned, each column as wide
+    as its widest entry plus two spaces."""
+    widths = [max(len(h), *(len(row[i]) for row in cells)) + 2 for i, h in enumerate(headers)]
+    first = max(len("joint"), *map(len, joints)) + 1
+
+    def line(name: str, texts: list[str]) -> str:
+        return name.ljust(first) + "".join(t.rjust(w) for t, w in zip(texts, widths, strict=True))
+
+    return [line("joint", headers)] + [line(j, row) for j, row in zip(joints, cells, strict=True)]
+
+
 def friction_table(result: PipelineResult) -> list[str]:
     """A nonlinear friction model: the fit, and per joint its physical parameters as
     identified (true; error %) for a simulated robot."""
@@ -428,17 +440,12 @@ def friction_table(result: PipelineResult) -> list[str]:
     names = list(comparison["identified"])
     true = comparison.get("true", {})
     friction = result.builder.friction
-    width = 32 if true else 18
-    lines.append(
-        "joint".ljust(20)
-        + "".join(
-            (
-                f"{_with_unit(k, friction)} (true, err %)" if k in true else _with_unit(k, friction)
-            ).rjust(width)
-            for k in names
-        )
-    )
-    for j, joint in enumerate(result.robot.joint_names):
+    headers = [
+        f"{_with_unit(k, friction)} (true, err %)" if k in true else _with_unit(k, friction)
+        for k in names
+    ]
+    rows = []
+    for j in range(result.robot.n_joints):
         cells = []
         for name in names:
             text = f"{comparison['identified'][name][j]:.4g}"
@@ -446,8 +453,9 @@ def friction_table(result: PipelineResult) -> list[str]:
                 error = comparison["error_percent"][name][j]
                 shown = "-" if error is None else f"{error:+.1f}"
                 text += f" ({true[name][j]:.4g}, {shown})"
-            cells.append(text.rjust(width))
-        lines.append(joint.ljust(20) + "".join(cells))
+            cells.append(text)
+        rows.append(cells)
+    lines += _table(list(result.robot.joint_names), headers, rows)
     if fit.at_bounds:
         shown = ", ".join(f"{result.robot.joint_names[j]}.{name}" for j, name in fit.at_bounds)
         lines.append(f"warning: on a bound of the friction plugin's config: {shown}")
@@ -462,22 +470,21 @@ def joint_parameter_table(result: PipelineResult) -> list[str]:
         return []
     truth = result.truth_theta is not None
     friction = result.builder.friction
-    width = 24 if truth else 16
-    header = "joint".ljust(20) + "".join(
-        (f"{_with_unit(k, friction)} (true)" if truth else _with_unit(k, friction)).rjust(width)
-        for k in keys
-    )
-    lines = [header]
+    headers = [
+        f"{_with_unit(k, friction)} (true)" if truth else _with_unit(k, friction) for k in keys
+    ]
+    cells = []
     for row in rows:
-        cells = []
+        texts = []
         for key in keys:
             entry = row[key]
             mark = "" if entry["identifiable_alone"] else "*"
             text = f"{entry['value']:.4g}{mark}"
             if truth:
                 text += f" ({entry['true']:.4g})"
-            cells.append(text.rjust(width))
-        lines.append(row["joint"].ljust(20) + "".join(cells))
+            texts.append(text)
+        cells.append(texts)
+    lines = _table([row["joint"] for row in rows], headers, cells)
     if any(not row[k]["identifiable_alone"] for row in rows for k in keys):
         lines.append("* not identifiable on its own (merged into a base parameter)")
     return lines

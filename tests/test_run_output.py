@@ -14,6 +14,7 @@ import pytest
 from ident_framework.base_parameters import BaseParameters
 from ident_framework.csv_log import write_csv_log
 from ident_framework.physical_consistency import check_link
+from ident_framework.report import parameter_unit
 from ident_framework.robot_model import load_robot
 from ident_framework.source_mujoco import MujocoSource, MujocoSourceParams
 from ident_framework.trajectory_point_to_point import PointToPointGenerator, PointToPointParams
@@ -157,3 +158,14 @@ def test_identifiable_share_of_standard_parameters():
     base = BaseParameters.from_r_factor(r, ["a", "b", "c", "d"])
     np.testing.assert_allclose(base.identifiable_share(), [1, np.sqrt(0.5), np.sqrt(0.5), 0])
     np.testing.assert_array_equal(base.identifiable_alone(), [True, False, False, False])
+
+
+def test_parameter_units_conventional_and_declared_by_a_plugin():
+    class ExpFriction:
+        parameter_names = ("k_exp", "fv")
+        parameter_units = {"k_exp": "Nm", "fv": "N·m·s/rad"}
+
+    assert parameter_unit("Ia") == "kg·m²" and parameter_unit("v_s") == "rad/s"
+    assert parameter_unit("k_exp") is None
+    assert parameter_unit("k_exp", ExpFriction()) == "Nm"
+    assert parameter_unit("fv", ExpFriction()) == "N·m·s/rad"  # the plugin's own wins
