@@ -19,7 +19,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from .errors import UserError
-from .plugins import KINDS, PluginRegistry
+from .plugins import DISTRIBUTION, KINDS, PluginRegistry
 from .run_config import PLUGIN_GROUPS, SECTION_SCHEMAS, SPLIT, SplitSettings
 from .suggestions import closest
 
@@ -60,7 +60,7 @@ def _plugin_schema(
         info = registry.get(kind, str(name))
     except UserError:
         return None, f"the {label} config (plugin '{name}' is not installed)"
-    origin = "" if info.distribution == "ident-framework" else f" from {info.distribution}"
+    origin = "" if info.distribution == DISTRIBUTION else f" from {info.distribution}"
     return ("plugin", *_fields(info.schema)), f"the {label} plugin '{info.name}'{origin}"
 
 
@@ -117,6 +117,8 @@ def unknown_key_message(cfg: DictConfig, key: str, override: str, registry: Plug
         depth += 1
         node = _select(cfg, ".".join(parts[:depth]))
     section = ".".join(parts[:depth])
+    if depth == len(parts):  # the key exists: Hydra refused the override for another reason
+        return f"Cannot set {override}: {key} exists but does not take this value."
     if not isinstance(node, DictConfig):
         shown = "a list" if isinstance(node, ListConfig) else f"the value {node!r}"
         return (

@@ -98,12 +98,19 @@ def build_params(
 
 
 def _qualify(message: str, fields: Iterable[str], key: str) -> str:
-    """`message` with every bare field name written as its config key (`lowpass_hz` ->
-    `preprocessing.lowpass_hz`); names already after a dot are left alone."""
+    """`message` with the field names in it written as config keys (`lowpass_hz` ->
+    `preprocessing.lowpass_hz`): the message's first word when it is a field, and any field
+    with an underscore in its name (a plain word such as `device` may be meant as English);
+    names already after a dot are left alone."""
     if not key:
         return message
-    names = "|".join(re.escape(name) for name in sorted(fields, key=len, reverse=True))
-    return re.sub(rf"(?<![\w.])({names})(?!\w)", rf"{key}.\1", message)
+    names = sorted(fields, key=len, reverse=True)
+    first = "|".join(re.escape(name) for name in names)
+    message = re.sub(rf"^({first})(?!\w)", rf"{key}.\1", message)
+    named = "|".join(re.escape(name) for name in names if "_" in name)
+    if not named:
+        return message
+    return re.sub(rf"(?<![\w.])({named})(?!\w)", rf"{key}.\1", message)
 
 
 def _check_type(value: Any, annotation: Any) -> Any:

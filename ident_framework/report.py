@@ -17,7 +17,7 @@ from .physical_consistency import com_inertia
 from .pipeline import PipelineResult
 from .plain_data import to_plain
 from .plots import write_plots
-from .plugins import get_registry
+from .plugins import DISTRIBUTION, get_registry
 from .prediction import RESIDUAL_FOLDER
 from .twin_export import TWIN_MJCF, TWIN_URDF, write_twin
 
@@ -268,7 +268,7 @@ def summary_lines(result: PipelineResult) -> list[str]:
 def _option(selected: Any) -> str:
     """'stribeck (ident-stribeck 0.1.0)' for a plugin of another distribution, else 'ls'."""
     info = selected.info
-    if info.distribution == "ident-framework":
+    if info.distribution == DISTRIBUTION:
         return info.name
     return f"{info.name} ({info.distribution} {info.version})"
 
