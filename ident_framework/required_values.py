@@ -46,8 +46,10 @@ def missing_values_message(cfg: DictConfig) -> str | None:
         if choice and choice not in example:
             example.append(choice)
         example.append(f"{key}={sample}")
+    paths = any(key.rsplit(".", 1)[-1].endswith("path") for key in missing)
     return (
-        f"Required config value(s) not given: {'; '.join(needs)}. Give them on the command "
-        f"line, e.g. `{COMMAND} {' '.join(example)}` (a relative path is taken from the "
-        "directory you launch from)."
+        f"Required config value{'s' if len(missing) > 1 else ''} not given: {'; '.join(needs)}. "
+        f"Give {'them' if len(missing) > 1 else 'it'} on the command line, e.g. "
+        f"`{COMMAND} {' '.join(example)}`"
+        + (" (a relative path is taken from the directory you launch from)." if paths else ".")
     )
