@@ -388,7 +388,7 @@ class BpnnResidual:
                 desc="bpnn residual",
                 unit="epoch",
                 file=sys.stderr,
-                disable=not p.progress,
+                disable=None if p.progress else True,  # None: off when not a TTY
                 leave=False,
             )
             epoch = 0
