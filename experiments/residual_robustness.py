@@ -22,12 +22,12 @@ import time
 
 from hydra import compose, initialize_config_module
 
-from ident_framework.config_search_path import register_plugin_search_path
-from ident_framework.metrics import torque_metrics
-from ident_framework.pipeline import run_pipeline
-from ident_framework.plugins import get_registry
-from ident_framework.residual_bpnn import BpnnResidual
-from ident_framework.run_config import validate_config
+from ident_framework.config.registry import get_registry
+from ident_framework.config.run_config import validate_config
+from ident_framework.config.search_path import register_plugin_search_path
+from ident_framework.identify.metrics import torque_metrics
+from ident_framework.modes.pipeline import run_pipeline
+from ident_framework.residuals.bpnn import BpnnResidual
 
 PROTOCOL = [
     "source.unmodelled=position",

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 if TYPE_CHECKING:
-    from .dataset import Dataset
-    from .robot_model import RobotModel
+    from ident_framework.data.dataset import Dataset
+    from ident_framework.model.robot import RobotModel
 
 
 @runtime_checkable

@@ -2,7 +2,7 @@
 that records commands.
 
 `ur_rtde`'s Python binding holds the GIL while it connects, so an emulator inside the test
-process would deadlock: every emulator runs as `python -m ident_framework.rtde_emulator` on its
+process would deadlock: every emulator runs as `python -m ident_framework.rtde.emulator` on its
 own loopback address (127.0.6.x; `ur_rtde` always uses port 30004).
 """
 
@@ -33,7 +33,7 @@ class EmulatorProcess:
 def running_emulator(host: str, *args: str, timeout_s: float = 60.0) -> Iterator[EmulatorProcess]:
     """Start the emulator on `host`, wait for its ready line, stop it with SIGTERM at the end
     and check that it shut down cleanly (exit code 0)."""
-    command = [sys.executable, "-m", "ident_framework.rtde_emulator", "--host", host, *args]
+    command = [sys.executable, "-m", "ident_framework.rtde.emulator", "--host", host, *args]
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
     )

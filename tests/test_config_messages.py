@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from ident_framework.config_search_path import register_plugin_search_path
+from ident_framework.config.preflight import check_command_line
+from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.errors import UserError
-from ident_framework.preflight import check_command_line
 
 from conftest import run_cli
 

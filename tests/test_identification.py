@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ident_framework.base_parameters import BaseParameters, TriangularAccumulator
-from ident_framework.dataset import Dataset
-from ident_framework.estimator_ls import LeastSquares, LeastSquaresParams
-from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
-from ident_framework.friction_none import NoFriction, NoFrictionParams
-from ident_framework.identification import build_problem, predict_torque
-from ident_framework.metrics import torque_metrics
-from ident_framework.multisine import multisine
-from ident_framework.regressor import RegressorBuilder
-from ident_framework.robot_model import load_robot
+from ident_framework.data.dataset import Dataset
+from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.friction.none import NoFriction, NoFrictionParams
+from ident_framework.identify.linear_problem import build_problem, predict_torque
+from ident_framework.identify.metrics import torque_metrics
+from ident_framework.model.base_parameters import BaseParameters, TriangularAccumulator
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import load_robot
+from ident_framework.testing.multisine import multisine
 
 TRUE_VISCOUS = np.array([4.1, 3.7, 2.4, 1.1, 0.9, 0.8])
 TRUE_COULOMB = np.array([7.0, 6.5, 4.2, 1.6, 1.4, 1.1])

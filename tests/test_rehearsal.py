@@ -10,19 +10,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ident_framework.config.preflight import check_command_line
+from ident_framework.config.rehearsal_settings import RehearsalSettings
 from ident_framework.errors import UserError
-from ident_framework.preflight import check_command_line
-from ident_framework.rehearsal import run_rehearsal
-from ident_framework.rehearsal_checks import recovery_checks
-from ident_framework.rehearsal_gate import (
+from ident_framework.identify.truth import true_standard_parameters
+from ident_framework.model.robot import load_robot
+from ident_framework.modes.rehearsal.checks import recovery_checks
+from ident_framework.modes.rehearsal.planting import model_plus, plant_changes
+from ident_framework.modes.rehearsal.run import run_rehearsal
+from ident_framework.rtde.rehearsal_gate import (
     record_passed_rehearsal,
     require_passed_rehearsal,
     robot_fingerprint,
 )
-from ident_framework.rehearsal_planting import model_plus, plant_changes
-from ident_framework.rehearsal_settings import RehearsalSettings
-from ident_framework.robot_model import load_robot
-from ident_framework.truth import true_standard_parameters
 
 from conftest import run_cli
 

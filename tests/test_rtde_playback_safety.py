@@ -11,13 +11,13 @@ import math
 import numpy as np
 import pytest
 
-from ident_framework import rtde_protocol as rtde
-from ident_framework.csv_log import CsvLogWriter, read_csv_log
+from ident_framework.data.csv_log import CsvLogWriter, read_csv_log
 from ident_framework.errors import UserError
-from ident_framework.excitation_playback import PlaybackAborted, ServoSettings, play
-from ident_framework.motion_safety import check_trajectory, frame_heights, require_safe
-from ident_framework.robot_model import load_robot
-from ident_framework.trajectory_file import default_motion
+from ident_framework.model.robot import load_robot
+from ident_framework.rtde import protocol as rtde
+from ident_framework.rtde.motion_safety import check_trajectory, frame_heights, require_safe
+from ident_framework.rtde.playback import PlaybackAborted, ServoSettings, play
+from ident_framework.trajectories.file import default_motion
 
 from rtde_support import RecordingControl
 

@@ -156,8 +156,8 @@ def test_plugin_failing_to_import_names_its_distribution(tmp_path: Path):
 
 def test_glob_sweeps_include_the_plugin():
     """`-m friction=glob(*)` expands to every installed friction option, this one too."""
-    from ident_framework.config_search_path import register_plugin_search_path
-    from ident_framework.preflight import check_command_line
+    from ident_framework.config.preflight import check_command_line
+    from ident_framework.config.search_path import register_plugin_search_path
 
     register_plugin_search_path()
     configs = check_command_line(["-m", "friction=glob(*)"])

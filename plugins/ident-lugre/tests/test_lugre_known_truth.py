@@ -98,10 +98,10 @@ def test_predict_mode_reapplies_the_fitted_nonlinear_parameters(sweep, tmp_path:
     """A new recording of the same robot (CSV), predicted with the saved LuGre run: as good as
     the run's own validation (the fitted v_s differ from the configured 0.1 rad/s, so a model
     rebuilt without them would not be); without them in parameters.yaml: a clear refusal."""
-    from ident_framework.csv_log import write_csv_log
-    from ident_framework.robot_model import load_robot
-    from ident_framework.source_mujoco import MujocoSource, MujocoSourceParams
-    from ident_framework.trajectory_point_to_point import (
+    from ident_framework.data.csv_log import write_csv_log
+    from ident_framework.model.robot import load_robot
+    from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
+    from ident_framework.trajectories.point_to_point import (
         PointToPointGenerator,
         PointToPointParams,
     )

@@ -1,0 +1,2 @@
+"""Recorded data: the dataset type, CSV logs, preprocessing (filtering, differentiation,
+trimming)."""

@@ -1,0 +1,1 @@
+"""Built-in options of the `estimator` config group, one module each."""

@@ -1,0 +1,1 @@
+"""The run directory: file names, run report, summary, plots, sweep tables."""

@@ -1,0 +1,1 @@
+"""Built-in options of the `residual` config group, one module each."""

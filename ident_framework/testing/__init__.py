@@ -1,0 +1,1 @@
+"""Helpers for tests and studies (not used at run time)."""

@@ -1,0 +1,1 @@
+"""Built-in options of the `trajectory` config group, and trajectory files."""
