@@ -62,7 +62,7 @@ def main() -> None:
             start = time.perf_counter()
             result = run_pipeline(config, progress=False)
             physical = result.predictions["validation"].physical
-            train, validation = result.train, result.validation
+            train, validation = result.data.train, result.data.validation
             residual = train.tau - result.predictions["train"].physical
             params = config.plugins["residual"].params
             for learner_seed in args.learner_seeds:
@@ -77,7 +77,7 @@ def main() -> None:
                 row = {
                     "data_seed": data_seed,
                     "learner_seed": learner_seed,
-                    "cond": result.cond,
+                    "cond": result.diagnostics.cond,
                     "physical_rmse": p["rmse"],
                     "fused_rmse": f["rmse"],
                     "change_percent": 100.0 * (f["rmse"] / p["rmse"] - 1.0),

@@ -131,13 +131,15 @@ def test_checks_detect_changes_not_only_match_the_truth(outcome):
     changes went unnoticed, although its base parameters are those of a valid robot)."""
     assert outcome.passed, [c.name for c in outcome.failed]
     result, planted, settings = outcome.result, outcome.rehearsal, outcome.result.config.rehearsal
-    exact = dataclasses.replace(result, theta=result.truth_theta)
+    exact = dataclasses.replace(
+        result, model=dataclasses.replace(result.model, theta=result.diagnostics.truth_theta)
+    )
     checks, details = recovery_checks(exact, planted, settings)
     for name, amplitude in details["changes"]["amplitudes"].items():
         assert amplitude == pytest.approx(1.0, abs=1e-6), name
     assert {c.name: c.error for c in checks}["base_parameters_norm"] < 1e-9
-    unplanted = true_standard_parameters(result.builder, planted.model_truth.to_dict())
-    unnoticed = dataclasses.replace(result, theta=unplanted)
+    unplanted = true_standard_parameters(result.model.builder, planted.model_truth.to_dict())
+    unnoticed = dataclasses.replace(result, model=dataclasses.replace(result.model, theta=unplanted))
     checks, details = recovery_checks(unnoticed, planted, settings)
     failed = {c.name for c in checks if not c.passed}
     assert {f"planted_{c.name}" for c in planted.changes} <= failed

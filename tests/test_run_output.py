@@ -15,7 +15,7 @@ from ident_framework.data.csv_log import write_csv_log
 from ident_framework.model.base_parameters import BaseParameters
 from ident_framework.model.physical_consistency import check_link
 from ident_framework.model.robot import load_robot
-from ident_framework.reports.run_report import parameter_unit
+from ident_framework.reports.parameters import parameter_unit
 from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
 from ident_framework.trajectories.point_to_point import PointToPointGenerator, PointToPointParams
 

@@ -18,9 +18,10 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from ident_framework.config.registry import DISTRIBUTION, KINDS, PluginRegistry
-from ident_framework.config.run_config import PLUGIN_GROUPS, SECTION_SCHEMAS, SPLIT, SplitSettings
+from ident_framework.config.registry import PluginRegistry
+from ident_framework.config.run_config import SECTION_SCHEMAS, SPLIT, SplitSettings
 from ident_framework.errors import UserError
+from ident_framework.extension_points import DISTRIBUTION, PLUGIN_GROUPS, POINTS
 from ident_framework.suggestions import closest
 
 # section path -> extension point of the plugin named by its `plugin` key (besides the groups)
@@ -53,7 +54,7 @@ def _plugin_schema(
     node: DictConfig, kind: str, registry: PluginRegistry
 ) -> tuple[tuple[str, ...] | None, str]:
     name = node.get("plugin") if isinstance(node, DictConfig) else None
-    label = KINDS[kind][1]
+    label = POINTS[kind].label
     if not name:
         return None, f"the {label} config"
     try:

@@ -17,8 +17,9 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
-from ident_framework.config.registry import DISTRIBUTION, KINDS, PluginInfo, PluginRegistry
+from ident_framework.config.registry import PluginInfo, PluginRegistry
 from ident_framework.errors import UserError
+from ident_framework.extension_points import DISTRIBUTION, POINTS
 from ident_framework.suggestions import closest
 
 
@@ -44,7 +45,7 @@ def validate_plugin_config(
     values: dict[str, Any], kind: str, key: str, registry: PluginRegistry
 ) -> tuple[PluginInfo, Any]:
     """(plugin, params instance) for a group config dict such as {'plugin': 'ls', ...}."""
-    label = KINDS[kind][1]
+    label = POINTS[kind].label
     values = dict(values)
     name = values.pop("plugin", None)
     if not name:

@@ -1,5 +1,6 @@
 """Plugin manager: built-ins registered from one list, third parties from entry points.
 
+The extension points, their hooks and the built-in modules come from `extension_points.py`.
 Built lazily once per process (`get_registry()`), because multirun launchers pickle Hydra's
 singletons, not a pluggy manager.
 """
@@ -18,35 +19,15 @@ import pluggy
 
 from ident_framework import hookspecs
 from ident_framework.errors import UserError
-
-ENTRY_POINT_GROUP = "ident_framework"
-DISTRIBUTION = "ident-framework"
-
-# The one place the core names its built-in plugins.
-BUILTIN_PLUGINS: tuple[str, ...] = (
-    "ident_framework.sources.mujoco",
-    "ident_framework.sources.csv",
-    "ident_framework.sources.rtde",
-    "ident_framework.trajectories.fourier",
-    "ident_framework.trajectories.point_to_point",
-    "ident_framework.friction.none",
-    "ident_framework.friction.coulomb_viscous",
-    "ident_framework.estimators.ls",
-    "ident_framework.estimators.wls",
-    "ident_framework.estimators.consistent",
-    "ident_framework.estimators.rls",
-    "ident_framework.residuals.none",
-    "ident_framework.residuals.bpnn",
+from ident_framework.extension_points import (
+    BUILTIN_PLUGINS,
+    DISTRIBUTION,
+    ENTRY_POINT_GROUP,
+    POINTS,
+    conform,
 )
 
-# extension point -> (hook name, human name used in messages)
-KINDS: dict[str, tuple[str, str]] = {
-    "data_source": ("register_data_sources", "data source"),
-    "trajectory": ("register_trajectory_generators", "trajectory"),
-    "friction": ("register_friction_models", "friction"),
-    "estimator": ("register_estimators", "estimator"),
-    "residual": ("register_residual_learners", "residual"),
-}
+__all__ = ["BUILTIN_PLUGINS", "DISTRIBUTION", "ENTRY_POINT_GROUP", "PluginInfo", "PluginRegistry"]
 
 
 @dataclass(frozen=True)
@@ -60,21 +41,26 @@ class PluginInfo:
     distribution: str
     version: str
 
+    def create(self, params: Any) -> Any:
+        """The plugin's object for validated `params`, checked against its protocol and given
+        the defaults of the optional members it leaves out (`extension_points.conform`)."""
+        return conform(self.kind, self.factory(params), self.name, self.distribution)
+
 
 class PluginRegistry:
     """Every installed option, by extension point and name."""
 
     def __init__(self, manager: pluggy.PluginManager, origins: dict[int, tuple[str, str]]):
         self.manager = manager
-        self._options: dict[str, dict[str, PluginInfo]] = {kind: {} for kind in KINDS}
-        for kind, (hook_name, _) in KINDS.items():
-            for impl in getattr(manager.hook, hook_name).get_hookimpls():
+        self._options: dict[str, dict[str, PluginInfo]] = {kind: {} for kind in POINTS}
+        for kind, point in POINTS.items():
+            for impl in getattr(manager.hook, point.hook).get_hookimpls():
                 distribution, version = origins.get(id(impl.plugin), ("unknown", "unknown"))
                 impl.function(register=self._registrar(kind, distribution, version))
 
     def _registrar(self, kind: str, distribution: str, version: str) -> hookspecs.Register:
         def register(name: str, factory: Callable[[Any], Any], schema: type) -> None:
-            label = KINDS[kind][1]
+            label = POINTS[kind].label
             if not dataclasses.is_dataclass(schema):
                 raise UserError(
                     f"The {label} plugin '{name}' from distribution '{distribution}' registered "
@@ -101,7 +87,7 @@ class PluginRegistry:
             return self._options[kind][name]
         except KeyError:
             raise UserError(
-                f"no {KINDS[kind][1]} plugin '{name}'; installed: {self.names(kind)}. "
+                f"no {POINTS[kind].label} plugin '{name}'; installed: {self.names(kind)}. "
                 "Install the distribution that provides it or pick an installed one."
             ) from None
 
@@ -151,7 +137,7 @@ def build_plugin_manager() -> tuple[pluggy.PluginManager, dict[int, tuple[str, s
     except pluggy.PluginValidationError as error:
         raise UserError(
             f"A plugin implements a hook that ident_framework does not define: {error}. "
-            f"Known hooks: {[hook for hook, _ in KINDS.values()]}."
+            f"Known hooks: {[point.hook for point in POINTS.values()]}."
         ) from None
     return manager, origins
 

@@ -18,18 +18,11 @@ from ident_framework.config.rehearsal_settings import RehearsalSettings, check_r
 from ident_framework.config.required_values import missing_values_message
 from ident_framework.data.preprocessing import PreprocessingParams
 from ident_framework.errors import UserError
+from ident_framework.extension_points import PLUGIN_GROUPS
 from ident_framework.model.base_parameters import METHODS
-from ident_framework.model.friction_terms import check_friction_model
 from ident_framework.suggestions import did_you_mean
 
-# config group -> extension point
-PLUGIN_GROUPS = {
-    "source": "data_source",
-    "trajectory": "trajectory",
-    "friction": "friction",
-    "estimator": "estimator",
-    "residual": "residual",
-}
+__all__ = ["PLUGIN_GROUPS", "RunConfig", "SelectedPlugin", "validate_config"]
 SPLIT = "split"  # the validation option that holds out the tail of the identification data
 # identify: the pipeline; predict: apply a saved run to data; rehearse: the pipeline on the robot
 # model with planted changes, checked against them (rehearsal.py)
@@ -131,7 +124,8 @@ class SelectedPlugin:
     params: Any
 
     def create(self) -> Any:
-        return self.info.factory(self.params)
+        """The plugin's object, checked against its protocol (`PluginInfo.create`)."""
+        return self.info.create(self.params)
 
 
 @dataclass
@@ -194,8 +188,7 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
             group_values(cfg[group], group), kind, group, registry
         )
         plugins[group] = SelectedPlugin(info, params)
-    friction = plugins["friction"]
-    check_friction_model(friction.create(), friction.info.name, friction.info.distribution)
+    plugins["friction"].create()  # a friction model that lacks what the engine calls fails here
 
     validation_values = _section(cfg, "validation")
     if validation_values.get("plugin") == SPLIT:
@@ -266,7 +259,7 @@ def _check_loop(loop: LoopSettings, mode: str, source: SelectedPlugin) -> None:
             f"loop.iterations={loop.iterations} repeats an identification; mode={mode} "
             "runs no closed loop. Use loop.iterations=1 with this mode."
         )
-    if getattr(source.info.factory, "moves_robot", True) is False:
+    if not source.create().moves_robot:
         raise UserError(
             f"loop.iterations={loop.iterations} records a new excitation each round, but the "
             f"data source '{source.info.name}' (source=...) reads a recording and moves no "

@@ -48,7 +48,7 @@ from ident_framework.errors import UserError
 from ident_framework.estimators.ls import solve_stacked
 from ident_framework.hookspecs import hookimpl
 from ident_framework.identify.linear_problem import stack_factors
-from ident_framework.interfaces import LinearProblem, StandardModel
+from ident_framework.interfaces import EstimatorDefaults, LinearProblem, StandardModel
 from ident_framework.model.physical_consistency import (
     N_LINK,
     PSEUDO_INERTIA_MAP,
@@ -179,7 +179,7 @@ class _ScaledModel:
             )
 
 
-class ConsistentEstimator:
+class ConsistentEstimator(EstimatorDefaults):
     """fit(problem) -> self. standard_coef_ (full physical parameters), coef_ (base
     parameters = combination @ standard_coef_), coef_std_ (LS approximation), solve_time_s_
     (s, whole fit), status_ and solver_ (solver used), chi2_ (data term at the solution: the

@@ -14,7 +14,7 @@ import scipy.linalg
 
 from ident_framework.hookspecs import hookimpl
 from ident_framework.identify.linear_problem import stack_factors
-from ident_framework.interfaces import LinearProblem
+from ident_framework.interfaces import EstimatorDefaults, LinearProblem
 
 
 @dataclass
@@ -49,7 +49,7 @@ def joint_residual_std(factors: list[np.ndarray], beta: np.ndarray, n_samples: i
     return np.sqrt(rss / dof)
 
 
-class LeastSquares:
+class LeastSquares(EstimatorDefaults):
     """fit(problem) -> self; coef_ (base parameters), coef_std_ (their std deviations)."""
 
     def __init__(self, params: LeastSquaresParams):

@@ -63,7 +63,7 @@ from scipy.linalg.lapack import dpotrf, dtrtrs
 from threadpoolctl import threadpool_limits
 
 from ident_framework.hookspecs import hookimpl
-from ident_framework.interfaces import LinearProblem
+from ident_framework.interfaces import EstimatorDefaults, LinearProblem
 
 DEFAULT_SAMPLE_PERIOD_S = 0.002  # s, UR's RTDE rate (500 Hz): the step assumed without times
 _SYMMETRISE_EVERY = 256  # updates between explicit symmetrisations of P
@@ -112,7 +112,7 @@ class RecursiveLeastSquaresParams:
             raise ValueError(f"running_window_s must be > 0 s, got {self.running_window_s}")
 
 
-class RecursiveLeastSquares:
+class RecursiveLeastSquares(EstimatorDefaults):
     """Recursive least squares with forgetting, whole recordings (`fit`) or online (`update`).
 
     Attributes (current after every update): coef_ (r,) base parameters, coef_std_ (r,) their

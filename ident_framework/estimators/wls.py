@@ -14,7 +14,7 @@ import numpy as np
 
 from ident_framework.estimators.ls import joint_residual_std, solve_stacked
 from ident_framework.hookspecs import hookimpl
-from ident_framework.interfaces import LinearProblem
+from ident_framework.interfaces import EstimatorDefaults, LinearProblem
 
 
 @dataclass
@@ -29,7 +29,7 @@ class WeightedLeastSquaresParams:
             raise ValueError(f"min_sigma must be > 0 Nm, got {self.min_sigma}")
 
 
-class WeightedLeastSquares:
+class WeightedLeastSquares(EstimatorDefaults):
     """fit(problem) -> self; coef_, coef_std_, and joint_sigma_ (Nm per joint)."""
 
     def __init__(self, params: WeightedLeastSquaresParams):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ident_framework.hookspecs import hookimpl
+from ident_framework.interfaces import FrictionModelDefaults
 
 
 @dataclass
@@ -24,7 +25,7 @@ class CoulombViscousParams:
             raise ValueError(f"dead_band must be >= 0 rad/s, got {self.dead_band}")
 
 
-class CoulombViscousFriction:
+class CoulombViscousFriction(FrictionModelDefaults):
     """Viscous (Nm·s/rad) and Coulomb (Nm) friction per joint, linear in its parameters."""
 
     parameter_names = ("fv", "fc")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ident_framework.hookspecs import hookimpl
+from ident_framework.interfaces import FrictionModelDefaults
 
 
 @dataclass
@@ -14,7 +15,7 @@ class NoFrictionParams:
     """No parameters."""
 
 
-class NoFriction:
+class NoFriction(FrictionModelDefaults):
     parameter_names: tuple[str, ...] = ()
 
     def __init__(self, params: NoFrictionParams):

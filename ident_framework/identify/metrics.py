@@ -1,8 +1,17 @@
-"""Torque prediction metrics as the run-directory contract defines them."""
+"""Metrics step: torque prediction metrics as the run-directory contract defines them, and the
+identifiability and data sections of metrics.json."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from ident_framework.data.dataset import Dataset
+    from ident_framework.identify.result import TorquePredictions
+    from ident_framework.interfaces import Estimator
+    from ident_framework.model.base_parameters import BaseParameters
 
 
 def torque_metrics(tau_measured: np.ndarray, tau_predicted: np.ndarray) -> dict[str, object]:
@@ -63,3 +72,78 @@ def slow_motion_metrics(
         ],
         "rmse": float(np.sqrt(squared.sum() / counts.sum())) if counts.sum() else None,
     }
+
+
+def uncertainty_summary(
+    names: list[str], values: np.ndarray, std: np.ndarray | None, bound_percent: float
+) -> dict[str, Any]:
+    """Relative standard deviations (%) and the base parameters above `bound_percent` (the
+    summary warns about those; nothing is logged here, so the warning appears once)."""
+    if std is None:
+        return {"relative_std_percent": None, "poorly_identified": None}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(values != 0, 100.0 * np.asarray(std) / np.abs(values), np.inf)
+    poor = [name for name, r in zip(names, relative, strict=True) if r > bound_percent]
+    return {
+        "relative_std_percent": relative.tolist(),
+        "poorly_identified": poor,
+        "relative_std_bound_percent": bound_percent,
+    }
+
+
+def identifiability_metrics(
+    base: BaseParameters, cond: float, estimator: Estimator, warn_relative_std_percent: float
+) -> dict[str, Any]:
+    """metrics.json `identifiability`: standard and base parameter counts, cond of the base
+    regressor, the base-parameter method and the relative standard deviations."""
+    return {
+        "n_standard": base.n_standard,
+        "n_base": base.rank,
+        "cond": cond,
+        "base_method": base.method,
+        **uncertainty_summary(
+            base.names,
+            np.asarray(estimator.coef_),
+            estimator.coef_std_,
+            warn_relative_std_percent,
+        ),
+    }
+
+
+def fit_metrics(
+    data: Dataset,
+    prediction: TorquePredictions,
+    velocity_limits: np.ndarray,
+    out_of_range: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """metrics.json `train` / `validation`: the physical model's fit against the torque as
+    recorded (pooled, per joint, and where joints move slowly) and, with a residual learner,
+    the fusion's fit, its gain and the learner's range guard (`out_of_range`)."""
+    physical = torque_metrics(data.tau, prediction.physical)
+    physical["slow"] = slow_motion_metrics(data.tau, prediction.physical, data.dq, velocity_limits)
+    metrics: dict[str, Any] = {"physical": physical}
+    if prediction.fusion is not None:
+        fusion = torque_metrics(data.tau, prediction.fusion)
+        fusion["slow"] = slow_motion_metrics(data.tau, prediction.fusion, data.dq, velocity_limits)
+        metrics["fusion"] = fusion
+        metrics["fusion_gain"] = fusion_gain(physical, fusion)
+        fusion.update(out_of_range or {})
+    return metrics
+
+
+def data_metrics(train: Dataset, validation: Dataset) -> dict[str, Any]:
+    """metrics.json `data`: samples and durations (s) of both datasets, and the acquisition
+    figures (achieved rate, dropped samples) of sources that record live (e.g. rtde)."""
+    metrics: dict[str, Any] = {
+        "train_samples": train.n_samples,
+        "validation_samples": validation.n_samples,
+        "train_duration_s": train.duration,
+        "validation_duration_s": validation.duration,
+    }
+    acquisition = train.metadata.get("acquisition")
+    if acquisition is not None:
+        metrics["train_acquisition"] = acquisition
+    held_out = validation.metadata.get("acquisition")
+    if held_out is not None and held_out is not acquisition:  # not the tail of the same one
+        metrics["validation_acquisition"] = held_out
+    return metrics

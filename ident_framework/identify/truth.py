@@ -1,4 +1,5 @@
-"""True parameters of a simulated robot, arranged in a regressor's column order."""
+"""Truth comparison: the true parameters of a simulated robot, arranged in a regressor's column
+order, what they predict, and the identified friction beside the true one."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from ident_framework.data.dataset import Dataset
+from ident_framework.identify.linear_problem import predict_torque
+from ident_framework.identify.metrics import slow_motion_metrics, torque_metrics
 from ident_framework.model import friction_terms
 from ident_framework.model.regressor import RegressorBuilder
 
@@ -51,3 +55,66 @@ def true_builder(builder: RegressorBuilder, truth: dict[str, Any]) -> RegressorB
     itself for a linear friction model)."""
     _, nonlinear = true_friction(builder, truth)
     return builder if nonlinear is None else builder.with_nonlinear(nonlinear)
+
+
+def truth_metrics(
+    builder: RegressorBuilder,
+    truth: dict[str, Any] | None,
+    validation: Dataset,
+    identified_rmse: float,
+    chunk_size: int,
+    slow_per_joint: bool = False,
+) -> tuple[np.ndarray | None, dict[str, Any] | None]:
+    """Truth comparison step: (true standard parameters, metrics.json `truth`) of a simulated
+    robot, (None, None) for a real one. The validation RMSE (Nm) and R² the true parameters
+    reach, and the ratio of the identified model's RMSE `identified_rmse` to it; with
+    `slow_per_joint` also the true parameters' RMSE per joint where the joints move slowly."""
+    truth_theta = true_standard_parameters(builder, truth)
+    if truth_theta is None:
+        return None, None
+    true_prediction = predict_torque(
+        true_builder(builder, truth), validation, truth_theta, chunk_size
+    )
+    true_rmse = torque_metrics(validation.tau, true_prediction)
+    metrics: dict[str, Any] = {
+        "validation_rmse_true_parameters": true_rmse["rmse"],
+        "validation_r2_true_parameters": true_rmse["r2"],
+        "validation_rmse_per_joint_true_parameters": true_rmse["rmse_per_joint"],
+        "rmse_ratio_identified_to_true": identified_rmse / true_rmse["rmse"],
+    }
+    if slow_per_joint:
+        speed_limits = builder.robot.limits.velocity
+        metrics["validation_slow_rmse_per_joint_true_parameters"] = slow_motion_metrics(
+            validation.tau, true_prediction, validation.dq, speed_limits
+        )["rmse_per_joint"]
+    return truth_theta, metrics
+
+
+def friction_values(builder: RegressorBuilder, theta: np.ndarray) -> np.ndarray:
+    """(n, k) the friction model's linear parameters per joint in standard vector theta."""
+    n, k = builder.robot.n_joints, len(builder.friction.parameter_names)
+    return theta[builder.n_inertial : builder.n_inertial + n * k].reshape(n, k)
+
+
+def friction_comparison(
+    builder: RegressorBuilder, theta: np.ndarray, truth: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Identified friction per joint by physical name (fc Nm, v_s rad/s, ...) and, for a
+    simulated robot, the true values of the names its true friction has, with the relative
+    error in % (null where the true value is 0)."""
+    identified = friction_terms.physical_parameters(
+        builder.friction, friction_values(builder, theta), builder.nonlinear
+    )
+    out: dict[str, Any] = {"identified": {k: v.tolist() for k, v in identified.items()}}
+    if truth:
+        physical = true_friction_physical(truth)
+        true = {k: np.asarray(physical[k], dtype=float) for k in identified if k in physical}
+        out["true"] = {k: v.tolist() for k, v in true.items()}
+        out["error_percent"] = {
+            k: [
+                100.0 * (i - t) / t if t != 0 else None
+                for i, t in zip(identified[k], np.broadcast_to(v, identified[k].shape), strict=True)
+            ]
+            for k, v in true.items()
+        }
+    return out

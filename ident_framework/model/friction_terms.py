@@ -4,8 +4,8 @@ A friction plugin always gives `parameter_names` (linear, per joint) and `basis(
 nonlinear parameters (`interfaces.NonlinearFrictionModel`) also names them
 (`nonlinear_names`) and evaluates its basis for given values of them (`basis_along`), possibly
 along a recording in time order (`sequential`: a state such as LuGre's bristle deflection).
-These helpers give both kinds one interface, with the defaults a linear model implies, and
-check that a plugin declaring nonlinear parameters implements what the engine calls.
+These helpers give both kinds one interface; `check_friction_model` checks that a plugin
+declaring nonlinear parameters implements what the engine calls (`extension_points.conform`).
 """
 
 from __future__ import annotations
@@ -15,45 +15,28 @@ from typing import Any
 
 import numpy as np
 
-from ident_framework.errors import UserError
-
-NONLINEAR_MEMBERS = (
-    "nonlinear_bounds",
-    "initial_nonlinear",
-    "basis_along",
-    "physical_parameters",
-    "from_physical",
-)
+from ident_framework.extension_points import conform
 
 
 def nonlinear_names(model: Any) -> tuple[str, ...]:
     """Per-joint names of the model's nonlinear parameters (empty: linear model)."""
-    return tuple(getattr(model, "nonlinear_names", ()) or ())
+    return tuple(model.nonlinear_names)
 
 
 def is_nonlinear(model: Any) -> bool:
-    return bool(nonlinear_names(model))
+    return bool(model.nonlinear_names)
 
 
 def is_sequential(model: Any) -> bool:
     """Whether the model's basis depends on the sample order (an internal state)."""
-    return is_nonlinear(model) and bool(getattr(model, "sequential", False))
+    return is_nonlinear(model) and bool(model.sequential)
 
 
-def check_friction_model(model: Any, name: str, distribution: str) -> None:
-    """UserError naming the plugin and its distribution when a model that declares nonlinear
-    parameters lacks a member the engine calls, or when it is sequential without a stepper."""
-    if not is_nonlinear(model):
-        return
-    members = NONLINEAR_MEMBERS + (("stepper",) if is_sequential(model) else ())
-    missing = [member for member in members if not callable(getattr(model, member, None))]
-    if missing:
-        raise UserError(
-            f"The friction plugin '{name}' from distribution '{distribution}' declares nonlinear "
-            f"parameters {list(nonlinear_names(model))} but does not implement {missing} (see "
-            "ident_framework.interfaces.NonlinearFrictionModel). Fix or uninstall that "
-            "distribution."
-        )
+def check_friction_model(model: Any, name: str, distribution: str) -> Any:
+    """`model` given the defaults of the optional members of `interfaces.FrictionModel`;
+    UserError naming the plugin and its distribution when a model that declares nonlinear
+    parameters lacks a member the engine calls, or is sequential without a stepper."""
+    return conform("friction", model, name, distribution)
 
 
 def basis(

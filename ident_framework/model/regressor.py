@@ -40,6 +40,9 @@ class RegressorBuilder:
         parallel_friction: bool = False,
     ):
         self.robot = robot
+        # A model given here directly (not made by its plugin factory) gets the defaults of
+        # the protocol's optional members too.
+        friction_terms.check_friction_model(friction, type(friction).__name__, "(not registered)")
         self.parallel_friction = parallel_friction  # see identification.recording_friction
         self.friction = friction
         self.armature = armature

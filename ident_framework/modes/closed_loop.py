@@ -19,48 +19,26 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from ident_framework.config.run_config import RunConfig
 from ident_framework.data.dataset import Dataset, concatenate
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.errors import UserError
 from ident_framework.identify.excitation_objective import make_augmented_condition_objective
+from ident_framework.identify.result import IdentificationResult, StepTimer
 from ident_framework.interfaces import Trajectory
 from ident_framework.modes.pipeline import (
-    PipelineResult,
-    StepTimer,
     acquire_validation,
     design_excitation,
     identify,
     robot_and_regressor,
 )
-from ident_framework.plain_data import to_plain
+from ident_framework.reports.loop_table import R2_SOURCES
 
 log = logging.getLogger(__name__)
 
 LOOP_SEED_STRIDE = 1000  # excitation seed step per round: never the validation motion's seed + 1
-R2_SOURCES = {
-    "twin": "twin inverse dynamics (MuJoCo)",
-    "physical": "identified physical model",
-}
-COLUMNS = (  # (key in a round's record, table header, number format)
-    ("iteration", "iteration", "d"),
-    ("seed", "seed", "d"),
-    ("recordings", "recordings", "d"),
-    ("samples", "samples so far", "d"),
-    ("n_base", "n_base", "d"),
-    ("cond", "cond", ".1f"),
-    ("validation_rmse", "validation RMSE [Nm]", ".4f"),
-    ("validation_r2", "R²", ".5f"),
-    ("r2_source", "R² of", ""),
-    ("physical_r2", "physical R²", ".5f"),
-    ("rmse_ratio_to_true", "RMSE / true", ".3f"),
-    ("wall_time_s", "wall time [s]", ".1f"),
-)
 
 
 def validation_fit(metrics: dict[str, Any]) -> tuple[float, float, str]:
@@ -86,9 +64,9 @@ def recording_role(k: int) -> str:
 
 
 def _round_record(
-    k: int, seed: int, train: Dataset, result: PipelineResult, seconds: float
+    k: int, seed: int, train: Dataset, result: IdentificationResult, seconds: float
 ) -> dict[str, Any]:
-    metrics, excitation = result.metrics, result.excitation
+    metrics, excitation = result.metrics, result.data.excitation
     rmse, r2, source = validation_fit(metrics)
     return {
         "iteration": k + 1,
@@ -112,7 +90,7 @@ class LoopResult:
     """The final round's result (its metrics hold `loop`: every round's record, the target and
     whether it was reached) and the excitation of every round, in order."""
 
-    final: PipelineResult
+    final: IdentificationResult
     excitations: list[Trajectory]
 
 
@@ -185,53 +163,3 @@ def run_closed_loop(config: RunConfig, progress: bool = True) -> LoopResult:
         "seed_stride": LOOP_SEED_STRIDE,
     }
     return LoopResult(result, excitations)
-
-
-def _cell(value: Any, spec: str) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan"
-    return format(value, spec) if spec else str(value)
-
-
-def loop_table(loop: dict[str, Any]) -> list[str]:
-    """The rounds as a Markdown table, followed by the target and which R² was judged."""
-    header = [title for _, title, _ in COLUMNS]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for record in loop["iterations"]:
-        cells = [_cell(record.get(key), spec) for key, _, spec in COLUMNS]
-        lines.append("| " + " | ".join(cells) + " |")
-    sources = sorted({R2_SOURCES[r["r2_source"]] for r in loop["iterations"]})
-    target = loop["target_r2"]
-    outcome = (
-        "no target (loop.target_r2=null)"
-        if target is None
-        else f"target R² {target}: {'reached' if loop['reached'] else 'not reached'} after "
-        f"{len(loop['iterations'])} of {loop['max_iterations']} rounds"
-    )
-    return [*lines, "", f"R² of: {', '.join(sources)}. {outcome}."]
-
-
-def write_loop_outputs(folder: Path, loop_result: LoopResult) -> None:
-    """loop.csv, loop.md, loop_trajectories.yaml (every round's excitation) and
-    plots/loop_r2.png of a closed-loop run."""
-    from ident_framework.reports.plots import plot_loop_r2
-
-    result = loop_result.final
-    loop = result.metrics["loop"]
-    keys = [key for key, _, _ in COLUMNS] + ["excitation_cond"]
-    rows = [",".join(keys)]
-    for record in loop["iterations"]:
-        rows.append(",".join("" if record[k] is None else str(record[k]) for k in keys))
-    (folder / "loop.csv").write_text("\n".join(rows) + "\n")
-    title = f"# Closed identification loop ({result.robot.name})\n\n"
-    (folder / "loop.md").write_text(title + "\n".join(loop_table(loop)) + "\n")
-    rounds = [
-        {"iteration": record["iteration"], "seed": record["seed"], **to_plain(e.describe())}
-        for record, e in zip(loop["iterations"], loop_result.excitations, strict=True)
-    ]
-    (folder / "loop_trajectories.yaml").write_text(yaml.safe_dump(rounds, sort_keys=False))
-    if result.config.plots:
-        (folder / "plots").mkdir(exist_ok=True)
-        plot_loop_r2(folder / "plots" / "loop_r2.png", loop)

@@ -1,4 +1,4 @@
-"""One Hydra job: validate the config, run the pipeline, write the run directory."""
+"""One Hydra job: validate the config, run the mode it names, write the run directory."""
 
 from __future__ import annotations
 
@@ -10,16 +10,14 @@ from omegaconf import DictConfig
 
 from ident_framework.config.registry import get_registry
 from ident_framework.config.run_config import validate_config
-from ident_framework.modes.closed_loop import run_closed_loop, write_loop_outputs
+from ident_framework.modes.closed_loop import run_closed_loop
 from ident_framework.modes.pipeline import run_pipeline
 from ident_framework.modes.predict import run_prediction
 from ident_framework.modes.rehearsal.run import run_rehearsal_job
+from ident_framework.reports.loop_table import write_loop_outputs
 from ident_framework.reports.run_directory import staged_outputs
-from ident_framework.reports.run_report import (
-    prediction_summary_lines,
-    print_summary,
-    write_run_directory,
-)
+from ident_framework.reports.run_report import print_summary, write_run_directory, write_summary
+from ident_framework.reports.summary import prediction_summary_lines
 
 log = logging.getLogger(__name__)
 
@@ -29,24 +27,24 @@ def run_one_job(cfg: DictConfig) -> float:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     config = validate_config(cfg, get_registry())
     if config.mode == "predict":
-        with staged_outputs(run_dir) as stage:
-            metrics = run_prediction(config, stage)
+        with staged_outputs(run_dir) as staging:
+            metrics = run_prediction(config, staging)
             lines = prediction_summary_lines(metrics)
-            (stage / "summary.txt").write_text("\n".join(lines) + "\n")
+            write_summary(staging, lines)
         print("\n".join([*lines, f"outputs in {run_dir}"]))
         final = metrics.get("fusion") or metrics["physical"]
         return float(final["rmse"])
     if config.mode == "rehearse":
         return run_rehearsal_job(config, cfg, run_dir)
-    with staged_outputs(run_dir) as stage:
+    with staged_outputs(run_dir) as staging:
         if config.loop.active:
             loop = run_closed_loop(config)
             result = loop.final
-            write_run_directory(stage, result, cfg)
-            write_loop_outputs(stage, loop)
+            write_run_directory(staging, result, cfg)
+            write_loop_outputs(staging, result, loop.excitations)
         else:
             result = run_pipeline(config)
-            write_run_directory(stage, result, cfg)
+            write_run_directory(staging, result, cfg)
     print_summary(result, run_dir)
     final = result.metrics["validation"].get("fusion") or result.metrics["validation"]["physical"]
     return float(final["rmse"])

@@ -1,95 +1,41 @@
 """The identification pipeline, top to bottom.
 
 robot model -> excitation trajectory -> data (identification + validation) -> preprocessing
--> regressor and base parameters -> estimation -> residual learner -> predictions and metrics.
-Each step is one call into the module (or plugin) that does it; `job.py` writes the results.
-`run_pipeline` is the whole flow; `closed_loop.py` repeats its steps (`design_excitation`,
-`acquire_validation`, `identify`) with new excitations until the validation fit is good enough.
+-> [nonlinear friction fit] -> regressor and base parameters -> estimation -> prediction ->
+residual fusion -> metrics -> truth comparison -> physical check -> twin write-back.
+Each step is one call into the module (or plugin) that does it, in `identify/` (and `twin/`);
+`modes/job.py` writes the result into the run directory (`reports/`). `run_pipeline` is the
+whole flow; `closed_loop.py` repeats its steps (`design_excitation`, `acquire_validation`,
+`identify`) with new excitations until the validation fit is good enough.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from ident_framework.config.run_config import RunConfig
 from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import preprocess
-from ident_framework.errors import UserError
+from ident_framework.identify.estimation import estimate, require_samples
 from ident_framework.identify.excitation_objective import make_condition_objective
-from ident_framework.identify.friction_fit import FrictionFit, fit_nonlinear_friction
-from ident_framework.identify.linear_problem import build_problem, predict_torque
-from ident_framework.identify.metrics import fusion_gain, slow_motion_metrics, torque_metrics
-from ident_framework.identify.truth import (
-    true_builder,
-    true_friction_physical,
-    true_standard_parameters,
+from ident_framework.identify.friction_fit import fit_nonlinear_friction
+from ident_framework.identify.linear_problem import build_problem
+from ident_framework.identify.metrics import data_metrics, fit_metrics, identifiability_metrics
+from ident_framework.identify.physical_check import physical_check
+from ident_framework.identify.prediction import fuse_residual, predict_physical
+from ident_framework.identify.result import (
+    Diagnostics,
+    IdentificationData,
+    IdentificationResult,
+    IdentifiedModel,
+    StepTimer,
 )
+from ident_framework.identify.truth import friction_comparison, truth_metrics
 from ident_framework.interfaces import ConditionObjective, Trajectory
 from ident_framework.model import friction_terms
-from ident_framework.model.base_parameters import BaseParameters
-from ident_framework.model.physical_consistency import check_parameters
-from ident_framework.model.physical_consistency import violations as physical_violations
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel, load_robot
-from ident_framework.twin.check import twin_metrics
-from ident_framework.twin.export import identified_dynamics, twin_model, twin_problems
-
-
-class StepTimer:
-    """Wall time per pipeline step, in s."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-
-    @contextmanager
-    def __call__(self, step: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - start
-
-
-@dataclass
-class Stage:
-    """Torque predictions (N, n) in Nm of one model on one dataset."""
-
-    physical: np.ndarray
-    fusion: np.ndarray | None = None
-
-    @property
-    def final(self) -> np.ndarray:
-        return self.physical if self.fusion is None else self.fusion
-
-
-@dataclass
-class PipelineResult:
-    config: RunConfig
-    robot: RobotModel
-    builder: RegressorBuilder
-    base: BaseParameters
-    estimator: Any
-    theta: np.ndarray  # standard parameters (minimum-norm), regressor column order
-    cond: float
-    excitation: Trajectory | None
-    train: Dataset
-    validation: Dataset
-    predictions: dict[str, Stage]  # "train", "validation"
-    metrics: dict[str, Any]
-    residual: Any = None  # the fitted residual learner (None: no fusion stage)
-    truth_theta: np.ndarray | None = None
-    physical_violations: list[str] = field(default_factory=list)  # empty: physically valid
-    twin: RobotModel | None = None  # the robot with the identified parameters written back
-    twin_refused: list[str] = field(default_factory=list)  # why no twin was written
-    twin_prefix: str = ""  # prefix of the twin's file names (a rehearsal's is not the robot's)
-    timing: dict[str, float] = field(default_factory=dict)
-    friction_fit: FrictionFit | None = None  # nonlinear friction parameters (builder.nonlinear)
+from ident_framework.twin.write_back import write_back
 
 
 def _split_tail(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:
@@ -97,40 +43,10 @@ def _split_tail(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:
     return data.select(slice(0, cut)), data.select(slice(cut, None))
 
 
-def _require_samples(data: Dataset, n_parameters: int, role: str) -> None:
-    if data.n_samples < n_parameters:
-        where = data.metadata.get("path", data.metadata.get("source", "the recording"))
-        raise UserError(
-            f"The {role} data ({where}) has {data.n_samples} samples after preprocessing, fewer "
-            f"than the {n_parameters} parameters of the model: the identification would be "
-            "underdetermined. Record a longer motion (tens of seconds) or use fewer regressor "
-            "columns (friction=none, regressor.armature=false)."
-        )
-
-
-def uncertainty_summary(
-    names: list[str], values: np.ndarray, std: np.ndarray | None, bound_percent: float
-) -> dict[str, Any]:
-    """Relative standard deviations (%) and the base parameters above `bound_percent` (the
-    summary warns about those; nothing is logged here, so the warning appears once)."""
-    if std is None:
-        return {"relative_std_percent": None, "poorly_identified": None}
-    with np.errstate(divide="ignore", invalid="ignore"):
-        relative = np.where(values != 0, 100.0 * np.asarray(std) / np.abs(values), np.inf)
-    poor = [name for name, r in zip(names, relative, strict=True) if r > bound_percent]
-    return {
-        "relative_std_percent": relative.tolist(),
-        "poorly_identified": poor,
-        "relative_std_bound_percent": bound_percent,
-    }
-
-
 def robot_and_regressor(config: RunConfig) -> tuple[RobotModel, RegressorBuilder]:
     """The robot model and its regressor (friction plugin, rotor inertia, offsets) of a run."""
     robot = load_robot(config.robot.model, config.robot.path, config.robot.acceleration_limits)
-    friction = config.plugins["friction"]
-    model = friction.create()
-    friction_terms.check_friction_model(model, friction.info.name, friction.info.distribution)
+    model = config.plugins["friction"].create()
     builder = RegressorBuilder(
         robot,
         model,
@@ -172,7 +88,7 @@ def acquire_validation(
     return recorded, validation_source.acquire(robot, motion, "validation")
 
 
-def run_pipeline(config: RunConfig, progress: bool = True) -> PipelineResult:
+def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResult:
     timer = StepTimer()
     with timer("robot"):
         robot, builder = robot_and_regressor(config)
@@ -206,12 +122,13 @@ def identify(
     truth: Any,
     timer: StepTimer,
     progress: bool = True,
-) -> PipelineResult:
+) -> IdentificationResult:
     """From preprocessed identification and validation data to the identified parameters,
     their predictions and metrics. `truth`: the simulated robot's true parameters (None for a
     real robot); `excitation`: the (last) trajectory the identification data followed."""
-    plugins = config.plugins
-    _require_samples(train, builder.n_parameters, "identification")
+    plugins, chunk_size, settings = config.plugins, config.chunk_size, config.base_parameters
+    data = IdentificationData(train, validation, excitation)
+    require_samples(train, builder.n_parameters, "identification")
 
     # Nonlinear friction parameters first (variable projection); then the usual linear
     # identification, prediction and validation with the friction at the fitted values.
@@ -219,189 +136,58 @@ def identify(
     if friction_terms.is_nonlinear(builder.friction):
         with timer("friction_fit"):
             friction_fit = fit_nonlinear_friction(
-                builder, train, config.chunk_size, config.base_parameters.tolerance, progress
+                builder, train, chunk_size, settings.tolerance, progress
             )
         builder = builder.with_nonlinear(friction_fit.values)
-
     with timer("regressor"):
         problem, base, cond = build_problem(
-            builder,
-            train,
-            config.chunk_size,
-            config.base_parameters.tolerance,
-            progress,
-            config.base_parameters.method,
+            builder, train, chunk_size, settings.tolerance, progress, settings.method
         )
     with timer("estimation"):
-        estimator = plugins["estimator"].create().fit(problem)
-        # Estimators of physical parameters give all of them; others give base parameters.
-        standard = getattr(estimator, "standard_coef_", None)
-        theta = (
-            np.asarray(standard)
-            if standard is not None
-            else base.to_standard(np.asarray(estimator.coef_))
-        )
-
+        estimator, theta = estimate(plugins["estimator"], problem, base)
     with timer("prediction"):
-        predictions = {
-            "train": Stage(predict_torque(builder, train, theta, config.chunk_size)),
-            "validation": Stage(predict_torque(builder, validation, theta, config.chunk_size)),
-        }
-
+        predictions = predict_physical(builder, data.splits(), theta, chunk_size)
     residual = plugins["residual"].create()
     out_of_range: dict[str, dict[str, Any]] = {}
     if residual.active:
         with timer("residual"):
-            residual.fit(train.q, train.dq, train.ddq, train.tau - predictions["train"].physical)
-            for name, data in (("train", train), ("validation", validation)):
-                stage = predictions[name]
-                stage.fusion = stage.physical + residual.predict(data.q, data.dq, data.ddq)
-                fraction = getattr(residual, "out_of_range_fraction_", None)
-                if fraction is not None:
-                    per_joint = getattr(residual, "out_of_range_per_joint_", None)
-                    out_of_range[name] = {
-                        "out_of_range_fraction": float(fraction),
-                        "out_of_range_per_joint": None if per_joint is None else list(per_joint),
-                    }
+            out_of_range = fuse_residual(residual, data.splits(), predictions)
 
     metrics: dict[str, Any] = {
-        "identifiability": {
-            "n_standard": base.n_standard,
-            "n_base": base.rank,
-            "cond": cond,
-            "base_method": base.method,
-            **uncertainty_summary(
-                base.names,
-                np.asarray(estimator.coef_),
-                getattr(estimator, "coef_std_", None),
-                config.base_parameters.warn_relative_std_percent,
-            ),
-        }
+        "identifiability": identifiability_metrics(
+            base, cond, estimator, settings.warn_relative_std_percent
+        ),
+        **{
+            name: fit_metrics(
+                split, predictions[name], robot.limits.velocity, out_of_range.get(name)
+            )
+            for name, split in data.splits().items()
+        },
     }
-    speed_limits = robot.limits.velocity
-    for name, data in (("train", train), ("validation", validation)):
-        stage = predictions[name]
-        metrics[name] = {"physical": torque_metrics(data.tau, stage.physical)}
-        metrics[name]["physical"]["slow"] = slow_motion_metrics(
-            data.tau, stage.physical, data.dq, speed_limits
-        )
-        if stage.fusion is not None:
-            metrics[name]["fusion"] = torque_metrics(data.tau, stage.fusion)
-            metrics[name]["fusion"]["slow"] = slow_motion_metrics(
-                data.tau, stage.fusion, data.dq, speed_limits
-            )
-            metrics[name]["fusion_gain"] = fusion_gain(
-                metrics[name]["physical"], metrics[name]["fusion"]
-            )
-            metrics[name]["fusion"].update(out_of_range.get(name, {}))
-
     # Simulated robots know their true parameters: how far is the fit from the truth?
-    truth_theta = true_standard_parameters(builder, truth)
-    if truth_theta is not None:
-        true_prediction = predict_torque(
-            true_builder(builder, truth), validation, truth_theta, config.chunk_size
-        )
-        true_rmse = torque_metrics(validation.tau, true_prediction)
-        identified = metrics["validation"]["physical"]["rmse"]
-        metrics["truth"] = {
-            "validation_rmse_true_parameters": true_rmse["rmse"],
-            "validation_r2_true_parameters": true_rmse["r2"],
-            "validation_rmse_per_joint_true_parameters": true_rmse["rmse_per_joint"],
-            "rmse_ratio_identified_to_true": identified / true_rmse["rmse"],
-        }
-        if friction_fit is not None:
-            metrics["truth"]["validation_slow_rmse_per_joint_true_parameters"] = (
-                slow_motion_metrics(validation.tau, true_prediction, validation.dq, speed_limits)[
-                    "rmse_per_joint"
-                ]
-            )
+    truth_theta, truth_section = truth_metrics(
+        builder, truth, validation, metrics["validation"]["physical"]["rmse"], chunk_size,
+        slow_per_joint=friction_fit is not None,
+    )  # fmt: skip
+    if truth_section is not None:
+        metrics["truth"] = truth_section
     if friction_fit is not None:
         metrics["friction_fit"] = friction_fit.to_dict(list(robot.joint_names))
         metrics["friction"] = friction_comparison(builder, theta, truth)
-    # Which physical conditions the identified standard parameters break (none: valid links).
-    # Parameters from base parameters leave what no torque depends on at zero: a link mass of
-    # that kind is reported as not identifiable, not as a negative mass.
-    share = base.identifiable_share() if standard is None else None
-    violations = physical_violations(
-        check_parameters(theta, problem.standard, list(robot.joint_names), 1e-12, share)
+    physical = physical_check(
+        theta, problem.standard, robot, base, from_base_parameters=estimator.standard_coef_ is None
     )
-    metrics["identifiability"]["physically_consistent"] = not violations
-
+    metrics["identifiability"]["physically_consistent"] = physical.valid
     # Write-back: the twin carries the identified parameters when they are physically valid.
-    dynamics = identified_dynamics(robot, builder.parameter_names, theta)
-    mass_share = None if share is None else share[: 10 * robot.n_joints : 10]
-    twin_refused = twin_problems(robot, dynamics, mass_share)
-    twin = None
-    if not twin_refused:
-        with timer("twin"):
-            twin = twin_model(robot, dynamics)
-            metrics["twin"] = twin_metrics(
-                twin, robot, validation, predictions["validation"].physical
-            )
-    else:
-        metrics["twin_not_written"] = twin_refused  # each link and the condition it breaks
-    metrics["data"] = {
-        "train_samples": train.n_samples,
-        "validation_samples": validation.n_samples,
-        "train_duration_s": train.duration,
-        "validation_duration_s": validation.duration,
-    }
-    # Sources that record live (e.g. rtde) report their achieved rate and dropped samples.
-    acquisition = train.metadata.get("acquisition")
-    if acquisition is not None:
-        metrics["data"]["train_acquisition"] = acquisition
-    held_out = validation.metadata.get("acquisition")
-    if held_out is not None and held_out is not acquisition:  # not the tail of the same one
-        metrics["data"]["validation_acquisition"] = held_out
+    twin, twin_section = write_back(
+        robot, builder, theta, physical.mass_share, validation,
+        predictions["validation"].physical, timer,
+    )  # fmt: skip
+    metrics.update(twin_section)
+    metrics["data"] = data_metrics(train, validation)
     metrics["timing_s"] = timer.seconds
-    return PipelineResult(
-        config=config,
-        robot=robot,
-        builder=builder,
-        base=base,
-        estimator=estimator,
-        theta=theta,
-        cond=cond,
-        excitation=excitation,
-        train=train,
-        validation=validation,
-        predictions=predictions,
-        metrics=metrics,
-        truth_theta=truth_theta,
-        residual=residual if residual.active else None,
-        physical_violations=violations,
-        twin=twin,
-        twin_refused=twin_refused,
-        timing=timer.seconds,
-        friction_fit=friction_fit,
+    model = IdentifiedModel(
+        robot, builder, base, estimator, theta, residual if residual.active else None, friction_fit
     )
-
-
-def friction_values(builder: RegressorBuilder, theta: np.ndarray) -> np.ndarray:
-    """(n, k) the friction model's linear parameters per joint in standard vector theta."""
-    n, k = builder.robot.n_joints, len(builder.friction.parameter_names)
-    return theta[builder.n_inertial : builder.n_inertial + n * k].reshape(n, k)
-
-
-def friction_comparison(
-    builder: RegressorBuilder, theta: np.ndarray, truth: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """Identified friction per joint by physical name (fc Nm, v_s rad/s, ...) and, for a
-    simulated robot, the true values of the names its true friction has, with the relative
-    error in % (null where the true value is 0)."""
-    identified = friction_terms.physical_parameters(
-        builder.friction, friction_values(builder, theta), builder.nonlinear
-    )
-    out: dict[str, Any] = {"identified": {k: v.tolist() for k, v in identified.items()}}
-    if truth:
-        physical = true_friction_physical(truth)
-        true = {k: np.asarray(physical[k], dtype=float) for k in identified if k in physical}
-        out["true"] = {k: v.tolist() for k, v in true.items()}
-        out["error_percent"] = {
-            k: [
-                100.0 * (i - t) / t if t != 0 else None
-                for i, t in zip(identified[k], np.broadcast_to(v, identified[k].shape), strict=True)
-            ]
-            for k, v in true.items()
-        }
-    return out
+    diagnostics = Diagnostics(cond, truth_theta, physical.violations, timer.seconds)
+    return IdentificationResult(config, model, data, predictions, metrics, diagnostics, twin)

@@ -10,7 +10,6 @@ DIR/residual/; it then predicts the joint torques of FILE and writes
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,17 +22,19 @@ from ident_framework.config.registry import get_registry
 from ident_framework.config.run_config import RunConfig, validate_config
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.errors import UserError
+from ident_framework.extension_points import conform
 from ident_framework.identify.linear_problem import predict_torque
 from ident_framework.identify.metrics import fusion_gain, torque_metrics
+from ident_framework.identify.prediction import out_of_range
+from ident_framework.interfaces import ResidualLearner
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model import friction_terms
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
 from ident_framework.modes.pipeline import robot_and_regressor
-from ident_framework.plain_data import to_plain
-from ident_framework.reports.plots import write_prediction_plots
+from ident_framework.reports import run_files
+from ident_framework.reports.run_report import write_prediction_outputs
 
-RESIDUAL_FOLDER = "residual"
 MODEL_GROUPS = ("estimator", "friction", "residual")  # named in the metrics and the summary
 
 
@@ -46,7 +47,7 @@ class SavedModel:
     robot: RobotModel
     builder: RegressorBuilder
     theta: np.ndarray
-    residual: Any | None  # a fitted residual learner, or None
+    residual: ResidualLearner | None  # a fitted residual learner, or None
 
 
 def _read(path: Path, what: str) -> str:
@@ -64,8 +65,8 @@ def load_saved_model(run_dir: str | Path) -> SavedModel:
     if not folder.is_dir():
         raise UserError(f"The run directory {folder} (config key 'run') does not exist.")
     try:
-        cfg = OmegaConf.create(_read(folder / "config.yaml", "the run's resolved config"))
-        parameters = yaml.safe_load(_read(folder / "parameters.yaml", "identified parameters"))
+        cfg = OmegaConf.create(_read(folder / run_files.CONFIG, "the run's resolved config"))
+        parameters = yaml.safe_load(_read(folder / run_files.PARAMETERS, "identified parameters"))
     except (yaml.YAMLError, ValueError) as error:
         raise UserError(f"Cannot read the saved run in {folder}: {error}") from None
     config = validate_config(cfg, get_registry())
@@ -73,14 +74,18 @@ def load_saved_model(run_dir: str | Path) -> SavedModel:
     saved = (parameters or {}).get("standard_parameters")
     if not isinstance(saved, dict) or list(saved) != builder.parameter_names:
         raise UserError(
-            f"{folder / 'parameters.yaml'} holds no physical model matching its config "
+            f"{folder / run_files.PARAMETERS} holds no physical model matching its config "
             f"(expected 'standard_parameters' {builder.parameter_names[:3]}...): the residual "
             "learner needs the physical model it was trained on. Re-run the identification."
         )
     if builder.nonlinear is not None:
         builder = builder.with_nonlinear(_saved_nonlinear(folder, parameters, builder))
-    learner = config.plugins["residual"].create()
-    residual = learner.load(folder / RESIDUAL_FOLDER) if learner.active else None
+    selected = config.plugins["residual"]
+    learner = selected.create()
+    residual = None
+    if learner.active:
+        loaded = learner.load(folder / run_files.RESIDUAL_FOLDER)
+        residual = conform("residual", loaded, selected.info.name, selected.info.distribution)
     theta = np.array([float(v) for v in saved.values()])
     return SavedModel(folder, config, robot, builder, theta, residual)
 
@@ -94,7 +99,7 @@ def _saved_nonlinear(folder: Path, parameters: dict, builder: RegressorBuilder) 
         return np.array([[float(saved[joint][name]) for name in names] for joint in joints])
     except (KeyError, TypeError, ValueError):
         raise UserError(
-            f"{folder / 'parameters.yaml'} holds no fitted nonlinear friction parameters "
+            f"{folder / run_files.PARAMETERS} holds no fitted nonlinear friction parameters "
             f"{names} for the joints {joints} (key 'friction.nonlinear'), which its friction "
             "model needs. Re-run the identification."
         ) from None
@@ -132,26 +137,7 @@ def run_prediction(config: RunConfig, out_dir: Path) -> dict[str, Any]:
         fusion = physical + model.residual.predict(data.q, data.dq, data.ddq)
         metrics["fusion"] = torque_metrics(data.tau, fusion)
         metrics["fusion_gain"] = fusion_gain(metrics["physical"], metrics["fusion"])
-        fraction = getattr(model.residual, "out_of_range_fraction_", None)
-        if fraction is not None:
-            metrics["fusion"]["out_of_range_fraction"] = float(fraction)
-            per_joint = getattr(model.residual, "out_of_range_per_joint_", None)
-            metrics["fusion"]["out_of_range_per_joint"] = per_joint
-    final = physical if fusion is None else fusion
+        metrics["fusion"].update(out_of_range(model.residual) or {})
     stem = Path(str(recorded.metadata.get("path", "recording"))).stem
-    n = data.n_joints
-    header = ["timestamp"] + [
-        f"{kind}_{j}" for kind in ("tau_meas", "tau_physical", "tau_pred") for j in range(n)
-    ]
-    np.savetxt(
-        out_dir / f"predictions_{stem}.csv",
-        np.column_stack([data.timestamp, data.tau, physical, final]),
-        delimiter=",",
-        header=",".join(header),
-        comments="",
-        fmt="%.9g",
-    )
-    (out_dir / f"metrics_{stem}.json").write_text(json.dumps(to_plain(metrics), indent=2))
-    if config.plots:
-        write_prediction_plots(out_dir / "plots", data, physical, fusion, metrics, stem)
+    write_prediction_outputs(out_dir, stem, data, physical, fusion, metrics, config.plots)
     return metrics

@@ -13,9 +13,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ident_framework.reports import run_files  # noqa: E402
+
 if TYPE_CHECKING:
     from ident_framework.data.dataset import Dataset
-    from ident_framework.modes.pipeline import PipelineResult
+    from ident_framework.identify.result import IdentificationResult
 
 
 def _grid(n: int) -> tuple[int, int]:
@@ -57,10 +59,10 @@ def plot_torque(
     plt.close(fig)
 
 
-def plot_validation_torque(path: Path, result: PipelineResult) -> None:
-    stage = result.predictions["validation"]
+def plot_validation_torque(path: Path, result: IdentificationResult) -> None:
+    prediction = result.predictions["validation"]
     title = "Validation trajectory: measured vs predicted joint torque"
-    plot_torque(path, result.validation, stage.physical, stage.fusion, title)
+    plot_torque(path, result.data.validation, prediction.physical, prediction.fusion, title)
 
 
 def plot_rmse_bars(
@@ -91,7 +93,7 @@ def plot_rmse_bars(
     plt.close(fig)
 
 
-def plot_rmse_per_joint(path: Path, result: PipelineResult) -> None:
+def plot_rmse_per_joint(path: Path, result: IdentificationResult) -> None:
     bars = []
     for split, color in (("train", "tab:gray"), ("validation", "tab:blue")):
         values = result.metrics[split].get("fusion") or result.metrics[split]["physical"]
@@ -100,24 +102,26 @@ def plot_rmse_per_joint(path: Path, result: PipelineResult) -> None:
     if "truth" in result.metrics:
         true_rmse = result.metrics["truth"]["validation_rmse_per_joint_true_parameters"]
         reference = ("true parameters (validation)", true_rmse)
-    plot_rmse_bars(path, result.robot.joint_names, bars, reference=reference)
+    plot_rmse_bars(path, result.model.robot.joint_names, bars, reference=reference)
 
 
-def plot_excitation(path: Path, result: PipelineResult) -> None:
-    trajectory = result.excitation
+def plot_excitation(path: Path, result: IdentificationResult) -> None:
+    trajectory = result.data.excitation
     t = np.linspace(0.0, trajectory.duration, 2000)
     q, dq, ddq = trajectory.evaluate(t)
     fig, axes = plt.subplots(3, 1, figsize=(11, 8), sharex=True)
     for ax, values, label in zip(
         axes, (q, dq, ddq), ("q [rad]", "dq [rad/s]", "ddq [rad/s²]"), strict=True
     ):
-        for j, name in enumerate(result.robot.joint_names):
+        for j, name in enumerate(result.model.robot.joint_names):
             ax.plot(t, values[:, j], lw=1, label=name.replace("_joint", ""))
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0].legend(ncol=3, fontsize=8)
     axes[-1].set_xlabel("time [s]")
-    axes[0].set_title(f"Excitation trajectory (cond of base regressor {result.cond:.1f})")
+    axes[0].set_title(
+        f"Excitation trajectory (cond of base regressor {result.diagnostics.cond:.1f})"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -135,21 +139,24 @@ def write_prediction_plots(
     recording `label` predicted with a saved model (same file names)."""
     folder.mkdir(parents=True, exist_ok=True)
     title = f"{label}: measured vs predicted joint torque (saved model)"
-    plot_torque(folder / "validation_torque.png", data, physical, fusion, title)
+    plot_torque(folder / run_files.VALIDATION_TORQUE_PLOT, data, physical, fusion, title)
     bars = [("physical model", metrics["physical"]["rmse_per_joint"], "tab:blue")]
     if "fusion" in metrics:
         bars.append(("fusion", metrics["fusion"]["rmse_per_joint"], "tab:orange"))
     plot_rmse_bars(
-        folder / "rmse_per_joint.png", data.joint_names, bars, f"Torque RMSE per joint: {label}"
+        folder / run_files.RMSE_PER_JOINT_PLOT,
+        data.joint_names,
+        bars,
+        f"Torque RMSE per joint: {label}",
     )
 
 
-def write_plots(folder: Path, result: PipelineResult) -> None:
+def write_plots(folder: Path, result: IdentificationResult) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    plot_validation_torque(folder / "validation_torque.png", result)
-    plot_rmse_per_joint(folder / "rmse_per_joint.png", result)
-    if result.excitation is not None:
-        plot_excitation(folder / "excitation.png", result)
+    plot_validation_torque(folder / run_files.VALIDATION_TORQUE_PLOT, result)
+    plot_rmse_per_joint(folder / run_files.RMSE_PER_JOINT_PLOT, result)
+    if result.data.excitation is not None:
+        plot_excitation(folder / run_files.EXCITATION_PLOT, result)
 
 
 def plot_loop_r2(path: Path, loop: dict) -> None:

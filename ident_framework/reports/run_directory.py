@@ -8,37 +8,35 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-STAGING = ".incomplete"
-HYDRA_FILES = (".hydra",)
+from ident_framework.reports.run_files import HYDRA_FOLDER, STAGING
 
 
 @contextmanager
 def staged_outputs(run_dir: Path) -> Iterator[Path]:
     """Yield a staging folder; on success move its files into run_dir, on any failure remove
     it together with the files Hydra wrote for this job, and the run dir if left empty."""
-    stage = run_dir / STAGING
-    if stage.exists():
-        shutil.rmtree(stage)
-    stage.mkdir(parents=True)
+    staging = run_dir / STAGING
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
     try:
-        yield stage
+        yield staging
     except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
         _remove_job_bookkeeping(run_dir)
         raise
-    for item in sorted(stage.iterdir()):
+    for item in sorted(staging.iterdir()):
         target = run_dir / item.name
         if target.is_dir():
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
         item.rename(target)
-    stage.rmdir()
+    staging.rmdir()
 
 
 def _remove_job_bookkeeping(run_dir: Path) -> None:
-    for name in HYDRA_FILES:
-        shutil.rmtree(run_dir / name, ignore_errors=True)
+    shutil.rmtree(run_dir / HYDRA_FOLDER, ignore_errors=True)
     for log in run_dir.glob("*.log"):
         log.unlink()
     try:

@@ -12,6 +12,9 @@ import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from ident_framework.reports import run_files
+from ident_framework.reports.tables import COMPACT, format_cell, markdown_table
+
 log = logging.getLogger(__name__)
 
 COLUMNS = (
@@ -21,18 +24,20 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def _final(stage: dict[str, Any]) -> dict[str, Any]:
-    return stage.get("fusion") or stage["physical"]
+def _final(split: dict[str, Any]) -> dict[str, Any]:
+    return split.get("fusion") or split["physical"]
 
 
 def collect_rows(sweep_dir: Path) -> list[dict[str, Any]]:
     rows = []
-    for metrics_file in sorted(sweep_dir.glob("*/metrics.json"), key=lambda p: p.parent.name):
+    metrics_files = sweep_dir.glob(f"*/{run_files.METRICS}")
+    for metrics_file in sorted(metrics_files, key=lambda p: p.parent.name):
         run = metrics_file.parent
         metrics = json.loads(metrics_file.read_text())
-        overrides_file = run / ".hydra" / "overrides.yaml"
+        overrides_file = run / run_files.HYDRA_FOLDER / run_files.HYDRA_OVERRIDES
         overrides = yaml.safe_load(overrides_file.read_text()) if overrides_file.exists() else []
-        plugins = yaml.safe_load((run / "parameters.yaml").read_text()).get("plugins", {})
+        parameters = yaml.safe_load((run / run_files.PARAMETERS).read_text())
+        plugins = parameters.get("plugins", {})
         train, validation = _final(metrics["train"]), _final(metrics["validation"])
         rows.append(
             {
@@ -50,9 +55,7 @@ def collect_rows(sweep_dir: Path) -> list[dict[str, Any]]:
                 "validation_rmse_slow": (validation.get("slow") or {}).get("rmse"),
                 "wall_time_s": sum(metrics.get("timing_s", {}).values()),
                 "validation_rmse_per_joint": validation["rmse_per_joint"],
-                "joint_names": yaml.safe_load((run / "parameters.yaml").read_text())["robot"][
-                    "joint_names"
-                ],
+                "joint_names": parameters["robot"]["joint_names"],
             }
         )
     return rows
@@ -86,33 +89,26 @@ def plot_rmse_per_joint(rows: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.3e}"
-    return "" if value is None else str(value)
-
-
 def write_comparison(sweep_dir: Path) -> list[dict[str, Any]]:
     """Write comparison.csv and comparison.md (sorted by validation RMSE) into sweep_dir."""
     rows = collect_rows(sweep_dir)
-    with open(sweep_dir / "comparison.csv", "w", newline="") as handle:
+    with open(sweep_dir / run_files.COMPARISON_CSV, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
     ranked = sorted(rows, key=lambda r: r["validation_rmse"])
-    lines = [
-        "| rank | " + " | ".join(COLUMNS) + " |",
-        "|" + "---|" * (len(COLUMNS) + 1),
+    cells = [
+        [str(rank), *(format_cell(row[c], COMPACT) for c in COLUMNS)]
+        for rank, row in enumerate(ranked, start=1)
     ]
-    for rank, row in enumerate(ranked, start=1):
-        lines.append(f"| {rank} | " + " | ".join(_cell(row[c]) for c in COLUMNS) + " |")
-    (sweep_dir / "comparison.md").write_text(
+    lines = markdown_table(["rank", *COLUMNS], cells)
+    (sweep_dir / run_files.COMPARISON_MARKDOWN).write_text(
         "# Sweep comparison (ranked by validation RMSE, Nm)\n\n"
         + "\n".join(lines)
-        + "\n\n![validation RMSE per joint](comparison_rmse_per_joint.png)\n"
+        + f"\n\n![validation RMSE per joint]({run_files.COMPARISON_PLOT})\n"
     )
     if rows:
-        plot_rmse_per_joint(rows, sweep_dir / "comparison_rmse_per_joint.png")
+        plot_rmse_per_joint(rows, sweep_dir / run_files.COMPARISON_PLOT)
     return rows
 
 
@@ -122,4 +118,4 @@ class SweepReport(Callback):
         if not sweep_dir.is_dir():
             return
         rows = write_comparison(sweep_dir)
-        print(f"comparison of {len(rows)} runs: {sweep_dir / 'comparison.md'}")
+        print(f"comparison of {len(rows)} runs: {sweep_dir / run_files.COMPARISON_MARKDOWN}")

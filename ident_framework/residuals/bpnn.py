@@ -53,6 +53,7 @@ import numpy as np
 
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import hookimpl
+from ident_framework.interfaces import ResidualLearnerDefaults
 
 if TYPE_CHECKING:
     import torch
@@ -233,7 +234,7 @@ def _forward(x: torch.Tensor, layers: list[tuple[torch.Tensor, torch.Tensor]]) -
     return x
 
 
-class BpnnResidual:
+class BpnnResidual(ResidualLearnerDefaults):
     """Per-joint MLP residual learner (see the module docstring).
 
     After `fit`: `history_` (dict of per-epoch lists: "train_loss", "val_loss" — means over the

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from ident_framework.hookspecs import hookimpl
+from ident_framework.interfaces import ResidualLearnerDefaults
 
 
 @dataclass
@@ -14,7 +16,9 @@ class NoResidualParams:
     """No parameters."""
 
 
-class NoResidual:
+class NoResidual(ResidualLearnerDefaults):
+    """Inactive: the engine reports no fusion stage and calls nothing else on it."""
+
     active = False
 
     def __init__(self, params: NoResidualParams):
@@ -25,6 +29,12 @@ class NoResidual:
 
     def predict(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         return np.zeros_like(q)
+
+    def save(self, folder: Path) -> None:
+        """Nothing to save."""
+
+    def load(self, folder: Path) -> NoResidual:
+        return self
 
 
 @hookimpl

@@ -1,4 +1,5 @@
-"""Write identified parameters back into the digital twin: `twin.xml` (MJCF) and `twin.urdf`.
+"""Identified parameters written back into the digital twin: the text of `twin.xml` (MJCF) and
+`twin.urdf` (`reports/run_report.write_twin` writes the files).
 
 The twin is the robot's own model with each moving link's mass, centre of mass and full
 inertia, and each joint's viscous damping (Nm·s/rad), Coulomb friction loss (Nm) and rotor
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -29,9 +29,6 @@ import pinocchio as pin
 
 from ident_framework.model.physical_consistency import check_link
 from ident_framework.model.robot import N_INERTIAL, RobotModel
-
-TWIN_MJCF = "twin.xml"
-TWIN_URDF = "twin.urdf"
 
 
 @dataclass(frozen=True)
@@ -207,16 +204,6 @@ def twin_urdf_text(twin: RobotModel) -> str:
         )
     ET.indent(robot)
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
-
-
-def write_twin(folder: Path, twin: RobotModel, prefix: str = "") -> list[Path]:
-    """Write twin.xml and twin.urdf (names prefixed with `prefix`) into `folder`; returns
-    their paths."""
-    mjcf = folder / f"{prefix}{TWIN_MJCF}"
-    urdf = folder / f"{prefix}{TWIN_URDF}"
-    mjcf.write_text(twin.mjcf)
-    urdf.write_text(twin_urdf_text(twin))
-    return [mjcf, urdf]
 
 
 def _body_name(model: mujoco.MjModel, body: int) -> str:

@@ -19,9 +19,9 @@ import numpy as np
 from ident_framework.config.rehearsal_settings import RehearsalSettings
 from ident_framework.data.dataset import Dataset
 from ident_framework.identify.linear_problem import chunk_slices, recording_friction
+from ident_framework.identify.result import IdentificationResult
 from ident_framework.identify.truth import FRICTION_TRUTH_KEYS, true_standard_parameters
 from ident_framework.model.regressor import RegressorBuilder
-from ident_framework.modes.pipeline import PipelineResult
 from ident_framework.modes.rehearsal.planting import RehearsalRobot
 
 UNOBSERVABLE = 1e-6  # a change whose torque is below this share of the largest one is not seen
@@ -87,7 +87,7 @@ def torque_gram(
     return gram
 
 
-def validation_check(result: PipelineResult, settings: RehearsalSettings) -> Check:
+def validation_check(result: IdentificationResult, settings: RehearsalSettings) -> Check:
     r2 = float(result.metrics["validation"]["physical"]["r2"])
     true_r2 = result.metrics.get("truth", {}).get("validation_r2_true_parameters")
     return Check(
@@ -106,13 +106,15 @@ def validation_check(result: PipelineResult, settings: RehearsalSettings) -> Che
 
 
 def base_parameter_checks(
-    result: PipelineResult, theta_model: np.ndarray, settings: RehearsalSettings
+    result: IdentificationResult, theta_model: np.ndarray, settings: RehearsalSettings
 ) -> tuple[list[Check], dict[str, Any]]:
     """The norm of the base-parameter error, and each base parameter the data determine well
     (relative std below the bound) against the planted model's; plus every base parameter's
     values for the report."""
-    base, truth = result.base, result.truth_theta
-    beta_true, beta_id, beta_model = (base.to_base(t) for t in (truth, result.theta, theta_model))
+    base, truth = result.model.base, result.diagnostics.truth_theta
+    beta_true, beta_id, beta_model = (
+        base.to_base(t) for t in (truth, result.model.theta, theta_model)
+    )
     norm_error = 100.0 * np.linalg.norm(beta_id - beta_true) / np.linalg.norm(beta_true)
     checks = [
         Check(
@@ -128,7 +130,7 @@ def base_parameter_checks(
             note="model, planted, identified: norms",
         )
     ]
-    std = getattr(result.estimator, "coef_std_", None)
+    std = result.model.estimator.coef_std_
     relative_std = (
         100.0 * np.asarray(std) / np.abs(beta_id) if std is not None else np.full(base.rank, np.nan)
     )
@@ -174,20 +176,20 @@ def base_parameter_checks(
 
 
 def friction_checks(
-    result: PipelineResult, rehearsal: RehearsalRobot, settings: RehearsalSettings
+    result: IdentificationResult, rehearsal: RehearsalRobot, settings: RehearsalSettings
 ) -> tuple[list[Check], list[str]]:
     """Viscous (fv) and Coulomb (fc) friction per joint, where planted non-zero and
     identifiable on its own; a planted friction the friction model cannot represent fails."""
-    builder = result.builder
+    builder = result.model.builder
     index = {name: i for i, name in enumerate(builder.parameter_names)}
-    alone = result.base.identifiable_alone()
+    alone = result.model.base.identifiable_alone()
     friction = result.config.plugins["friction"].info.name
     checks, notes = [], []
     units = {"viscous": "Nm·s/rad", "coulomb": "Nm"}
     for key, field in FRICTION_TRUTH_KEYS.items():
         planted = np.asarray(getattr(rehearsal.truth, field), dtype=float)
         model = np.asarray(getattr(rehearsal.model_truth, field), dtype=float)
-        for j, joint in enumerate(result.robot.joint_names):
+        for j, joint in enumerate(result.model.robot.joint_names):
             name = f"{key}_{j + 1}"
             if planted[j] == 0.0:
                 continue
@@ -204,7 +206,7 @@ def friction_checks(
             if not alone[index[name]]:
                 notes.append(f"{name} is not identifiable on its own: covered by the base check")
                 continue
-            identified = float(result.theta[index[name]])
+            identified = float(result.model.theta[index[name]])
             checks.append(
                 Check(
                     name, quantity, units[field], float(model[j]), float(planted[j]), identified,
@@ -216,21 +218,21 @@ def friction_checks(
 
 
 def change_checks(
-    result: PipelineResult,
+    result: IdentificationResult,
     rehearsal: RehearsalRobot,
     theta_model: np.ndarray,
     settings: RehearsalSettings,
 ) -> tuple[list[Check], dict[str, Any]]:
     """Is each planted change detected, and by its planted size? (see the module docstring)"""
-    builder = result.builder
+    builder = result.model.builder
     deltas = [
         true_standard_parameters(builder, change.truth.to_dict()) - theta_model
         for change in rehearsal.changes
     ]
     columns = np.column_stack(
-        [result.theta - theta_model, result.truth_theta - theta_model, *deltas]
+        [result.model.theta - theta_model, result.diagnostics.truth_theta - theta_model, *deltas]
     )
-    gram = torque_gram(builder, result.train, columns, result.config.chunk_size)
+    gram = torque_gram(builder, result.data.train, columns, result.config.chunk_size)
     planted_norm = np.sqrt(gram[1, 1])
     error_norm = np.sqrt(max(gram[0, 0] - 2.0 * gram[0, 1] + gram[1, 1], 0.0))
     checks = [
@@ -239,8 +241,8 @@ def change_checks(
             "torque error of the identified change / the planted change (identification motion)",
             "Nm (RMS)",
             0.0,
-            float(planted_norm / np.sqrt(result.train.tau.size)),
-            float(np.sqrt(gram[0, 0] / result.train.tau.size)),
+            float(planted_norm / np.sqrt(result.data.train.tau.size)),
+            float(np.sqrt(gram[0, 0] / result.data.train.tau.size)),
             float(100.0 * error_norm / planted_norm) if planted_norm > 0 else None,
             "%",
             settings.change_torque_error_percent,
@@ -281,7 +283,7 @@ def change_checks(
     summary = {
         "amplitudes": {name: float(a) for name, a in zip(names, amplitudes, strict=True)},
         "torque_rms_nm": {
-            name: float(s / np.sqrt(result.train.tau.size))
+            name: float(s / np.sqrt(result.data.train.tau.size))
             for name, s in zip(names, sizes, strict=True)
         },
     }
@@ -289,12 +291,12 @@ def change_checks(
 
 
 def recovery_checks(
-    result: PipelineResult, rehearsal: RehearsalRobot, settings: RehearsalSettings
+    result: IdentificationResult, rehearsal: RehearsalRobot, settings: RehearsalSettings
 ) -> tuple[list[Check], dict[str, Any]]:
     """Every check of a rehearsal run, and the details behind them for the report."""
-    if result.truth_theta is None:
+    if result.diagnostics.truth_theta is None:
         raise ValueError("the rehearsal run carries no true parameters")
-    theta_model = true_standard_parameters(result.builder, rehearsal.model_truth.to_dict())
+    theta_model = true_standard_parameters(result.model.builder, rehearsal.model_truth.to_dict())
     base_checks, base_summary = base_parameter_checks(result, theta_model, settings)
     friction, notes = friction_checks(result, rehearsal, settings)
     changes, change_summary = change_checks(result, rehearsal, theta_model, settings)

@@ -3,18 +3,18 @@
 `python -m ident_framework mode=rehearse [robot=... trajectory/estimator/friction options]`
 builds the rehearsal robot from the robot model (nominal UR model, or a twin from an earlier
 run: robot=mjcf robot.path=twin.xml) with the known changes of the `rehearsal:` config
-(`rehearsal_planting.py`), simulates it with the MuJoCo data source along the configured
+(`planting.py`), simulates it with the MuJoCo data source along the configured
 excitation and validation motions, identifies it with the configured estimator
 (`pipeline.run_pipeline`) and checks that the planted values are recovered
-(`rehearsal_checks.py`). Outputs: the usual run directory plus rehearsal.json, rehearsal.md and
-rehearsal_robot.xml (the planted robot). On pass the rehearsal is recorded for the robot
-(`rehearsal_gate.py`); on a failed check the outputs stay and the command exits with code 3.
+(`checks.py`). Outputs (`report.py`): the usual run directory plus rehearsal.json, rehearsal.md
+and rehearsal_robot.xml (the planted robot). On pass the rehearsal is recorded for the robot
+(`rtde/rehearsal_gate.py`); on a failed check the outputs stay and the command exits with
+code 3.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -24,12 +24,15 @@ from omegaconf import DictConfig
 
 from ident_framework.config.run_config import RunConfig, SelectedPlugin
 from ident_framework.errors import RehearsalFailed
+from ident_framework.identify.result import IdentificationResult
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model.robot import load_robot
-from ident_framework.modes.pipeline import PipelineResult, run_pipeline
+from ident_framework.modes.pipeline import run_pipeline
 from ident_framework.modes.rehearsal.checks import Check, recovery_checks
 from ident_framework.modes.rehearsal.planting import RehearsalRobot, plant_changes
+from ident_framework.modes.rehearsal.report import summary_lines, write_rehearsal_outputs
 from ident_framework.plain_data import to_plain
+from ident_framework.reports import run_files
 from ident_framework.reports.run_directory import staged_outputs
 from ident_framework.reports.run_report import print_summary, write_run_directory
 from ident_framework.rtde.rehearsal_gate import (
@@ -38,20 +41,16 @@ from ident_framework.rtde.rehearsal_gate import (
     robot_fingerprint,
 )
 from ident_framework.simulation.perturbed_robot import SimulatedTruth
-from ident_framework.twin.export import TWIN_MJCF
 
-REPORT_JSON = "rehearsal.json"
-REPORT_MARKDOWN = "rehearsal.md"
-PLANTED_MJCF = "rehearsal_robot.xml"
-BASE_PREFIX = "base_parameter_"  # the one-by-one base parameter checks
-TWIN_PREFIX = "rehearsal_"  # a rehearsal's twin is of the planted robot: never named twin.xml
+# a rehearsal's twin is of the planted robot: never named twin.xml
+TWIN_PREFIX = run_files.REHEARSAL_TWIN_PREFIX
 
 
 @dataclass
 class RehearsalOutcome:
     """The identification of the planted robot, the planted robot and the checks."""
 
-    result: PipelineResult
+    result: IdentificationResult
     rehearsal: RehearsalRobot
     checks: list[Check]
     report: dict[str, Any]
@@ -100,13 +99,14 @@ def run_rehearsal(config: RunConfig, progress: bool = True) -> RehearsalOutcome:
 
 def rehearsal_report(
     config: RunConfig,
-    result: PipelineResult,
+    result: IdentificationResult,
     rehearsal: RehearsalRobot,
     checks: list[Check],
     details: dict[str, Any],
 ) -> dict[str, Any]:
     """The content of rehearsal.json."""
-    fingerprint = robot_fingerprint(result.robot)
+    robot = result.model.robot
+    fingerprint = robot_fingerprint(robot)
     directory = gate_directory(config)
     model, truth = rehearsal.model_truth, rehearsal.truth
     return to_plain(
@@ -114,10 +114,10 @@ def rehearsal_report(
             "passed": all(check.passed for check in checks),
             "failed_checks": [check.name for check in checks if not check.passed],
             "robot": {
-                "name": result.robot.name,
+                "name": robot.name,
                 "model": config.robot.model,
                 "path": config.robot.path,
-                "joint_names": list(result.robot.joint_names),
+                "joint_names": list(robot.joint_names),
                 "fingerprint": fingerprint,
             },
             "plugins": {group: selected.info.name for group, selected in config.plugins.items()},
@@ -148,130 +148,26 @@ def rehearsal_report(
     )
 
 
-def _number(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
-
-
-def _limit(check: Check) -> str:
-    unit = " %" if check.error_unit.startswith("%") else ""
-    return f"{'≤' if check.limit == 'max' else '≥'} {check.tolerance:g}{unit}"
-
-
-def markdown_report(report: dict[str, Any]) -> str:
-    """rehearsal.md: verdict, planted changes, every check, every base parameter."""
-    robot = report["robot"]
-    verdict = "PASSED" if report["passed"] else "FAILED"
-    lines = [
-        f"# Rehearsal {verdict}: {robot['name']}",
-        "",
-        f"- robot: `{robot['model']}`"
-        + (f" (`{robot['path']}`)" if robot["path"] else "")
-        + f", fingerprint `{robot['fingerprint'][:16]}`",
-        "- plugins: " + ", ".join(f"{k}={v}" for k, v in report["plugins"].items()),
-        f"- planted: {report['planted']['origin']}",
-    ]
-    if report["failed_checks"]:
-        lines.append("- failed checks: " + ", ".join(report["failed_checks"]))
-    lines += [
-        "",
-        "## Checks",
-        "",
-        "| check | quantity | unit | model | planted | identified | error | tolerance | result |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for check in report["checks"]:
-        unit = " %" if check["error_unit"].startswith("%") else ""
-        error = "n/a" if check["error"] is None else f"{check['error']:.4g}{unit}"
-        limit = "≤" if check["limit"] == "max" else "≥"
-        result = "pass" if check["passed"] else "**FAIL**"
-        note = f" ({check['note']})" if check["note"] and not check["passed"] else ""
-        lines.append(
-            f"| {check['name']} | {check['quantity']} | {check['unit']} | "
-            f"{_number(check['model'])} | {_number(check['planted'])} | "
-            f"{_number(check['identified'])} | {error} | "
-            f"{limit} {check['tolerance']:g}{unit} | {result}{note} |"
-        )
-    base = report["details"]["base_parameters"]
-    lines += [
-        "",
-        f"## Base parameters ({base['method']}; {base['n_checked']} of {base['n_base']} checked: "
-        f"relative std below {base['max_relative_std_percent']:g} %)",
-        "",
-        "| name | model | planted | identified | relative std % | relative error % | checked |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for p in base["parameters"]:
-        lines.append(
-            f"| {p['name']} | {_number(p['model'])} | {_number(p['planted'])} | "
-            f"{_number(p['identified'])} | {_number(p['relative_std_percent'])} | "
-            f"{_number(p['relative_error_percent'])} | {'yes' if p['checked'] else ''} |"
-        )
-    for note in report["details"]["notes"]:
-        lines.append(f"\n- {note}")
-    return "\n".join(lines) + "\n"
-
-
-def write_rehearsal_outputs(stage: Path, outcome: RehearsalOutcome) -> None:
-    """rehearsal.json, rehearsal.md, the planted robot. (The twin written back from the
-    identification, a model of the planted robot and not of any real one, is written as
-    rehearsal_twin.xml / .urdf — `PipelineResult.twin_prefix` — so no tool takes it for the
-    robot's twin.)"""
-    (stage / REPORT_JSON).write_text(json.dumps(outcome.report, indent=2))
-    (stage / REPORT_MARKDOWN).write_text(markdown_report(outcome.report))
-    (stage / PLANTED_MJCF).write_text(outcome.rehearsal.robot.mjcf)
-
-
-def check_line(check: Check) -> str:
-    """One check as a line of the printed summary."""
-    verdict = "pass" if check.passed else "FAIL"
-    if check.limit == "min":
-        return f"  {verdict}  {check.name:<24} {_number(check.identified)} {_limit(check)}"
-    unit = " %" if check.error_unit.startswith("%") and check.error is not None else ""
-    return (
-        f"  {verdict}  {check.name:<24} {_number(check.model)} -> {_number(check.planted)} "
-        f"{check.unit}, identified {_number(check.identified)}: error "
-        f"{_number(check.error)}{unit} {_limit(check)}"
-    )
-
-
-def summary_lines(outcome: RehearsalOutcome) -> list[str]:
-    """Every check except the base parameters one by one (those as their worst case)."""
-    lines = ["rehearsal checks (model -> planted, identified: error, tolerance):"]
-    base = [c for c in outcome.checks if c.name.startswith(BASE_PREFIX)]
-    lines += [
-        check_line(c) for c in outcome.checks if not (c.name.startswith(BASE_PREFIX) and c.passed)
-    ]
-    if base:
-        worst = max(base, key=lambda c: c.error if c.error is not None else float("inf"))
-        lines.append(
-            f"  {len(base)} well-determined base parameters: worst {worst.name} "
-            f"{_number(worst.error)} % {_limit(worst)}"
-        )
-    return lines
-
-
 def run_rehearsal_job(config: RunConfig, cfg: DictConfig, run_dir: Path) -> float:
     """One `mode=rehearse` job: outputs written all or nothing; the gate recorded on pass;
     RehearsalFailed (exit code 3) after writing when a check failed. Returns the validation
     RMSE (Nm)."""
-    with staged_outputs(run_dir) as stage:
+    with staged_outputs(run_dir) as staging:
         outcome = run_rehearsal(config)
-        outcome.result.twin_prefix = TWIN_PREFIX
-        write_run_directory(stage, outcome.result, cfg)
-        write_rehearsal_outputs(stage, outcome)
-    print_summary(outcome.result, run_dir)
-    print("\n".join(summary_lines(outcome)))
-    if outcome.result.twin is not None:
-        name = f"{TWIN_PREFIX}{TWIN_MJCF}"
+        write_run_directory(staging, outcome.result, cfg, TWIN_PREFIX)
+        write_rehearsal_outputs(staging, outcome.report, outcome.rehearsal.robot.mjcf)
+    print_summary(outcome.result, run_dir, TWIN_PREFIX)
+    print("\n".join(summary_lines(outcome.checks)))
+    if outcome.result.twin.model is not None:
+        name = run_files.twin_files(TWIN_PREFIX)[0]
         print(f"{name}: the written-back model of the planted robot, not of any real one")
     if not outcome.passed:
         names = ", ".join(check.name for check in outcome.failed)
         raise RehearsalFailed(
             f"{len(outcome.failed)} of {len(outcome.checks)} checks failed: {names}. No "
-            f"rehearsal was recorded; see {run_dir / REPORT_MARKDOWN}."
+            f"rehearsal was recorded; see {run_dir / run_files.REHEARSAL_MARKDOWN}."
         )
-    path = record_passed_rehearsal(outcome.result.robot, outcome.report, gate_directory(config))
+    robot = outcome.result.model.robot
+    path = record_passed_rehearsal(robot, outcome.report, gate_directory(config))
     print(f"rehearsal PASSED ({len(outcome.checks)} checks); recorded {path}")
     return float(outcome.result.metrics["validation"]["physical"]["rmse"])
