@@ -9,8 +9,8 @@ from ident_framework.data.dataset import Dataset
 from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
 from ident_framework.estimators.wls import WeightedLeastSquares, WeightedLeastSquaresParams
 from ident_framework.identify.linear_problem import build_problem, predict_torque
-from ident_framework.model.base_parameters import BaseParameters
 from ident_framework.identify.metrics import uncertainty_summary
+from ident_framework.model.base_parameters import BaseParameters
 
 from test_identification import exact_dataset, true_setup  # noqa: F401  (fixture)
 

@@ -139,7 +139,9 @@ def test_checks_detect_changes_not_only_match_the_truth(outcome):
         assert amplitude == pytest.approx(1.0, abs=1e-6), name
     assert {c.name: c.error for c in checks}["base_parameters_norm"] < 1e-9
     unplanted = true_standard_parameters(result.model.builder, planted.model_truth.to_dict())
-    unnoticed = dataclasses.replace(result, model=dataclasses.replace(result.model, theta=unplanted))
+    unnoticed = dataclasses.replace(
+        result, model=dataclasses.replace(result.model, theta=unplanted)
+    )
     checks, details = recovery_checks(unnoticed, planted, settings)
     failed = {c.name for c in checks if not c.passed}
     assert {f"planted_{c.name}" for c in planted.changes} <= failed

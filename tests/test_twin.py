@@ -12,9 +12,9 @@ import pinocchio as pin
 import pytest
 
 from ident_framework.model.robot import RobotModel, load_robot
+from ident_framework.reports.run_report import write_twin
 from ident_framework.simulation.perturbed_robot import PerturbationParams, perturb_robot
 from ident_framework.twin.check import forward_divergence, mujoco_inverse_dynamics
-from ident_framework.reports.run_report import write_twin
 from ident_framework.twin.export import (
     TwinDynamics,
     twin_model,

@@ -27,6 +27,7 @@ import numpy as np
 
 from ident_framework.data.dataset import UNITS, Dataset
 from ident_framework.errors import UserError
+from ident_framework.per_joint import per_joint_values
 from ident_framework.suggestions import closest
 
 TORQUE_COLUMNS = ("actual_current_as_torque", "actual_current", "target_moment")
@@ -222,11 +223,8 @@ def _check_gains(gains: Sequence[float] | None, n: int, prefix: str) -> np.ndarr
             f"{prefix}current_to_torque={gains!r} is not a list of numbers; give one motor "
             f"constant per joint in Nm/A, e.g. {prefix}current_to_torque=[k_0,...,k_{n - 1}]."
         ) from None
-    if len(values) != n:
-        raise UserError(
-            f"{prefix}current_to_torque has {len(values)} value(s) but the robot has {n} "
-            f"joints; give exactly {n} motor constants in Nm/A, one per joint in order."
-        )
+    fix = f"give exactly {n} motor constants in Nm/A, one per joint in order"
+    values = per_joint_values(values, n, f"{prefix}current_to_torque", fix=fix)
     if not np.all(np.isfinite(values) & (values > 0)):
         raise UserError(
             f"{prefix}current_to_torque={values.tolist()} must hold finite positive motor "

@@ -27,6 +27,7 @@ import pinocchio as pin
 
 from ident_framework.model.robot import N_INERTIAL, RobotModel
 from ident_framework.model.ur_description import UR_JOINTS
+from ident_framework.per_joint import per_joint_values
 
 UR_VISCOUS = (4.0, 4.0, 2.5, 1.0, 1.0, 1.0)  # Nm·s/rad
 UR_COULOMB = (7.0, 7.0, 4.0, 1.5, 1.5, 1.2)  # Nm
@@ -205,13 +206,9 @@ def _joint_array(
 ) -> np.ndarray:
     if value is None:
         return np.asarray(default, dtype=float)
-    array = np.asarray(value, dtype=float)
-    if array.shape != (robot.n_joints,):
-        raise ValueError(
-            f"{name} has {array.size} values, the robot has {robot.n_joints} joints "
-            f"{list(robot.joint_names)}"
-        )
-    return array
+    return per_joint_values(
+        value, robot.n_joints, name, robot_name=robot.name, joint_names=robot.joint_names
+    )
 
 
 def perturb_robot(

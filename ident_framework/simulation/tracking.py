@@ -36,6 +36,7 @@ from ident_framework.errors import UserError
 from ident_framework.interfaces import Trajectory
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.ur_description import UR_JOINTS
+from ident_framework.per_joint import per_joint_values
 from ident_framework.simulation.perturbed_robot import SimulatedTruth, truth_from_robot
 from ident_framework.simulation.true_friction import TrueFriction
 
@@ -197,12 +198,8 @@ def simulation_model(true_robot: RobotModel, sim_rate_hz: float) -> mujoco.MjMod
 
 
 def _per_joint(value: float | Sequence[float] | None, n: int, name: str) -> np.ndarray:
-    array = np.asarray(value, dtype=float)
-    if array.ndim == 0:
-        array = np.full(n, float(array))
-    if array.shape != (n,):
-        raise ValueError(f"{name} has {array.size} values, the robot has {n} joints")
-    return np.array(array, dtype=float)
+    return per_joint_values(value, n, name, fix="give one value per joint, or one for all",
+                            one_for_all=True)  # fmt: skip
 
 
 def controller_feedforward(

@@ -21,6 +21,7 @@ import numpy as np
 
 from ident_framework.errors import UserError
 from ident_framework.model import friction_terms
+from ident_framework.per_joint import per_joint_values
 from ident_framework.suggestions import closest
 
 
@@ -40,11 +41,9 @@ class TrueFrictionSpec:
         (Nm, Nm·s/rad per joint)."""
         n = len(coulomb)
         for name, value in self.given.items():
-            if np.ndim(value) and len(value) != n:
-                raise UserError(
-                    f"source.true_friction.parameters.{name} has {len(value)} values, but the "
-                    f"robot has {n} joints: give one value per joint, or one for all."
-                )
+            key = f"source.true_friction.parameters.{name}"
+            per_joint_values(value, n, key, fix="give one value per joint, or one for all",
+                             one_for_all=True)  # fmt: skip
         values = {"fc": coulomb, "fv": viscous, **self.given}
         linear, nonlinear = friction_terms.from_physical(self.model, values, n)
         physical = friction_terms.physical_parameters(self.model, linear, nonlinear)

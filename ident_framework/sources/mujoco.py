@@ -26,6 +26,7 @@ from ident_framework.hookspecs import hookimpl
 from ident_framework.interfaces import Trajectory
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model.robot import RobotModel, urdf_to_mjcf
+from ident_framework.per_joint import per_joint_values
 from ident_framework.simulation.perturbed_robot import (
     PerturbationParams,
     SimulatedTruth,
@@ -215,12 +216,14 @@ class MujocoSource:
             value = getattr(params, name)
             if value is None or np.ndim(value) == 0:
                 continue
-            if len(value) != n:
-                raise UserError(
-                    f"{prefix}.{name} has {len(value)} values, but the robot {robot.name} has "
-                    f"{n} joints {list(robot.joint_names)}: give one value per joint, or null "
-                    "for the default."
-                )
+            per_joint_values(
+                value,
+                n,
+                f"{prefix}.{name}",
+                robot_name=robot.name,
+                joint_names=robot.joint_names,
+                fix="give one value per joint, or null for the default",
+            )
 
 
 def with_plugin_friction(

@@ -35,6 +35,7 @@ from ident_framework.errors import UserError
 from ident_framework.hookspecs import hookimpl
 from ident_framework.interfaces import ConditionObjective
 from ident_framework.model.robot import RobotModel
+from ident_framework.per_joint import per_joint_values
 from ident_framework.plain_data import to_plain
 
 _REST_TOLERANCE = 1e-9  # relative tolerance of the rest constraints of a loaded description
@@ -389,12 +390,10 @@ def _position_window(robot: RobotModel, params: FourierParams) -> tuple[np.ndarr
             )
     low, high = limits.position[:, 0].copy(), limits.position[:, 1].copy()
     if params.position_limits is not None:
-        window = np.asarray(params.position_limits, dtype=float)
-        if window.shape != (robot.n_joints, 2):
-            raise UserError(
-                f"trajectory.position_limits has {len(window)} rows, the robot "
-                f"'{robot.name}' has {robot.n_joints} joints: give one [min, max] per joint."
-            )
+        window = per_joint_values(
+            params.position_limits, robot.n_joints, "trajectory.position_limits",
+            robot_name=f"'{robot.name}'", fix="give one [min, max] per joint", row_shape=(2,),
+        )  # fmt: skip
         low, high = np.maximum(low, window[:, 0]), np.minimum(high, window[:, 1])
         if np.any(low >= high):
             raise UserError(

@@ -17,6 +17,7 @@ import pinocchio as pin
 from ident_framework.config.rehearsal_settings import RehearsalSettings
 from ident_framework.errors import UserError
 from ident_framework.model.robot import N_INERTIAL, RobotModel
+from ident_framework.per_joint import per_joint_values
 from ident_framework.simulation.perturbed_robot import (
     PerturbationParams,
     SimulatedTruth,
@@ -77,13 +78,15 @@ def joint_additions(robot: RobotModel, settings: RehearsalSettings) -> dict[str,
         if given is None:
             added[name] = settings.joint_dynamics_added * np.asarray(defaults[name], dtype=float)
             continue
-        if len(given) != robot.n_joints:
-            raise UserError(
-                f"rehearsal.{key} has {len(given)} values, but the robot {robot.name} has "
-                f"{robot.n_joints} joints {list(robot.joint_names)}: give one value per joint, "
-                "or null for rehearsal.joint_dynamics_added x the default."
-            )
-        added[name] = np.asarray(given, dtype=float)
+        added[name] = per_joint_values(
+            given,
+            robot.n_joints,
+            f"rehearsal.{key}",
+            robot_name=robot.name,
+            joint_names=robot.joint_names,
+            fix="give one value per joint, or null for rehearsal.joint_dynamics_added x the "
+            "default",
+        )
     return added
 
 
