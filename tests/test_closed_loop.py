@@ -21,9 +21,8 @@ from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
 from ident_framework.modes.closed_loop import recording_role, twin_r2, validation_fit
 from ident_framework.sources.mujoco import noise_seed
+from ident_framework.testing.cli import run_cli
 from ident_framework.testing.multisine import multisine
-
-from conftest import run_cli
 
 JOINTS = ("a", "b")
 

@@ -35,9 +35,8 @@ from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel, load_robot
 from ident_framework.simulation.perturbed_robot import PerturbationParams, perturb_robot
 from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
+from ident_framework.testing.known_truth import exact_dataset
 from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
-
-from test_identification import exact_dataset
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "estimator" / "consistent.yaml"
 

@@ -22,8 +22,7 @@ from ident_framework.estimators.rls import (
 )
 from ident_framework.identify.linear_problem import build_problem
 from ident_framework.interfaces import LinearProblem
-
-from test_identification import exact_dataset, true_setup  # noqa: F401 (fixture)
+from ident_framework.testing.known_truth import exact_dataset
 
 REPO = Path(__file__).resolve().parents[1]
 

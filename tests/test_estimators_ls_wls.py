@@ -11,8 +11,7 @@ from ident_framework.estimators.wls import WeightedLeastSquares, WeightedLeastSq
 from ident_framework.identify.linear_problem import build_problem, predict_torque
 from ident_framework.identify.metrics import uncertainty_summary
 from ident_framework.model.base_parameters import BaseParameters
-
-from test_identification import exact_dataset, true_setup  # noqa: F401  (fixture)
+from ident_framework.testing.known_truth import exact_dataset
 
 
 def _noisy(data: Dataset, std_per_joint, seed=0) -> Dataset:

@@ -24,8 +24,7 @@ from pathlib import Path
 import pytest
 
 import ident_framework
-
-from conftest import REPO, run_cli
+from ident_framework.testing.cli import REPO, run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,7 @@ import pytest
 
 from ident_framework.data.csv_log import write_csv_log
 from ident_framework.data.dataset import Dataset
-
-from conftest import SHARED, run_cli
+from ident_framework.testing.cli import SHARED, run_cli
 
 KUKA = SHARED / "datasets" / "kuka_lwr4"
 pytestmark = [

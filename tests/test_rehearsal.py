@@ -23,8 +23,7 @@ from ident_framework.rtde.rehearsal_gate import (
     require_passed_rehearsal,
     robot_fingerprint,
 )
-
-from conftest import run_cli
+from ident_framework.testing.cli import run_cli
 
 FAST = ("trajectory.n_candidates=40", "trajectory.n_refine=0")
 REPORT_FIELDS = {"name", "quantity", "planted", "identified", "error", "tolerance", "passed"}

@@ -17,9 +17,8 @@ from ident_framework.model.robot import load_robot
 from ident_framework.rtde import protocol as rtde
 from ident_framework.rtde.motion_safety import check_trajectory, frame_heights, require_safe
 from ident_framework.rtde.playback import PlaybackAborted, ServoSettings, play
+from ident_framework.testing.rtde import RecordingControl
 from ident_framework.trajectories.file import default_motion
-
-from rtde_support import RecordingControl
 
 
 @pytest.fixture(scope="module")

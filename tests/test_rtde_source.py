@@ -26,11 +26,10 @@ from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
 from ident_framework.rtde import protocol as rtde
 from ident_framework.sources.rtde import RtdeSource, RtdeSourceParams
+from ident_framework.testing.cli import run_cli
+from ident_framework.testing.rtde import RecordingControl, running_emulator
 from ident_framework.trajectories.file import default_motion
 from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
-
-from conftest import run_cli
-from rtde_support import RecordingControl, running_emulator
 
 pytestmark = pytest.mark.slow
 

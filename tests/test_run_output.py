@@ -17,9 +17,8 @@ from ident_framework.model.physical_consistency import check_link
 from ident_framework.model.robot import load_robot
 from ident_framework.reports.parameters import parameter_unit
 from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
+from ident_framework.testing.cli import run_cli
 from ident_framework.trajectories.point_to_point import PointToPointGenerator, PointToPointParams
-
-from conftest import run_cli
 
 FAST = ("trajectory.n_candidates=40", "trajectory.n_refine=0")
 SMALL_NET = ("residual=bpnn", "residual.epochs=30")

@@ -14,6 +14,7 @@ import pytest
 from ident_framework.model.robot import RobotModel, load_robot
 from ident_framework.reports.run_report import write_twin
 from ident_framework.simulation.perturbed_robot import PerturbationParams, perturb_robot
+from ident_framework.testing.cli import SHARED, run_cli
 from ident_framework.twin.check import forward_divergence, mujoco_inverse_dynamics
 from ident_framework.twin.export import (
     TwinDynamics,
@@ -21,8 +22,6 @@ from ident_framework.twin.export import (
     twin_problems,
     twin_urdf_text,
 )
-
-from conftest import SHARED, run_cli
 
 TOLERANCE_NM = 1e-6
 

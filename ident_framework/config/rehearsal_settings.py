@@ -131,7 +131,7 @@ def check_rehearsal_sources(source: Any, validation: Any) -> None:
                 f"'{plugin.info.name}'. Use {options[key]} for the rehearsal; the real robot's "
                 "data are for the run after it."
             )
-        if getattr(plugin.params, "model_path", None) is not None:
+        if plugin.params.model_path is not None:  # the mujoco source's
             raise UserError(
                 f"mode=rehearse builds the simulated robot from the robot model with planted "
                 f"changes, so {key}.model_path is not used: remove it. To rehearse on a twin "

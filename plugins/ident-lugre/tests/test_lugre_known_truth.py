@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 import yaml
+from ident_framework.testing import cli
 
 pytestmark = pytest.mark.slow
 
@@ -33,12 +32,7 @@ TRUE_FRICTION = [
 ]
 
 
-def run_cli(*args: str, cwd: Path):
-    env = dict(os.environ, MPLBACKEND="Agg")
-    return subprocess.run(
-        [sys.executable, "-m", "ident_framework", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
+run_cli = partial(cli.run_cli, timeout=900)
 
 
 @pytest.fixture(scope="module")

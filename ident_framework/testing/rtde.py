@@ -1,5 +1,5 @@
 """Test helpers for the RTDE source: the emulator as its own process, and a control interface
-that records commands.
+that records commands (`ur_rtde`'s RTDEControlInterface API) instead of moving a robot.
 
 `ur_rtde`'s Python binding holds the GIL while it connects, so an emulator inside the test
 process would deadlock: every emulator runs as `python -m ident_framework.rtde.emulator` on its
