@@ -59,7 +59,34 @@ _EXPORTS = {
     "IdentificationResult": "ident_framework.identify.result",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [  # the names of _EXPORTS
+    "DataSource",
+    "Dataset",
+    "EXTENSION_POINTS",
+    "Estimator",
+    "EstimatorDefaults",
+    "FrictionModel",
+    "FrictionModelDefaults",
+    "IdentificationResult",
+    "LinearProblem",
+    "NonlinearFrictionModel",
+    "RegressorBuilder",
+    "ResidualLearner",
+    "ResidualLearnerDefaults",
+    "RobotModel",
+    "StandardModel",
+    "Trajectory",
+    "TrajectoryGenerator",
+    "UserError",
+    "check_command_line",
+    "get_registry",
+    "hookimpl",
+    "load_robot",
+    "main",
+    "read_csv_log",
+    "run_pipeline",
+    "write_csv_log",
+]
 
 if TYPE_CHECKING:
     from ident_framework.__main__ import main

@@ -94,6 +94,7 @@ def test_public_face_exports_what_plugin_authors_and_users_import():
     for name in ("hookimpl", "Dataset", "RobotModel", "UserError", "main", "get_registry",
                  "load_robot", "ResidualLearner", "FrictionModel", "run_pipeline"):  # fmt: skip
         assert name in ident_framework.__all__ and getattr(ident_framework, name) is not None
+    assert sorted(ident_framework.__all__) == sorted(ident_framework._EXPORTS)
     assert ident_framework.hookimpl is hookspecs.hookimpl
     assert ident_framework.UserError is UserError
     with pytest.raises(AttributeError):
