@@ -116,92 +116,15 @@ def preprocess(
         return replace(ds, metadata={**ds.metadata, "preprocessing": note})
 
     t = np.asarray(ds.timestamp, dtype=float)
-    if len(t) < 3:
-        raise UserError(
-            f"Preprocessing needs at least 3 samples to filter and differentiate; the data"
-            f"{_origin(ds)} have {len(t)}."
-        )
-    steps = np.diff(t)
-    if not np.all(steps > 0):
-        row = int(np.flatnonzero(steps <= 0)[0]) + 1
-        raise UserError(
-            f"The timestamps{_origin(ds)} do not increase strictly at sample index {row} "
-            f"({float(t[row - 1]):.9g} s then {float(t[row]):.9g} s); repair the recording "
-            "before preprocessing."
-        )
-    step = float(np.median(steps))
-    jitter = float(np.max(np.abs(steps - step)) / step)
-    if steps.max() > MAX_GAP_STEPS * step:
-        row = int(np.argmax(steps))
-        raise UserError(
-            f"The recording{_origin(ds)} has a gap of {steps[row]:.4g} s between sample indices "
-            f"{row} and {row + 1} "
-            f"(t = {t[row]:.6g} s to {t[row + 1]:.6g} s), over {MAX_GAP_STEPS:g} times the "
-            f"median step {step:.4g} s: the data were interrupted and cannot be filtered or "
-            "differentiated across it. Split the log at the gap or record without interruption."
-        )
-    names = ["q", "dq", "tau", *(name for name in _TARGETS if getattr(ds, name) is not None)]
-    signals = {name: np.asarray(getattr(ds, name), dtype=float) for name in names}
-    for name, values in signals.items():
-        if not np.all(np.isfinite(values)):
-            row, joint = np.argwhere(~np.isfinite(values))[0]
-            raise UserError(
-                f"The data{_origin(ds)} hold a non-finite {name} at sample index {row}, joint "
-                f"{ds.joint_names[joint]!r}; remove or repair those samples before preprocessing."
-            )
+    step, jitter = _sample_step(ds, t)
+    signals = _finite_signals(ds)
     resampled = params.resample == "always" or (
         params.resample == "auto" and jitter > JITTER_TOLERANCE
     )
-    if resampled:
-        n_grid = int(np.floor((t[-1] - t[0]) / step + 1e-9)) + 1
-        grid = step * np.arange(n_grid)
-        stacked = np.hstack([signals[name] for name in names])
-        spline = CubicSpline(t - t[0], stacked, axis=0)(grid)
-        parts = np.split(spline, len(names), axis=1)
-        signals = dict(zip(names, parts, strict=True))
-        timestamp = t[0] + grid
-    else:
-        timestamp = t
-
-    rate = 1.0 / step
-    nyquist = rate / 2
-    if params.lowpass_hz >= nyquist:
-        raise UserError(
-            f"preprocessing.lowpass_hz={params.lowpass_hz} Hz is not below the Nyquist frequency "
-            f"{nyquist:.4g} Hz of this data (median sample step {step * 1e3:.4g} ms, "
-            f"{rate:.4g} Hz). Give the cut-off in Hz (not normalised) below {nyquist:.4g}, e.g. "
-            f"preprocessing.lowpass_hz={_round_down(0.4 * rate)}."
-        )
-    sos = butter(params.filter_order, params.lowpass_hz, btype="low", fs=rate, output="sos")
-    window = _odd_window(params.savgol_window_s * rate, params.savgol_polyorder)
-    trim_s = params.trim_s
-    if trim_s is None:
-        trim_s = default_trim_s(params.lowpass_hz, params.filter_order) + 0.5 * window * step
-    n_trim = math.ceil(trim_s * rate - 1e-9)
-    padlen = 3 * (2 * len(sos) + 1 - min((sos[:, 2] == 0).sum(), (sos[:, 5] == 0).sum()))
+    timestamp, signals = _on_uniform_grid(t, step, signals) if resampled else (t, signals)
     n = len(timestamp)
-    needed = max(padlen + 1, window, 2 * n_trim + min_samples)
-    if n < needed:
-        raise UserError(
-            f"The recording{_origin(ds)} is too short to preprocess: {n} samples "
-            f"({n * step:.3g} s at {rate:.4g} Hz), but {needed} are needed ({2 * n_trim} "
-            f"trimmed by preprocessing.trim_s={trim_s:.3g} s at both ends, at least "
-            f"{min_samples} kept, filter padding {padlen}, window {window}). Record a longer "
-            "motion or reduce preprocessing.trim_s / preprocessing.savgol_window_s."
-        )
-
-    filtered_names = ["q", "tau"] + (["dq"] if params.use_measured_velocity else [])
-    filtered = sosfiltfilt(sos, np.hstack([signals[k] for k in filtered_names]), axis=0)
-    parts = dict(zip(filtered_names, np.split(filtered, len(filtered_names), axis=1), strict=True))
-    q, tau = parts["q"], parts["tau"]
-    deriv = {"window_length": window, "polyorder": params.savgol_polyorder, "deriv": 1}
-    if params.use_measured_velocity:
-        dq = parts["dq"]
-        dq_unfiltered = signals["dq"]
-    else:
-        dq = savgol_filter(q, delta=step, axis=0, **deriv)
-        dq_unfiltered = savgol_filter(signals["q"], delta=step, axis=0, **deriv)
-    ddq = savgol_filter(dq, delta=step, axis=0, **deriv)
+    sos, window, trim_s, n_trim = _filter_design(ds, params, step, n, min_samples)
+    q, dq, ddq, tau, dq_unfiltered = _filter_and_differentiate(params, sos, window, step, signals)
 
     rows = slice(n_trim, n - n_trim)
     segment = FilterSegment(timestamp, np.ascontiguousarray(dq_unfiltered), sos, np.arange(n)[rows])
@@ -211,7 +134,7 @@ def preprocess(
         "n_samples_in": int(len(t)),
         "n_samples_out": int(n - 2 * n_trim),
         "median_step_s": step,
-        "sample_rate_hz": rate,
+        "sample_rate_hz": 1.0 / step,
         "max_step_jitter": jitter,
         "resampled": resampled,
         "resample_mode": params.resample,
@@ -238,6 +161,122 @@ def preprocess(
         metadata={**ds.metadata, "preprocessing": report},
         parallel_filter=ParallelFilter((segment,)),
     )
+
+
+def _sample_step(ds: Dataset, t: np.ndarray) -> tuple[float, float]:
+    """(median sample step in s, largest deviation from it as a share of it); UserError for
+    fewer than 3 samples, timestamps that do not increase, or a gap in the recording."""
+    if len(t) < 3:
+        raise UserError(
+            f"Preprocessing needs at least 3 samples to filter and differentiate; the data"
+            f"{_origin(ds)} have {len(t)}."
+        )
+    steps = np.diff(t)
+    if not np.all(steps > 0):
+        row = int(np.flatnonzero(steps <= 0)[0]) + 1
+        raise UserError(
+            f"The timestamps{_origin(ds)} do not increase strictly at sample index {row} "
+            f"({float(t[row - 1]):.9g} s then {float(t[row]):.9g} s); repair the recording "
+            "before preprocessing."
+        )
+    step = float(np.median(steps))
+    jitter = float(np.max(np.abs(steps - step)) / step)
+    if steps.max() > MAX_GAP_STEPS * step:
+        row = int(np.argmax(steps))
+        raise UserError(
+            f"The recording{_origin(ds)} has a gap of {steps[row]:.4g} s between sample indices "
+            f"{row} and {row + 1} "
+            f"(t = {t[row]:.6g} s to {t[row + 1]:.6g} s), over {MAX_GAP_STEPS:g} times the "
+            f"median step {step:.4g} s: the data were interrupted and cannot be filtered or "
+            "differentiated across it. Split the log at the gap or record without interruption."
+        )
+    return step, jitter
+
+
+def _finite_signals(ds: Dataset) -> dict[str, np.ndarray]:
+    """q, dq, tau and the targets present, as float arrays; UserError at a non-finite value."""
+    names = ["q", "dq", "tau", *(name for name in _TARGETS if getattr(ds, name) is not None)]
+    signals = {name: np.asarray(getattr(ds, name), dtype=float) for name in names}
+    for name, values in signals.items():
+        if not np.all(np.isfinite(values)):
+            row, joint = np.argwhere(~np.isfinite(values))[0]
+            raise UserError(
+                f"The data{_origin(ds)} hold a non-finite {name} at sample index {row}, joint "
+                f"{ds.joint_names[joint]!r}; remove or repair those samples before preprocessing."
+            )
+    return signals
+
+
+def _on_uniform_grid(
+    t: np.ndarray, step: float, signals: dict[str, np.ndarray]
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(timestamps of a uniform grid of `step` s from t[0], the signals on it by cubic
+    spline)."""
+    names = list(signals)
+    n_grid = int(np.floor((t[-1] - t[0]) / step + 1e-9)) + 1
+    grid = step * np.arange(n_grid)
+    stacked = np.hstack([signals[name] for name in names])
+    spline = CubicSpline(t - t[0], stacked, axis=0)(grid)
+    parts = np.split(spline, len(names), axis=1)
+    return t[0] + grid, dict(zip(names, parts, strict=True))
+
+
+def _filter_design(
+    ds: Dataset, params: PreprocessingParams, step: float, n: int, min_samples: int
+) -> tuple[np.ndarray, int, float, int]:
+    """(Butterworth second-order sections, Savitzky-Golay window in samples, trim in s and in
+    samples at each end) for n samples `step` s apart; UserError when the cut-off is not below
+    Nyquist or the recording is too short."""
+    rate = 1.0 / step
+    nyquist = rate / 2
+    if params.lowpass_hz >= nyquist:
+        raise UserError(
+            f"preprocessing.lowpass_hz={params.lowpass_hz} Hz is not below the Nyquist frequency "
+            f"{nyquist:.4g} Hz of this data (median sample step {step * 1e3:.4g} ms, "
+            f"{rate:.4g} Hz). Give the cut-off in Hz (not normalised) below {nyquist:.4g}, e.g. "
+            f"preprocessing.lowpass_hz={_round_down(0.4 * rate)}."
+        )
+    sos = butter(params.filter_order, params.lowpass_hz, btype="low", fs=rate, output="sos")
+    window = _odd_window(params.savgol_window_s * rate, params.savgol_polyorder)
+    trim_s = params.trim_s
+    if trim_s is None:
+        trim_s = default_trim_s(params.lowpass_hz, params.filter_order) + 0.5 * window * step
+    n_trim = math.ceil(trim_s * rate - 1e-9)
+    padlen = 3 * (2 * len(sos) + 1 - min((sos[:, 2] == 0).sum(), (sos[:, 5] == 0).sum()))
+    needed = max(padlen + 1, window, 2 * n_trim + min_samples)
+    if n < needed:
+        raise UserError(
+            f"The recording{_origin(ds)} is too short to preprocess: {n} samples "
+            f"({n * step:.3g} s at {rate:.4g} Hz), but {needed} are needed ({2 * n_trim} "
+            f"trimmed by preprocessing.trim_s={trim_s:.3g} s at both ends, at least "
+            f"{min_samples} kept, filter padding {padlen}, window {window}). Record a longer "
+            "motion or reduce preprocessing.trim_s / preprocessing.savgol_window_s."
+        )
+    return sos, window, trim_s, n_trim
+
+
+def _filter_and_differentiate(
+    params: PreprocessingParams,
+    sos: np.ndarray,
+    window: int,
+    step: float,
+    signals: dict[str, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(q, dq, ddq, tau, unfiltered dq): q and tau (and the measured dq) low-passed zero-phase,
+    dq (unless measured) and ddq by Savitzky-Golay differentiation."""
+    filtered_names = ["q", "tau"] + (["dq"] if params.use_measured_velocity else [])
+    filtered = sosfiltfilt(sos, np.hstack([signals[k] for k in filtered_names]), axis=0)
+    parts = dict(zip(filtered_names, np.split(filtered, len(filtered_names), axis=1), strict=True))
+    q, tau = parts["q"], parts["tau"]
+    deriv = {"window_length": window, "polyorder": params.savgol_polyorder, "deriv": 1}
+    if params.use_measured_velocity:
+        dq = parts["dq"]
+        dq_unfiltered = signals["dq"]
+    else:
+        dq = savgol_filter(q, delta=step, axis=0, **deriv)
+        dq_unfiltered = savgol_filter(signals["q"], delta=step, axis=0, **deriv)
+    ddq = savgol_filter(dq, delta=step, axis=0, **deriv)
+    return q, dq, ddq, tau, dq_unfiltered
 
 
 def default_trim_s(lowpass_hz: float, filter_order: int) -> float:

@@ -38,13 +38,10 @@ that need it (this module is imported at every start of the command line), and v
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import re
-import sys
 import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +51,13 @@ import numpy as np
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import hookimpl
 from ident_framework.interfaces import ResidualLearnerDefaults
+from ident_framework.residuals.bpnn_torch import (
+    forward,
+    require_torch,
+    resolve_device,
+    torch_settings,
+)
+from ident_framework.residuals.bpnn_training import pointwise_loss, train_networks
 
 if TYPE_CHECKING:
     import torch
@@ -62,29 +66,8 @@ WEIGHTS_FILE = "bpnn_weights.pt"
 MODEL_FILE = "bpnn_model.json"
 PLOT_FILE = "plots/bpnn_training.png"
 FORMAT = "ident_framework.bpnn/1"
-# One torch thread: two gain ~30 % on an idle 2-core CPU but are 5-40x slower as soon as another
-# process is busy (parallel tests, multirun jobs); one thread also fixes the kernels at load.
-N_THREADS = 1
 _DEVICE_PATTERN = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 _STD_FLOOR = 1e-12  # a feature or residual with a smaller std is not scaled (std taken as 1)
-TORCH_BUILDS_URL = "https://pytorch.org/get-started/locally/"
-
-
-def require_torch() -> None:
-    """Import torch, or raise a UserError saying how to install it (the `bpnn` extra)."""
-    try:
-        import torch  # noqa: F401
-    except ImportError as error:
-        raise UserError(
-            f"residual=bpnn needs PyTorch, which this Python environment ({sys.executable}) "
-            f'cannot import ({error}). Install the bpnn extra: `pip install -e ".[bpnn]"` in '
-            'a clone of ident_framework, `pip install "ident-framework[bpnn]"` otherwise. That '
-            "installs PyTorch's default build for this platform (on Linux a CUDA build of "
-            "several GB); to choose the build, install torch first: the CPU build with "
-            "`pip install torch --index-url https://download.pytorch.org/whl/cpu`, a CUDA build "
-            "with `--index-url https://download.pytorch.org/whl/cu<version>` (the versions are "
-            f"listed at {TORCH_BUILDS_URL}). Or run without the residual learner: residual=none."
-        ) from None
 
 
 @dataclass
@@ -164,7 +147,7 @@ class BpnnParams:
             )
         if self.device != "cpu":  # fail when the config is validated, before any job runs
             try:
-                _resolve_device(self.device)
+                resolve_device(self.device)
             except UserError as error:
                 raise ValueError(str(error).rstrip(".")) from None
         if self.loss not in ("mse", "huber"):
@@ -173,65 +156,6 @@ class BpnnParams:
             raise ValueError(f"huber_delta_nm must be > 0, got {self.huber_delta_nm}")
         if not isinstance(self.progress, bool):
             raise ValueError(f"progress must be true or false, got {self.progress!r}")
-
-
-def _resolve_device(name: str) -> torch.device:
-    """The torch device for `name`, or a UserError when this machine does not have it."""
-    import torch
-
-    if name.startswith("cuda"):
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        index = int(name.split(":")[1]) if ":" in name else 0
-        if count == 0:
-            raise UserError(
-                f"residual.device={name} but this machine has no CUDA device; use "
-                "residual.device=cpu."
-            )
-        if index >= count:
-            raise UserError(
-                f"residual.device={name} but this machine has only {count} CUDA device(s) "
-                f"(cuda:0..cuda:{count - 1}); use one of them or residual.device=cpu."
-            )
-    elif name == "mps" and not torch.backends.mps.is_available():
-        raise UserError(
-            "residual.device=mps but this machine has no Apple MPS device; use residual.device=cpu."
-        )
-    return torch.device(name)
-
-
-@contextlib.contextmanager
-def _torch_settings(seed: int | None = None) -> Iterator[None]:
-    """Deterministic algorithms, a fixed thread count and (with `seed`) a seeded global RNG,
-    all restored on exit so the rest of the process is not affected."""
-    import torch
-
-    threads = torch.get_num_threads()
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    torch.set_num_threads(N_THREADS)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.set_flush_denormal(True)  # weight decay drives weights into denormals: 2x slower
-    try:
-        with torch.random.fork_rng(devices=[]):
-            if seed is not None:
-                torch.manual_seed(seed)
-            yield
-    finally:
-        torch.set_flush_denormal(False)  # the default (there is no getter)
-        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
-        torch.set_num_threads(threads)
-
-
-def _forward(x: torch.Tensor, layers: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-    """(n, B, in) standardised inputs -> (n, B, 1) standardised residuals, network j on x[j]."""
-    import torch
-
-    last = len(layers) - 1
-    for k, (weight, bias) in enumerate(layers):
-        x = torch.baddbmm(bias, x, weight)
-        if k < last:
-            x = torch.relu_(x)  # in place: baddbmm needs no output for its gradient
-    return x
 
 
 class BpnnResidual(ResidualLearnerDefaults):
@@ -293,7 +217,6 @@ class BpnnResidual(ResidualLearnerDefaults):
         """Train on joint states q (rad), dq (rad/s), ddq (rad/s²) and residual (Nm), each
         (N, n) in time order. Returns self."""
         import torch
-        from tqdm import tqdm
 
         p = self.params
         arrays = {"q": q, "dq": dq, "ddq": ddq, "residual": residual}
@@ -311,9 +234,9 @@ class BpnnResidual(ResidualLearnerDefaults):
                 f"part and a validation part of residual.validation_fraction="
                 f"{p.validation_fraction}. Record a longer motion."
             )
-        device = _resolve_device(p.device)
+        device = resolve_device(p.device)
         start = time.perf_counter()
-        self.n_joints_ = n = int(np.shape(q)[1])
+        self.n_joints_ = int(np.shape(q)[1])
         features = self._raw_features(q, dq, ddq)  # (n, N, f)
         target = np.asarray(residual, dtype=np.float64).T[:, :, None]  # (n, N, 1)
 
@@ -336,105 +259,20 @@ class BpnnResidual(ResidualLearnerDefaults):
         x_val, y_val = x_all[:, n_train:], y_all[:, n_train:]
         self.n_train_, self.n_validation_ = n_train, n_val
 
-        with _torch_settings(p.seed):
+        with torch_settings(p.seed):
             generator = torch.Generator(device="cpu").manual_seed(p.seed)
             layers = self._initial_layers(generator, device)
-            parameters = [t for layer in layers for t in layer]
-            for t in parameters:
-                t.requires_grad_(True)
-            optimizer = torch.optim.Adam(
-                parameters, lr=p.learning_rate, weight_decay=p.weight_decay, fused=True
+            loss = pointwise_loss(p.loss, p.huber_delta_nm / self.y_std_, device)
+            best, best_epoch, history, epoch = train_networks(
+                p,
+                layers,
+                generator,
+                (x_train, y_train, x_val, y_val),
+                self.refused(features[:, n_train:])[:, :, None],
+                -self.y_mean_ / self.y_std_,
+                loss,
+                device,
             )
-            best = [t.detach().clone() for t in parameters]
-            history: dict[str, list] = {
-                "train_loss": [None],
-                "val_loss": [],
-                "train_loss_per_joint": [None],
-                "val_loss_per_joint": [],
-            }
-
-            # The validation loss is that of the learner as used: refused samples predict 0.
-            refused = torch.from_numpy(self.refused(features[:, n_train:])[:, :, None]).to(device)
-            zero = torch.from_numpy((-self.y_mean_ / self.y_std_).astype(np.float32))
-            zero = zero.to(device)[:, None, None]
-
-            if p.loss == "huber":  # quadratic up to delta (Nm, in each joint's scaled units)
-                delta = torch.from_numpy((p.huber_delta_nm / self.y_std_).astype(np.float32))
-                delta = delta.to(device)[:, None, None]
-
-                def pointwise_loss(error: torch.Tensor) -> torch.Tensor:
-                    size = error.abs()
-                    return torch.where(size <= delta, 0.5 * size**2, delta * (size - 0.5 * delta))
-            else:
-
-                def pointwise_loss(error: torch.Tensor) -> torch.Tensor:
-                    return error**2
-
-            def validation_loss() -> torch.Tensor:
-                with torch.no_grad():
-                    prediction = torch.where(refused, zero, _forward(x_val, layers))
-                    return pointwise_loss(prediction - y_val).mean(dim=(1, 2))
-
-            best_loss = validation_loss().cpu() if n_val else torch.full((n,), math.inf)
-            best_epoch = torch.zeros(n, dtype=torch.long)
-            if n_val:
-                history["val_loss"].append(best_loss.mean().item())
-                history["val_loss_per_joint"].append(best_loss.tolist())
-            else:
-                history["val_loss"].append(None)
-                history["val_loss_per_joint"].append(None)
-
-            bar = tqdm(
-                range(1, p.epochs + 1),
-                desc="bpnn residual",
-                unit="epoch",
-                file=sys.stderr,
-                disable=None if p.progress else True,  # None: off when not a TTY
-                leave=False,
-            )
-            epoch = 0
-            for epoch in bar:
-                order = torch.randperm(n_train, generator=generator).to(device)
-                total = torch.zeros(n, device=device)
-                for begin in range(0, n_train, p.batch_size):
-                    index = order[begin : begin + p.batch_size]
-                    error = _forward(x_train[:, index], layers) - y_train[:, index]
-                    per_joint = pointwise_loss(error).mean(dim=(1, 2))
-                    optimizer.zero_grad(set_to_none=True)
-                    per_joint.sum().backward()
-                    optimizer.step()
-                    total += per_joint.detach() * len(index)
-                train_loss = (total / n_train).cpu()
-                history["train_loss"].append(train_loss.mean().item())
-                history["train_loss_per_joint"].append(train_loss.tolist())
-                if n_val:
-                    loss = validation_loss().cpu()
-                    history["val_loss"].append(loss.mean().item())
-                    history["val_loss_per_joint"].append(loss.tolist())
-                    better = loss < best_loss
-                    if bool(better.any()):
-                        best_loss = torch.where(better, loss, best_loss)
-                        best_epoch = torch.where(better, epoch, best_epoch)
-                        mask = better.to(device)
-                        with torch.no_grad():
-                            for kept, current in zip(best, parameters, strict=True):
-                                shape = (n,) + (1,) * (current.dim() - 1)
-                                kept.copy_(torch.where(mask.view(shape), current, kept))
-                    bar.set_postfix(
-                        train=f"{history['train_loss'][-1]:.4f}",
-                        val=f"{history['val_loss'][-1]:.4f}",
-                        refresh=False,
-                    )
-                    if p.patience and bool(((epoch - best_epoch) >= p.patience).all()):
-                        break
-                else:
-                    history["val_loss"].append(None)
-                    history["val_loss_per_joint"].append(None)
-                    bar.set_postfix(train=f"{history['train_loss'][-1]:.4f}", refresh=False)
-            bar.close()
-            if not n_val:  # no early stopping: keep the last epoch
-                best = [t.detach().clone() for t in parameters]
-                best_epoch = torch.full((n,), epoch, dtype=torch.long)
 
         self._state = {
             name: tensor.detach().cpu().contiguous()
@@ -501,8 +339,8 @@ class BpnnResidual(ResidualLearnerDefaults):
         refused = self.refused(features)  # (n, N)
         x = self._standardise(features)
         x[~np.isfinite(x)] = 0.0  # refused anyway; keeps NaN out of the network
-        device = _resolve_device(self.params.device)
-        with _torch_settings(), torch.no_grad():
+        device = resolve_device(self.params.device)
+        with torch_settings(), torch.no_grad():
             layers = [
                 (
                     self._state[f"layer{k}.weight"].to(device),
@@ -510,7 +348,7 @@ class BpnnResidual(ResidualLearnerDefaults):
                 )
                 for k in range(self.params.hidden_layers + 1)
             ]
-            out = _forward(torch.from_numpy(x).to(device), layers).cpu().numpy()[:, :, 0]
+            out = forward(torch.from_numpy(x).to(device), layers).cpu().numpy()[:, :, 0]
         prediction = out.astype(np.float64) * self.y_std_[:, None] + self.y_mean_[:, None]
         prediction[refused] = 0.0
         self.out_of_range_per_joint_ = (
@@ -587,6 +425,29 @@ class BpnnResidual(ResidualLearnerDefaults):
                     f"The bpnn residual model file {path} is missing. Point to the run "
                     f"directory of a run made with residual=bpnn, or {redo}."
                 )
+        model = cls._from_document(model_path, device, redo)
+        if not isinstance(model.params.device, str) or not _DEVICE_PATTERN.match(
+            model.params.device
+        ):
+            raise UserError(
+                f"The bpnn residual model file {model_path} names an unknown device "
+                f"{model.params.device!r}; {redo}."
+            )
+        resolve_device(model.params.device)
+        try:
+            state = torch.load(weights_path, weights_only=True, map_location="cpu")
+        except Exception as error:  # unpickling refused, truncated zip, ...
+            raise UserError(
+                f"The bpnn residual weights file {weights_path} cannot be read as a state dict "
+                f"of tensors ({type(error).__name__}: {str(error).splitlines()[0]}); {redo}."
+            ) from None
+        model._state = model._checked_state(state, model_path, weights_path, redo)
+        return model
+
+    @classmethod
+    def _from_document(cls, model_path: Path, device: str | None, redo: str) -> BpnnResidual:
+        """The model described by `model_path` (bpnn_model.json), without its weights; on its
+        saved device or on `device`."""
         try:
             document = json.loads(model_path.read_text())
             if document.get("format") != FORMAT:
@@ -624,22 +485,16 @@ class BpnnResidual(ResidualLearnerDefaults):
                 f"The bpnn residual model file {model_path} is corrupt or not a bpnn model "
                 f"({type(error).__name__}: {error}); {redo}."
             ) from None
-        if not isinstance(model.params.device, str) or not _DEVICE_PATTERN.match(
-            model.params.device
-        ):
-            raise UserError(
-                f"The bpnn residual model file {model_path} names an unknown device "
-                f"{model.params.device!r}; {redo}."
-            )
-        _resolve_device(model.params.device)
-        try:
-            state = torch.load(weights_path, weights_only=True, map_location="cpu")
-        except Exception as error:  # unpickling refused, truncated zip, ...
-            raise UserError(
-                f"The bpnn residual weights file {weights_path} cannot be read as a state dict "
-                f"of tensors ({type(error).__name__}: {str(error).splitlines()[0]}); {redo}."
-            ) from None
-        expected = model._shapes()
+        return model
+
+    def _checked_state(
+        self, state: Any, model_path: Path, weights_path: Path, redo: str
+    ) -> dict[str, Any]:
+        """The state dict read from `weights_path`, checked against the architecture: the
+        tensors' names, shapes, float32 and finite."""
+        import torch
+
+        expected = self._shapes()
         problem = None
         if not isinstance(state, dict) or set(state) != set(expected):
             problem = f"its tensors {sorted(state) if isinstance(state, dict) else type(state)}"
@@ -658,8 +513,7 @@ class BpnnResidual(ResidualLearnerDefaults):
                 f"The bpnn residual weights file {weights_path} does not match {model_path} "
                 f"({problem}); {redo}."
             )
-        model._state = {name: state[name].contiguous() for name in expected}
-        return model
+        return {name: state[name].contiguous() for name in expected}
 
     # ------------------------------------------------------------------------------ outputs
     def write_outputs(self, folder: Path) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import mujoco
@@ -269,14 +269,50 @@ def simulate(
         initial_state if initial_state is not None else (q_ref[0], dq_ref[0])
     )
     mujoco.mj_forward(model, data)
-    qpos, qvel, ctrl = data.qpos, data.qvel, data.ctrl  # views, updated in place by mj_step
-    qfrc, qacc = data.qfrc_actuator, data.qacc
-    extra = params.unmodelled != "none" and params.unmodelled_scale > 0
     coulomb = true_robot.joint_friction()[1]
     plugin_torque = None
     if friction is not None:
         plugin_torque = friction.stepper(dt)
         coulomb = friction.physical.get("fc", coulomb)
+    q, dq, tau, ddq = _run_steps(
+        model, data, base, kp, kd, (n_rows, ratio, n_steps), params, plugin_torque, coulomb,
+        progress,
+    )  # fmt: skip
+    if data.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number or not np.all(np.isfinite(tau)):
+        raise UserError(
+            f"The MuJoCo simulation of {true_robot.name} diverged (bad accelerations): the PD "
+            f"gains kp={kp.tolist()}, kd={kd.tolist()} are too stiff for the explicit "
+            f"integrator at {params.sim_rate_hz} Hz. Lower source.kd / source.kp or raise "
+            "source.sim_rate_hz."
+        )
+    reference = (time, q_ref, dq_ref, ddq_ref)
+    recorded = (q, dq, tau, ddq)
+    return _recording(
+        true_robot, params, seed, truth, reference, recorded, ratio, (kp, kd, noise_std)
+    )
+
+
+def _run_steps(
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    base: np.ndarray,
+    kp: np.ndarray,
+    kd: np.ndarray,
+    counts: tuple[int, int, int],
+    params: SimulationParams,
+    plugin_torque: Callable[[np.ndarray], np.ndarray] | None,
+    coulomb: np.ndarray,
+    progress: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Step the PD-controlled simulation: ctrl_k = base_k - kp q_k - kd dq_k, the plugin's
+    friction torque and the unmodelled friction applied each step. counts: (recorded rows,
+    sim steps per row, sim steps). Returns per recorded row (q, dq) at the start of its step,
+    the actuator torque and qacc of that step."""
+    n_rows, ratio, n_steps = counts
+    n = len(kp)
+    qpos, qvel, ctrl = data.qpos, data.qvel, data.ctrl  # views, updated in place by mj_step
+    qfrc, qacc = data.qfrc_actuator, data.qacc
+    extra = params.unmodelled != "none" and params.unmodelled_scale > 0
     kp_q, kd_dq = np.empty(n), np.empty(n)
 
     q = np.empty((n_rows, n))
@@ -312,15 +348,27 @@ def simulate(
                         tau[row] = qfrc
                         ddq[row] = qacc
             bar.update(min(n_steps, stop * ratio) - min(n_steps, start * ratio))
+    return q, dq, tau, ddq
 
-    if data.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number or not np.all(np.isfinite(tau)):
-        raise UserError(
-            f"The MuJoCo simulation of {true_robot.name} diverged (bad accelerations): the PD "
-            f"gains kp={kp.tolist()}, kd={kd.tolist()} are too stiff for the explicit "
-            f"integrator at {params.sim_rate_hz} Hz. Lower source.kd / source.kp or raise "
-            "source.sim_rate_hz."
-        )
 
+def _recording(
+    true_robot: RobotModel,
+    params: SimulationParams,
+    seed: int,
+    truth: SimulatedTruth | None,
+    reference: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    recorded: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    ratio: int,
+    gains: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> Dataset:
+    """The recorded rows as measured: torque noise drawn from `seed`, q quantised to the
+    encoder; the reference as targets; metadata (gains, noise, tracking error, saturation,
+    truth, final state). reference: (sim times, q_ref, dq_ref, ddq_ref) at the sim rate;
+    recorded: (q, dq, tau, ddq) per row; gains: (kp, kd, torque noise std) per joint."""
+    time, q_ref, dq_ref, ddq_ref = reference
+    q, dq, tau, ddq = recorded
+    kp, kd, noise_std = gains
+    n_rows = len(q)
     rows = np.arange(n_rows) * ratio
     rng = np.random.default_rng(seed)
     tau_measured = tau + rng.normal(size=tau.shape) * noise_std
@@ -335,7 +383,7 @@ def simulate(
         warnings.warn(
             f"The simulated motors saturated at their effort limits on "
             f"{np.round(100 * saturated, 2).tolist()} % of the samples per joint.",
-            stacklevel=2,
+            stacklevel=3,
         )
     truth = truth if truth is not None else truth_from_robot(true_robot)
     metadata = {

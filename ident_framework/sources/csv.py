@@ -11,7 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ident_framework.data.csv_log import TORQUE_COLUMNS, read_csv_log
+from ident_framework.data.csv_columns import TORQUE_COLUMNS
+from ident_framework.data.csv_log import read_csv_log
 from ident_framework.data.dataset import Dataset
 from ident_framework.hookspecs import hookimpl
 from ident_framework.launch_path import resolve_launch_path
