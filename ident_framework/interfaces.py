@@ -75,7 +75,7 @@ class FrictionModel(Protocol):
 
     Optional (defaults in `FrictionModelDefaults`): `parameter_units` (name -> unit, "Nm",
     "rad/s", for the summary's tables; None: the conventional names fc, fs, fv, v_s, sigma0, ...
-    have theirs in `reports.run_report.PARAMETER_UNITS`), `nonlinear_names` (() for a model
+    have theirs in `reports/parameters.PARAMETER_UNITS`), `nonlinear_names` (() for a model
     linear in all its parameters) and `sequential` (False)."""
 
     parameter_names: tuple[str, ...]  # per joint, e.g. ("fv", "fc")

@@ -1,6 +1,6 @@
 """The `rehearsal:` config section: what `mode=rehearse` plants and the tolerances it must meet.
 
-Kept apart from `rehearsal.py` so that `run_config.py` can validate it without importing the
+Kept apart from `modes/rehearsal/` so that `run_config.py` can validate it without importing the
 pipeline.
 """
 
@@ -28,8 +28,8 @@ class RehearsalSettings:
         (centre of mass kept; 1: none); scaled_links: 1-based link numbers (link k is moved by
         joint k); None: the middle link, (n + 1) // 2.
     joint_dynamics_added: share of the default UR-like joint dynamics
-        (`simulated_robot.default_joint_dynamics`) added to every joint's viscous friction
-        (Nm·s/rad), Coulomb friction (Nm) and rotor inertia (kg·m²);
+        (`default_joint_dynamics` of simulation/perturbed_robot.py) added to every joint's
+        viscous friction (Nm·s/rad), Coulomb friction (Nm) and rotor inertia (kg·m²);
         viscous_added, coulomb_added, armature_added: per joint, replace that default.
 
     Tolerances (percent unless said otherwise): min_validation_r2 (pooled R² on the validation

@@ -25,7 +25,7 @@ from ident_framework.suggestions import did_you_mean
 __all__ = ["PLUGIN_GROUPS", "RunConfig", "SelectedPlugin", "validate_config"]
 SPLIT = "split"  # the validation option that holds out the tail of the identification data
 # identify: the pipeline; predict: apply a saved run to data; rehearse: the pipeline on the robot
-# model with planted changes, checked against them (rehearsal.py)
+# model with planted changes, checked against them (modes/rehearsal/)
 MODES = ("identify", "predict", "rehearse")
 LOOP_DESIGNS = ("seeded", "aimed")  # how the closed loop's later rounds design their excitation
 

@@ -203,7 +203,7 @@ class ConsistentEstimator(EstimatorDefaults):
 
         start = time.perf_counter()
         rows = problem.n_samples * problem.n_joints
-        # Small dense factorisations: BLAS threads only contend (see identification.py).
+        # Small dense factorisations: BLAS threads only contend (see identify/linear_problem.py).
         with threadpool_limits(limits=1, user_api="blas"):
             model, u, w = self._solve_with_floors(standard, rows)
             # Approximation: the unconstrained LS covariance of the base parameters.

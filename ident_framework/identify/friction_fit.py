@@ -10,7 +10,7 @@ plugin's starting points (which it chooses given the Coulomb-viscous solution).
 Cheap evaluations. Row j of W (joint j's torque) is [A_j | F_j(theta_j) | D_j]: the rigid-body
 part A_j and the rotor-inertia / offset columns D_j do not depend on theta, and the friction
 columns F_j depend on joint j's theta only. Once per fit: X_j = [A_j P_j | D_j] = Q_j R_j (thin
-QR; A_j projected onto its structural row space P_j, as in identification.py) and Q_jᵀ tau_j.
+QR; A_j projected onto its structural row space P_j, as in linear_problem.py) and Q_jᵀ tau_j.
 Per evaluation and joint: G_j = Q_jᵀ F_j and the triangular factor R_c of the part of
 [F_j | tau_j] outside span(Q_j); then S_j = [[R_j, G_j, Q_jᵀ tau_j], [0, R_c]] satisfies
 S_jᵀ S_j = [X_j | F_j | tau_j]ᵀ [X_j | F_j | tau_j]. Stacked over joints and mapped to the
@@ -78,7 +78,7 @@ class ProjectedProblem:
         self.n = n = robot.n_joints
         self.t = np.asarray(data.timestamp, dtype=float)
         self.dq = np.asarray(data.dq, dtype=float)
-        # friction columns filtered like the torque (see identification.recording_friction)
+        # friction columns filtered like the torque (see linear_problem.recording_friction)
         self.parallel = data.parallel_filter if builder.parallel_friction else None
         k = len(builder.friction.parameter_names)
         friction_columns = {int(c) for j in range(n) for c in builder.own_columns(j)[:k]}

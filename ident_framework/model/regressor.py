@@ -43,7 +43,7 @@ class RegressorBuilder:
         # A model given here directly (not made by its plugin factory) gets the defaults of
         # the protocol's optional members too.
         friction_terms.check_friction_model(friction, type(friction).__name__, "(not registered)")
-        self.parallel_friction = parallel_friction  # see identification.recording_friction
+        self.parallel_friction = parallel_friction  # see identify/linear_problem.recording_friction
         self.friction = friction
         self.armature = armature
         self.torque_offset = torque_offset

@@ -1,16 +1,16 @@
 """The simulated robot behind the RTDE emulator: a MuJoCo arm stepped in real time.
 
-The robot is the same seeded "real" robot as the `mujoco` data source
-(`simulated_robot.perturb_robot` of the nominal model with default `PerturbationParams`), so
-a recording made through the emulator can be identified and checked against known truth. The
-controller is the one of `simulation.simulate`: computed-torque feed-forward of the nominal
-model (precomputed for the whole reference) plus joint PD feedback, explicit Euler at
-`sim_rate_hz`, motors clamped at the effort limits.
+The robot is the same seeded "real" robot as the `mujoco` data source (`perturb_robot` of
+simulation/perturbed_robot.py on the nominal model with default `PerturbationParams`), so a
+recording made through the emulator can be identified and checked against known truth. The
+controller is the one of `simulate` (simulation/tracking.py): computed-torque feed-forward of
+the nominal model (precomputed for the whole reference) plus joint PD feedback, explicit Euler
+at `sim_rate_hz`, motors clamped at the effort limits.
 
 `advance()` runs one controller period (sim steps per RTDE sample) and returns the RTDE output
-fields of the state at its start, as `simulation.simulate` records a row: `actual_q` (quantised
-to the encoder resolution), `actual_qd`, `actual_current_as_torque` = the joint torque the
-motors applied during that step (MuJoCo's qfrc_actuator: rigid body + rotor inertia + joint
+fields of the state at its start, as `simulate` records a row: `actual_q` (quantised to the
+encoder resolution), `actual_qd`, `actual_current_as_torque` = the joint torque the motors
+applied during that step (MuJoCo's qfrc_actuator: rigid body + rotor inertia + joint
 friction) + Gaussian noise, `actual_current` = that torque / motor constant (A), the reference
 as `target_q/qd/qdd`, `target_moment` = the controller's model torque (nominal feed-forward,
 Nm), `target_current` = feed-forward / motor constant, `joint_control_output` = the commanded

@@ -2,11 +2,11 @@
 `python -m ident_framework.rtde.emulator --host 127.0.0.1 [--robot ur12e] [--port 30004]`.
 
 A TCP server speaking the part of Universal Robots' RTDE protocol (version 2, see
-`rtde_protocol.py`) that `ur_rtde`'s receive interface uses: protocol version, controller
+`protocol.py`) that `ur_rtde`'s receive interface uses: protocol version, controller
 version (`--controller-version`, default 5.23.0; an older one answers NOT_FOUND for
 `actual_current_as_torque` as a real controller does), output recipe setup (each field answered
 with its RTDE type, NOT_FOUND for unknown ones), start and pause, and data packages at the
-recipe frequency (at most 500 Hz). Behind it a MuJoCo simulation of the robot (`rtde_twin.py`:
+recipe frequency (at most 500 Hz). Behind it a MuJoCo simulation of the robot (`emulated_arm.py`:
 the same seeded "real" robot as `source=mujoco source.seed=`) follows a trajectory: by
 default a slow periodic motion about the home pose, looping; `--trajectory FILE` follows a
 run's trajectory.yaml or a CSV of joint positions instead.

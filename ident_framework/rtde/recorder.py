@@ -1,7 +1,7 @@
 """Live recording from `ur_rtde`'s receive interface to a CSV in the contract, sample by sample.
 
 `LiveRecording` polls the interface (every ~0.3 ms), and writes each new controller sample
-(a new `timestamp`) as one row through `csv_log.CsvLogWriter`, which flushes at least every
+(a new `timestamp`) as one row through `data/csv_log.CsvLogWriter`, which flushes at least every
 0.1 s: a crash loses at most that much. A row is read consistently: the timestamp is read
 before and after two full reads of the other fields, and the row is read again unless both
 reads agree and the timestamp did not change (ur_rtde updates the fields one by one while it
@@ -11,7 +11,7 @@ consistently are not written and are counted as invalid.
 `actual_current_as_torque` (PolyScope >= 5.23) has no getter in `ur_rtde` 1.6.5's Python
 binding (the C++ class has one). When the binding lacks it, the field comes from a side
 channel joined to the rows by the controller timestamp: a second RTDE connection of our own
-(`rtde_torque_stream.TorqueStream`, every package), or, when the controller refuses that,
+(`torque_stream.TorqueStream`, every package), or, when the controller refuses that,
 `ur_rtde`'s own C++ file recorder (`startFileRecording`, a side file read as it grows and
 removed at the end; its timer misses ~10 % of the packages). A row whose torque the side
 channel missed is not written and is counted (`torque_missing`).
@@ -346,7 +346,7 @@ class LiveRecording:
         side_channel: Callable[[], Any] | None = None,
     ):
         """side_channel(): a source of the torque rows for torque "side" with the interface of
-        `TorqueSideChannel` (e.g. `rtde_torque_stream.TorqueStream`); when it is None or fails,
+        `TorqueSideChannel` (e.g. `torque_stream.TorqueStream`); when it is None or fails,
         ur_rtde's file recorder is used."""
         self.connect, self.receive = connect, receive
         self.side_channel = side_channel

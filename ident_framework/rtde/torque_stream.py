@@ -29,7 +29,7 @@ class TorqueStreamError(RuntimeError):
 class TorqueStream:
     """Every (timestamp, actual_current_as_torque) package of the controller at `host`, received
     by a background thread. values: {timestamp µs: torque (n,) Nm}; latest_us: newest timestamp
-    received. Same interface as `rtde_recorder.TorqueSideChannel`."""
+    received. Same interface as `recorder.TorqueSideChannel`."""
 
     def __init__(
         self,

@@ -3,7 +3,7 @@
 The controller knows only its own model (normally the nominal robot): it applies computed-torque
 feed-forward from that model (precomputed for the whole reference in one pass) plus joint PD
 feedback (gains tuned on the driven robot, see `default_gains`); the motors saturate at the
-joints' effort limits. The "real" robot is another model (`simulated_robot.perturb_robot`, or
+joints' effort limits. The "real" robot is another model (`perturbed_robot.perturb_robot`, or
 any MJCF).
 
 Integrator: explicit Euler with MuJoCo's `eulerdamp` flag disabled. Then every step k uses the

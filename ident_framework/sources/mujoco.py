@@ -1,10 +1,11 @@
 """Built-in data source `mujoco`: a simulated "real" robot moved along the trajectory.
 
-The real robot is the nominal model perturbed from `seed` (`simulated_robot.perturb_robot`:
+The real robot is the nominal model perturbed from `seed` (`perturb_robot` of
+simulation/perturbed_robot.py:
 links, an unknown payload, joint friction and rotor inertia), or the MJCF file `model_path`
 taken as it is, or a robot model handed to the source in code (`real_robot=`, e.g. the
 planted robot of `mode=rehearse`). The controller knows only the nominal model
-(`simulation.simulate`). The same `seed` gives the same robot for identification and
+(`simulation/tracking.simulate`). The same `seed` gives the same robot for identification and
 validation; only the measurement noise differs by role. The returned dataset carries the true
 parameters in `metadata["truth"]` and the simulated robot's MJCF in
 `metadata["true_robot_mjcf"]`.
@@ -53,10 +54,10 @@ class MujocoSourceParams(SimulationParams, PerturbationParams):
     nominal robot. seed: perturbation seed (same seed, same robot in every role).
     mass_std, com_std_m, inertia_std, inertia_rotation_std_deg, payload_mass_kg,
     payload_position_m, payload_radius_m, viscous (Nm·s/rad), coulomb (Nm), armature (kg·m²):
-    see `simulated_robot.PerturbationParams` (ignored with model_path).
+    see `simulation/perturbed_robot.PerturbationParams` (ignored with model_path).
     torque_noise_std (Nm, one or per joint), encoder_resolution (rad), sim_rate_hz,
     record_rate_hz (must divide the sim rate), kp (Nm/rad), kd (Nm·s/rad),
-    record_acceleration: see `simulation.SimulationParams`.
+    record_acceleration: see `simulation/tracking.SimulationParams`.
     true_friction: a friction plugin's torque as the true joint friction instead of the MJCF's
     damping and frictionloss ({"plugin": name, <its config>, "parameters": {...}}; see
     `true_friction.py`); None or plugin None: the MJCF's own."""

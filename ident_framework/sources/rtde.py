@@ -9,10 +9,10 @@ What `acquire` does, in order:
    fails at once with a hint) and records timestamp, actual_q, actual_qd, actual_current,
    target_current, target_moment, joint temperatures, targets and, when the controller offers
    it (PolyScope >= 5.23), actual_current_as_torque, streaming every sample to a CSV in the
-   contract (`rtde_recorder.py`).
+   contract (`rtde/recorder.py`).
 3. Only with `confirm_motion=true` the robot moves: the rehearsal gate (when required and
    available), moveJ to the start pose, then servoJ at 500 Hz while recording
-   (`excitation_playback.py`), servoStop + stopScript on any exception, Ctrl-C or lost
+   (`rtde/playback.py`), servoStop + stopScript on any exception, Ctrl-C or lost
    connection. Without it (the default) it is a dry run: nothing is sent to the control
    interface; the receive interface still records for the trajectory's duration (or
    `duration_s`), i.e. whatever the robot does meanwhile.

@@ -10,7 +10,7 @@ starting where the first piece ends, and joins the two recordings. The controlle
 the nominal model in both pieces, as a real one would.
 
 The second piece continues from the exact simulated state of the first piece's last row
-(`simulation.simulate(initial_state=...)`), so the motion is continuous across the change;
+(`simulation/tracking.simulate(initial_state=...)`), so the motion is continuous across the change;
 `state_jump_rad` (the largest |q| difference between the two rows at the change, only encoder
 quantisation) checks it.
 """

@@ -5,7 +5,7 @@ builds the rehearsal robot from the robot model (nominal UR model, or a twin fro
 run: robot=mjcf robot.path=twin.xml) with the known changes of the `rehearsal:` config
 (`planting.py`), simulates it with the MuJoCo data source along the configured
 excitation and validation motions, identifies it with the configured estimator
-(`pipeline.run_pipeline`) and checks that the planted values are recovered
+(`modes/pipeline.run_pipeline`) and checks that the planted values are recovered
 (`checks.py`). Outputs (`report.py`): the usual run directory plus rehearsal.json, rehearsal.md
 and rehearsal_robot.xml (the planted robot). On pass the rehearsal is recorded for the robot
 (`rtde/rehearsal_gate.py`); on a failed check the outputs stay and the command exits with
