@@ -191,6 +191,17 @@ def check_reachable(host: str, timeout_s: float) -> None:
         raise unreachable(host, error.strerror or str(error)) from None
 
 
+def safety_limits(params: RtdeSourceParams) -> SafetyLimits:
+    """What the source checks a motion against (the same in a dry and a confirmed run)."""
+    return SafetyLimits(
+        workspace=params.workspace,
+        torque_fraction=params.torque_fraction,
+        check_rate_hz=params.check_rate_hz,
+        workspace_key="trajectory.workspace",
+        torque_key="source.torque_fraction",
+    )
+
+
 def refusal_ending(confirmed: bool) -> str:
     """The sentence a refusal ends with: the verdict is the same, only this differs."""
     if confirmed:
@@ -384,17 +395,6 @@ class RtdeSource:
             )
         return path
 
-    def safety_limits(self) -> SafetyLimits:
-        """What this source checks a motion against (the same in a dry and a confirmed run)."""
-        params = self.params
-        return SafetyLimits(
-            workspace=params.workspace,
-            torque_fraction=params.torque_fraction,
-            check_rate_hz=params.check_rate_hz,
-            workspace_key="trajectory.workspace",
-            torque_key="source.torque_fraction",
-        )
-
     def current_pose(self, receive: Any, n_joints: int) -> tuple[np.ndarray | None, str | None]:
         """(the robot's joint positions in rad, None) from the receive interface, or (None,
         why not) when they cannot be read (waits up to `timeout_s` for a first package)."""
@@ -422,7 +422,7 @@ class RtdeSource:
         params = self.params
         current, problem = self.current_pose(receive, robot.n_joints)
         verdict = motion_verdict(
-            robot, trajectory, current, self.safety_limits(), params.movej_speed,
+            robot, trajectory, current, safety_limits(params), params.movej_speed,
             params.movej_acceleration, problem,
         )  # fmt: skip
         for line in verdict.lines():

@@ -43,9 +43,9 @@ from .workspace import Workspace, WorkspaceParams
 _REST_TOLERANCE = 1e-9  # relative tolerance of the rest constraints of a loaded description
 _START_BATCH = 64  # random start poses drawn at once when looking for one inside the workspace
 _START_BATCHES = 50
-_PULL_STEPS = 16  # poses tried between a refined q0 outside the workspace and the anchor
 _FIT_ROUNDS = 4  # alternations of the workspace and torque fits
 _SCAN_STEPS = 8  # factors tried at once by the workspace fit
+_VIOLATION_COST_PER_M = 60.0  # refinement: added to log cond per m outside the workspace
 _SEARCH_MARGIN_M = 0.01  # extra workspace clearance on the search's coarse grids (see _Problem)
 _FINAL_SHRINKS = 5  # 2 % shrinks allowed when the final check finds a hair of a violation
 
@@ -273,10 +273,9 @@ class _Problem:
     A candidate x = (u (n,), z (m, n) normalised by the velocity limits): q0 = centre +
     clip(u, -1, 1) * half_range; coefficients [a; b]_j = N z_j (N the rest-constraint basis),
     each joint radially shrunk onto its position/velocity/acceleration limits, then all joints
-    together shrunk until the workspace (every point of the arm on the evaluation grid, see
-    `workspace.py`) and the nominal torques fit. q0 itself must lie in the workspace: random
-    candidates draw it there, and a refined one outside is pulled back towards `anchor` (a q0
-    known to lie inside) until it does."""
+    together shrunk until the nominal torques fit. Random candidates draw q0 inside the
+    workspace (every point of the arm on the evaluation grid, see `workspace.py`) and are
+    shrunk into it; refined ones report how far they leave it (the search penalises that)."""
 
     def __init__(self, robot: RobotModel, params: FourierParams):
         self.robot = robot
@@ -300,7 +299,6 @@ class _Problem:
         self.workspace = (
             Workspace(robot, params.workspace) if params.workspace is not None else None
         )
-        self.anchor: np.ndarray | None = None  # a q0 inside the workspace
         self._last_pose: tuple[bytes, float] = (b"", 0.0)
         # extra clearance (m) while searching on the coarse grids: the best candidate is then
         # inside on the dense final grid too (a dip between coarse samples is at most a few
@@ -383,16 +381,6 @@ class _Problem:
     def inside(self, q0: np.ndarray) -> bool:
         """Whether the pose q0 (rad) lies in the workspace."""
         return self.pose_margin(q0) >= 0.0
-
-    def pull_inside(self, q0: np.ndarray) -> np.ndarray:
-        """q0 moved along the straight joint line towards `anchor` until it lies in the
-        workspace (the farthest of a few evenly spaced points that does)."""
-        if self.anchor is None or self.inside(q0):
-            return q0
-        share = np.linspace(1.0, 0.0, _PULL_STEPS + 1)[1:]
-        poses = self.anchor + share[:, None] * (q0 - self.anchor)
-        ok = np.flatnonzero(self.workspace.worst_margin(poses) >= self.padding)
-        return poses[ok[0]] if ok.size else self.anchor.copy()
 
     def workspace_margin(self, q0: np.ndarray, z: np.ndarray, maps: list[np.ndarray]) -> float:
         """Smallest workspace margin (m) of (q0, z) at the times of `maps`, less `padding`."""
@@ -512,14 +500,21 @@ class _Problem:
             z = fitted
         return 0.0 * z
 
-    def feasible(self, x: np.ndarray, maximise: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """(q0, z) of candidate x made feasible on the search grids; with `maximise` each joint
-        is scaled to its largest feasible amplitude, otherwise only shrunk where it violates."""
+    def feasible(
+        self, x: np.ndarray, maximise: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, float]:
+        """(q0, z, workspace violation in m) of candidate x made feasible on the search grids.
+        With `maximise` (random candidates) each joint is scaled to its largest feasible
+        amplitude and the result projected into the workspace (violation 0); otherwise
+        (refinement) joints are only shrunk where they break a joint or torque limit, and how
+        far the arm leaves the workspace is returned for the search to penalise (a smoother
+        landscape for CMA-ES than projecting: measured cond 44.7 vs 48.7, mean of 4 seeds)."""
         q0, z = self.split(x)
-        q0 = self.pull_inside(q0)
         scale = self.joint_scale(q0, z, self.limit_maps)
-        z = z * (scale if maximise else np.minimum(scale, 1.0))
-        return q0, self.fit_workspace_and_torque(q0, z)
+        if maximise:
+            return q0, self.fit_workspace_and_torque(q0, z * scale), 0.0
+        z = self.fit_torque(q0, z * np.minimum(scale, 1.0))
+        return q0, z, max(0.0, -self.workspace_margin(q0, z, self.eval_maps))
 
     def trajectory(self, q0: np.ndarray, z: np.ndarray) -> FourierTrajectory:
         coefficients = (self.basis @ z).T  # (n, 2L)
@@ -576,10 +571,15 @@ class _Search:
         self.best: tuple[np.ndarray, np.ndarray] | None = None
         self.bar: tqdm | None = None
 
-    def cost(self, q0: np.ndarray, z: np.ndarray) -> float:
-        """log cond of the feasible candidate (q0, z); tracks the best so far."""
+    def cost(self, q0: np.ndarray, z: np.ndarray, violation: float = 0.0) -> float:
+        """log cond of the candidate (q0, z) plus a penalty for a workspace `violation` (m);
+        tracks the best candidate inside the workspace so far."""
         value = float(self.objective(*self.problem.states(q0, z)))
         cost = math.log(value) if value > 0.0 and math.isfinite(value) else math.inf
+        if violation > 0.0:
+            if self.bar is not None:
+                self.bar.update()
+            return cost + _VIOLATION_COST_PER_M * violation
         if cost < self.best_cost or self.best is None:
             self.best_cost, self.best = cost, (q0.copy(), z.copy())
             if self.bar is not None:
@@ -600,7 +600,7 @@ class _Search:
         """Best candidate vector of `n_candidates` random ones at full amplitude."""
         best_x, best_cost = None, math.inf
         for _ in range(n_candidates):
-            q0, z = self.problem.feasible(self.problem.random(self.rng), maximise=True)
+            q0, z, _ = self.problem.feasible(self.problem.random(self.rng), maximise=True)
             cost = self.cost(q0, z)
             if cost < best_cost or best_x is None:
                 best_x, best_cost = self.problem.join(q0, z), cost
@@ -632,10 +632,10 @@ class _Search:
             population = mean + sigma * steps
             costs = np.empty(lam)
             for k in range(lam):
-                q0, z = problem.feasible(population[k])
+                q0, z, violation = problem.feasible(population[k])
                 # Lamarckian repair: the evaluated (feasible) point replaces the sample
                 population[k] = problem.join(q0, z)
-                costs[k] = self.cost(q0, z)
+                costs[k] = self.cost(q0, z, violation)
             used += lam
             generation += 1
             order = np.argsort(costs)[:mu]
@@ -676,7 +676,7 @@ class FourierGenerator:
         problem = _Problem(robot, params)
         rng = np.random.default_rng(seed)
         if objective is None:
-            q0, z = problem.feasible(problem.random(rng), maximise=True)
+            q0, z, _ = problem.feasible(problem.random(rng), maximise=True)
             return self._finish(problem, q0, z, None, None, seed)
         search = _Search(problem, objective, rng)
         # small matrices (the objective's SVD fallback, CMA-ES's eigendecompositions): threaded
@@ -693,7 +693,6 @@ class FourierGenerator:
         ):
             search.bar = bar
             x0 = search.monte_carlo(params.n_candidates)
-            problem.anchor = problem.split(x0)[0]  # inside the workspace: drawn there
             search.refine(x0, params.n_refine, params.refine_sigma)
         assert search.best is not None
         q0, z = search.best

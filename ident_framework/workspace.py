@@ -10,7 +10,7 @@ points on the joint axes, not the links' surfaces, so the clearance must cover t
 
 Regions and the points they apply to:
 - floor: every point stays `clearance_m` above `floor_z_m`;
-- base column: a cylinder about the base z axis (`radius_m`, `height_m` above the floor; the
+- base column: a cylinder about the base z axis from the floor up (`radius_m`, `height_m`; the
   base and shoulder housing) that the points from the third joint on (forearm, wrist, tool)
   stay out of by `clearance_m` (the upper arm starts inside it, at the shoulder);
 - boxes, half-spaces (normal · p <= offset_m): every point, or the frames named, stays inside
@@ -93,7 +93,7 @@ class WorkspaceParams:
     """See the module docstring and conf/trajectory/fourier.yaml (`workspace`)."""
 
     floor_z_m: float | None = 0.0
-    clearance_m: float = 0.05
+    clearance_m: float = 0.1
     tool_offset_m: list[float] | None = field(default_factory=lambda: [0.0, 0.0, 0.1])
     base_column: BaseColumn | None = field(default_factory=BaseColumn)
     boxes: list[WorkspaceBox] = field(default_factory=list)
@@ -209,7 +209,8 @@ class Workspace:
                 bottom = params.floor_z_m or 0.0
                 radial = np.hypot(points[..., 0], points[..., 1]) - (column.radius_m + clearance)
                 above = points[..., 2] - (bottom + column.height_m + clearance)
-                margin = np.maximum(radial, above)
+                below = bottom - points[..., 2]  # under the floor: the floor's violation
+                margin = np.maximum(np.maximum(radial, above), below)
             elif region.kind == "box":
                 box = params.boxes[region.index]
                 low = points - (np.asarray(box.min_m) + clearance)

@@ -70,7 +70,9 @@ def test_points_are_distinct_and_named_after_joints(robot):
 def test_floor_margin_is_height_minus_clearance(robot):
     """Margins are the points' heights minus floor and clearance; the shoulder's height is
     Pinocchio's (always the base height d1)."""
-    workspace = Workspace(robot, WorkspaceParams(floor_z_m=0.02, clearance_m=0.03, base_column=None))
+    workspace = Workspace(
+        robot, WorkspaceParams(floor_z_m=0.02, clearance_m=0.03, base_column=None)
+    )
     q = np.array([UR_HOME, np.zeros(6)])
     heights = workspace.positions(q)[..., 2]
     expected = _pinocchio_points(robot, q, ["shoulder_link", "wrist_2_link", "wrist_3_link"])
@@ -96,7 +98,7 @@ def test_base_column_keeps_the_wrist_and_tool_out():
     radial = np.hypot(p[:, 0], p[:, 1])
     inside = (radial < 0.15) & (p[:, 2] < 0.4)
     margin = workspace.margins(folded)[0][0]
-    expected = np.maximum(radial - 0.15, p[:, 2] - 0.4)[column.points]
+    expected = np.maximum(np.maximum(radial - 0.15, p[:, 2] - 0.4), -p[:, 2])[column.points]
     np.testing.assert_allclose(margin, expected)
     assert inside[workspace.arm.aliases["tool"]]
     assert margin.min() < -0.03
