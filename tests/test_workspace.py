@@ -141,3 +141,37 @@ def test_boxes_and_half_spaces_for_named_frames():
 def test_bad_workspace_values_are_rejected(bad):
     with pytest.raises(ValueError):
         WorkspaceParams(**bad)
+
+
+def test_one_setting_for_the_design_and_the_rtde_check():
+    """source=rtde's check reads trajectory.workspace (and the validation motion keeps to it):
+    a floor and a box given once reach all three; source.floor_z_m says where it went."""
+    from hydra import compose, initialize_config_module
+
+    from ident_framework.config_search_path import register_plugin_search_path
+    from ident_framework.plugin_config import build_params, group_values
+    from ident_framework.source_rtde import RtdeSourceParams
+    from ident_framework.trajectory_fourier import FourierParams
+    from ident_framework.trajectory_point_to_point import PointToPointParams
+
+    register_plugin_search_path()
+    overrides = ["source=rtde", "source.host=192.0.2.1", "trajectory.workspace.floor_z_m=0.2",
+                 "trajectory.workspace.boxes=[{min_m:[-1,-1,0],max_m:[1,0.3,1.5]}]"]  # fmt: skip
+
+    def params(cfg, key, schema):
+        values = group_values(cfg[key], key)
+        values.pop("plugin")
+        return build_params(schema, values, key, "test")
+
+    with initialize_config_module("ident_framework.conf", version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+        refused = compose("config", overrides=[*overrides, "source.floor_z_m=0.1"])
+    design = params(cfg, "trajectory", FourierParams).workspace
+    check = params(cfg, "source", RtdeSourceParams).workspace
+    validation = build_params(PointToPointParams, {
+        k: v for k, v in group_values(cfg.validation.trajectory, "v").items() if k != "plugin"
+    }, "validation.trajectory", "test").workspace  # fmt: skip
+    assert design == check == validation
+    assert check.floor_z_m == 0.2 and check.boxes[0].max_m == [1.0, 0.3, 1.5]
+    with pytest.raises(UserError, match=r"give trajectory\.workspace\.floor_z_m=0\.1 instead"):
+        params(refused, "source", RtdeSourceParams)
