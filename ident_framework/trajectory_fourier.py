@@ -12,12 +12,18 @@ sum_l a_jl = 0, sum_l l b_jl = 0 and sum_l b_jl / l = 0, so that the motion star
 of Swevers' form). The reference therefore needs no ramps and is exactly periodic.
 
 `generate` searches the coefficients and q0 for the lowest condition number of the base
-regressor under position, velocity, acceleration and torque (nominal inverse dynamics) limits:
-a seeded Monte-Carlo stage (random candidates, each joint scaled to its largest feasible
-amplitude: velocity and acceleration are linear in the coefficients) followed by a CMA-ES
-refinement of the best candidate. Every evaluated candidate is made feasible by construction:
-each joint's coefficients are radially shrunk onto its position/velocity/acceleration limits and
-all joints together are shrunk until the torques fit.
+regressor under position, velocity, acceleration and torque (nominal inverse dynamics) limits
+and inside the workspace (`workspace.py`: floor, base column, boxes, half-spaces, with a
+clearance, for the arm's points by batched forward kinematics): a seeded Monte-Carlo stage
+(random candidates, q0 drawn inside the workspace, each joint scaled to its largest feasible
+amplitude: velocity and acceleration are linear in the coefficients, then the joints that move
+points shrunk together into the workspace) followed by a CMA-ES refinement of the best
+candidate. Every evaluated candidate is made feasible for the joint and torque limits by
+construction (each joint's coefficients radially shrunk onto its position/velocity/acceleration
+limits, all joints together shrunk until the torques fit); in the refinement, leaving the
+workspace is penalised instead, and only candidates inside it can become the result. The search
+grids are coarse (n_eval_samples per period) and keep 1 cm more clearance; the result is then
+enforced on the check_rate_hz grid and checked with the safety check `source=rtde` runs.
 """
 
 from __future__ import annotations
@@ -72,8 +78,8 @@ class FourierParams:
         robot model's nominal inverse dynamics (no friction).
     position_limits: optional per-joint [min, max] (rad) narrowing the robot's position limits.
     workspace: where the arm may go (floor, base column, boxes, half-spaces with a clearance;
-        `workspace.py`), enforced in the search on the evaluation grid and on the final check
-        grid; null: joint limits only.
+        `workspace.py`), kept in the search on the evaluation grid and enforced and checked on
+        the final check grid; null: joint limits only.
     progress: show a progress bar (stderr) with the best condition number so far.
     """
 
