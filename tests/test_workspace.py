@@ -175,3 +175,19 @@ def test_one_setting_for_the_design_and_the_rtde_check():
     assert check.floor_z_m == 0.2 and check.boxes[0].max_m == [1.0, 0.3, 1.5]
     with pytest.raises(UserError, match=r"give trajectory\.workspace\.floor_z_m=0\.1 instead"):
         params(refused, "source", RtdeSourceParams)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_point_to_point_motion_keeps_to_the_workspace(robot, seed):
+    """The validation motion (point_to_point, default settings) passes source=rtde's check;
+    with joint limits only the same generator sends the arm through the table."""
+    from ident_framework.motion_safety import SafetyLimits, check_trajectory
+    from ident_framework.source_rtde import RtdeSourceParams, safety_limits
+    from ident_framework.trajectory_point_to_point import PointToPointGenerator, PointToPointParams
+
+    limits = safety_limits(RtdeSourceParams(host="192.0.2.1"))
+    motion = PointToPointGenerator(PointToPointParams()).generate(robot, None, seed)
+    report = check_trajectory(robot, motion, limits)
+    assert report.safe, [v.describe() for v in report.violations]
+    free = PointToPointGenerator(PointToPointParams(workspace=None)).generate(robot, None, seed)
+    assert check_trajectory(robot, free, SafetyLimits()).min_floor_clearance_m < 0.0
