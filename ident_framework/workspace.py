@@ -51,7 +51,7 @@ class BaseColumn:
         for name in ("radius_m", "height_m"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
-                raise ValueError(f"base_column.{name} must be > 0 m, got {value}")
+                raise ValueError(f"{name} must be > 0 m, got {value}")
 
 
 @dataclass
@@ -63,9 +63,9 @@ class WorkspaceBox:
     frames: list[str] | None = None
 
     def __post_init__(self) -> None:
-        self.min_m, self.max_m = _vector(self.min_m, "box min_m"), _vector(self.max_m, "box max_m")
+        self.min_m, self.max_m = _vector(self.min_m, "min_m"), _vector(self.max_m, "max_m")
         if not all(low < high for low, high in zip(self.min_m, self.max_m, strict=True)):
-            raise ValueError(f"box min_m {self.min_m} must be below max_m {self.max_m}")
+            raise ValueError(f"min_m {self.min_m} must be below max_m {self.max_m} in x, y and z")
 
 
 @dataclass
@@ -78,11 +78,12 @@ class HalfSpace:
     frames: list[str] | None = None
 
     def __post_init__(self) -> None:
-        normal = np.asarray(_vector(self.normal, "half-space normal"))
+        normal = np.asarray(_vector(self.normal, "normal"))
         length = float(np.linalg.norm(normal))
         if length == 0.0 or not math.isfinite(self.offset_m):
             raise ValueError(
-                f"half-space needs a non-zero normal and a finite offset_m, got {self}"
+                f"normal must be non-zero and offset_m finite, got {self.normal} and "
+                f"{self.offset_m}"
             )
         self.normal = (normal / length).tolist()
         self.offset_m = float(self.offset_m) / length
