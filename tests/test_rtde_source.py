@@ -268,7 +268,10 @@ def test_cli_dry_run_and_confirmed_run_refuse_the_same_approach_move(tmp_path, r
     (real ur_rtde receive interface reading the pose from the emulator) refuses it with the
     confirmed run's message, says it was a dry run, and neither writes a recording. (The two
     runs read the pose at different moments of the simulated robot, which holds its pose to
-    ~1e-5 rad: the numbers may differ in their last digit, the time by a 4 ms check sample.)"""
+    ~1e-5 rad: the numbers may differ in their last digit, the time by a 4 ms check sample.)
+    The refusal comes before any control interface is opened; a confirmed run that passed would
+    open ur_rtde's real RTDEControlInterface, which needs a physical arm: that boundary is
+    tested in-process with RecordingControl (test_dry_and_confirmed_run_pass_and_refuse_...)."""
     home = default_motion(robot, amplitude_rad=1e-6)  # the emulated robot holds still
     wrapped = FourierTrajectory(home.q0 + np.array([0.0, 2 * np.pi, 0, 0, 0, 0]), home.a, home.b,
                                 home.base_frequency_hz)  # fmt: skip
@@ -301,6 +304,56 @@ def test_cli_dry_run_and_confirmed_run_refuse_the_same_approach_move(tmp_path, r
         [float(v) for v in re.findall(number, confirmed)],
         atol=0.01,
     )
+
+
+def test_dry_and_confirmed_run_pass_and_refuse_the_same_motions(tmp_path, robot):
+    """The real ur_rtde receive interface reads the pose from the emulator; the control
+    interface is `RecordingControl` (moving needs a physical arm: the one boundary not
+    exercised here). From a pose one shoulder turn away (+2π, the moveJ would sweep the arm
+    through the table) both modes refuse with the same verdict and no control interface is
+    opened; from the home pose both pass, the dry run opens none and the confirmed run plays
+    moveJ then servoJ through the recording one."""
+    motion = default_motion(robot, amplitude_rad=0.05, period_s=2.0)
+    zero, hz = 0.0 * motion.a, motion.base_frequency_hz
+    wrapped = FourierTrajectory(motion.q0 + np.array([0.0, 2 * np.pi, 0, 0, 0, 0]), zero, zero, hz)
+    still = FourierTrajectory(motion.q0, zero, zero, hz)
+    path = _write_yaml(tmp_path / "motion.yaml", motion)
+    outcomes: dict[tuple[str, bool], str | None] = {}
+    for place, resting, host in (("wrapped", wrapped, "127.0.6.9"), ("home", still, "127.0.6.10")):
+        resting_path = _write_yaml(tmp_path / f"resting_{place}.yaml", resting)
+        with running_emulator(host, "--trajectory", str(resting_path)):
+            for confirm in (False, True):
+                control = RecordingControl()
+                opened: list[str] = []
+
+                def factory(address: str, control=control, opened=opened) -> RecordingControl:
+                    opened.append(address)
+                    return control
+
+                params = RtdeSourceParams(
+                    host=host, trajectory_path=str(path), confirm_motion=confirm,
+                    require_rehearsal=False,
+                    recording_path=str(tmp_path / f"{place}_{confirm}.csv"),
+                )  # fmt: skip
+                try:
+                    RtdeSource(params, control_factory=factory, log=lambda line: None).acquire(
+                        robot, None
+                    )
+                    outcomes[place, confirm] = None
+                except UserError as error:
+                    text = str(error)
+                    assert text.endswith(refusal_ending(confirm)), text
+                    outcomes[place, confirm] = text[: -len(refusal_ending(confirm))]
+                if outcomes[place, confirm] is not None or not confirm:
+                    assert opened == [] and control.names() == [], (place, confirm)
+                else:
+                    assert opened == [host] and control.names()[0] == "moveJ"
+                    assert "servoJ" in control.names()
+    number = r"-?\d+\.\d+"
+    dry, confirmed = outcomes["wrapped", False], outcomes["wrapped", True]
+    assert dry is not None and dry.startswith("The motion is refused: during the approach move")
+    assert re.sub(number, "#", dry) == re.sub(number, "#", confirmed)
+    assert outcomes["home", False] is None and outcomes["home", True] is None
 
 
 def test_cli_dry_run_of_the_default_excitation_passes_the_check(tmp_path):
