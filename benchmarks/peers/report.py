@@ -1,0 +1,206 @@
+"""Score every run with the one scorer and write the tables (stdout, markdown, CSV, JSON)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import scoring
+from .cases import CaseResult
+from .runs import ToolRun
+
+
+@dataclass
+class Row:
+    """One run, scored: on the rows it predicted and on the rows every run of its case did."""
+
+    run: ToolRun
+    own: scoring.Score | None
+    common: scoring.Score | None
+
+
+def score_case(case: CaseResult) -> list[Row]:
+    recorded = scoring.read_recorded(case.validation, case.n_joints)
+    predictions = {
+        id(run): scoring.read_predictions(run.prediction, case.n_joints)
+        for run in case.runs
+        if run.prediction is not None
+    }
+    common = np.ones(len(recorded.t), bool)
+    for predicted in predictions.values():
+        common &= scoring.predicted_rows(recorded, predicted)
+    rows = []
+    for run in case.runs:
+        predicted = predictions.get(id(run))
+        if predicted is None:
+            rows.append(Row(run, None, None))
+        else:
+            own = scoring.score(recorded, predicted)
+            rows.append(Row(run, own, scoring.score(recorded, predicted, rows=common)))
+    return rows
+
+
+def _f(value, digits=4) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    return f"{value:.{digits}g}" if abs(value) >= 1e4 else f"{value:.{digits}f}"
+
+
+def _ratio(a, b) -> str:
+    if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)) or b == 0:
+        return "–"
+    return f"{a / b:.3f}"
+
+
+def accuracy_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, str]]:
+    table = []
+    for case, rows in cases:
+        for row in rows:
+            run, own, common = row.run, row.own, row.common
+            stats = run.stats
+            table.append({
+                "case": case.case,
+                "n ident": str(run.size),
+                "tool": run.label,
+                "identification data": run.ident,
+                "scored / recorded rows": (
+                    f"{own.n_scored} / {own.n_recorded} ({own.alignment})" if own else "–"
+                ),
+                "RMSE Nm": _f(own.rmse if own else None),
+                "R²": _f(own.r2 if own else None),
+                "RMSE common rows": _f(common.rmse if common else None),
+                "R² common rows": _f(common.r2 if common else None),
+                "RMSE per joint Nm": (
+                    " ".join(f"{v:.3f}" for v in own.rmse_per_joint) if own else "–"
+                ),
+                "wall s": _f(stats.wall_s, 2) if stats else "–",
+                "peak MB": _f(stats.peak_rss_mb, 0) if stats else "–",
+                "self-reported RMSE": _f(
+                    run.reported.get("validation_rmse", run.reported.get("figaroh_validation_rmse"))
+                ),
+                "status": run.status,
+            })  # fmt: skip
+    return table
+
+
+def ratio_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, str]]:
+    """ours / FIGAROH for each project run and the default FIGAROH run of the same size."""
+    table = []
+    for case, rows in cases:
+        peers = {r.run.size: r for r in rows if r.run.label == "figaroh"}
+        for row in rows:
+            peer = peers.get(row.run.size)
+            if row.run.tool != "ours" or peer is None:
+                continue
+            both = row.run.status == "ok" and peer.run.status == "ok"
+            ours_stats = row.run.stats if both else None
+            peer_stats = peer.run.stats if both else None
+            table.append({
+                "case": case.case,
+                "n ident": str(row.run.size),
+                "pair": f"{row.run.label} / figaroh",
+                "RMSE ratio (common rows)": _ratio(
+                    row.common.rmse if row.common else None,
+                    peer.common.rmse if peer.common else None,
+                ),
+                "R² ours vs FIGAROH": (
+                    f"{_f(row.common.r2)} vs {_f(peer.common.r2)}"
+                    if row.common and peer.common else "–"
+                ),
+                "per-joint RMSE ratio": (
+                    " ".join(_ratio(a, b) for a, b in zip(
+                        row.common.rmse_per_joint, peer.common.rmse_per_joint, strict=True))
+                    if row.common and peer.common else "–"
+                ),
+                "wall ratio": _ratio(
+                    ours_stats.wall_s if ours_stats else None,
+                    peer_stats.wall_s if peer_stats else None,
+                ),
+                "peak memory ratio": _ratio(
+                    ours_stats.peak_rss_mb if ours_stats else None,
+                    peer_stats.peak_rss_mb if peer_stats else None,
+                ),
+                "ours status": row.run.status if row.run.status == "ok" else "not ok",
+                "FIGAROH status": peer.run.status,
+            })  # fmt: skip
+    return table
+
+
+def markdown(table: list[dict[str, str]]) -> str:
+    if not table:
+        return "(none)\n"
+    head = list(table[0])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row[k].replace("|", "\\|") for k in head) + " |" for row in table]
+    return "\n".join(lines) + "\n"
+
+
+def write_csv(path: Path, table: list[dict[str, str]]) -> None:
+    if not table:
+        return
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(table[0]))
+        writer.writeheader()
+        writer.writerows(table)
+
+
+def details(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict]:
+    out = []
+    for case, rows in cases:
+        out.append({
+            "case": case.case,
+            "size": case.size,
+            "validation": str(case.validation),
+            "notes": case.notes,
+            "runs": [{
+                "tool": row.run.tool, "label": row.run.label, "size": row.run.size,
+                "ident": row.run.ident, "status": row.run.status,
+                "prediction": str(row.run.prediction) if row.run.prediction else None,
+                "score": row.own.to_dict() if row.own else None,
+                "score_common_rows": row.common.to_dict() if row.common else None,
+                "stats": row.run.stats.to_dict() if row.run.stats else None,
+                "reported": row.run.reported,
+            } for row in rows],
+        })  # fmt: skip
+    return out
+
+
+def write_results(out: Path, cases: list[CaseResult], header: dict) -> str:
+    """Score, write results.md / accuracy.csv / ratios.csv / results.json; returns the text."""
+    scored = [(case, score_case(case)) for case in cases]
+    accuracy, ratios = accuracy_table(scored), ratio_table(scored)
+    notes = [f"- {case.case}: {note}" for case, _ in scored for note in case.notes]
+    text = "\n".join([
+        "# Peer benchmark: ident_framework vs FIGAROH 1.0.2",
+        "",
+        *(f"- {key}: {value}" for key, value in header.items()),
+        "",
+        "Every prediction is scored by one scorer against the torque as recorded in the "
+        "validation file, at its own timestamps (`exact`: the prediction carries the recorded "
+        "timestamp; `interpolated`: the tool predicted on a grid of its own, interpolated "
+        "linearly onto the recorded timestamps). R²: each joint about its own mean. "
+        "'common rows': the rows every run of the case predicted.",
+        "",
+        "## Accuracy, time and memory",
+        "",
+        markdown(accuracy),
+        "## Ratios ours / FIGAROH",
+        "",
+        markdown(ratios),
+        "## Notes",
+        "",
+        *notes,
+        "",
+    ])  # fmt: skip
+    (out / "results.md").write_text(text, encoding="utf-8")
+    write_csv(out / "accuracy.csv", accuracy)
+    write_csv(out / "ratios.csv", ratios)
+    (out / "results.json").write_text(
+        json.dumps({"header": header, "cases": details(scored)}, indent=1), encoding="utf-8"
+    )
+    return text
