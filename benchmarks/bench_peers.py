@@ -7,7 +7,7 @@
 Both tools identify from the same identification data and predict the same validation file;
 one scorer (peers/scoring.py) compares every prediction with the torque as recorded in that
 file at its own timestamps, and rows a tool did not predict are counted. Printed and written
-to DIR (results.md, accuracy.csv, ratios.csv, results.json; the runs and their logs beside):
+to DIR (results.md, accuracy.csv, ratios.csv, timing.csv, results.json; runs/ and logs/ beside):
 RMSE, R² (each joint about its own mean), RMSE per joint, wall time of the whole command and
 peak memory of its process tree, the ratios ours / FIGAROH.
 
@@ -17,7 +17,7 @@ FIGAROH runs in a venv of its own (created once under ~/.cache/ident_framework/f
 `pip install figaroh==1.0.2 pandas pyyaml`) through the drivers in peers/. Every run is
 capped at --memory-cap-gb of address space (RLIMIT_AS): a tool that needs more fails with
 MemoryError, reported as such. Cases: see peers/cases.py. Converted and simulated data are
-cached in --data-dir (the UR10e 10⁶-sample CSV is ~500 MB; simulating it takes minutes).
+cached in --data-dir (the UR10e 10⁶-sample CSV is ~240 MB; simulating it takes ~2 min).
 `--ours-variant NAME=a=1,b=2` adds a diagnostic run of the project with those overrides
 (hand-set, labelled ours[NAME]; not the baseline).
 """

@@ -131,6 +131,35 @@ def ratio_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, str
     return table
 
 
+def timing_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, str]]:
+    """The UR10e rows by identification size: the whole command's wall time and peak memory."""
+    table = []
+    for case, rows in cases:
+        if case.case != "ur10e":
+            continue
+        by_label = {r.run.label: r for r in rows}
+        ours, peer = by_label.get("ours"), by_label.get("figaroh")
+        if ours is None or peer is None:
+            continue
+
+        def stat(row: Row, key: str):
+            return getattr(row.run.stats, key) if row.run.stats and row.run.status == "ok" else None
+
+        table.append({
+            "n ident": str(case.size),
+            "ours wall s": _f(stat(ours, "wall_s"), 2),
+            "FIGAROH wall s": _f(stat(peer, "wall_s"), 2),
+            "wall ratio": _ratio(stat(ours, "wall_s"), stat(peer, "wall_s")),
+            "ours peak MB": _f(stat(ours, "peak_rss_mb"), 0),
+            "FIGAROH peak MB": _f(stat(peer, "peak_rss_mb"), 0),
+            "memory ratio": _ratio(stat(ours, "peak_rss_mb"), stat(peer, "peak_rss_mb")),
+            "ours RMSE": _f(ours.own.rmse if ours.own else None),
+            "FIGAROH RMSE": _f(peer.own.rmse if peer.own else None),
+            "FIGAROH status": peer.run.status,
+        })  # fmt: skip
+    return table
+
+
 def markdown(table: list[dict[str, str]]) -> str:
     if not table:
         return "(none)\n"
@@ -171,9 +200,9 @@ def details(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict]:
 
 
 def write_results(out: Path, cases: list[CaseResult], header: dict) -> str:
-    """Score, write results.md / accuracy.csv / ratios.csv / results.json; returns the text."""
+    """Score; write results.md, accuracy.csv, ratios.csv, timing.csv, results.json; the text."""
     scored = [(case, score_case(case)) for case in cases]
-    accuracy, ratios = accuracy_table(scored), ratio_table(scored)
+    accuracy, ratios, timing = accuracy_table(scored), ratio_table(scored), timing_table(scored)
     notes = [f"- {case.case}: {note}" for case, _ in scored for note in case.notes]
     text = "\n".join([
         "# Peer benchmark: ident_framework vs FIGAROH 1.0.2",
@@ -192,6 +221,9 @@ def write_results(out: Path, cases: list[CaseResult], header: dict) -> str:
         "## Ratios ours / FIGAROH",
         "",
         markdown(ratios),
+        "## Timing rows (simulated UR10e, whole command: start, read, identify, predict, write)",
+        "",
+        markdown(timing),
         "## Notes",
         "",
         *notes,
@@ -200,6 +232,7 @@ def write_results(out: Path, cases: list[CaseResult], header: dict) -> str:
     (out / "results.md").write_text(text, encoding="utf-8")
     write_csv(out / "accuracy.csv", accuracy)
     write_csv(out / "ratios.csv", ratios)
+    write_csv(out / "timing.csv", timing)
     (out / "results.json").write_text(
         json.dumps({"header": header, "cases": details(scored)}, indent=1), encoding="utf-8"
     )

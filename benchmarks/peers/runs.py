@@ -93,6 +93,7 @@ def run_ours(
             "validation_r2": physical["r2"],
             "n_base": metrics["identifiability"]["n_base"],
             "cond": metrics["identifiability"]["cond"],
+            "timing_s": metrics.get("timing_s", {}),
         }
     settings.log(
         f"[{case}] {label}: {run.status}, {stats.wall_s:.1f} s, {stats.peak_rss_mb:.0f} MB"
@@ -134,7 +135,15 @@ def run_figaroh(
         run.prediction = prediction
     run.reported = {
         key: result.get(key)
-        for key in ("figaroh_validation_rmse", "n_base_params", "cond_base_regressor", "error")
+        for key in (
+            "figaroh_validation_rmse",
+            "n_base_params",
+            "cond_base_regressor",
+            "error",
+            "timings_s",
+            "n_train_samples",
+            "n_val_samples",
+        )
         if key in result
     }
     settings.log(
