@@ -132,7 +132,7 @@ def kuka(settings: Settings, datasets: Path = DATASETS) -> list[CaseResult]:
     both = [*common, f"source.path=[{csv[1]},{csv[2]}]"]
     several = run_ours(settings, "kuka", 2 * size, "ours", "measurements 1+2", both, command)
     if several.status.startswith("failed (exit 2)"):  # a user error: one file only, for now
-        several.status = several.status.replace("failed", "refused", 1)
+        several.status = several.status.replace("failed", "refused", 1).split(", got ")[0]
     result.runs.append(several)
     args = ["--val", str(csv[3]), "--urdf", str(urdf), "--fs", str(_median_rate(csv[1]))]
     result.runs.append(

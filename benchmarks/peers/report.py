@@ -17,31 +17,47 @@ from .runs import ToolRun
 
 @dataclass
 class Row:
-    """One run, scored: on the rows it predicted and on the rows every run of its case did."""
+    """One run, scored on the rows it predicted (`own`) and on the rows the case's default runs
+    (labels "ours", "figaroh") all predicted (`common`: variants do not change that set)."""
 
     run: ToolRun
-    own: scoring.Score | None
-    common: scoring.Score | None
+    own: scoring.Score | None = None
+    common: scoring.Score | None = None
+    tau: np.ndarray | None = None  # the recorded torque (N, n)
+    prediction: np.ndarray | None = None  # on the recorded rows, NaN where none (N, n)
+    alignment: str = ""
+    off_grid: int = 0
+
+    @property
+    def predicted(self) -> np.ndarray | None:
+        if self.prediction is None:
+            return None
+        return np.all(np.isfinite(self.prediction), axis=1)
+
+    def score_on(self, rows: np.ndarray) -> scoring.Score:
+        scored = self.predicted & rows
+        return scoring.score_rows(self.tau, self.prediction, scored, self.alignment, self.off_grid)
 
 
 def score_case(case: CaseResult) -> list[Row]:
     recorded = scoring.read_recorded(case.validation, case.n_joints)
-    predictions = {
-        id(run): scoring.read_predictions(run.prediction, case.n_joints)
-        for run in case.runs
-        if run.prediction is not None
-    }
-    common = np.ones(len(recorded.t), bool)
-    for predicted in predictions.values():
-        common &= scoring.predicted_rows(recorded, predicted)
     rows = []
     for run in case.runs:
-        predicted = predictions.get(id(run))
-        if predicted is None:
-            rows.append(Row(run, None, None))
-        else:
-            own = scoring.score(recorded, predicted)
-            rows.append(Row(run, own, scoring.score(recorded, predicted, rows=common)))
+        if run.prediction is None:
+            rows.append(Row(run))
+            continue
+        predicted = scoring.read_predictions(run.prediction, case.n_joints)
+        on_recorded, alignment, off_grid = scoring.predicted_on_recorded(recorded, predicted)
+        row = Row(run, None, None, recorded.tau, on_recorded, alignment, off_grid)
+        row.own = row.score_on(np.ones(len(recorded.t), bool))
+        rows.append(row)
+    common = np.ones(len(recorded.t), bool)
+    for row in rows:
+        if row.prediction is not None and row.run.label in ("ours", "figaroh"):
+            common &= row.predicted
+    for row in rows:
+        if row.prediction is not None:
+            row.common = row.score_on(common)
     return rows
 
 
@@ -100,22 +116,22 @@ def ratio_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, str
             both = row.run.status == "ok" and peer.run.status == "ok"
             ours_stats = row.run.stats if both else None
             peer_stats = peer.run.stats if both else None
+            pair = row.predicted & peer.predicted if both else None
+            mine = row.score_on(pair) if both else None
+            theirs = peer.score_on(pair) if both else None
             table.append({
                 "case": case.case,
                 "n ident": str(row.run.size),
                 "pair": f"{row.run.label} / figaroh",
-                "RMSE ratio (common rows)": _ratio(
-                    row.common.rmse if row.common else None,
-                    peer.common.rmse if peer.common else None,
+                "rows both predicted": str(mine.n_scored) if mine else "–",
+                "RMSE ratio (those rows)": _ratio(
+                    mine.rmse if mine else None, theirs.rmse if theirs else None
                 ),
-                "R² ours vs FIGAROH": (
-                    f"{_f(row.common.r2)} vs {_f(peer.common.r2)}"
-                    if row.common and peer.common else "–"
-                ),
+                "R² ours vs FIGAROH": f"{_f(mine.r2)} vs {_f(theirs.r2)}" if mine else "–",
                 "per-joint RMSE ratio": (
                     " ".join(_ratio(a, b) for a, b in zip(
-                        row.common.rmse_per_joint, peer.common.rmse_per_joint, strict=True))
-                    if row.common and peer.common else "–"
+                        mine.rmse_per_joint, theirs.rmse_per_joint, strict=True))
+                    if mine else "–"
                 ),
                 "wall ratio": _ratio(
                     ours_stats.wall_s if ours_stats else None,
@@ -213,7 +229,8 @@ def write_results(out: Path, cases: list[CaseResult], header: dict) -> str:
         "validation file, at its own timestamps (`exact`: the prediction carries the recorded "
         "timestamp; `interpolated`: the tool predicted on a grid of its own, interpolated "
         "linearly onto the recorded timestamps). R²: each joint about its own mean. "
-        "'common rows': the rows every run of the case predicted.",
+        "'common rows': the rows every default run of the case (ours, "
+        "figaroh) predicted; a ratio compares a pair on the rows both predicted.",
         "",
         "## Accuracy, time and memory",
         "",
