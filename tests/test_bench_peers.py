@@ -151,6 +151,15 @@ def test_measured_run_sees_peak_memory_and_stops_at_the_cap(tmp_path: Path):
     assert capped.peak_rss_mb < 1.5 * 1024
 
 
+def test_measured_run_sums_the_process_tree(tmp_path: Path):
+    # the child waits for a grandchild that holds ~300 MB for a second
+    grandchild = "import numpy as np, time; a = np.ones(300 * 2**20 // 8); time.sleep(1.0)"
+    child = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {grandchild!r}])"
+    stats = measure.run_measured([sys.executable, "-c", child], tmp_path / "tree.log")
+    assert stats.returncode == 0
+    assert stats.max_tree_rss_mb > 300 and stats.peak_rss_mb >= stats.max_tree_rss_mb
+
+
 # -- slow: FIGAROH's driver, the benchmark end to end ------------------------------------------
 def _figaroh_python() -> Path | None:
     for python in (os.environ.get("IDENT_FIGAROH_PYTHON"), DEFAULT_VENV / "bin" / "python"):

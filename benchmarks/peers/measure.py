@@ -18,7 +18,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-POLL_S = 0.05
+POLL_S = 0.1
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 MEMORY_ERROR_MARKS = ("MemoryError", "Unable to allocate", "std::bad_alloc", "Cannot allocate")
 
@@ -40,27 +40,28 @@ class RunStats:
         return asdict(self)
 
 
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+def _children(pid: int) -> list[int]:
+    """Child processes of `pid` (from /proc/PID/task/TID/children: cheap, no full scan)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
         try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                stat = handle.read()
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as handle:
+                found.extend(int(c) for c in handle.read().split())
         except OSError:
             continue
-        ppid = int(stat[stat.rfind(b")") + 2 :].split()[1])
-        tree.setdefault(ppid, []).append(int(entry.name))
-    return tree
+    return found
 
 
 def tree_rss_bytes(root: int) -> int:
     """Sum of the resident set sizes of `root` and all its descendants (bytes)."""
-    tree, total, todo = _children(), 0, [root]
+    total, todo = 0, [root]
     while todo:
         pid = todo.pop()
-        todo.extend(tree.get(pid, ()))
+        todo.extend(_children(pid))
         try:
             with open(f"/proc/{pid}/statm", "rb") as handle:
                 total += int(handle.read().split()[1]) * PAGE_BYTES
