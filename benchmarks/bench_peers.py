@@ -113,6 +113,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--figaroh-venv", type=Path, default=DEFAULT_VENV)
     parser.add_argument("--no-figaroh", action="store_true", help="run the project only")
     parser.add_argument(
+        "--rescore",
+        type=Path,
+        default=None,
+        help="score and tabulate a finished run folder again (its results.json), run nothing",
+    )
+    parser.add_argument(
         "--ours-variant",
         type=variant,
         action="append",
@@ -128,6 +134,12 @@ def log(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.rescore is not None:
+        from peers.rescore import load_cases
+
+        results, header = load_cases(args.rescore.resolve())
+        print(write_results(args.rescore.resolve(), results, header))
+        return 0
     out = args.out or Path("outputs") / "bench_peers" / datetime.now().strftime("%Y%m%d-%H%M%S")
     out = out.resolve()
     (out / "logs").mkdir(parents=True, exist_ok=True)

@@ -215,4 +215,7 @@ def test_benchmark_end_to_end_on_kuka(tmp_path: Path):
     several = runs[("ours", "measurements 1+2")]
     assert several["status"] == "ok" or several["status"].startswith("refused (exit 2)")
     assert runs[("figaroh", "measurement 1")]["status"].startswith("skipped")
-    assert "| kuka |" in (out / "results.md").read_text()
+    table = (out / "results.md").read_text()
+    assert "| kuka |" in table
+    assert bench_peers.main(["--rescore", str(out)]) == 0  # the tables again, from the files
+    assert (out / "results.md").read_text().split("## Accuracy")[1] == table.split("## Accuracy")[1]

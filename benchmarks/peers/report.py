@@ -62,9 +62,10 @@ def score_case(case: CaseResult) -> list[Row]:
 
 
 def _f(value, digits=4) -> str:
+    """Fixed-point text of a number (`digits` decimals), "–" for none or NaN."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "–"
-    return f"{value:.{digits}g}" if abs(value) >= 1e4 else f"{value:.{digits}f}"
+    return f"{value:.{digits}f}"
 
 
 def _ratio(a, b) -> str:
@@ -176,6 +177,35 @@ def timing_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, st
     return table
 
 
+# issue 13's targets for the project's defaults: (case, measure, bound); ratios ours / FIGAROH
+TARGETS = (
+    ("ur10e", "RMSE ratio (those rows)", 0.85),
+    ("tx40", "RMSE ratio (those rows)", 0.95),
+    ("kuka", "RMSE ratio (those rows)", 0.95),
+    ("ur10e@100000", "wall ratio", 0.2),
+    ("ur10e@100000", "peak memory ratio", 0.3),
+)
+
+
+def targets_table(ratios: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Each target of issue 13 against the default pair (ours / figaroh) of its case."""
+    table = []
+    for where, measure, bound in TARGETS:
+        case, _, size = where.partition("@")
+        for row in ratios:
+            if row["case"] != case or row["pair"] != "ours / figaroh":
+                continue
+            if size and row["n ident"] != size:
+                continue
+            value = row[measure]
+            met = "–" if value == "–" else ("yes" if float(value) <= bound else "no")
+            table.append({
+                "case": case, "n ident": row["n ident"], "measure": measure,
+                "target": f"<= {bound}", "measured": value, "met": met,
+            })  # fmt: skip
+    return table
+
+
 def markdown(table: list[dict[str, str]]) -> str:
     if not table:
         return "(none)\n"
@@ -238,6 +268,9 @@ def write_results(out: Path, cases: list[CaseResult], header: dict) -> str:
         "## Ratios ours / FIGAROH",
         "",
         markdown(ratios),
+        "## Issue 13's targets for the defaults (ours / FIGAROH)",
+        "",
+        markdown(targets_table(ratios)),
         "## Timing rows (simulated UR10e, whole command: start, read, identify, predict, write)",
         "",
         markdown(timing),
