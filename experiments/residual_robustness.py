@@ -4,7 +4,8 @@
         [override ...]        e.g. source.unmodelled_scale=3 trajectory.n_refine=0
 
 The workspace-restricted protocol of tests/test_residual_end_to_end.py (position-dependent
-friction the model lacks, `validation=mujoco_fourier`, every joint in [-1, 1] rad): for each
+friction the model lacks, `validation=mujoco_fourier`, every joint in [-1, 1] rad, joint limits
+only: `trajectory.workspace=null`): for each
 data seed (`seed=`: perturbed robot, excitation search, validation motion) the pipeline runs
 once with the configured learner, then the learner is trained again with each other learner
 seed (`residual.seed`: initial weights, minibatch order) on the same residual. Prints one JSON
@@ -35,6 +36,7 @@ PROTOCOL = [
     "residual.progress=false",
     "validation=mujoco_fourier",
     "trajectory.position_limits=[[-1,1],[-1,1],[-1,1],[-1,1],[-1,1],[-1,1]]",
+    "trajectory.workspace=null",  # measured with joint limits only (before the workspace)
     "trajectory.progress=false",
     "plots=false",
 ]

@@ -41,6 +41,16 @@ DELIBERATE = {
         "spells out the keys a user sets (plugin: null, parameters: {}); parses as the "
         "dataclass default None: no plugin friction"
     ),
+    ("source/rtde.yaml", "workspace"): (
+        "follows trajectory.workspace; its fallback null is read as the default workspace"
+    ),
+    ("validation/mujoco.yaml", "trajectory.workspace"): (
+        "follows trajectory.workspace; a trajectory option without one leaves the validation "
+        "motion to the joint limits only"
+    ),
+    ("validation/mujoco_fourier.yaml", "trajectory.workspace"): (
+        "follows trajectory.workspace, as validation/mujoco.yaml"
+    ),
 }
 TOP_LEVEL = ("mode", "run", "seed", "chunk_size", "plots")
 
@@ -66,6 +76,8 @@ def _defaults(schema: type) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _plain(dataclasses.asdict(value))
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     if isinstance(value, dict):

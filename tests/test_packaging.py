@@ -118,12 +118,13 @@ packages = ["ident_broken_plugin"]
 
 
 def _wheel(project: Path, folder: Path) -> Path:
-    """Build a project's wheel with this interpreter's setuptools (no download). setuptools
-    builds in the project folder (build/, *.egg-info): give it a copy, not a checkout."""
+    """Build a project's wheel with this interpreter's setuptools (no download, no pip cache).
+    setuptools builds in the project folder (build/, *.egg-info): give it a copy, not a
+    checkout."""
     before = set(folder.glob("*.whl")) if folder.exists() else set()
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "-w", str(folder), str(project)],
+         "--no-cache-dir", "--disable-pip-version-check", "-w", str(folder), str(project)],
         check=True,
     )  # fmt: skip
     (wheel,) = set(folder.glob("*.whl")) - before
@@ -137,7 +138,7 @@ def _install(python: Path, project: Path, wheels: Path | None = None) -> None:
     wheel = _wheel(project, wheels or project.parent / f"{project.name}-wheels")
     subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--ignore-installed",
-         "--disable-pip-version-check", str(wheel)],
+         "--no-cache-dir", "--disable-pip-version-check", str(wheel)],
         check=True,
     )  # fmt: skip
 

@@ -66,7 +66,10 @@ def truth_robot(robot):
 
 @pytest.fixture(scope="module")
 def motion(robot):
-    return PointToPointGenerator(PointToPointParams()).generate(robot, None, seed=1)
+    # joint limits only: this motion checks the simulator, whose exactness needs no workspace
+    # (inside the default one, seed 1 has a wrist_3 sample at 0.055 rad/s with 2.5 rad/s²,
+    # where MuJoCo's soft friction loss is 0.0016 Nm off Coulomb x sign(dq): DESIGN.md)
+    return PointToPointGenerator(PointToPointParams(workspace=None)).generate(robot, None, seed=1)
 
 
 @pytest.fixture(scope="module")
@@ -291,7 +294,7 @@ def test_point_to_point_limits_rest_and_slow_moves(robot, motion):
 
 
 def test_point_to_point_is_deterministic(robot, motion):
-    generator = PointToPointGenerator(PointToPointParams())
+    generator = PointToPointGenerator(PointToPointParams(workspace=None))
     again = generator.generate(robot, None, seed=1)
     np.testing.assert_array_equal(again.knots, motion.knots)
     np.testing.assert_array_equal(again.waypoints, motion.waypoints)

@@ -12,6 +12,7 @@ plugin registered. A schema field the YAML does not list, and an entry of an ope
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,8 @@ from ident_framework.suggestions import closest
 # section path -> extension point of the plugin named by its `plugin` key (besides the groups)
 NESTED_PLUGINS = {"source.true_friction": "friction", "validation.trajectory": "trajectory"}
 COMMAND = "python -m ident_framework"
+# an interpolation of another section: ${a.b} or ${oc.select:a.b,default}
+_FOLLOWS = re.compile(r"^\$\{(?:oc\.select:)?([A-Za-z_][\w.]*)(?:,[^}]*)?\}$")
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,9 @@ def unknown_key_message(cfg: DictConfig, key: str, override: str, registry: Plug
     config composed without it) has no place for: the section's valid keys and the closest
     one, or, where a key is legitimately added, the `+` form."""
     parts = key.split(".")
+    followed = _followed_section(cfg, parts, override)
+    if followed is not None:
+        return followed
     node: Any = cfg
     depth = 0
     while depth < len(parts) and isinstance(node, DictConfig) and parts[depth] in node:
@@ -153,6 +159,34 @@ def unknown_key_message(cfg: DictConfig, key: str, override: str, registry: Plug
         f"Unknown config key '{place}' (in {override}).{hint} The keys of {keys.owner} are: "
         f"{', '.join(valid)}. `{COMMAND} --cfg job` prints the whole composed config."
     )
+
+
+def _followed_section(cfg: DictConfig, parts: list[str], override: str) -> str | None:
+    """The message for a key inside a section that is an interpolation of another one
+    (`source.workspace: ${oc.select:trajectory.workspace,null}`): set the followed section's
+    key instead. None when no section on the key's path is one."""
+    node: Any = OmegaConf.to_container(cfg, resolve=False)
+    for depth, part in enumerate(parts[:-1]):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+        if isinstance(node, str) and node.startswith("${"):
+            section = ".".join(parts[: depth + 1])
+            rest = ".".join(parts[depth + 1 :])
+            value = override.split("=", 1)[1] if "=" in override else "VALUE"
+            match = _FOLLOWS.match(node)
+            if match is None:
+                return (
+                    f"Cannot set {override}: {section} is taken from elsewhere ({node} in its "
+                    f"config file), it has no keys of its own to set; set it as a whole with "
+                    f"{section}=VALUE."
+                )
+            target = match.group(1)
+            return (
+                f"Cannot set {override}: {section} follows {target} ({node} in its config "
+                f"file), one setting for both: give {target}.{rest}={value} instead."
+            )
+    return None
 
 
 def _options_with_key(kind: str, name: str, registry: PluginRegistry) -> list[tuple[str, str]]:

@@ -64,7 +64,8 @@ def build_params(
 ) -> Any:
     """Instantiate `schema` from `values`, checking names, types and the schema's own checks.
 
-    `key` is the config path of the section ("" for a nested value), `owner` what it belongs
+    `key` is the config path of the section ("" when it has none; a nested schema's is the
+    path of its field, e.g. `trajectory.workspace.boxes[0]`), `owner` what it belongs
     to in messages ("the friction plugin 'stribeck'"); `name_owner`: say so in value errors
     (for plugins; a core section's key says enough)."""
     fields = {field.name: field for field in dataclasses.fields(schema)}
@@ -84,7 +85,7 @@ def build_params(
     checked = {}
     for name, value in values.items():
         try:
-            checked[name] = _check_type(value, hints[name])
+            checked[name] = _check_type(value, hints[name], f"{prefix}{name}", owner, name_owner)
         except TypeError:
             expected = _describe(hints[name])
             raise UserError(f"{prefix}{name} must be {expected}, got {value!r}{note}.") from None
@@ -114,8 +115,12 @@ def _qualify(message: str, fields: Iterable[str], key: str) -> str:
     return re.sub(rf"(?<![\w.])({named})(?!\w)", rf"{key}.\1", message)
 
 
-def _check_type(value: Any, annotation: Any) -> Any:
-    """Return value (ints widened to float where a float is expected) or raise TypeError."""
+def _check_type(
+    value: Any, annotation: Any, key: str = "", owner: str = "", name_owner: bool = True
+) -> Any:
+    """Return value (ints widened to float where a float is expected) or raise TypeError.
+    A nested schema (a dataclass field) is built by `build_params` as the section `key`
+    (e.g. `trajectory.workspace`, `trajectory.workspace.boxes[0]`) of `owner`."""
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if annotation is Any:
@@ -124,7 +129,7 @@ def _check_type(value: Any, annotation: Any) -> Any:
         errors = []
         for option in args:
             try:
-                return _check_type(value, option)
+                return _check_type(value, option, key, owner, name_owner)
             except TypeError as error:
                 errors.append(str(error))
         raise TypeError(f"{value!r} is not {_describe(annotation)}")
@@ -136,7 +141,7 @@ def _check_type(value: Any, annotation: Any) -> Any:
         if not isinstance(value, list | tuple):
             raise TypeError(f"{value!r} is not a list")
         item = args[0] if args else Any
-        return [_check_type(v, item) for v in value]
+        return [_check_type(v, item, f"{key}[{i}]", owner, name_owner) for i, v in enumerate(value)]
     if origin is dict or annotation is dict:
         if not isinstance(value, dict):
             raise TypeError(f"{value!r} is not a mapping")
@@ -160,7 +165,9 @@ def _check_type(value: Any, annotation: Any) -> Any:
     if dataclasses.is_dataclass(annotation):
         if not isinstance(value, dict):
             raise TypeError(f"{value!r} is not a mapping")
-        return build_params(annotation, value, "", annotation.__name__)
+        return build_params(
+            annotation, value, key, owner or annotation.__name__, name_owner=name_owner
+        )
     return value
 
 

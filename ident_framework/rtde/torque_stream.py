@@ -4,7 +4,7 @@
 file recorder samples on a timer of its own that misses ~10 % of the 500 Hz packages. An RTDE
 controller serves several clients at once, so this module opens its own output recipe
 (`timestamp`, `actual_current_as_torque`) on the same port and keeps every package it receives,
-keyed by the controller timestamp (µs), for `rtde_recorder` to join to the rows that `ur_rtde`'s
+keyed by the controller timestamp (µs), for `recorder.py` to join to the rows that `ur_rtde`'s
 receive interface delivers. It speaks the same RTDE protocol version 2 as `ur_rtde` (messages
 of `rtde_protocol`): protocol version, output setup, start, data packages, pause.
 """

@@ -2,21 +2,27 @@
 source.host=192.168.x.x`).
 
 What `acquire` does, in order:
-1. The trajectory (the engine's excitation, or `trajectory_path`) is checked against the
-   robot's position, velocity, acceleration and torque limits and a floor plane
-   (`motion_safety.py`); a summary is printed and a violating trajectory is refused.
-2. It connects `rtde_receive.RTDEReceiveInterface(host, 500 Hz, fields)` (an unreachable host
-   fails at once with a hint) and records timestamp, actual_q, actual_qd, actual_current,
-   target_current, target_moment, joint temperatures, targets and, when the controller offers
-   it (PolyScope >= 5.23), actual_current_as_torque, streaming every sample to a CSV in the
-   contract (`rtde/recorder.py`).
-3. Only with `confirm_motion=true` the robot moves: the rehearsal gate (when required and
+1. It connects `rtde_receive.RTDEReceiveInterface(host, 500 Hz, fields)` (an unreachable host
+   fails at once with a hint).
+2. The motion safety verdict (`trajectories/motion_safety.motion_verdict`), the same in a dry
+   run and a confirmed run: the robot's current pose is read from the receive interface, and
+   the whole motion (the moveJ from that pose to the trajectory's start, then the trajectory:
+   the engine's excitation, or `trajectory_path`) is checked against the robot's position,
+   velocity, acceleration and torque limits and the workspace (`workspace`, which follows
+   `trajectory.workspace`: floor, base column, boxes, half-spaces, with a clearance); a summary
+   is printed and a violating motion is refused with the same message in both modes (a dry run
+   adds that nothing was sent and a confirmed run would refuse it too).
+3. It records timestamp, actual_q, actual_qd, actual_current, target_current, target_moment,
+   joint temperatures, targets and, when the controller offers it (PolyScope >= 5.23),
+   actual_current_as_torque, streaming every sample to a CSV in the contract
+   (`rtde/recorder.py`).
+4. Only with `confirm_motion=true` the robot moves: the rehearsal gate (when required and
    available), moveJ to the start pose, then servoJ at 500 Hz while recording
    (`rtde/playback.py`), servoStop + stopScript on any exception, Ctrl-C or lost
    connection. Without it (the default) it is a dry run: nothing is sent to the control
    interface; the receive interface still records for the trajectory's duration (or
    `duration_s`), i.e. whatever the robot does meanwhile.
-4. The CSV is read back (`csv_log.read_csv_log`); the dataset's metadata["acquisition"] holds
+5. The CSV is read back (`csv_log.read_csv_log`); the dataset's metadata["acquisition"] holds
    the achieved rate and the dropped samples, which the run's metrics report.
 
 The recording stays on disk whatever happens (`recording_path`, default the run directory),
@@ -30,7 +36,7 @@ import math
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +49,7 @@ from ident_framework.hookspecs import hookimpl
 from ident_framework.interfaces import Trajectory
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model.robot import RobotModel
-from ident_framework.rtde.motion_safety import check_joint_move, check_trajectory, require_safe
+from ident_framework.model.workspace import WorkspaceParams
 from ident_framework.rtde.playback import PlaybackAborted, ServoSettings, play
 from ident_framework.rtde.recorder import (
     TORQUE_FIELD,
@@ -57,6 +63,7 @@ from ident_framework.rtde.recorder import (
 from ident_framework.rtde.rehearsal_gate import require_passed_rehearsal
 from ident_framework.rtde.torque_stream import TorqueStream
 from ident_framework.trajectories.file import load_trajectory
+from ident_framework.trajectories.motion_safety import MotionVerdict, SafetyLimits, motion_verdict
 
 RTDE_PORT = 30004
 TORQUE_MODES = ("auto", "actual_current_as_torque", "actual_current")
@@ -77,7 +84,8 @@ class RtdeSourceParams:
     confirm_motion: bool = False
     require_rehearsal: bool = True
     rehearsal_dir: str | None = None
-    floor_z_m: float = 0.0
+    workspace: WorkspaceParams | None = field(default_factory=WorkspaceParams)
+    floor_z_m: float | None = None  # replaced by workspace.floor_z_m (trajectory.workspace)
     torque_fraction: float = 0.8
     check_rate_hz: float = 250.0
     servo_rate_hz: float = 500.0
@@ -115,6 +123,14 @@ class RtdeSourceParams:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be > 0, got {value}")
+        if self.floor_z_m is not None:
+            raise ValueError(
+                "floor_z_m is now trajectory.workspace.floor_z_m, one floor for the excitation "
+                "design and this check (source.workspace follows trajectory.workspace): give "
+                f"trajectory.workspace.floor_z_m={self.floor_z_m:g} instead"
+            )
+        if self.workspace is None:  # the check always has a workspace: the default one
+            self.workspace = WorkspaceParams()
         if not 0.0 < self.torque_fraction <= 1.0:
             raise ValueError(f"torque_fraction must be in (0, 1], got {self.torque_fraction}")
         if not 0.03 <= self.lookahead_time <= 0.2:
@@ -175,6 +191,27 @@ def check_reachable(host: str, timeout_s: float) -> None:
         raise unreachable(host, error.strerror or str(error)) from None
 
 
+def safety_limits(params: RtdeSourceParams) -> SafetyLimits:
+    """What the source checks a motion against (the same in a dry and a confirmed run)."""
+    return SafetyLimits(
+        workspace=params.workspace,
+        torque_fraction=params.torque_fraction,
+        check_rate_hz=params.check_rate_hz,
+        workspace_key="trajectory.workspace",
+        torque_key="source.torque_fraction",
+    )
+
+
+def refusal_ending(confirmed: bool) -> str:
+    """The sentence a refusal ends with: the verdict is the same, only this differs."""
+    if confirmed:
+        return " Nothing was sent to the robot."
+    return (
+        " This was a dry run (source.confirm_motion=false): nothing was sent to the robot, and "
+        "a run with source.confirm_motion=true refuses this motion with the same message."
+    )
+
+
 def recording_directory() -> Path:
     """The run directory when Hydra runs the job, else the current directory."""
     from hydra.core.hydra_config import HydraConfig
@@ -218,14 +255,7 @@ class RtdeSource:
             trajectory = load_trajectory(
                 resolve_launch_path(params.trajectory_path), robot.n_joints
             )
-        if trajectory is not None:
-            report = check_trajectory(
-                robot, trajectory, params.floor_z_m, params.torque_fraction, params.check_rate_hz
-            )
-            for line in report.lines():
-                self.log(line)
-            require_safe(report)
-        elif params.confirm_motion:
+        if trajectory is None and params.confirm_motion:
             raise UserError(
                 "source.confirm_motion=true but there is no trajectory to play: give "
                 "source.trajectory_path=FILE or let the engine design an excitation."
@@ -236,17 +266,19 @@ class RtdeSource:
                 "Nothing tells how long to record: give source.duration_s=SECONDS (or a "
                 "trajectory, whose duration is then used)."
             )
-        if params.confirm_motion and params.require_rehearsal:
-            directory = params.rehearsal_dir
-            require_passed_rehearsal(
-                robot, Path(resolve_launch_path(directory)) if directory else None
-            )
-
         path = self._recording_path(role)
         receive, torque_mode, torque_source = self._connect()
+        try:
+            if trajectory is not None:
+                self.check_motion(robot, trajectory, receive)
+            if params.confirm_motion and params.require_rehearsal:
+                self._require_rehearsal(robot)
+            elif trajectory is not None and params.require_rehearsal:
+                self._note_rehearsal(robot)
+        except BaseException:
+            self._disconnect(receive)
+            raise
         self.log(f"torque from {torque_source}")
-        if trajectory is not None:
-            self._check_start_move(robot, receive, trajectory)
         recording = LiveRecording(
             lambda: self._connect(torque_mode is not None)[0],
             receive,
@@ -270,7 +302,12 @@ class RtdeSource:
                 assert trajectory is not None
                 motion.update(self._move_and_record(trajectory, recording))
             else:
-                checked = "the trajectory was checked and " if trajectory is not None else ""
+                checked = (
+                    "the motion (the move from the current pose to the start, then the "
+                    "trajectory) passed the safety check a confirmed run makes, and "
+                    if trajectory is not None
+                    else ""
+                )
                 self.log(
                     f"DRY RUN (source.confirm_motion=false): {checked}nothing was sent to the "
                     "robot's control interface. Recording what the robot does for "
@@ -358,23 +395,53 @@ class RtdeSource:
             )
         return path
 
-    def _check_start_move(self, robot: RobotModel, receive: Any, trajectory: Trajectory) -> None:
-        """The moveJ from the current pose to the start pose must clear the floor too."""
-        current = np.asarray(receive.getActualQ(), dtype=float)
-        start = np.asarray(trajectory.evaluate(np.array([0.0]))[0][0])
-        clearance, frame = check_joint_move(robot, current, start, self.params.floor_z_m)
-        distance = float(np.abs(start - current).max())
-        self.log(
-            f"start pose {distance:.3f} rad away (largest joint move); floor clearance on the "
-            f"way {clearance:.3f} m (frame '{frame}')"
-        )
-        if clearance < 0 and self.params.confirm_motion:
-            raise UserError(
-                f"The move from the robot's current pose to the trajectory's start would take "
-                f"frame '{frame}' {-clearance:.3f} m below the floor plane "
-                f"(source.floor_z_m={self.params.floor_z_m}). Nothing was sent: jog the robot "
-                "to a pose above the start first."
-            )
+    def current_pose(self, receive: Any, n_joints: int) -> tuple[np.ndarray | None, str | None]:
+        """(the robot's joint positions in rad, None) from the receive interface, or (None,
+        why not) when they cannot be read (waits up to `timeout_s` for a first package)."""
+        deadline = time.monotonic() + self.params.timeout_s
+        try:
+            while hasattr(receive, "getTimestamp") and not receive.getTimestamp() > 0.0:
+                if time.monotonic() > deadline:
+                    return (
+                        None,
+                        f"no package from the controller within {self.params.timeout_s:g} s",
+                    )
+                time.sleep(0.01)
+            q = np.asarray(receive.getActualQ(), dtype=float)
+        except (RuntimeError, TypeError, ValueError) as error:
+            return None, f"getActualQ failed: {error}"
+        if q.shape != (n_joints,) or not np.all(np.isfinite(q)):
+            return None, f"getActualQ gave {np.asarray(q).tolist()}, not {n_joints} finite angles"
+        return q, None
+
+    def check_motion(
+        self, robot: RobotModel, trajectory: Trajectory, receive: Any
+    ) -> MotionVerdict:
+        """The safety verdict on the whole motion (see the module docstring): print it, and
+        refuse (UserError) what it refuses, in a dry run with the same message."""
+        params = self.params
+        current, problem = self.current_pose(receive, robot.n_joints)
+        verdict = motion_verdict(
+            robot, trajectory, current, safety_limits(params), params.movej_speed,
+            params.movej_acceleration, problem,
+        )  # fmt: skip
+        for line in verdict.lines():
+            self.log(line)
+        refusal = verdict.refusal()
+        if refusal is not None:
+            raise UserError(refusal + refusal_ending(params.confirm_motion))
+        return verdict
+
+    def _require_rehearsal(self, robot: RobotModel) -> None:
+        directory = self.params.rehearsal_dir
+        require_passed_rehearsal(robot, Path(resolve_launch_path(directory)) if directory else None)
+
+    def _note_rehearsal(self, robot: RobotModel) -> None:
+        """In a dry run: say whether a confirmed run would find the rehearsal it needs."""
+        try:
+            self._require_rehearsal(robot)
+        except UserError as error:
+            self.log(f"note: a run with source.confirm_motion=true would stop here: {error}")
 
     def _move_and_record(self, trajectory: Trajectory, recording: LiveRecording) -> dict:
         params = self.params

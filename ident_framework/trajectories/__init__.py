@@ -1,1 +1,4 @@
-"""Built-in options of the `trajectory` config group, and trajectory files."""
+"""Built-in options of the `trajectory` config group, one module each (`fourier.py`,
+`point_to_point.py`), trajectory files (`file.py`), the joint move from a pose to a
+trajectory's start (`joint_move.py`), and the motion safety check every designed or played
+motion passes: limits, nominal torques and the workspace (`motion_safety.py`)."""

@@ -4,13 +4,18 @@ Meant for validation motions that look like robot programs rather than excitatio
 (minimum-jerk) moves, all joints synchronised, separated by short holds at rest. Each move is
 either slow (peak joint speeds a few % of the velocity limit: the low-speed friction regime) or
 fast (roughly half the limit), in the proportion `slow_fraction`. Every move respects the
-position limits (with a margin), velocity and acceleration limits (analytically: a quintic
-over distance D and time T peaks at 15/8·D/T rad/s and 10/√3·D/T² rad/s²) and the effort
-limits (nominal inverse dynamics, with a margin for what the model does not know).
+position limits (with a margin; narrowed by `position_limits`), velocity and acceleration
+limits (analytically: a quintic over distance D and time T peaks at 15/8·D/T rad/s and
+10/√3·D/T² rad/s²), the effort limits (nominal inverse dynamics, with a margin for what the
+model does not know) and the workspace (`model/workspace.py`: floor, base column, boxes,
+half-spaces; a move is a straight line in joint space, checked every 5 mrad of its largest
+joint with 5 mm more clearance). The whole motion is then checked with the safety check
+`source=rtde` runs (`motion_safety.check_trajectory`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,14 +23,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ident_framework.errors import UserError
 from ident_framework.hookspecs import hookimpl
 from ident_framework.interfaces import ConditionObjective
 from ident_framework.model.robot import RobotModel
+from ident_framework.model.workspace import Workspace, WorkspaceParams
+from ident_framework.trajectories.motion_safety import SafetyLimits, check_trajectory
 
 PEAK_SPEED = 15.0 / 8.0  # max of ds/dtau for the quintic s(tau) = 10tau³ - 15tau⁴ + 6tau⁵
 PEAK_ACCELERATION = 10.0 / math.sqrt(3.0)  # max of |d²s/dtau²|
 _TORQUE_SAMPLES = 41  # samples per move for the torque check
 _MAX_TRIES = 30  # redraws of a move (then it is shrunk)
+_PATH_STEP_RAD = 0.005  # workspace samples along a move: at most this apart in its largest joint
+_PATH_MARGIN_M = 0.005  # extra clearance of the moves, so the final (time-sampled) check passes
 
 
 @dataclass
@@ -36,7 +46,9 @@ class PointToPointParams:
     velocity limit; position_margin_rad: distance kept from the position limits (rad);
     start_range: the start configuration is drawn from this central fraction of each joint's
     range; acceleration_margin, torque_margin: usable fraction of the acceleration and effort
-    limits (the torque check uses the nominal model, which knows no payload or friction)."""
+    limits (the torque check uses the nominal model, which knows no payload or friction);
+    position_limits: optional per-joint [min, max] (rad) narrowing the position limits;
+    workspace: where the arm may go (`model/workspace.py`), null: joint limits only."""
 
     duration_s: float = 20.0
     move_s: list[float] = field(default_factory=lambda: [0.8, 2.5])
@@ -48,6 +60,8 @@ class PointToPointParams:
     start_range: float = 0.5
     acceleration_margin: float = 0.8
     torque_margin: float = 0.7
+    position_limits: list[list[float]] | None = None
+    workspace: WorkspaceParams | None = field(default_factory=WorkspaceParams)
 
     def __post_init__(self) -> None:
         for name in ("move_s", "hold_s", "slow_speed", "fast_speed"):
@@ -81,6 +95,11 @@ class PointToPointParams:
         for name in ("start_range", "acceleration_margin", "torque_margin"):
             if not 0.0 < getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in (0, 1], got {getattr(self, name)}")
+        for row in self.position_limits or []:
+            if not (len(row) == 2 and all(math.isfinite(v) for v in row) and row[0] < row[1]):
+                raise ValueError(
+                    f"position_limits must be [min, max] pairs (rad) with min < max, got {row}"
+                )
 
 
 def _quintic(tau: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -157,6 +176,12 @@ class PointToPointGenerator:
         p = self.params
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x9292]))
         low, high = self._range(robot)
+        self._workspace = None
+        if p.workspace is not None:
+            padded = dataclasses.replace(
+                p.workspace, clearance_m=p.workspace.clearance_m + _PATH_MARGIN_M
+            )
+            self._workspace = Workspace(robot, padded)
         velocity = np.asarray(robot.limits.velocity, dtype=float)
         acceleration = np.asarray(robot.limits.acceleration, dtype=float) * p.acceleration_margin
         effort = np.asarray(robot.limits.effort, dtype=float) * p.torque_margin
@@ -192,18 +217,52 @@ class PointToPointGenerator:
             n_slow += is_slow
         if p.duration_s - knots[-1] > 1e-9:
             hold(p.duration_s - knots[-1])
-        return PointToPointTrajectory(np.array(knots), np.array(waypoints), np.array(slow))
+        motion = PointToPointTrajectory(np.array(knots), np.array(waypoints), np.array(slow))
+        self._check(robot, motion)
+        return motion
 
     # ------------------------------------------------------------------ helpers
     def _range(self, robot: RobotModel) -> tuple[np.ndarray, np.ndarray]:
-        """Usable position range per joint (rad): the limits minus the margin."""
+        """Usable position range per joint (rad): the limits (narrowed by position_limits)
+        minus the margin."""
         limits = np.asarray(robot.limits.position, dtype=float)
         margin = self.params.position_margin_rad
         low, high = limits[:, 0] + margin, limits[:, 1] - margin
+        if self.params.position_limits is not None:
+            window = np.asarray(self.params.position_limits, dtype=float)
+            if window.shape != (robot.n_joints, 2):
+                raise UserError(
+                    f"position_limits has {len(window)} rows, the robot '{robot.name}' has "
+                    f"{robot.n_joints} joints: give one [min, max] per joint."
+                )
+            low, high = np.maximum(low, window[:, 0]), np.minimum(high, window[:, 1])
         if np.any(high < low):
             bad = [robot.joint_names[j] for j in np.flatnonzero(high < low)]
             raise ValueError(f"position_margin_rad leaves no range for joints {bad}")
         return low, high
+
+    def _inside(self, q: np.ndarray) -> bool:
+        """Whether every pose q (N, n) rad lies in the workspace (with the path margin)."""
+        return self._workspace is None or bool(self._workspace.worst_margin(q).min() >= 0.0)
+
+    def _path_inside(self, origin: np.ndarray, distance: np.ndarray) -> bool:
+        """Whether the straight joint move origin -> origin + distance stays in the workspace."""
+        if self._workspace is None:
+            return True
+        steps = max(2, int(np.ceil(np.abs(distance).max() / _PATH_STEP_RAD)) + 1)
+        return self._inside(origin + np.linspace(0.0, 1.0, steps)[:, None] * distance)
+
+    def _check(self, robot: RobotModel, motion: PointToPointTrajectory) -> None:
+        """The safety check of the whole motion (workspace and joint limits, not the torque:
+        the moves keep torque_margin, which may be above the check's share)."""
+        limits = SafetyLimits(self.params.workspace, torque_fraction=1.0)
+        report = check_trajectory(robot, motion, limits)
+        if not report.safe:
+            raise UserError(
+                "The point-to-point motion does not pass the safety check: "
+                f"{report.violations[0].describe()}. This should not happen; please report it "
+                "with the config (e.g. try another seed meanwhile)."
+            )
 
     def _torque_ok(self, robot: RobotModel, q, dq, ddq, effort: np.ndarray) -> bool:
         return bool(np.all(np.abs(robot.inverse_dynamics(q, dq, ddq)) <= effort))
@@ -211,13 +270,15 @@ class PointToPointGenerator:
     def _start(self, robot, rng, low, high, effort) -> np.ndarray:
         centre, half = 0.5 * (low + high), 0.5 * (high - low) * self.params.start_range
         zero = np.zeros((1, robot.n_joints))
-        for _ in range(_MAX_TRIES):
+        for _ in range(_MAX_TRIES * 10):
             q = rng.uniform(centre - half, centre + half)
-            if self._torque_ok(robot, q[None], zero, zero, effort):
+            if self._inside(q[None]) and self._torque_ok(robot, q[None], zero, zero, effort):
                 return q
-        raise ValueError(
-            f"no start configuration of {robot.name} within {self.params.torque_margin:.0%} "
-            "of the effort limits at rest: raise torque_margin"
+        raise UserError(
+            f"No start configuration of {robot.name} within the central "
+            f"{self.params.start_range:.0%} of the joint ranges, inside the workspace and within "
+            f"{self.params.torque_margin:.0%} of the effort limits at rest was found: raise "
+            "start_range or torque_margin, or widen the workspace (trajectory.workspace)."
         )
 
     def _move(
@@ -246,7 +307,7 @@ class PointToPointGenerator:
             q = origin + distance * s[:, None]
             dq = distance * (ds / length)[:, None]
             ddq = distance * (dds / length**2)[:, None]
-            if self._torque_ok(robot, q, dq, ddq, effort):
+            if self._path_inside(origin, distance) and self._torque_ok(robot, q, dq, ddq, effort):
                 return origin + distance
         return origin.copy()
 
