@@ -30,11 +30,9 @@ from ident_framework.errors import UserError
 from ident_framework.model.robot import load_robot
 from ident_framework.sources.rtde import RtdeSource, RtdeSourceParams, refusal_ending, safety_limits
 from ident_framework.trajectories.file import UR_HOME
-from ident_framework.trajectories.fourier import (
-    FourierTrajectory,
-    _constraint_basis,
-    _fourier_basis,
-)
+from ident_framework.trajectories.fourier_series import FourierTrajectory
+from ident_framework.trajectories.fourier_series import constraint_basis as _constraint_basis
+from ident_framework.trajectories.fourier_series import fourier_basis as _fourier_basis
 from ident_framework.trajectories.motion_safety import APPROACH, TRAJECTORY, motion_verdict
 
 HOST = "127.0.6.40"

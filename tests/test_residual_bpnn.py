@@ -16,14 +16,8 @@ import yaml
 
 from ident_framework.config.plugin_config import build_params
 from ident_framework.errors import UserError
-from ident_framework.residuals.bpnn import (
-    MODEL_FILE,
-    PLOT_FILE,
-    WEIGHTS_FILE,
-    BpnnParams,
-    BpnnResidual,
-    register_residual_learners,
-)
+from ident_framework.residuals.bpnn import BpnnParams, BpnnResidual, register_residual_learners
+from ident_framework.residuals.bpnn_files import MODEL_FILE, PLOT_FILE, WEIGHTS_FILE
 from ident_framework.testing.multisine import multisine
 
 REPO = Path(__file__).resolve().parents[1]

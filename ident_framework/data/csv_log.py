@@ -88,9 +88,24 @@ def read_csv_log(
     timestamp, arrays, used = _read_columns(
         layout, columns, time_column, min_samples, (max_abs_q, max_abs_qd), config_prefix
     )
+    return _dataset(layout, joint_names, torque_group, gains, timestamp, arrays, used)
+
+
+def _dataset(
+    layout: CsvLayout,
+    joint_names: tuple[str, ...],
+    torque_group: str,
+    gains: np.ndarray | None,
+    timestamp: np.ndarray,
+    arrays: dict[str, np.ndarray],
+    used: dict[int, int],
+) -> Dataset:
+    """The Dataset of the columns read: torque in Nm (currents times the motor constants
+    `gains` for actual_current), targets when present, metadata on where each came from."""
+    n = len(joint_names)
     metadata: dict = {
         "source": "csv",
-        "path": os.path.abspath(path),
+        "path": os.path.abspath(layout.path),
         "torque_source": torque_group,
         "torque_columns": [f"{torque_group}_{j}" for j in range(n)],
         "delimiter": layout.delimiter_name,

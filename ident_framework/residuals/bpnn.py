@@ -38,11 +38,9 @@ that need it (this module is imported at every start of the command line), and v
 
 from __future__ import annotations
 
-import json
 import math
-import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +49,10 @@ import numpy as np
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import hookimpl
 from ident_framework.interfaces import ResidualLearnerDefaults
+from ident_framework.residuals import bpnn_files
+from ident_framework.residuals.bpnn_files import PLOT_FILE
 from ident_framework.residuals.bpnn_torch import (
+    DEVICE_PATTERN,
     forward,
     require_torch,
     resolve_device,
@@ -62,11 +63,6 @@ from ident_framework.residuals.bpnn_training import pointwise_loss, train_networ
 if TYPE_CHECKING:
     import torch
 
-WEIGHTS_FILE = "bpnn_weights.pt"
-MODEL_FILE = "bpnn_model.json"
-PLOT_FILE = "plots/bpnn_training.png"
-FORMAT = "ident_framework.bpnn/1"
-_DEVICE_PATTERN = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 _STD_FLOOR = 1e-12  # a feature or residual with a smaller std is not scaled (std taken as 1)
 
 
@@ -141,7 +137,7 @@ class BpnnParams:
             )
         if self.range_margin is not None and not number("range_margin") >= 0.0:
             raise ValueError(f"range_margin must be >= 0 or null, got {self.range_margin}")
-        if not isinstance(self.device, str) or not _DEVICE_PATTERN.match(self.device):
+        if not isinstance(self.device, str) or not DEVICE_PATTERN.match(self.device):
             raise ValueError(
                 f"device must be 'cpu', 'cuda', 'cuda:<index>' or 'mps', got {self.device!r}"
             )
@@ -367,153 +363,19 @@ class BpnnResidual(ResidualLearnerDefaults):
         inside = (features >= low) & (features <= high)  # NaN counts as outside
         return ~np.all(inside, axis=2)
 
-    # --------------------------------------------------------------------------- save/load
     def describe(self) -> dict[str, Any]:
         """Plain (JSON-safe) description of the fitted model: everything but the weights."""
-        if self._state is None:
-            raise RuntimeError("BpnnResidual is not fitted")
-        import torch
-
-        return {
-            "format": FORMAT,
-            "plugin": "bpnn",
-            "architecture": {
-                "n_joints": self.n_joints_,
-                "inputs": self.params.inputs,
-                "n_features": self.n_features_,
-                "feature_order": "per joint j: q_j (rad), dq_j (rad/s), ddq_j (rad/s^2)",
-                "hidden_width": self.params.hidden_width,
-                "hidden_layers": self.params.hidden_layers,
-                "activation": "relu",
-                "tensors": {name: list(shape) for name, shape in self._shapes().items()},
-            },
-            "params": asdict(self.params),
-            "input_scaler": {"mean": self.x_mean_.tolist(), "std": self.x_std_.tolist()},
-            "output_scaler": {"mean": self.y_mean_.tolist(), "std": self.y_std_.tolist()},
-            "training_range": {"min": self.x_min_.tolist(), "max": self.x_max_.tolist()},
-            "best_epoch": self.best_epoch_,
-            "epochs_run": self.epochs_run_,
-            "history": self.history_,
-            "n_train": self.n_train_,
-            "n_validation": self.n_validation_,
-            "training_time_s": self.training_time_s_,
-            "torch_version": torch.__version__,
-        }
+        return bpnn_files.describe(self)
 
     def save(self, folder: Path) -> None:
         """Write `folder/bpnn_weights.pt` and `folder/bpnn_model.json`."""
-        import torch
-
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        document = self.describe()
-        torch.save(dict(self._state), folder / WEIGHTS_FILE)
-        (folder / MODEL_FILE).write_text(json.dumps(document, indent=1))
+        bpnn_files.save_model(self, folder)
 
     @classmethod
     def load(cls, folder: Path, device: str | None = None) -> BpnnResidual:
         """The model saved in `folder` by `save`, on its saved device or on `device` (e.g. "cpu"
         for a model trained on a GPU); an unavailable device is a UserError."""
-        import torch
-
-        folder = Path(folder)
-        model_path, weights_path = folder / MODEL_FILE, folder / WEIGHTS_FILE
-        redo = "re-run the identification with residual=bpnn to write it again"
-        for path in (model_path, weights_path):
-            if not path.is_file():
-                raise UserError(
-                    f"The bpnn residual model file {path} is missing. Point to the run "
-                    f"directory of a run made with residual=bpnn, or {redo}."
-                )
-        model = cls._from_document(model_path, device, redo)
-        if not isinstance(model.params.device, str) or not _DEVICE_PATTERN.match(
-            model.params.device
-        ):
-            raise UserError(
-                f"The bpnn residual model file {model_path} names an unknown device "
-                f"{model.params.device!r}; {redo}."
-            )
-        resolve_device(model.params.device)
-        try:
-            state = torch.load(weights_path, weights_only=True, map_location="cpu")
-        except Exception as error:  # unpickling refused, truncated zip, ...
-            raise UserError(
-                f"The bpnn residual weights file {weights_path} cannot be read as a state dict "
-                f"of tensors ({type(error).__name__}: {str(error).splitlines()[0]}); {redo}."
-            ) from None
-        model._state = model._checked_state(state, model_path, weights_path, redo)
-        return model
-
-    @classmethod
-    def _from_document(cls, model_path: Path, device: str | None, redo: str) -> BpnnResidual:
-        """The model described by `model_path` (bpnn_model.json), without its weights; on its
-        saved device or on `device`."""
-        try:
-            document = json.loads(model_path.read_text())
-            if document.get("format") != FORMAT:
-                raise ValueError(f"format {document.get('format')!r} is not {FORMAT!r}")
-            values = dict(document["params"])
-            saved_device = values.pop("device", "cpu")
-            model = cls(BpnnParams(**values))  # device checked below, with its own message
-            model.params.device = saved_device if device is None else device
-            architecture = document["architecture"]
-            model.n_joints_ = int(architecture["n_joints"])
-            if architecture["n_features"] != model.n_features_:
-                raise ValueError("n_features does not match inputs and n_joints")
-            n, f = model.n_joints_, model.n_features_
-
-            def array(value: Any, shape: tuple[int, ...]) -> np.ndarray:
-                result = np.asarray(value, dtype=np.float64)
-                if result.shape != shape or not np.all(np.isfinite(result)):
-                    raise ValueError(f"an array of shape {result.shape} is not a finite {shape}")
-                return result
-
-            model.x_mean_ = array(document["input_scaler"]["mean"], (n, f))
-            model.x_std_ = array(document["input_scaler"]["std"], (n, f))
-            model.y_mean_ = array(document["output_scaler"]["mean"], (n,))
-            model.y_std_ = array(document["output_scaler"]["std"], (n,))
-            model.x_min_ = array(document["training_range"]["min"], (n, f))
-            model.x_max_ = array(document["training_range"]["max"], (n, f))
-            model.best_epoch_ = [int(e) for e in document["best_epoch"]]
-            model.epochs_run_ = int(document["epochs_run"])
-            model.history_ = document["history"]
-            model.n_train_ = int(document["n_train"])
-            model.n_validation_ = int(document["n_validation"])
-            model.training_time_s_ = float(document["training_time_s"])
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise UserError(
-                f"The bpnn residual model file {model_path} is corrupt or not a bpnn model "
-                f"({type(error).__name__}: {error}); {redo}."
-            ) from None
-        return model
-
-    def _checked_state(
-        self, state: Any, model_path: Path, weights_path: Path, redo: str
-    ) -> dict[str, Any]:
-        """The state dict read from `weights_path`, checked against the architecture: the
-        tensors' names, shapes, float32 and finite."""
-        import torch
-
-        expected = self._shapes()
-        problem = None
-        if not isinstance(state, dict) or set(state) != set(expected):
-            problem = f"its tensors {sorted(state) if isinstance(state, dict) else type(state)}"
-            problem += f" are not {sorted(expected)}"
-        else:
-            for name, shape in expected.items():
-                tensor = state[name]
-                if not isinstance(tensor, torch.Tensor) or tuple(tensor.shape) != shape:
-                    problem = f"{name} is not a tensor of shape {shape}"
-                elif tensor.dtype != torch.float32 or not bool(torch.isfinite(tensor).all()):
-                    problem = f"{name} is not finite float32"
-                if problem:
-                    break
-        if problem:
-            raise UserError(
-                f"The bpnn residual weights file {weights_path} does not match {model_path} "
-                f"({problem}); {redo}."
-            )
-        return {name: state[name].contiguous() for name in expected}
+        return bpnn_files.load_model(cls, BpnnParams, folder, device)
 
     # ------------------------------------------------------------------------------ outputs
     def write_outputs(self, folder: Path) -> None:
@@ -524,37 +386,7 @@ class BpnnResidual(ResidualLearnerDefaults):
     def plot_training(self, path: Path) -> None:
         """Train and validation loss per epoch (mean over joints and per joint), best epochs
         marked."""
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        path.parent.mkdir(parents=True, exist_ok=True)
-        history = self.history_
-        epochs = np.arange(len(history["val_loss"]))
-        fig, (ax, ax_joint) = plt.subplots(1, 2, figsize=(12, 4))
-        train = [np.nan if v is None else v for v in history["train_loss"]]
-        ax.semilogy(epochs, train, label="train", color="tab:gray")
-        if history["val_loss"][0] is not None:
-            ax.semilogy(epochs, history["val_loss"], label="validation (tail)", color="tab:blue")
-            per_joint = np.asarray(history["val_loss_per_joint"])
-            for j in range(per_joint.shape[1]):
-                line = ax_joint.semilogy(epochs, per_joint[:, j], lw=0.9, label=f"joint {j}")
-                best = self.best_epoch_[j]
-                ax_joint.plot(best, per_joint[best, j], "o", color=line[0].get_color())
-            ax_joint.legend(fontsize=8)
-        for best in sorted(set(self.best_epoch_)):
-            ax.axvline(best, color="tab:red", lw=0.6, alpha=0.6)
-        ax.set_title("bpnn residual: mean loss over joints (red: best epochs)", fontsize=9)
-        ax_joint.set_title("validation loss per joint (dot: kept epoch)", fontsize=9)
-        for a in (ax, ax_joint):
-            a.set_xlabel("epoch (0: untrained)")
-            a.set_ylabel("MSE of the standardised residual")
-            a.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        bpnn_files.plot_training(self, path)
 
 
 @hookimpl

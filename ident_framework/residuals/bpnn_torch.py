@@ -6,6 +6,7 @@ dependency, the `bpnn` extra)."""
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 N_THREADS = 1
 
 
+DEVICE_PATTERN = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")  # residual.device values
 TORCH_BUILDS_URL = "https://pytorch.org/get-started/locally/"
 
 

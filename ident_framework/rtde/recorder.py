@@ -30,6 +30,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -470,3 +471,12 @@ class RecordingThread(threading.Thread):
         except BaseException as error:  # noqa: BLE001 (reported by the main thread)
             self.failure = error
             self.recording.lost.set()
+
+
+def recording_directory() -> Path:
+    """The run directory when Hydra runs the job, else the current directory."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        return Path(HydraConfig.get().runtime.output_dir)
+    return Path.cwd()

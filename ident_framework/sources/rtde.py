@@ -31,16 +31,12 @@ and can be identified again later with `source=csv source.path=<the recording>`.
 
 from __future__ import annotations
 
-import importlib
 import math
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ident_framework.data.csv_log import read_csv_log
 from ident_framework.data.dataset import Dataset
@@ -50,6 +46,14 @@ from ident_framework.interfaces import Trajectory
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import WorkspaceParams
+from ident_framework.rtde.connection import (
+    check_reachable,
+    current_pose,
+    default_control,
+    default_receive,
+    lost_connection_message,
+    unreachable,
+)
 from ident_framework.rtde.playback import PlaybackAborted, ServoSettings, play
 from ident_framework.rtde.recorder import (
     TORQUE_FIELD,
@@ -59,13 +63,13 @@ from ident_framework.rtde.recorder import (
     RecordingSettings,
     RecordingThread,
     receive_variables,
+    recording_directory,
 )
 from ident_framework.rtde.rehearsal_gate import require_passed_rehearsal
 from ident_framework.rtde.torque_stream import TorqueStream
 from ident_framework.trajectories.file import load_trajectory
 from ident_framework.trajectories.motion_safety import MotionVerdict, SafetyLimits, motion_verdict
 
-RTDE_PORT = 30004
 TORQUE_MODES = ("auto", "actual_current_as_torque", "actual_current")
 _NOT_FOUND_TEXT = "not found by the controller"
 
@@ -149,48 +153,6 @@ class RtdeSourceParams:
                 setattr(self, name, None)
 
 
-def _ur_rtde(module: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError:
-        raise UserError(
-            f"source=rtde needs the ur_rtde package (module {module}), which is not installed: "
-            'pip install ur_rtde (or the project\'s extra: pip install -e ".[rtde]").'
-        ) from None
-
-
-def default_receive(host: str, frequency: float, variables: list[str]) -> Any:
-    """The real `ur_rtde` receive interface."""
-    return _ur_rtde("rtde_receive").RTDEReceiveInterface(host, frequency, variables)
-
-
-def default_control(host: str) -> Any:
-    """The real `ur_rtde` control interface (uploads its script and can move the robot)."""
-    return _ur_rtde("rtde_control").RTDEControlInterface(host)
-
-
-def unreachable(host: str, detail: str) -> UserError:
-    return UserError(
-        f"Cannot reach the robot controller at {host}:{RTDE_PORT} (source.host): {detail}. "
-        "Check the robot's network: the cable, the robot's IP address and that this computer "
-        f"is on the same subnet (ping {host}); check that the robot is powered on and in "
-        "remote control (PolyScope: Settings > System > Remote Control enabled, and the "
-        "pendant switched to Remote), then run again."
-    )
-
-
-def check_reachable(host: str, timeout_s: float) -> None:
-    """A plain TCP connection to the RTDE port (ur_rtde would block for minutes on a host
-    that does not answer); UserError when it fails."""
-    try:
-        with socket.create_connection((host, RTDE_PORT), timeout=timeout_s):
-            pass
-    except TimeoutError:
-        raise unreachable(host, f"no answer within {timeout_s:g} s") from None
-    except OSError as error:
-        raise unreachable(host, error.strerror or str(error)) from None
-
-
 def safety_limits(params: RtdeSourceParams) -> SafetyLimits:
     """What the source checks a motion against (the same in a dry and a confirmed run)."""
     return SafetyLimits(
@@ -210,15 +172,6 @@ def refusal_ending(confirmed: bool) -> str:
         " This was a dry run (source.confirm_motion=false): nothing was sent to the robot, and "
         "a run with source.confirm_motion=true refuses this motion with the same message."
     )
-
-
-def recording_directory() -> Path:
-    """The run directory when Hydra runs the job, else the current directory."""
-    from hydra.core.hydra_config import HydraConfig
-
-    if HydraConfig.initialized():
-        return Path(HydraConfig.get().runtime.output_dir)
-    return Path.cwd()
 
 
 class RtdeSource:
@@ -246,26 +199,7 @@ class RtdeSource:
         self, robot: RobotModel, trajectory: Trajectory | None, role: str = "identification"
     ) -> Dataset:
         params = self.params
-        if robot.n_joints != 6:
-            raise UserError(
-                f"RTDE carries 6 joints; the robot {robot.name} has {robot.n_joints}. Use "
-                "source=rtde with a 6-joint UR robot model."
-            )
-        if params.trajectory_path is not None:
-            trajectory = load_trajectory(
-                resolve_launch_path(params.trajectory_path), robot.n_joints
-            )
-        if trajectory is None and params.confirm_motion:
-            raise UserError(
-                "source.confirm_motion=true but there is no trajectory to play: give "
-                "source.trajectory_path=FILE or let the engine design an excitation."
-            )
-        duration = params.duration_s or (trajectory.duration if trajectory is not None else None)
-        if duration is None:
-            raise UserError(
-                "Nothing tells how long to record: give source.duration_s=SECONDS (or a "
-                "trajectory, whose duration is then used)."
-            )
+        trajectory, duration = self._motion_and_duration(robot, trajectory)
         path = self._recording_path(role)
         receive, torque_mode, torque_source = self._connect()
         try:
@@ -279,23 +213,7 @@ class RtdeSource:
             self._disconnect(receive)
             raise
         self.log(f"torque from {torque_source}")
-        recording = LiveRecording(
-            lambda: self._connect(torque_mode is not None)[0],
-            receive,
-            str(path),
-            robot.n_joints,
-            torque_mode,
-            RecordingSettings(
-                rate_hz=params.frequency_hz,
-                timeout_s=params.timeout_s,
-                reconnect_attempts=params.reconnect_attempts,
-                reconnect_delay_s=params.reconnect_delay_s,
-                flush_interval_s=params.flush_interval_s,
-            ),
-            torque_source,
-            self.log,
-            side_channel=lambda: TorqueStream(params.host, robot.n_joints, params.frequency_hz),
-        )
+        recording = self._live_recording(robot, receive, path, torque_mode, torque_source)
         motion: dict[str, Any] = {"confirmed": params.confirm_motion}
         try:
             if params.confirm_motion:
@@ -316,7 +234,15 @@ class RtdeSource:
                 recording.run(duration, reconnect=params.reconnect_attempts > 0)
         except RecordingLost as error:
             summary = recording.close()
-            raise UserError(self._lost_message(recording, summary, str(error), motion)) from None
+            message = lost_connection_message(
+                params.host,
+                str(error),
+                recording.kept(),
+                summary,
+                confirmed=bool(motion.get("confirmed")),
+                reconnect_attempts=params.reconnect_attempts,
+            )
+            raise UserError(message) from None
         except BaseException:
             recording.close()
             raise
@@ -329,6 +255,63 @@ class RtdeSource:
         return self._dataset(robot, path, summary, motion, role)
 
     # ------------------------------------------------------------------ helpers
+    def _motion_and_duration(
+        self, robot: RobotModel, trajectory: Trajectory | None
+    ) -> tuple[Trajectory | None, float]:
+        """(the motion to play: `trajectory_path` or the engine's, how long to record in s);
+        UserError for a robot RTDE cannot carry or when nothing says what or how long."""
+        params = self.params
+        if robot.n_joints != 6:
+            raise UserError(
+                f"RTDE carries 6 joints; the robot {robot.name} has {robot.n_joints}. Use "
+                "source=rtde with a 6-joint UR robot model."
+            )
+        if params.trajectory_path is not None:
+            trajectory = load_trajectory(
+                resolve_launch_path(params.trajectory_path), robot.n_joints
+            )
+        if trajectory is None and params.confirm_motion:
+            raise UserError(
+                "source.confirm_motion=true but there is no trajectory to play: give "
+                "source.trajectory_path=FILE or let the engine design an excitation."
+            )
+        duration = params.duration_s or (trajectory.duration if trajectory is not None else None)
+        if duration is None:
+            raise UserError(
+                "Nothing tells how long to record: give source.duration_s=SECONDS (or a "
+                "trajectory, whose duration is then used)."
+            )
+        return trajectory, duration
+
+    def _live_recording(
+        self,
+        robot: RobotModel,
+        receive: Any,
+        path: Path,
+        torque_mode: str | None,
+        torque_source: str,
+    ) -> LiveRecording:
+        """The recording into `path` from the connected `receive` interface (reconnecting
+        with a new one when allowed; torque from the side channel when `torque_mode` says so)."""
+        params = self.params
+        return LiveRecording(
+            lambda: self._connect(torque_mode is not None)[0],
+            receive,
+            str(path),
+            robot.n_joints,
+            torque_mode,
+            RecordingSettings(
+                rate_hz=params.frequency_hz,
+                timeout_s=params.timeout_s,
+                reconnect_attempts=params.reconnect_attempts,
+                reconnect_delay_s=params.reconnect_delay_s,
+                flush_interval_s=params.flush_interval_s,
+            ),
+            torque_source,
+            self.log,
+            side_channel=lambda: TorqueStream(params.host, robot.n_joints, params.frequency_hz),
+        )
+
     def _connect(self, with_torque: bool | None = None) -> tuple[Any, str | None, str]:
         """A connected receive interface, how torque is recorded ("getter", "side" or None)
         and a description of the torque source."""
@@ -395,32 +378,13 @@ class RtdeSource:
             )
         return path
 
-    def current_pose(self, receive: Any, n_joints: int) -> tuple[np.ndarray | None, str | None]:
-        """(the robot's joint positions in rad, None) from the receive interface, or (None,
-        why not) when they cannot be read (waits up to `timeout_s` for a first package)."""
-        deadline = time.monotonic() + self.params.timeout_s
-        try:
-            while hasattr(receive, "getTimestamp") and not receive.getTimestamp() > 0.0:
-                if time.monotonic() > deadline:
-                    return (
-                        None,
-                        f"no package from the controller within {self.params.timeout_s:g} s",
-                    )
-                time.sleep(0.01)
-            q = np.asarray(receive.getActualQ(), dtype=float)
-        except (RuntimeError, TypeError, ValueError) as error:
-            return None, f"getActualQ failed: {error}"
-        if q.shape != (n_joints,) or not np.all(np.isfinite(q)):
-            return None, f"getActualQ gave {np.asarray(q).tolist()}, not {n_joints} finite angles"
-        return q, None
-
     def check_motion(
         self, robot: RobotModel, trajectory: Trajectory, receive: Any
     ) -> MotionVerdict:
         """The safety verdict on the whole motion (see the module docstring): print it, and
         refuse (UserError) what it refuses, in a dry run with the same message."""
         params = self.params
-        current, problem = self.current_pose(receive, robot.n_joints)
+        current, problem = current_pose(receive, robot.n_joints, params.timeout_s)
         verdict = motion_verdict(
             robot, trajectory, current, safety_limits(params), params.movej_speed,
             params.movej_acceleration, problem,
@@ -486,32 +450,6 @@ class RtdeSource:
         if thread.failure is not None:
             raise thread.failure
         return {"servo_commands": report.commands, "stop_commanded": report.stop_commanded}
-
-    def _lost_message(
-        self, recording: LiveRecording, summary: dict, error: str, motion: dict
-    ) -> str:
-        stopped = (
-            " The robot was told to stop (servoStop, stopScript)."
-            if motion.get("confirmed")
-            else " Nothing had been sent to the robot (dry run)."
-        )
-        attempts = self.params.reconnect_attempts
-        retry = (
-            f" Reconnecting failed after {attempts} attempt(s)."
-            if attempts and not motion.get("confirmed")
-            else ""
-        )
-        usable = (
-            f" To identify from what was kept: source=csv source.path={summary['path']}."
-            if summary["samples_written"]
-            else ""
-        )
-        return (
-            f"The RTDE connection to {self.params.host} was lost ({error}).{stopped}{retry} "
-            f"What was kept: {recording.kept()} ({summary['samples_written']} rows, each "
-            f"complete).{usable} Check the robot's network and that it is in remote control, "
-            "then run again."
-        )
 
     def _dataset(
         self, robot: RobotModel, path: Path, summary: dict, motion: dict, role: str

@@ -22,10 +22,10 @@ from ident_framework.errors import UserError
 from ident_framework.interfaces import Trajectory
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.ur_description import UR_JOINTS
-from ident_framework.trajectories.fourier import (
+from ident_framework.trajectories.fourier_series import (
     FourierTrajectory,
-    _constraint_basis,
-    _fourier_basis,
+    constraint_basis,
+    fourier_basis,
 )
 from ident_framework.trajectories.point_to_point import PointToPointTrajectory
 
@@ -136,10 +136,10 @@ def default_motion(
     else:
         q0 = robot.limits.position.mean(axis=1)
     n_harmonics = 3
-    basis = _constraint_basis(n_harmonics)  # (2L, 2L - 3) coefficients at rest at t = 0
+    basis = constraint_basis(n_harmonics)  # (2L, 2L - 3) coefficients at rest at t = 0
     omega = 2.0 * math.pi / period_s
     grid = np.linspace(0.0, period_s, 400)
-    position, _, _ = _fourier_basis(grid, omega, n_harmonics)
+    position, _, _ = fourier_basis(grid, omega, n_harmonics)
     coefficients = np.empty((n, 2 * n_harmonics))
     for joint in range(n):
         angle = 2.0 * math.pi * joint / n
