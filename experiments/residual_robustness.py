@@ -23,12 +23,12 @@ import time
 
 from hydra import compose, initialize_config_module
 
-from ident_framework.config_search_path import register_plugin_search_path
-from ident_framework.metrics import torque_metrics
-from ident_framework.pipeline import run_pipeline
-from ident_framework.plugins import get_registry
-from ident_framework.residual_bpnn import BpnnResidual
-from ident_framework.run_config import validate_config
+from ident_framework.config.registry import get_registry
+from ident_framework.config.run_config import validate_config
+from ident_framework.config.search_path import register_plugin_search_path
+from ident_framework.identify.metrics import torque_metrics
+from ident_framework.modes.pipeline import run_pipeline
+from ident_framework.residuals.bpnn import BpnnResidual
 
 PROTOCOL = [
     "source.unmodelled=position",
@@ -64,7 +64,7 @@ def main() -> None:
             start = time.perf_counter()
             result = run_pipeline(config, progress=False)
             physical = result.predictions["validation"].physical
-            train, validation = result.train, result.validation
+            train, validation = result.data.train, result.data.validation
             residual = train.tau - result.predictions["train"].physical
             params = config.plugins["residual"].params
             for learner_seed in args.learner_seeds:
@@ -79,7 +79,7 @@ def main() -> None:
                 row = {
                     "data_seed": data_seed,
                     "learner_seed": learner_seed,
-                    "cond": result.cond,
+                    "cond": result.diagnostics.cond,
                     "physical_rmse": p["rmse"],
                     "fused_rmse": f["rmse"],
                     "change_percent": 100.0 * (f["rmse"] / p["rmse"] - 1.0),

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import REPO
+from ident_framework.testing.cli import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from peers import conversions, measure, project_io, scoring  # noqa: E402

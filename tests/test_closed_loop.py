@@ -11,19 +11,18 @@ import numpy as np
 import pytest
 import yaml
 
-from ident_framework.closed_loop import recording_role, twin_r2, validation_fit
-from ident_framework.dataset import Dataset, concatenate
-from ident_framework.excitation import (
+from ident_framework.data.dataset import Dataset, concatenate
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.identify.excitation_objective import (
     make_augmented_condition_objective,
     structural_base_parameters,
 )
-from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
-from ident_framework.multisine import multisine
-from ident_framework.regressor import RegressorBuilder
-from ident_framework.robot_model import load_robot
-from ident_framework.source_mujoco import noise_seed
-
-from conftest import run_cli
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import load_robot
+from ident_framework.modes.closed_loop import recording_role, twin_r2, validation_fit
+from ident_framework.sources.mujoco import noise_seed
+from ident_framework.testing.cli import run_cli
+from ident_framework.testing.multisine import multisine
 
 JOINTS = ("a", "b")
 

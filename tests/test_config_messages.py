@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from ident_framework.config_search_path import register_plugin_search_path
+from ident_framework.config.preflight import check_command_line
+from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.errors import UserError
-from ident_framework.preflight import check_command_line
-
-from conftest import run_cli
+from ident_framework.testing.cli import run_cli
 
 
 def message_of(*overrides: str) -> str:

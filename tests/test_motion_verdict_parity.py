@@ -27,11 +27,13 @@ import pinocchio as pin
 import pytest
 
 from ident_framework.errors import UserError
-from ident_framework.motion_safety import APPROACH, TRAJECTORY, motion_verdict
-from ident_framework.robot_model import load_robot
-from ident_framework.source_rtde import RtdeSource, RtdeSourceParams, refusal_ending, safety_limits
-from ident_framework.trajectory_file import UR_HOME
-from ident_framework.trajectory_fourier import FourierTrajectory, _constraint_basis, _fourier_basis
+from ident_framework.model.robot import load_robot
+from ident_framework.sources.rtde import RtdeSource, RtdeSourceParams, refusal_ending, safety_limits
+from ident_framework.trajectories.file import UR_HOME
+from ident_framework.trajectories.fourier_series import FourierTrajectory
+from ident_framework.trajectories.fourier_series import constraint_basis as _constraint_basis
+from ident_framework.trajectories.fourier_series import fourier_basis as _fourier_basis
+from ident_framework.trajectories.motion_safety import APPROACH, TRAJECTORY, motion_verdict
 
 HOST = "127.0.6.40"
 N_CASES = 120

@@ -24,8 +24,7 @@ from pathlib import Path
 import pytest
 
 import ident_framework
-
-from conftest import REPO, run_cli
+from ident_framework.testing.cli import REPO, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -227,7 +226,7 @@ def test_every_module_imports_without_torch(venv_python: Path, tmp_path: Path):
         for info in pkgutil.walk_packages(ident_framework.__path__, "ident_framework.")
         if not info.name.startswith("ident_framework.conf")
     )
-    assert "ident_framework.residual_bpnn" in names and "ident_framework.__main__" in names
+    assert "ident_framework.residuals.bpnn" in names and "ident_framework.__main__" in names
     code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)"
     result = subprocess.run(
         [str(venv_python), "-c", code, "ident_framework", *names],
@@ -314,7 +313,7 @@ def test_third_party_plugin_appears_without_core_change(venv_python: Path, tmp_p
     assert {"'coulomb_viscous'", "'none'", "'tiny'"} <= {n.strip() for n in installed.split(",")}
 
     listing = subprocess.run(
-        [python, "-c", "from ident_framework.plugins import get_registry as g;"
+        [python, "-c", "from ident_framework.config.registry import get_registry as g;"
          "print([(p.name, p.distribution, p.version) for p in g().all() if p.kind == 'friction'])"],
         cwd=tmp_path, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip

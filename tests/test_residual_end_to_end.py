@@ -10,13 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ident_framework.csv_log import write_csv_log
-from ident_framework.robot_model import load_robot
-from ident_framework.source_mujoco import MujocoSource, MujocoSourceParams
-from ident_framework.trajectory_fourier import FourierGenerator, FourierParams
-from ident_framework.trajectory_point_to_point import PointToPointGenerator, PointToPointParams
-
-from conftest import run_cli
+from ident_framework.data.csv_log import write_csv_log
+from ident_framework.model.robot import load_robot
+from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
+from ident_framework.testing.cli import run_cli
+from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
+from ident_framework.trajectories.point_to_point import PointToPointGenerator, PointToPointParams
 
 pytestmark = pytest.mark.slow
 

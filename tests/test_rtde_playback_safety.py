@@ -12,15 +12,19 @@ import re
 import numpy as np
 import pytest
 
-from ident_framework import rtde_protocol as rtde
-from ident_framework.csv_log import CsvLogWriter, read_csv_log
-from ident_framework.excitation_playback import JointMove, PlaybackAborted, ServoSettings, play
-from ident_framework.motion_safety import SafetyLimits, check_trajectory, motion_verdict
-from ident_framework.robot_model import load_robot
-from ident_framework.trajectory_file import UR_HOME, default_motion
-from ident_framework.workspace import Workspace, WorkspaceParams
-
-from rtde_support import RecordingControl
+from ident_framework.data.csv_log import CsvLogWriter, read_csv_log
+from ident_framework.model.robot import load_robot
+from ident_framework.model.workspace import Workspace, WorkspaceParams
+from ident_framework.rtde import protocol as rtde
+from ident_framework.rtde.playback import PlaybackAborted, ServoSettings, play
+from ident_framework.testing.rtde import RecordingControl
+from ident_framework.trajectories.file import UR_HOME, default_motion
+from ident_framework.trajectories.joint_move import JointMove
+from ident_framework.trajectories.motion_safety import (
+    SafetyLimits,
+    check_trajectory,
+    motion_verdict,
+)
 
 
 @pytest.fixture(scope="module")

@@ -19,19 +19,18 @@ import numpy as np
 import pytest
 import yaml
 
-from ident_framework import rtde_protocol as rtde
-from ident_framework.csv_log import read_csv_log
+from ident_framework.data.csv_log import read_csv_log
 from ident_framework.errors import UserError
-from ident_framework.excitation import make_condition_objective
-from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
-from ident_framework.regressor import RegressorBuilder
-from ident_framework.robot_model import load_robot
-from ident_framework.source_rtde import RtdeSource, RtdeSourceParams, refusal_ending
-from ident_framework.trajectory_file import default_motion
-from ident_framework.trajectory_fourier import FourierGenerator, FourierParams, FourierTrajectory
-
-from conftest import run_cli
-from rtde_support import RecordingControl, running_emulator
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.identify.excitation_objective import make_condition_objective
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import load_robot
+from ident_framework.rtde import protocol as rtde
+from ident_framework.sources.rtde import RtdeSource, RtdeSourceParams, refusal_ending
+from ident_framework.testing.cli import run_cli
+from ident_framework.testing.rtde import RecordingControl, running_emulator
+from ident_framework.trajectories.file import default_motion
+from ident_framework.trajectories.fourier import FourierGenerator, FourierParams, FourierTrajectory
 
 pytestmark = pytest.mark.slow
 
@@ -233,8 +232,8 @@ def test_torque_falls_back_to_ur_rtde_file_recorder(tmp_path, robot, monkeypatch
     """When the controller refuses our own torque connection, actual_current_as_torque comes
     through ur_rtde's file recorder instead (it misses some packages: those rows are dropped
     and counted, the file stays valid)."""
-    import ident_framework.source_rtde as source_rtde
-    from ident_framework.rtde_torque_stream import TorqueStreamError
+    import ident_framework.sources.rtde as source_rtde
+    from ident_framework.rtde.torque_stream import TorqueStreamError
 
     def refused(*args, **kwargs):
         raise TorqueStreamError("refused by the test")

@@ -10,20 +10,20 @@ import pytest
 import yaml
 
 from ident_framework.errors import UserError
-from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.interfaces import Trajectory
-from ident_framework.regressor import RegressorBuilder
-from ident_framework.robot_model import load_robot
-from ident_framework.simulated_robot import (
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import load_robot
+from ident_framework.simulation.perturbed_robot import (
     PerturbationParams,
     SimulatedTruth,
     link_is_valid,
     perturb_robot,
     truth_from_robot,
 )
-from ident_framework.simulation import SimulationParams, simulate
-from ident_framework.source_mujoco import MujocoSource, MujocoSourceParams
-from ident_framework.trajectory_point_to_point import (
+from ident_framework.simulation.tracking import SimulationParams, simulate
+from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
+from ident_framework.trajectories.point_to_point import (
     PointToPointGenerator,
     PointToPointParams,
     PointToPointTrajectory,

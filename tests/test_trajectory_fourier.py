@@ -6,23 +6,27 @@ import numpy as np
 import pytest
 import yaml
 
-from ident_framework.base_parameters import TriangularAccumulator, condition_number
 from ident_framework.errors import UserError
-from ident_framework.excitation import make_condition_objective
-from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.identify.excitation_objective import make_condition_objective
 from ident_framework.interfaces import Trajectory
-from ident_framework.motion_safety import SafetyLimits, check_trajectory, motion_verdict
-from ident_framework.regressor import RegressorBuilder
-from ident_framework.robot_model import load_robot
-from ident_framework.source_rtde import RtdeSourceParams, safety_limits
-from ident_framework.trajectory_file import UR_HOME
-from ident_framework.trajectory_fourier import (
+from ident_framework.model.base_parameters import TriangularAccumulator, condition_number
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import load_robot
+from ident_framework.model.workspace import Workspace, WorkspaceBox, WorkspaceParams
+from ident_framework.sources.rtde import RtdeSourceParams, safety_limits
+from ident_framework.trajectories.file import UR_HOME
+from ident_framework.trajectories.fourier import (
     FourierGenerator,
     FourierParams,
     FourierTrajectory,
     register_trajectory_generators,
 )
-from ident_framework.workspace import Workspace, WorkspaceBox, WorkspaceParams
+from ident_framework.trajectories.motion_safety import (
+    SafetyLimits,
+    check_trajectory,
+    motion_verdict,
+)
 
 SMALL = {"n_candidates": 60, "n_refine": 150, "progress": False}
 

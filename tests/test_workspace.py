@@ -7,11 +7,11 @@ import pinocchio as pin
 import pytest
 
 from ident_framework.errors import UserError
-from ident_framework.point_kinematics import ArmPoints
-from ident_framework.robot_model import load_robot
-from ident_framework.trajectory_file import UR_HOME
-from ident_framework.ur_description import UR_MODELS
-from ident_framework.workspace import BaseColumn, Workspace, WorkspaceBox, WorkspaceParams
+from ident_framework.model.point_kinematics import ArmPoints
+from ident_framework.model.robot import load_robot
+from ident_framework.model.ur_description import UR_MODELS
+from ident_framework.model.workspace import BaseColumn, Workspace, WorkspaceBox, WorkspaceParams
+from ident_framework.trajectories.file import UR_HOME
 
 TOOL = np.array([0.0, 0.02, 0.1])  # off the last joint's axis, so wrist_3 moves it
 
@@ -148,11 +148,11 @@ def test_one_setting_for_the_design_and_the_rtde_check():
     a floor and a box given once reach all three; source.floor_z_m says where it went."""
     from hydra import compose, initialize_config_module
 
-    from ident_framework.config_search_path import register_plugin_search_path
-    from ident_framework.plugin_config import build_params, group_values
-    from ident_framework.source_rtde import RtdeSourceParams
-    from ident_framework.trajectory_fourier import FourierParams
-    from ident_framework.trajectory_point_to_point import PointToPointParams
+    from ident_framework.config.plugin_config import build_params, group_values
+    from ident_framework.config.search_path import register_plugin_search_path
+    from ident_framework.sources.rtde import RtdeSourceParams
+    from ident_framework.trajectories.fourier import FourierParams
+    from ident_framework.trajectories.point_to_point import PointToPointParams
 
     register_plugin_search_path()
     overrides = ["source=rtde", "source.host=192.0.2.1", "trajectory.workspace.floor_z_m=0.2",
@@ -181,9 +181,12 @@ def test_one_setting_for_the_design_and_the_rtde_check():
 def test_point_to_point_motion_keeps_to_the_workspace(robot, seed):
     """The validation motion (point_to_point, default settings) passes source=rtde's check;
     with joint limits only the same generator sends the arm through the table."""
-    from ident_framework.motion_safety import SafetyLimits, check_trajectory
-    from ident_framework.source_rtde import RtdeSourceParams, safety_limits
-    from ident_framework.trajectory_point_to_point import PointToPointGenerator, PointToPointParams
+    from ident_framework.sources.rtde import RtdeSourceParams, safety_limits
+    from ident_framework.trajectories.motion_safety import SafetyLimits, check_trajectory
+    from ident_framework.trajectories.point_to_point import (
+        PointToPointGenerator,
+        PointToPointParams,
+    )
 
     limits = safety_limits(RtdeSourceParams(host="192.0.2.1"))
     motion = PointToPointGenerator(PointToPointParams()).generate(robot, None, seed)

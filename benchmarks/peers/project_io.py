@@ -15,8 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ident_framework.csv_log import read_csv_log, write_csv_log
-from ident_framework.dataset import Dataset
+from ident_framework.data.csv_log import read_csv_log, write_csv_log
+from ident_framework.data.dataset import Dataset
 
 from .conversions import JointRecording
 
@@ -82,11 +82,15 @@ def simulate_ur10e(
     """
     from hydra import compose, initialize_config_module
 
-    from ident_framework.config_search_path import register_plugin_search_path
-    from ident_framework.pipeline import acquire_validation, design_excitation, robot_and_regressor
-    from ident_framework.plugins import get_registry
-    from ident_framework.run_config import validate_config
-    from ident_framework.twin_export import twin_urdf_text
+    from ident_framework.config.registry import get_registry
+    from ident_framework.config.run_config import validate_config
+    from ident_framework.config.search_path import register_plugin_search_path
+    from ident_framework.modes.pipeline import (
+        acquire_validation,
+        design_excitation,
+        robot_and_regressor,
+    )
+    from ident_framework.twin.export import twin_urdf_text
 
     folder.mkdir(parents=True, exist_ok=True)
     paths = {
