@@ -45,7 +45,7 @@ class PreprocessingParams:
     savgol_window_s: differentiation window in s, rounded to an odd number of samples
     >= savgol_polyorder + 2. trim_s: s dropped at each end of every recorded piece after
     filtering (None: from the filters, `segment_filter.default_trim_s` plus half the window:
-    0.195 s for the defaults, 0.265 s with use_measured_velocity=false).
+    ≈ 0.18 s for the defaults, 0.265 s with use_measured_velocity=false).
     use_measured_velocity: filter the recorded dq instead of differentiating q. resample:
     "auto" (onto a uniform grid when the timestamps jitter), "never" or "always".
     friction_columns: how the regressor's friction columns meet the filtered torque:

@@ -24,7 +24,7 @@ pole (plus half the Savitzky-Golay window): with the measured velocity (ddq is o
 of the filtered dq) 1.8e-3 at 4, 4.4e-4 at 6, 3.4e-5 at 8; with dq from q (two derivatives of
 the filtered q) 9e-2 at 4, 8e-3 at 6, 1.6e-3 at 8, 2.5e-5 at 12. The default keeps the edge
 error below 1e-4 of max |ddq| (far below any torque sensor's noise): 8 time constants with the
-measured velocity (0.195 s at 20 Hz, 500 Hz), 12 from q (0.265 s).
+measured velocity (0.181 s with the window, 20 Hz, 500 Hz), 12 from q (0.265 s).
 """
 
 from __future__ import annotations
