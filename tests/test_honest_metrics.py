@@ -162,6 +162,18 @@ def test_kuka_self_report_several_recordings_and_predict(kuka_csv, tmp_path: Pat
         predictions, m3, metrics["data"]["preprocessing"]["edge_samples_dropped"]
     )
     assert metrics["physical"]["rmse"] == pytest.approx(rmse["both"], rel=1e-9)
+    # several recordings at once: one table with a recording column, figures per recording
+    several = tmp_path / "predict_several"
+    result = run_cli(
+        "mode=predict", f"run={both}", "source=csv", f"source.path=[{m3},{m1}]", "plots=false",
+        f"hydra.run.dir={several}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = _metrics(several, "metrics_recordings.json")
+    assert_self_report_is_independent_score(several / "predictions_recordings.csv", metrics)
+    entries = metrics["recordings"]
+    assert [e["path"] for e in entries] == [str(m3), str(m1)]
+    assert entries[0]["physical"]["rmse"] == pytest.approx(rmse["both"], rel=1e-9)
 
 
 @needs_kuka

@@ -4,7 +4,9 @@
 physical model of the run in DIR (its resolved config.yaml and the standard parameters in its
 parameters.yaml) and, when that run trained a residual learner, the learner saved in
 DIR/residual/; it then predicts the joint torques of FILE and writes
-`predictions_<file stem>.csv`, `metrics_<file stem>.json`, `summary.txt` and (with `plots`)
+`predictions_<file stem>.csv`, `metrics_<file stem>.json` (several files, `source.path` a list
+or a glob: `predictions_recordings.csv` with a `recording` column, `metrics_recordings.json`
+with `recordings`), `summary.txt` and (with `plots`)
 `plots/validation_torque.png`, `plots/rmse_per_joint.png` into this run's directory.
 """
 
@@ -131,7 +133,7 @@ def run_prediction(config: RunConfig, out_dir: Path) -> dict[str, Any]:
         "run": str(model.run_dir),
         "models": {group: plugins[group].info.name for group in MODEL_GROUPS},
         "data": {
-            "path": str(recorded.metadata.get("path", "recording")),
+            "path": ", ".join(data.recording_paths),
             "samples": data.n_samples,
             "recorded_samples": recorded.n_samples,
             "duration_s": data.duration,
@@ -147,6 +149,7 @@ def run_prediction(config: RunConfig, out_dir: Path) -> dict[str, Any]:
         metrics["fusion_gain"] = fusion_gain(metrics["physical"], metrics["fusion"])
         metrics["fusion"].update(out_of_range(model.residual) or {})
     metrics["recordings"] = recording_metrics(data, TorquePredictions(physical, fusion))
-    stem = Path(str(recorded.metadata.get("path", data.recording_paths[0]))).stem
+    paths = data.recording_paths
+    stem = Path(paths[0]).stem if len(paths) == 1 else "recordings"  # several: one table
     write_prediction_outputs(out_dir, stem, data, physical, fusion, metrics, config.plots)
     return metrics
