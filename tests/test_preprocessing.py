@@ -114,8 +114,18 @@ def test_jitter_must_not_be_treated_as_uniform():
     out = preprocess(ds)  # "auto" detects the jitter and resamples
     report = out.metadata["preprocessing"]
     assert report["resampled"] and report["max_step_jitter"] > 0.5
-    steps = np.diff(out.timestamp)
-    np.testing.assert_allclose(steps, report["median_step_s"], rtol=1e-9)
+    # filtered on a uniform grid, then back at the recorded timestamps: every recorded row
+    # but the few at the ends the filters cannot serve, timestamp and torque as recorded
+    kept = np.isin(ds.timestamp, out.timestamp)
+    assert out.n_samples == kept.sum() == ds.n_samples - report["edge_samples_dropped"]
+    first, last = np.flatnonzero(kept)[[0, -1]]
+    assert kept[first : last + 1].all()  # only the ends are dropped
+    edge = report["trim_samples"] * report["median_step_s"]  # s at each end of the grid
+    t = ds.timestamp
+    assert t[first - 1] < t[0] + edge <= t[first] and t[last] <= t[-1] - edge < t[last + 1] + edge
+    np.testing.assert_array_equal(out.recorded.timestamp, ds.timestamp[kept])
+    np.testing.assert_array_equal(out.recorded.tau, ds.tau[kept])
+    np.testing.assert_array_equal(out.measured_torque, ds.tau[kept])
 
 
 def test_uniform_data_is_not_resampled_and_rows_stay_aligned():
@@ -178,10 +188,34 @@ def test_too_short_after_trimming_is_refused():
         preprocess(ds, min_samples=50)
 
 
+def test_a_gap_is_a_segment_boundary():
+    """0.5 s of lost packets: each side is filtered on its own (no filter runs across the gap),
+    a piece too short to filter is dropped and counted."""
+    t = uniform_500hz()
+    t[3000:] += 0.5
+    ds = dataset(t)
+    out = preprocess(ds)
+    report = out.metadata["preprocessing"]
+    k = report["trim_samples"]
+    assert report["gaps"] == 1 and report["recordings"][0]["segments"] == 2
+    expected = np.concatenate([t[k : 3000 - k], t[3000 + k : -k]])
+    np.testing.assert_array_equal(out.timestamp, expected)
+    assert report["edge_samples_dropped"] == 4 * k
+    _, _, ddq = analytic(out.timestamp)
+    assert np.abs(out.ddq - ddq).max() / np.abs(ddq).max() < TOL  # both sides of the gap
+    # across the gap (treated as one piece, resampled) the ends of each side would be wrong
+    t_short = t.copy()
+    t_short[-60:] += 1.0  # a last piece of 60 samples: too short, dropped and counted
+    out = preprocess(dataset(t_short))
+    report = out.metadata["preprocessing"]
+    assert report["short_segments_dropped"] == 1 and report["short_segment_samples_dropped"] == 60
+    assert out.timestamp[-1] < t_short[-61]
+
+
 def test_gaps_and_non_finite_values_are_refused():
     t = uniform_500hz()
-    t[3000:] += 0.5  # 0.5 s of lost packets
-    with pytest.raises(UserError, match="gap of 0.502 s"):
+    t[3000] = t[2999]
+    with pytest.raises(UserError, match="do not increase strictly at sample index 3000"):
         preprocess(dataset(t))
     ds = dataset(uniform_500hz())
     ds.dq[100, 2] = np.nan

@@ -19,6 +19,33 @@ UNITS = {
     "dq_target": "rad/s",
     "ddq_target": "rad/s^2",
 }
+UNNAMED = "recording"  # the name of a recording that has no file path
+
+
+@dataclass(frozen=True)
+class AsRecorded:
+    """What the recording holds at a dataset's rows, untouched by preprocessing: timestamp
+    (N,) s and torque tau (N, n) Nm exactly as in the file (or as the simulation recorded
+    them), and `recording` (N,) the index of the recording each row comes from (into the
+    dataset's `metadata["recordings"]`: one entry per file, in order)."""
+
+    timestamp: np.ndarray
+    tau: np.ndarray
+    recording: np.ndarray
+
+    def select(self, rows: slice | np.ndarray) -> AsRecorded:
+        return AsRecorded(self.timestamp[rows], self.tau[rows], self.recording[rows])
+
+    @staticmethod
+    def of(ds: Dataset, index: int = 0) -> AsRecorded:
+        """The rows of `ds` as recorded: its own timestamp and torque, all of recording
+        `index`."""
+        n = ds.n_samples
+        return AsRecorded(
+            np.asarray(ds.timestamp, dtype=float),
+            np.asarray(ds.tau, dtype=float),
+            np.full(n, index, dtype=np.int64),
+        )
 
 
 @dataclass(frozen=True)
@@ -36,6 +63,9 @@ class Dataset:
         metadata: free-form provenance (source, file, units, simulated truth, ...).
         parallel_filter: set by preprocessing: the unfiltered velocity and the low-pass of
             the torque, to filter friction columns the same way (`parallel_filter.py`).
+        recorded: set by preprocessing (and by sources that stack several files): each row's
+            timestamp and torque as recorded and the recording it comes from. Preprocessing
+            low-passes `tau` (what estimation fits); metrics score against `recorded.tau`.
     """
 
     timestamp: np.ndarray
@@ -49,6 +79,7 @@ class Dataset:
     ddq_target: np.ndarray | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     parallel_filter: ParallelFilter | None = None
+    recorded: AsRecorded | None = None
 
     def __post_init__(self) -> None:
         n_samples = len(self.timestamp)
@@ -61,6 +92,10 @@ class Dataset:
                 raise ValueError(
                     f"{name} has shape {np.shape(value)}, expected ({n_samples}, {n_joints})"
                 )
+        if self.recorded is not None and len(self.recorded.timestamp) != n_samples:
+            raise ValueError(
+                f"recorded has {len(self.recorded.timestamp)} rows, expected {n_samples}"
+            )
 
     @property
     def n_samples(self) -> int:
@@ -69,6 +104,33 @@ class Dataset:
     @property
     def n_joints(self) -> int:
         return len(self.joint_names)
+
+    @property
+    def measured_torque(self) -> np.ndarray:
+        """(N, n) Nm: the torque as recorded at these rows (what metrics score against); the
+        dataset's own `tau` when it was never filtered."""
+        return self.tau if self.recorded is None else self.recorded.tau
+
+    @property
+    def recorded_timestamp(self) -> np.ndarray:
+        """(N,) s: the rows' timestamps as recorded (stacked recordings are shifted in
+        `timestamp` so that it keeps increasing; here they are as in each file)."""
+        return self.timestamp if self.recorded is None else self.recorded.timestamp
+
+    @property
+    def recording_index(self) -> np.ndarray:
+        """(N,) int: the recording each row comes from (all 0 for a single recording)."""
+        if self.recorded is None:
+            return np.zeros(self.n_samples, dtype=np.int64)
+        return self.recorded.recording
+
+    @property
+    def recording_paths(self) -> list[str]:
+        """One name per recording (its file path, or UNNAMED when it has none)."""
+        names = self.metadata.get("recordings")
+        if isinstance(names, list) and names:
+            return [str(name) for name in names]
+        return [str(self.metadata.get("path", UNNAMED))]
 
     @property
     def duration(self) -> float:
@@ -84,18 +146,23 @@ class Dataset:
                 changes[name] = value[rows]
         if self.parallel_filter is not None:
             changes["parallel_filter"] = self.parallel_filter.select(rows)
+        if self.recorded is not None:
+            changes["recorded"] = self.recorded.select(rows)
         return replace(self, **changes)
 
 
 def concatenate(datasets: list[Dataset]) -> Dataset:
-    """One dataset holding the rows of several recordings of the same robot, in order.
+    """One dataset holding the rows of several recordings (or segments of one) of the same
+    robot, in order.
 
     Each recording should be preprocessed on its own first (filters and derivatives must not
     run across the seam); the regressor is per sample, so identifying on the stacked rows is
-    the same as identifying on the union of the recordings. Timestamps are shifted so that
-    each recording starts one sample step (its own median step, s) after the previous one
-    ends: they stay strictly increasing. Optional columns are kept only when every recording
-    has them. Metadata are the first recording's, plus `recordings` (how many are stacked)."""
+    the same as identifying on the union of the recordings. Where a part does not start after
+    the previous one ends, its timestamps are shifted to start one sample step (its own median
+    step, s) after that end, so they stay strictly increasing; `recorded` keeps them as
+    recorded. Optional columns are kept only when every part has them. Metadata are the first
+    part's, plus `recordings`: the names of the distinct recordings, each row's `recorded.
+    recording` indexing them (parts of one file, e.g. segments between gaps, share an index)."""
     if not datasets:
         raise ValueError("no datasets to concatenate")
     first = datasets[0]
@@ -107,22 +174,49 @@ def concatenate(datasets: list[Dataset]) -> Dataset:
             )
     if len(datasets) == 1:
         return first
+    columns: dict[str, Any] = {"timestamp": _stacked_times(datasets)}
+    for name in ("q", "dq", "tau", "ddq", "q_target", "dq_target", "ddq_target"):
+        values = [getattr(data, name) for data in datasets]
+        columns[name] = None if any(v is None for v in values) else np.concatenate(values)
+    names, parts = _stacked_recordings(datasets)
+    return Dataset(
+        joint_names=first.joint_names,
+        metadata={**first.metadata, "recordings": names},
+        parallel_filter=ParallelFilter.concatenate([data.parallel_filter for data in datasets]),
+        recorded=parts,
+        **columns,
+    )
+
+
+def _stacked_times(datasets: list[Dataset]) -> np.ndarray:
     times, end = [], None
     for data in datasets:
         t = np.asarray(data.timestamp, dtype=float)
-        if end is not None and t.size:
+        if end is not None and t.size and t[0] <= end:
             step = float(np.median(np.diff(t))) if t.size > 1 else 1.0
             t = t - t[0] + end + step
         times.append(t)
         end = t[-1] if t.size else end
-    columns: dict[str, Any] = {"timestamp": np.concatenate(times)}
-    for name in ("q", "dq", "tau", "ddq", "q_target", "dq_target", "ddq_target"):
-        values = [getattr(data, name) for data in datasets]
-        columns[name] = None if any(v is None for v in values) else np.concatenate(values)
-    recordings = sum(data.metadata.get("recordings", 1) for data in datasets)
-    return Dataset(
-        joint_names=first.joint_names,
-        metadata={**first.metadata, "recordings": recordings},
-        parallel_filter=ParallelFilter.concatenate([data.parallel_filter for data in datasets]),
-        **columns,
-    )
+    return np.concatenate(times)
+
+
+def _stacked_recordings(datasets: list[Dataset]) -> tuple[list[str], AsRecorded]:
+    """(names of the distinct recordings, the stacked rows as recorded): parts naming the
+    same recording (segments of one file) keep one index; unnamed parts count as distinct."""
+    names: list[str] = []
+    index_of: dict[str, int] = {}
+    timestamps, torques, indices = [], [], []
+    for number, data in enumerate(datasets):
+        own = data.recorded or AsRecorded.of(data)
+        mapping = []
+        for k, name in enumerate(data.recording_paths):
+            key = name if name != UNNAMED else f"\0{number}:{k}"
+            if key not in index_of:
+                index_of[key] = len(names)
+                names.append(name)
+            mapping.append(index_of[key])
+        timestamps.append(own.timestamp)
+        torques.append(own.tau)
+        indices.append(np.asarray(mapping, dtype=np.int64)[own.recording])
+    parts = AsRecorded(np.concatenate(timestamps), np.concatenate(torques), np.concatenate(indices))
+    return names, parts

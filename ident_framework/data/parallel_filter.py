@@ -7,16 +7,18 @@ stays sharp: the model then misfits exactly where friction models differ. Becaus
 is linear in the friction coefficients, computing the friction columns from the unfiltered
 velocity and filtering them with the same filter gives columns that match the filtered torque
 ("parallel filtering"). Preprocessing keeps what that needs: per recording the unfiltered
-velocity on its (uniform) time grid before trimming, the filter, and which grid rows the
-dataset kept.
+velocity on its (uniform) time grid before trimming, the filter, and which samples the
+dataset kept: grid rows, or (a jittery log filtered on a uniform grid) recorded times between
+grid points, reached by cubic spline as preprocessing maps its own filtered signals back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy.interpolate import CubicSpline
 from scipy.signal import sosfiltfilt
 
 # (t (M,) s, dq (M, n) rad/s) -> (M, c, k) friction columns
@@ -25,13 +27,23 @@ ColumnFunction = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 @dataclass(frozen=True)
 class FilterSegment:
-    """One preprocessed recording: timestamp (M,) s, unfiltered velocity dq (M, n) rad/s,
-    the low-pass `sos` applied to its torque, and `rows` (int) of the grid the dataset kept."""
+    """One preprocessed recording: timestamp (M,) s of its filter grid, unfiltered velocity
+    dq (M, n) rad/s on it, the low-pass `sos` applied to its torque, and `rows` (int) of the
+    samples the dataset kept: grid rows, or, when `at` is given, rows of `at` (the recorded
+    times, s, off the grid: values there by cubic spline of the grid values)."""
 
     timestamp: np.ndarray
     dq: np.ndarray
     sos: np.ndarray
     rows: np.ndarray
+    at: np.ndarray | None = None
+
+    def kept(self, on_grid: np.ndarray) -> np.ndarray:
+        """The kept samples of `on_grid` (M, ...), values on the grid."""
+        if self.at is None:
+            return on_grid[self.rows]
+        spline = CubicSpline(self.timestamp, on_grid, axis=0)
+        return spline(self.at[self.rows])
 
 
 @dataclass(frozen=True)
@@ -52,7 +64,7 @@ class ParallelFilter:
             raw = np.asarray(columns(segment.timestamp, segment.dq), dtype=float)
             flat = raw.reshape(len(raw), -1)
             filtered = sosfiltfilt(segment.sos, flat, axis=0).reshape(raw.shape)
-            out.append(filtered[segment.rows])
+            out.append(segment.kept(filtered))
         return np.concatenate(out)
 
     def select(self, rows: slice | np.ndarray) -> ParallelFilter:
@@ -64,9 +76,7 @@ class ParallelFilter:
         for s, segment in enumerate(self.segments):
             local = index[(index >= starts[s]) & (index < starts[s + 1])] - starts[s]
             if local.size:
-                kept.append(
-                    FilterSegment(segment.timestamp, segment.dq, segment.sos, segment.rows[local])
-                )
+                kept.append(replace(segment, rows=segment.rows[local]))
         return ParallelFilter(tuple(kept))
 
     @staticmethod

@@ -1,17 +1,13 @@
-"""Zero-phase filtering and differentiation of joint data, on the recorded timestamps.
+"""Preprocessing: each recording, and each piece of it between timestamp gaps, filtered and
+differentiated on its own (`segment_filter.py`), then stacked.
 
-Steps (all joints at once, no per-sample loops):
-
-1. Timestamps: when the steps jitter (max |dt - median dt| > 5 % of the median, `resample`
-   "auto") every signal is interpolated (cubic spline through the recorded samples) onto a
-   uniform grid at the median step. Filters assume uniform sampling; treating a 2-16 ms
-   jittery log as uniform gives acceleration errors of the order of the signal itself.
-2. q, tau (and the measured dq) pass a zero-phase Butterworth low-pass (`sosfiltfilt`), cut-off
-   in Hz converted with the actual sample rate.
-3. dq: the filtered measured velocity, or the Savitzky-Golay derivative of the filtered q.
-   ddq: the Savitzky-Golay derivative of dq. The window is centred (odd length), so each
-   derivative belongs to the sample at the window centre: no half-sample shift.
-4. `trim_s` seconds are removed at each end, so no filter edge transient remains.
+A dataset may hold several recordings (`Dataset.recorded.recording`, e.g. several CSV files):
+no filter or derivative runs across a file boundary or across a gap inside a file (a step
+longer than MAX_GAP_STEPS median steps: lost packets, a paused recorder). Each piece keeps its
+recorded rows except the few at its ends the filters cannot serve; a piece too short to
+filter is dropped and counted (when it is all a recording holds, that is an error). The
+report (`metadata["preprocessing"]`) gives per recording the samples in and out, the edge
+samples dropped, the gaps and the dropped pieces.
 
 A dataset that already carries exact accelerations (`ds.ddq` is not None, e.g. a simulation
 that knows them) is returned as it is: exact data need no preprocessing.
@@ -24,18 +20,20 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from scipy.interpolate import CubicSpline
-from scipy.signal import butter, savgol_filter, sosfiltfilt
 
-from ident_framework.data.dataset import Dataset
-from ident_framework.data.parallel_filter import FilterSegment, ParallelFilter
+from ident_framework.data.dataset import AsRecorded, Dataset, concatenate
+from ident_framework.data.segment_filter import (
+    SegmentTooShort,
+    default_trim_s,
+    filter_segment,
+)
 from ident_framework.errors import UserError
 
-JITTER_TOLERANCE = 0.05  # max |dt - median dt| / median dt still treated as uniform sampling
+AS_RECORDED = ("timestamp", "tau", "recording")  # the fields of AsRecorded, in order
 MAX_GAP_STEPS = 10.0  # a step longer than this many median steps is a gap in the recording
 RESAMPLE_MODES = ("auto", "never", "always")
 FRICTION_COLUMNS = ("auto", "parallel", "filtered_velocity")
-_TARGETS = ("q_target", "dq_target", "ddq_target")
+__all__ = ["PreprocessingParams", "default_trim_s", "preprocess"]
 
 
 @dataclass
@@ -45,8 +43,9 @@ class PreprocessingParams:
     lowpass_hz: Butterworth cut-off in Hz (not normalised; checked against the data's Nyquist
     frequency at run time). filter_order: its order (the zero-phase pass doubles it).
     savgol_window_s: differentiation window in s, rounded to an odd number of samples
-    >= savgol_polyorder + 2. trim_s: s removed at each end after filtering (None: twelve time
-    constants of the filter's slowest pole plus half the window, 0.265 s for the defaults).
+    >= savgol_polyorder + 2. trim_s: s dropped at each end of every recorded piece after
+    filtering (None: from the filters, `segment_filter.default_trim_s` plus half the window:
+    ≈ 0.18 s for the defaults, 0.265 s with use_measured_velocity=false).
     use_measured_velocity: filter the recorded dq instead of differentiating q. resample:
     "auto" (onto a uniform grid when the timestamps jitter), "never" or "always".
     friction_columns: how the regressor's friction columns meet the filtered torque:
@@ -103,202 +102,170 @@ class PreprocessingParams:
 def preprocess(
     ds: Dataset, params: PreprocessingParams | None = None, *, min_samples: int = 10
 ) -> Dataset:
-    """Filtered, differentiated and trimmed copy of `ds` (which is left untouched).
+    """Filtered, differentiated copy of `ds` (which is left untouched) at its recorded rows.
 
-    Returns a Dataset with q (rad), dq (rad/s), ddq (rad/s^2), tau (Nm) on a uniform time grid
-    (s), targets interpolated onto the same rows, and `metadata["preprocessing"]` describing
-    what was done. Raises UserError when the sample rate cannot carry the cut-off or fewer than
-    `min_samples` samples would remain after trimming.
-    """
+    Returns a Dataset with q (rad), dq (rad/s), ddq (rad/s^2) and the low-passed tau (Nm) at
+    the recorded timestamps (s) of every row the filters can serve, the rows as recorded in
+    `recorded` (timestamp, torque, recording), and `metadata["preprocessing"]` describing what
+    was done. Raises UserError when the sample rate cannot carry the cut-off, a recording is
+    too short, or its timestamps do not increase."""
     params = params or PreprocessingParams()
+    recorded = ds.recorded or AsRecorded.of(ds)
+    names = ds.recording_paths
     if ds.ddq is not None:
         note = {"applied": False, "reason": "exact accelerations given; data used as recorded"}
-        return replace(ds, metadata={**ds.metadata, "preprocessing": note})
-
-    t = np.asarray(ds.timestamp, dtype=float)
-    step, jitter = _sample_step(ds, t)
-    signals = _finite_signals(ds)
-    resampled = params.resample == "always" or (
-        params.resample == "auto" and jitter > JITTER_TOLERANCE
+        return replace(ds, metadata={**ds.metadata, "preprocessing": note}, recorded=recorded)
+    pieces, reports = [], []
+    for index, rows in recording_rows(recorded.recording):
+        part = ds.select(rows)
+        part = replace(part, recorded=recorded.select(rows))
+        where = _where(names, index, ds)
+        kept, report = _preprocess_recording(part, params, min_samples, where)
+        pieces += kept
+        reports.append({"path": names[index] if index < len(names) else None, **report})
+    out = concatenate(pieces) if len(pieces) > 1 else pieces[0]
+    # the pieces' own rows as recorded, with the recording indices of `ds` (concatenate would
+    # number unnamed pieces apart)
+    kept = AsRecorded(
+        *(np.concatenate([getattr(p.recorded, k) for p in pieces]) for k in AS_RECORDED)
     )
-    timestamp, signals = _on_uniform_grid(t, step, signals) if resampled else (t, signals)
-    n = len(timestamp)
-    sos, window, trim_s, n_trim = _filter_design(ds, params, step, n, min_samples)
-    q, dq, ddq, tau, dq_unfiltered = _filter_and_differentiate(params, sos, window, step, signals)
+    metadata = {**ds.metadata, "preprocessing": _summary(params, reports)}
+    if len(names) > 1 or "recordings" in ds.metadata:
+        metadata["recordings"] = names
+    else:
+        metadata.pop("recordings", None)
+    return replace(out, metadata=metadata, recorded=kept)
 
-    rows = slice(n_trim, n - n_trim)
-    segment = FilterSegment(timestamp, np.ascontiguousarray(dq_unfiltered), sos, np.arange(n)[rows])
-    targets = {name: signals[name][rows].copy() for name in _TARGETS if name in signals}
-    report: dict[str, Any] = {
-        "applied": True,
+
+def recording_rows(recording: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """(recording index, its rows) for each run of equal indices, in order."""
+    starts = np.flatnonzero(np.diff(recording)) + 1
+    bounds = [0, *starts.tolist(), len(recording)]
+    return [(int(recording[a]), np.arange(a, b)) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def _preprocess_recording(
+    part: Dataset, params: PreprocessingParams, min_samples: int, where: str
+) -> tuple[list[Dataset], dict[str, Any]]:
+    """(the filtered pieces of one recording between its gaps, its report)."""
+    t = np.asarray(part.timestamp, dtype=float)
+    step = _checked_step(t, where)
+    pieces, segment_reports, short = [], [], []
+    slices, gaps = gap_slices(t, step)
+    for rows in slices:
+        piece_where = where if len(slices) == 1 else f"{where} (t = {t[rows.start]:.6g} s to "
+        piece_where += "" if len(slices) == 1 else f"{t[rows.stop - 1]:.6g} s, between gaps)"
+        try:
+            filtered, report = filter_segment(part.select(rows), params, min_samples, piece_where)
+        except SegmentTooShort:
+            if len(slices) == 1:
+                raise
+            short.append(rows.stop - rows.start)
+            continue
+        pieces.append(filtered)
+        segment_reports.append(report)
+    if not pieces:
+        starts = ", ".join(f"{g['t_start_s']:.6g} s" for g in gaps[:5])
+        raise UserError(
+            f"Every piece of the recording{where} between its {len(gaps)} timestamp gaps is too "
+            f"short to filter ({short} samples; gaps at t = "
+            f"{starts}). Record without "
+            "interruption, or reduce preprocessing.trim_s / preprocessing.savgol_window_s."
+        )
+    first = segment_reports[0]
+    report = {
         "n_samples_in": int(len(t)),
-        "n_samples_out": int(n - 2 * n_trim),
-        "median_step_s": step,
-        "sample_rate_hz": 1.0 / step,
-        "max_step_jitter": jitter,
-        "resampled": resampled,
-        "resample_mode": params.resample,
-        "interpolation": "cubic spline" if resampled else None,
-        "lowpass_hz": params.lowpass_hz,
-        "filter": f"Butterworth order {params.filter_order}, zero-phase (sosfiltfilt)",
-        "velocity": "measured dq, filtered"
-        if params.use_measured_velocity
-        else "Savitzky-Golay derivative of filtered q",
-        "savgol_window_samples": window,
-        "savgol_window_s": window * step,
-        "savgol_polyorder": params.savgol_polyorder,
-        "trim_s": trim_s,
-        "trim_samples": n_trim,
+        "n_samples_out": sum(r["n_samples_out"] for r in segment_reports),
+        "edge_samples_dropped": sum(r["edge_samples_dropped"] for r in segment_reports),
+        "segments": len(slices),
+        "gaps": gaps,
+        "short_segments_dropped": len(short),
+        "short_segment_samples_dropped": int(sum(short)),
+        **{key: first[key] for key in ("median_step_s", "sample_rate_hz", "trim_s")},
+        "max_step_jitter": max(r["max_step_jitter"] for r in segment_reports),
+        "resampled": any(r["resampled"] for r in segment_reports),
+        "savgol_window_samples": first["savgol_window_samples"],
+        "savgol_window_s": first["savgol_window_s"],
+        "trim_samples": first["trim_samples"],
     }
-    return replace(
-        ds,
-        timestamp=np.ascontiguousarray(timestamp[rows]),
-        q=np.ascontiguousarray(q[rows]),
-        dq=np.ascontiguousarray(dq[rows]),
-        ddq=np.ascontiguousarray(ddq[rows]),
-        tau=np.ascontiguousarray(tau[rows]),
-        **targets,
-        metadata={**ds.metadata, "preprocessing": report},
-        parallel_filter=ParallelFilter((segment,)),
-    )
+    return pieces, report
 
 
-def _sample_step(ds: Dataset, t: np.ndarray) -> tuple[float, float]:
-    """(median sample step in s, largest deviation from it as a share of it); UserError for
-    fewer than 3 samples, timestamps that do not increase, or a gap in the recording."""
+def gap_slices(t: np.ndarray, step: float) -> tuple[list[slice], list[dict[str, Any]]]:
+    """(the row slices between gaps, each gap: its times in s, length in s, rows): a gap is
+    a step over MAX_GAP_STEPS times the median step `step` (s)."""
+    steps = np.diff(t)
+    at = np.flatnonzero(steps > MAX_GAP_STEPS * step)
+    bounds = [0, *(at + 1).tolist(), len(t)]
+    gaps = [
+        {
+            "t_start_s": float(t[k]),
+            "t_end_s": float(t[k + 1]),
+            "length_s": float(steps[k]),
+            "after_sample_index": int(k),
+        }
+        for k in at
+    ]
+    return [slice(a, b) for a, b in zip(bounds, bounds[1:], strict=False)], gaps
+
+
+def _checked_step(t: np.ndarray, where: str) -> float:
+    """Median sample step (s); UserError for fewer than 3 samples or timestamps that do not
+    increase."""
     if len(t) < 3:
         raise UserError(
             f"Preprocessing needs at least 3 samples to filter and differentiate; the data"
-            f"{_origin(ds)} have {len(t)}."
+            f"{where} have {len(t)}."
         )
     steps = np.diff(t)
     if not np.all(steps > 0):
         row = int(np.flatnonzero(steps <= 0)[0]) + 1
         raise UserError(
-            f"The timestamps{_origin(ds)} do not increase strictly at sample index {row} "
+            f"The timestamps{where} do not increase strictly at sample index {row} "
             f"({float(t[row - 1]):.9g} s then {float(t[row]):.9g} s); repair the recording "
             "before preprocessing."
         )
-    step = float(np.median(steps))
-    jitter = float(np.max(np.abs(steps - step)) / step)
-    if steps.max() > MAX_GAP_STEPS * step:
-        row = int(np.argmax(steps))
-        raise UserError(
-            f"The recording{_origin(ds)} has a gap of {steps[row]:.4g} s between sample indices "
-            f"{row} and {row + 1} "
-            f"(t = {t[row]:.6g} s to {t[row + 1]:.6g} s), over {MAX_GAP_STEPS:g} times the "
-            f"median step {step:.4g} s: the data were interrupted and cannot be filtered or "
-            "differentiated across it. Split the log at the gap or record without interruption."
-        )
-    return step, jitter
+    return float(np.median(steps))
 
 
-def _finite_signals(ds: Dataset) -> dict[str, np.ndarray]:
-    """q, dq, tau and the targets present, as float arrays; UserError at a non-finite value."""
-    names = ["q", "dq", "tau", *(name for name in _TARGETS if getattr(ds, name) is not None)]
-    signals = {name: np.asarray(getattr(ds, name), dtype=float) for name in names}
-    for name, values in signals.items():
-        if not np.all(np.isfinite(values)):
-            row, joint = np.argwhere(~np.isfinite(values))[0]
-            raise UserError(
-                f"The data{_origin(ds)} hold a non-finite {name} at sample index {row}, joint "
-                f"{ds.joint_names[joint]!r}; remove or repair those samples before preprocessing."
-            )
-    return signals
+SUMMED = ("n_samples_in", "n_samples_out", "edge_samples_dropped", "short_segments_dropped",
+          "short_segment_samples_dropped")  # fmt: skip
 
 
-def _on_uniform_grid(
-    t: np.ndarray, step: float, signals: dict[str, np.ndarray]
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """(timestamps of a uniform grid of `step` s from t[0], the signals on it by cubic
-    spline)."""
-    names = list(signals)
-    n_grid = int(np.floor((t[-1] - t[0]) / step + 1e-9)) + 1
-    grid = step * np.arange(n_grid)
-    stacked = np.hstack([signals[name] for name in names])
-    spline = CubicSpline(t - t[0], stacked, axis=0)(grid)
-    parts = np.split(spline, len(names), axis=1)
-    return t[0] + grid, dict(zip(names, parts, strict=True))
+def _summary(params: PreprocessingParams, reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """metadata["preprocessing"]: the settings, totals over the recordings, each recording's
+    report; the sample-rate figures of the first recording."""
+    first = reports[0]
+    return {
+        "applied": True,
+        **{key: int(sum(r[key] for r in reports)) for key in SUMMED},
+        "gaps": int(sum(len(r["gaps"]) for r in reports)),
+        "median_step_s": first["median_step_s"],
+        "sample_rate_hz": first["sample_rate_hz"],
+        "max_step_jitter": max(r["max_step_jitter"] for r in reports),
+        "resampled": any(r["resampled"] for r in reports),
+        "resample_mode": params.resample,
+        "interpolation": "cubic spline (filtered on a uniform grid, mapped back to the recorded "
+        "timestamps)"
+        if any(r["resampled"] for r in reports)
+        else None,
+        "lowpass_hz": params.lowpass_hz,
+        "filter": f"Butterworth order {params.filter_order}, zero-phase (sosfiltfilt)",
+        "velocity": "measured dq, filtered"
+        if params.use_measured_velocity
+        else "Savitzky-Golay derivative of filtered q",
+        "savgol_window_samples": first["savgol_window_samples"],
+        "savgol_window_s": first["savgol_window_s"],
+        "savgol_polyorder": params.savgol_polyorder,
+        "trim_s": first["trim_s"],
+        "trim_samples": first["trim_samples"],
+        "recordings": reports,
+    }
 
 
-def _filter_design(
-    ds: Dataset, params: PreprocessingParams, step: float, n: int, min_samples: int
-) -> tuple[np.ndarray, int, float, int]:
-    """(Butterworth second-order sections, Savitzky-Golay window in samples, trim in s and in
-    samples at each end) for n samples `step` s apart; UserError when the cut-off is not below
-    Nyquist or the recording is too short."""
-    rate = 1.0 / step
-    nyquist = rate / 2
-    if params.lowpass_hz >= nyquist:
-        raise UserError(
-            f"preprocessing.lowpass_hz={params.lowpass_hz} Hz is not below the Nyquist frequency "
-            f"{nyquist:.4g} Hz of this data (median sample step {step * 1e3:.4g} ms, "
-            f"{rate:.4g} Hz). Give the cut-off in Hz (not normalised) below {nyquist:.4g}, e.g. "
-            f"preprocessing.lowpass_hz={_round_down(0.4 * rate)}."
-        )
-    sos = butter(params.filter_order, params.lowpass_hz, btype="low", fs=rate, output="sos")
-    window = _odd_window(params.savgol_window_s * rate, params.savgol_polyorder)
-    trim_s = params.trim_s
-    if trim_s is None:
-        trim_s = default_trim_s(params.lowpass_hz, params.filter_order) + 0.5 * window * step
-    n_trim = math.ceil(trim_s * rate - 1e-9)
-    padlen = 3 * (2 * len(sos) + 1 - min((sos[:, 2] == 0).sum(), (sos[:, 5] == 0).sum()))
-    needed = max(padlen + 1, window, 2 * n_trim + min_samples)
-    if n < needed:
-        raise UserError(
-            f"The recording{_origin(ds)} is too short to preprocess: {n} samples "
-            f"({n * step:.3g} s at {rate:.4g} Hz), but {needed} are needed ({2 * n_trim} "
-            f"trimmed by preprocessing.trim_s={trim_s:.3g} s at both ends, at least "
-            f"{min_samples} kept, filter padding {padlen}, window {window}). Record a longer "
-            "motion or reduce preprocessing.trim_s / preprocessing.savgol_window_s."
-        )
-    return sos, window, trim_s, n_trim
-
-
-def _filter_and_differentiate(
-    params: PreprocessingParams,
-    sos: np.ndarray,
-    window: int,
-    step: float,
-    signals: dict[str, np.ndarray],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(q, dq, ddq, tau, unfiltered dq): q and tau (and the measured dq) low-passed zero-phase,
-    dq (unless measured) and ddq by Savitzky-Golay differentiation."""
-    filtered_names = ["q", "tau"] + (["dq"] if params.use_measured_velocity else [])
-    filtered = sosfiltfilt(sos, np.hstack([signals[k] for k in filtered_names]), axis=0)
-    parts = dict(zip(filtered_names, np.split(filtered, len(filtered_names), axis=1), strict=True))
-    q, tau = parts["q"], parts["tau"]
-    deriv = {"window_length": window, "polyorder": params.savgol_polyorder, "deriv": 1}
-    if params.use_measured_velocity:
-        dq = parts["dq"]
-        dq_unfiltered = signals["dq"]
-    else:
-        dq = savgol_filter(q, delta=step, axis=0, **deriv)
-        dq_unfiltered = savgol_filter(signals["q"], delta=step, axis=0, **deriv)
-    ddq = savgol_filter(dq, delta=step, axis=0, **deriv)
-    return q, dq, ddq, tau, dq_unfiltered
-
-
-def default_trim_s(lowpass_hz: float, filter_order: int) -> float:
-    """Edge length (s) after which a Butterworth transient has decayed by e^-12 (~6e-6): twelve
-    time constants of its slowest pole, 1 / (2 pi f_c sin(pi / (2 order))); 0.25 s for 20 Hz,
-    order 4 (the Savitzky-Golay half window is added on top)."""
-    return 12.0 / (2 * math.pi * lowpass_hz * math.sin(math.pi / (2 * filter_order)))
-
-
-def _origin(ds: Dataset) -> str:
-    """' from FILE' when the dataset says where it came from, for messages."""
+def _where(names: list[str], index: int, ds: Dataset) -> str:
+    """' from FILE' when the data say where they came from, for messages."""
+    if index < len(names) and names[index] != "recording":
+        return f" from '{names[index]}'"
     path = ds.metadata.get("path")
     return f" from '{path}'" if path else ""
-
-
-def _odd_window(samples: float, polyorder: int) -> int:
-    """Odd window length in samples, nearest to `samples`, at least polyorder + 2."""
-    window = max(int(round(samples)), polyorder + 2)
-    return window if window % 2 else window + 1
-
-
-def _round_down(value: float) -> float:
-    """A round number not above value (for suggestions in messages)."""
-    magnitude = 10 ** math.floor(math.log10(value))
-    return math.floor(value / magnitude) * magnitude

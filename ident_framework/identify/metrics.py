@@ -117,18 +117,78 @@ def fit_metrics(
     out_of_range: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """metrics.json `train` / `validation`: the physical model's fit against the torque as
-    recorded (pooled, per joint, and where joints move slowly) and, with a residual learner,
-    the fusion's fit, its gain and the learner's range guard (`out_of_range`)."""
-    physical = torque_metrics(data.tau, prediction.physical)
-    physical["slow"] = slow_motion_metrics(data.tau, prediction.physical, data.dq, velocity_limits)
-    metrics: dict[str, Any] = {"physical": physical}
+    recorded (`Dataset.measured_torque`: at the recorded timestamps, never low-passed; pooled,
+    per joint, and where joints move slowly) and, with a residual learner, the fusion's fit,
+    its gain and the learner's range guard (`out_of_range`); per recording when the data hold
+    several (`recordings`); and, labelled as such, the same against the low-passed torque the
+    estimation fitted (`against_filtered_torque`)."""
+    measured = data.measured_torque
+    physical = torque_metrics(measured, prediction.physical)
+    physical["slow"] = slow_motion_metrics(measured, prediction.physical, data.dq, velocity_limits)
+    metrics: dict[str, Any] = {"physical": physical, "samples": data.n_samples}
     if prediction.fusion is not None:
-        fusion = torque_metrics(data.tau, prediction.fusion)
-        fusion["slow"] = slow_motion_metrics(data.tau, prediction.fusion, data.dq, velocity_limits)
+        fusion = torque_metrics(measured, prediction.fusion)
+        fusion["slow"] = slow_motion_metrics(measured, prediction.fusion, data.dq, velocity_limits)
         metrics["fusion"] = fusion
         metrics["fusion_gain"] = fusion_gain(physical, fusion)
         fusion.update(out_of_range or {})
+    metrics["recordings"] = recording_metrics(data, prediction)
+    if data.recorded is not None and data.measured_torque is not data.tau:
+        metrics["against_filtered_torque"] = {
+            "note": "against the low-passed torque estimation fitted, not the torque as recorded",
+            **{
+                kind: {
+                    key: value
+                    for key, value in torque_metrics(data.tau, tau).items()
+                    if key in ("rmse", "r2")
+                }
+                for kind, tau in (("physical", prediction.physical), ("fusion", prediction.fusion))
+                if tau is not None
+            },
+        }
     return metrics
+
+
+def recording_metrics(data: Dataset, prediction: TorquePredictions) -> list[dict[str, Any]]:
+    """Per recording of `data` (in order): its name, samples and the fit of the physical
+    model (and the fusion) against its torque as recorded."""
+    index, names, measured = data.recording_index, data.recording_paths, data.measured_torque
+    out = []
+    for k in np.unique(index):
+        rows = index == k
+        entry: dict[str, Any] = {
+            "path": names[k] if k < len(names) else None,
+            "samples": int(rows.sum()),
+            "physical": torque_metrics(measured[rows], prediction.physical[rows]),
+        }
+        if prediction.fusion is not None:
+            entry["fusion"] = torque_metrics(measured[rows], prediction.fusion[rows])
+        out.append(entry)
+    return out
+
+
+def preprocessing_counts(data: Dataset) -> dict[str, Any]:
+    """What preprocessing kept of `data`'s recordings: samples recorded and kept, edge samples
+    dropped (the filters cannot serve them), gaps, short pieces dropped; per recording."""
+    report = data.metadata.get("preprocessing") or {}
+    if not report.get("applied"):
+        return {"recorded_samples": data.n_samples, "edge_samples_dropped": 0}
+    keys = ("n_samples_in", "n_samples_out", "edge_samples_dropped", "gaps",
+            "short_segments_dropped", "short_segment_samples_dropped")  # fmt: skip
+    per_recording = [
+        {"path": r.get("path"), **{key: r[key] for key in keys if key != "gaps"},
+         "gaps": len(r["gaps"]), "resampled": r["resampled"]}
+        for r in report.get("recordings", [])
+    ]  # fmt: skip
+    return {
+        "recorded_samples": report["n_samples_in"],
+        "edge_samples_dropped": report["edge_samples_dropped"],
+        "edge_trim_s": report["trim_s"],
+        "gaps": report["gaps"],
+        "short_segments_dropped": report["short_segments_dropped"],
+        "short_segment_samples_dropped": report["short_segment_samples_dropped"],
+        "recordings": per_recording,
+    }
 
 
 def data_metrics(train: Dataset, validation: Dataset) -> dict[str, Any]:
@@ -139,6 +199,8 @@ def data_metrics(train: Dataset, validation: Dataset) -> dict[str, Any]:
         "validation_samples": validation.n_samples,
         "train_duration_s": train.duration,
         "validation_duration_s": validation.duration,
+        "train_preprocessing": preprocessing_counts(train),
+        "validation_preprocessing": preprocessing_counts(validation),
     }
     acquisition = train.metadata.get("acquisition")
     if acquisition is not None:

@@ -75,7 +75,7 @@ def truth_metrics(
     true_prediction = predict_torque(
         true_builder(builder, truth), validation, truth_theta, chunk_size
     )
-    true_rmse = torque_metrics(validation.tau, true_prediction)
+    true_rmse = torque_metrics(validation.measured_torque, true_prediction)
     metrics: dict[str, Any] = {
         "validation_rmse_true_parameters": true_rmse["rmse"],
         "validation_r2_true_parameters": true_rmse["r2"],
@@ -85,7 +85,7 @@ def truth_metrics(
     if slow_per_joint:
         speed_limits = builder.robot.limits.velocity
         metrics["validation_slow_rmse_per_joint_true_parameters"] = slow_motion_metrics(
-            validation.tau, true_prediction, validation.dq, speed_limits
+            validation.measured_torque, true_prediction, validation.dq, speed_limits
         )["rmse_per_joint"]
     return truth_theta, metrics
 

@@ -4,7 +4,9 @@
 physical model of the run in DIR (its resolved config.yaml and the standard parameters in its
 parameters.yaml) and, when that run trained a residual learner, the learner saved in
 DIR/residual/; it then predicts the joint torques of FILE and writes
-`predictions_<file stem>.csv`, `metrics_<file stem>.json`, `summary.txt` and (with `plots`)
+`predictions_<file stem>.csv`, `metrics_<file stem>.json` (several files, `source.path` a list
+or a glob: `predictions_recordings.csv` with a `recording` column, `metrics_recordings.json`
+with `recordings`), `summary.txt` and (with `plots`)
 `plots/validation_torque.png`, `plots/rmse_per_joint.png` into this run's directory.
 """
 
@@ -24,8 +26,14 @@ from ident_framework.data.preprocessing import preprocess
 from ident_framework.errors import UserError
 from ident_framework.extension_points import conform
 from ident_framework.identify.linear_problem import predict_torque
-from ident_framework.identify.metrics import fusion_gain, torque_metrics
+from ident_framework.identify.metrics import (
+    fusion_gain,
+    preprocessing_counts,
+    recording_metrics,
+    torque_metrics,
+)
 from ident_framework.identify.prediction import out_of_range
+from ident_framework.identify.result import TorquePredictions
 from ident_framework.interfaces import ResidualLearner
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model import friction_terms
@@ -120,24 +128,28 @@ def run_prediction(config: RunConfig, out_dir: Path) -> dict[str, Any]:
     physical = predict_torque(model.builder, data, model.theta, config.chunk_size)
     fusion = None
     plugins = model.config.plugins
+    measured = data.measured_torque  # as recorded, at the recorded timestamps
     metrics: dict[str, Any] = {
         "run": str(model.run_dir),
         "models": {group: plugins[group].info.name for group in MODEL_GROUPS},
         "data": {
-            "path": str(recorded.metadata.get("path", "recording")),
+            "path": ", ".join(data.recording_paths),
             "samples": data.n_samples,
             "recorded_samples": recorded.n_samples,
             "duration_s": data.duration,
             "resampled": bool(data.metadata.get("preprocessing", {}).get("resampled", False)),
             "joint_names": list(data.joint_names),
+            "preprocessing": preprocessing_counts(data),
         },
-        "physical": torque_metrics(data.tau, physical),
+        "physical": torque_metrics(measured, physical),
     }
     if model.residual is not None:
         fusion = physical + model.residual.predict(data.q, data.dq, data.ddq)
-        metrics["fusion"] = torque_metrics(data.tau, fusion)
+        metrics["fusion"] = torque_metrics(measured, fusion)
         metrics["fusion_gain"] = fusion_gain(metrics["physical"], metrics["fusion"])
         metrics["fusion"].update(out_of_range(model.residual) or {})
-    stem = Path(str(recorded.metadata.get("path", "recording"))).stem
+    metrics["recordings"] = recording_metrics(data, TorquePredictions(physical, fusion))
+    paths = data.recording_paths
+    stem = Path(paths[0]).stem if len(paths) == 1 else "recordings"  # several: one table
     write_prediction_outputs(out_dir, stem, data, physical, fusion, metrics, config.plots)
     return metrics

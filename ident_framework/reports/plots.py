@@ -35,6 +35,7 @@ def plot_torque(
     """Measured vs predicted joint torque (Nm) over time, one panel per joint; each panel's
     title gives the RMSE of the final prediction (fusion when present)."""
     final = physical if fusion is None else fusion
+    measured = data.measured_torque  # as recorded, as the metrics score it
     t = data.timestamp - data.timestamp[0]
     rows, cols = _grid(data.n_joints)
     fig, axes = plt.subplots(rows, cols, figsize=(13, 2.6 * rows), sharex=True, squeeze=False)
@@ -42,11 +43,11 @@ def plot_torque(
         if j >= data.n_joints:
             ax.set_visible(False)
             continue
-        ax.plot(t, data.tau[:, j], color="0.2", lw=0.8, label="measured")
+        ax.plot(t, measured[:, j], color="0.2", lw=0.8, label="measured")
         ax.plot(t, physical[:, j], color="tab:blue", lw=0.9, label="physical model")
         if fusion is not None:
             ax.plot(t, fusion[:, j], color="tab:orange", lw=0.9, label="fusion")
-        rmse = np.sqrt(np.mean((data.tau[:, j] - final[:, j]) ** 2))
+        rmse = np.sqrt(np.mean((measured[:, j] - final[:, j]) ** 2))
         ax.set_title(f"{data.joint_names[j]}  (RMSE {rmse:.3f} Nm)", fontsize=9)
         ax.set_ylabel("torque [Nm]")
         ax.grid(alpha=0.3)

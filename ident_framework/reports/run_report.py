@@ -33,13 +33,22 @@ def installed_plugins() -> list[dict[str, str]]:
 
 def write_torque_table(path: Path, data: Dataset, physical: np.ndarray, final: np.ndarray) -> None:
     """`timestamp, tau_meas_j..., tau_physical_j..., tau_pred_j...` (Nm), one row per
-    predicted sample of `data`, timestamp and measured torque as recorded."""
+    predicted sample of `data`: timestamp and measured torque as recorded (`Dataset.recorded`,
+    never the low-passed torque), every value with 17 significant digits (the float read from
+    the file, exactly). When `data` holds several recordings a last column `recording` gives
+    each row's recording (its index in metrics.json's `recordings` list)."""
     n = data.n_joints
     header = ["timestamp"] + [
         f"{kind}_{j}" for kind in ("tau_meas", "tau_physical", "tau_pred") for j in range(n)
     ]
-    table = np.column_stack([data.timestamp, data.tau, physical, final])
-    np.savetxt(path, table, delimiter=",", header=",".join(header), comments="", fmt="%.9g")
+    columns = [data.recorded_timestamp, data.measured_torque, physical, final]
+    formats = ["%.17g"] * (1 + 3 * n)
+    if len(data.recording_paths) > 1:
+        header.append("recording")
+        columns.append(data.recording_index)
+        formats.append("%d")
+    table = np.column_stack(columns)
+    np.savetxt(path, table, delimiter=",", header=",".join(header), comments="", fmt=formats)
 
 
 def write_twin(folder: Path, twin: RobotModel, prefix: str = "") -> list[Path]:

@@ -26,6 +26,8 @@ def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[s
     ]
     for split in ("train", "validation"):
         lines += metric_lines(split, m[split])
+        lines += recording_lines(m[split].get("recordings") or [])
+    lines += data_lines(m.get("data") or {})
     poor = ident.get("poorly_identified")
     if poor:
         lines.append(
@@ -88,11 +90,60 @@ def metric_lines(label: str, metrics: dict[str, Any], width: int = 10) -> list[s
     return lines
 
 
+def recording_lines(recordings: list[dict[str, Any]]) -> list[str]:
+    """Per recording (when there are several): samples, physical (and fusion) RMSE and R²."""
+    if len(recordings) < 2:
+        return []
+    lines = []
+    for k, entry in enumerate(recordings):
+        figures = "; ".join(
+            f"{stage} RMSE {entry[stage]['rmse']:.4f} Nm "
+            f"R² {format_cell(entry[stage]['r2'], '.5f')}"
+            for stage in ("physical", "fusion")
+            if stage in entry
+        )
+        lines.append(
+            f"{'':>10}   recording {k} {entry['path']}: {entry['samples']} samples, {figures}"
+        )
+    return lines
+
+
+def data_lines(data: dict[str, Any]) -> list[str]:
+    """What the metrics were scored on: samples kept of those recorded, edge samples dropped,
+    gaps and short pieces dropped, per data set."""
+    lines = []
+    for split in ("train", "validation"):
+        counts = data.get(f"{split}_preprocessing")
+        if not counts:
+            continue
+        line = (
+            f"{split} data: {data[f'{split}_samples']} of {counts['recorded_samples']} recorded "
+            f"samples scored against the torque as recorded"
+        )
+        if counts.get("edge_samples_dropped"):
+            line += (
+                f"; {counts['edge_samples_dropped']} edge samples dropped (filter edges, "
+                f"{counts['edge_trim_s']:.3g} s at each end of each piece)"
+            )
+        if counts.get("gaps"):
+            line += f"; {counts['gaps']} timestamp gaps (segment boundaries)"
+        if counts.get("short_segments_dropped"):
+            line += (
+                f"; {counts['short_segments_dropped']} pieces too short to filter dropped "
+                f"({counts['short_segment_samples_dropped']} samples)"
+            )
+        lines.append(line)
+    return lines
+
+
 def prediction_summary_lines(metrics: dict[str, Any]) -> list[str]:
     """mode=predict: which saved model predicted which recording, and how well, in the same
     form as an identification's summary (physical and fused; pooled and per joint)."""
     data, models = metrics["data"], metrics["models"]
-    how = "filter edges trimmed" + (", resampled to a uniform grid" if data["resampled"] else "")
+    counts = data.get("preprocessing") or {}
+    how = f"{counts.get('edge_samples_dropped', 0)} filter-edge samples dropped"
+    how += ", filtered on a uniform grid" if data["resampled"] else ""
+    how += "; scored against the torque as recorded"
     lines = [
         f"prediction with the model of run {metrics['run']} (estimator {models['estimator']}, "
         f"friction {models['friction']}, residual {models['residual']})",
@@ -100,6 +151,7 @@ def prediction_summary_lines(metrics: dict[str, Any]) -> list[str]:
         f"{data['recorded_samples']} recorded ({how})",
     ]
     lines += metric_lines("recording", metrics, width=9)
+    lines += recording_lines(metrics.get("recordings") or [])
     per_joint = " ".join(format_cell(v, ".4f") for v in metrics["physical"]["rmse_per_joint"])
     lines.append(f"physical model RMSE per joint (Nm): {per_joint}")
     if "fusion" in metrics:

@@ -1,41 +1,56 @@
-"""Built-in data source `csv`: a recording in the CSV contract (see `csv_log.read_csv_log`).
+"""Built-in data source `csv`: recordings in the CSV contract (see `csv_log.read_csv_log`).
 
-Serves `source=csv` (`source.path=FILE`) and `validation=csv` (`validation.path=FILE`). A
-relative path is taken from the directory the user launched from, even when Hydra has changed
-the working directory to the run directory.
+Serves `source=csv` (`source.path=FILE`) and `validation=csv` (`validation.path=FILE`). The
+path may also be a list (`source.path=[a.csv,b.csv]`) or a glob (`source.path='logs/*.csv'`,
+sorted by name), or a list of both: each file is read and checked on its own and the
+recordings are stacked in that order (`dataset.concatenate`: preprocessing then filters each
+one alone, and metrics are given per recording). A relative path is taken from the directory
+the user launched from, even when Hydra has changed the working directory to the run
+directory.
 """
 
 from __future__ import annotations
 
+import glob
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
 from ident_framework.data.csv_columns import TORQUE_COLUMNS
 from ident_framework.data.csv_log import read_csv_log
-from ident_framework.data.dataset import Dataset
+from ident_framework.data.dataset import Dataset, concatenate
+from ident_framework.errors import UserError
 from ident_framework.hookspecs import hookimpl
 from ident_framework.launch_path import resolve_launch_path
+
+GLOB_CHARACTERS = "*?["
 
 CONFIG_PREFIX = {"identification": "source.", "validation": "validation."}
 
 
 @dataclass
 class CsvSourceParams:
-    """path: CSV file; current_to_torque: motor constants k_j (Nm/A) applied to
-    `actual_current_*` (A) when no `actual_current_as_torque_*` (Nm) columns exist;
+    """path: CSV file, a glob, or a list of files and globs (recordings stacked in order);
+    current_to_torque: motor constants k_j (Nm/A) applied to `actual_current_*` (A) when no
+    `actual_current_as_torque_*` (Nm) columns exist;
     torque_column: actual_current_as_torque | actual_current | target_moment (the controller's
     model torque, only on explicit request); time_column: time column name (s)."""
 
-    path: str | None = None
+    path: str | list[str] | None = None
     current_to_torque: list[float] | None = None
     torque_column: str = "actual_current_as_torque"
     time_column: str = "timestamp"
 
     def __post_init__(self) -> None:
         if not self.path:
-            raise ValueError("path is required (the CSV file to read)")
-        self.path = str(self.path)
+            raise ValueError("path is required (the CSV file to read, or a list of files)")
+        if isinstance(self.path, list | tuple):
+            self.path = [str(p) for p in self.path]
+            if not all(self.path):
+                raise ValueError(f"path holds an empty file name: {self.path}")
+        else:
+            self.path = str(self.path)
         if self.torque_column not in TORQUE_COLUMNS:
             raise ValueError(
                 f"torque_column must be one of {list(TORQUE_COLUMNS)}, got {self.torque_column!r}"
@@ -73,20 +88,54 @@ class CsvSource:
         *,
         min_samples: int = 2,
     ) -> Dataset:
-        """Read `params.path` for `robot.joint_names`; `trajectory` is ignored. role is
-        "identification" or "validation" (it picks the config key named in messages)."""
+        """Read the file(s) of `params.path` for `robot.joint_names`, stacked in order;
+        `trajectory` is ignored. role is "identification" or "validation" (it picks the config
+        key named in messages)."""
         del trajectory
         prefix = CONFIG_PREFIX.get(role, "source.")
         params = self.params
-        return read_csv_log(
-            resolve_launch_path(params.path or ""),
-            tuple(robot.joint_names),
-            current_to_torque=params.current_to_torque,
-            torque_column=params.torque_column,
-            time_column=params.time_column,
-            min_samples=min_samples,
-            config_prefix=prefix,
+        recordings = [
+            read_csv_log(
+                path,
+                tuple(robot.joint_names),
+                current_to_torque=params.current_to_torque,
+                torque_column=params.torque_column,
+                time_column=params.time_column,
+                min_samples=min_samples,
+                config_prefix=prefix,
+            )
+            for path in recording_paths(params.path, f"{prefix}path")
+        ]
+        return concatenate(recordings) if len(recordings) > 1 else recordings[0]
+
+
+def recording_paths(path: str | list[str] | None, key: str) -> list[str]:
+    """The files a `path` config value names, in order: each entry resolved from the launch
+    directory, globs expanded (sorted); UserError for a glob that matches no file or a file
+    named twice."""
+    entries = path if isinstance(path, list) else [path or ""]
+    files: list[str] = []
+    for entry in entries:
+        resolved = resolve_launch_path(entry)
+        if not any(c in entry for c in GLOB_CHARACTERS):
+            files.append(resolved)
+            continue
+        matches = sorted(m for m in glob.glob(resolved) if os.path.isfile(m))
+        if not matches:
+            raise UserError(
+                f"{key}: the pattern '{entry}' (looked up as '{resolved}') matches no file. "
+                f"Check the folder and the pattern, e.g. {key}='logs/*.csv' (quote it so the "
+                "shell does not expand it), or list the files: "
+                f"{key}=[logs/a.csv,logs/b.csv]."
+            )
+        files += matches
+    repeated = sorted({f for f in files if files.count(f) > 1})
+    if repeated:
+        raise UserError(
+            f"{key} names the recording '{repeated[0]}' more than once (from {path!r}); each "
+            "recording may be used once: its samples would otherwise count twice."
         )
+    return files
 
 
 @hookimpl

@@ -56,6 +56,7 @@ def forward_divergence(
     state = mujoco.MjData(model)
     qpos, dof = _addresses(model, robot)
     t = np.asarray(data.timestamp, dtype=float)
+    torque = data.measured_torque
     longest = max(horizons_s)
     last_start = t[-1] - longest
     if last_start < t[0]:
@@ -73,7 +74,7 @@ def forward_divergence(
             while time < end - 1e-12:
                 while k + 1 < len(t) and t[k + 1] <= time + 1e-12:
                     k += 1  # zero-order hold of the recorded torque
-                state.qfrc_applied[dof] = data.tau[k]
+                state.qfrc_applied[dof] = torque[k]
                 mujoco.mj_step(model, state)
                 time += dt
             index = min(np.searchsorted(t, end - 1e-9), len(t) - 1)
@@ -99,10 +100,11 @@ def twin_metrics(
     inertia as the model file gives them)."""
     tau = mujoco_inverse_dynamics(twin, data.q, data.dq, data.ddq)
     moving = np.abs(data.dq) >= MOVING_RAD_S
-    twin_moving = _masked_rmse(data.tau - tau, moving)
-    identified_moving = _masked_rmse(data.tau - identified_prediction, moving)
+    measured = data.measured_torque  # as recorded, at the recorded timestamps
+    twin_moving = _masked_rmse(measured - tau, moving)
+    identified_moving = _masked_rmse(measured - identified_prediction, moving)
     return {
-        "inverse_dynamics": torque_metrics(data.tau, tau),
+        "inverse_dynamics": torque_metrics(measured, tau),
         "moving_samples": {
             "speed_threshold_rad_s": MOVING_RAD_S,
             "fraction": float(moving.mean()),
