@@ -146,7 +146,7 @@ def identify(
     with timer("estimation"):
         estimator, theta = estimate(plugins["estimator"], problem, base)
     with timer("prediction"):
-        predictions = predict_physical(builder, data.splits(), theta, chunk_size)
+        predictions = predict_physical(builder, data.splits(), theta, chunk_size, problem.kept_rows)
     residual = plugins["residual"].create()
     out_of_range: dict[str, dict[str, Any]] = {}
     if residual.active:
