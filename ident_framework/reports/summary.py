@@ -26,6 +26,7 @@ def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[s
     ]
     for split in ("train", "validation"):
         lines += metric_lines(split, m[split])
+    lines += check_lines(m.get("data", {}).get("checks", {}))
     poor = ident.get("poorly_identified")
     if poor:
         lines.append(
@@ -45,6 +46,21 @@ def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[s
     if "loop" in m:
         lines += ["closed loop (every round; the lines above are the last one's):"]
         lines += loop_table(m["loop"])
+    return lines
+
+
+def check_lines(checks: dict[str, Any]) -> list[str]:
+    """Per recording: samples the data checks excluded and why, then their warnings."""
+    lines = []
+    for split, report in checks.items():
+        clip, stale = report["torque_clipping"]["samples"], report["stale_samples"]
+        lines.append(
+            f"data checks ({split}): {report['excluded_rows']} of {report['rows_in']} rows "
+            f"excluded (torque clipped {clip}, stale {stale} samples of {report['n_samples']} "
+            f"recorded, +-{report['margin_s']:g} s around each), {report['gaps']['count']} "
+            f"timestamp gap(s), {len(report['idle_joints'])} idle joint(s)"
+        )
+        lines += [f"warning: {text}" for text in report["warnings"]]
     return lines
 
 
