@@ -30,6 +30,7 @@ import numpy as np
 
 from ident_framework.data.dataset import Dataset
 
+TIME_RESOLUTION_S = 1e-6  # s: timestamps closer than this to margin_s are within it
 MAX_LISTED = 10  # runs and gaps listed one by one in the report (the counts cover all)
 
 
@@ -190,8 +191,9 @@ def _widen(flags: np.ndarray, t: np.ndarray, margin_s: float) -> np.ndarray:
     if not flags.any() or margin_s <= 0:
         return flags.copy()
     flagged_t = t[flags]
-    lo = np.searchsorted(flagged_t, t - margin_s, side="left")
-    hi = np.searchsorted(flagged_t, t + margin_s, side="right")
+    reach = margin_s + TIME_RESOLUTION_S  # timestamps written with rounding still count
+    lo = np.searchsorted(flagged_t, t - reach, side="left")
+    hi = np.searchsorted(flagged_t, t + reach, side="right")
     return hi > lo
 
 
