@@ -115,6 +115,8 @@ def prediction_summary_lines(metrics: dict[str, Any]) -> list[str]:
         f"on {data['path']}: {data['samples']} samples ({data['duration_s']:.2f} s) predicted of "
         f"{data['recorded_samples']} recorded ({how})",
     ]
+    if "checks" in data:
+        lines += check_lines({"recording": data["checks"]})
     lines += metric_lines("recording", metrics, width=9)
     per_joint = " ".join(format_cell(v, ".4f") for v in metrics["physical"]["rmse_per_joint"])
     lines.append(f"physical model RMSE per joint (Nm): {per_joint}")
