@@ -109,3 +109,24 @@ def test_nan_and_inf_cells_reach_the_finite_check(tmp_path):
     assert data is not None and np.isnan(data[4, 0]) and np.isfinite(np.delete(data, 4)).all()
     with pytest.raises(csv_log.UserError, match="data row 5.*'actual_q_1'"):
         csv_log.read_csv_log(path, JOINTS)
+
+
+def test_a_clean_recording_never_reaches_the_reference_parser(tmp_path, monkeypatch):
+    """The speed of the reader rests on the fast path: a clean log in the RTDE recorder's
+    layout (timestamps to the microsecond) must not fall back to loadtxt."""
+    from ident_framework.data.csv_log import CsvLogWriter
+
+    groups = [("timestamp", 1), ("actual_q", 3), ("actual_qd", 3),
+              ("actual_current_as_torque", 3), ("target_moment", 3), ("target_qdd", 3)]  # fmt: skip
+    writer = CsvLogWriter(tmp_path / "rtde.csv", groups)
+    rng = np.random.default_rng(5)
+    for k in range(300):
+        writer.write([0.002 * k, *rng.normal(size=15)])
+    writer.close()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the reference parser ran on a clean file")
+
+    monkeypatch.setattr(csv_log.np, "loadtxt", refuse)
+    data = csv_log.read_csv_log(tmp_path / "rtde.csv", JOINTS)
+    assert data.n_samples == 300 and data.ddq_target is not None
