@@ -201,6 +201,7 @@ class LinearProblem:
     parameter_names: list[str]
     chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]]
     standard: StandardModel | None = None
+    kept_rows: Any = None  # the engine's own: rows kept for prediction (linear_problem.KeptRows)
 
     @property
     def n_parameters(self) -> int:

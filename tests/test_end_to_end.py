@@ -5,13 +5,14 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from ident_framework.data.csv_log import write_csv_log
+from ident_framework.data.csv_log import read_csv_log, write_csv_log
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.identify.excitation_objective import make_condition_objective
 from ident_framework.model.regressor import RegressorBuilder
@@ -110,6 +111,52 @@ def test_identify_from_recorded_logs(recorded_logs, tmp_path: Path):
     assert metrics["validation"]["physical"]["r2"] > 0.99
     assert "truth" not in metrics  # a recording knows no truth
     assert not (run / "trajectory.yaml").exists()  # nothing was excited
+    for split in ("train", "validation"):  # no false alarm on a clean simulated recording
+        checks = metrics["data"]["checks"][split]
+        assert checks["excluded_rows"] == 0 and checks["warnings"] == [], checks
+
+
+def test_planted_defects_are_excluded_counted_and_reported(recorded_logs, tmp_path: Path):
+    """A clipped torque and stale packets in the identification log, a clipped torque in the
+    validation log: those samples (and 0.02 s around them) leave estimation and scoring, and
+    metrics.json and the summary count them."""
+    ident, val = recorded_logs
+    joints = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
+              "wrist_2_joint", "wrist_3_joint")  # fmt: skip
+    data = read_csv_log(ident, joints)
+    tau, q, dq = data.tau.copy(), data.q.copy(), data.dq.copy()
+    tau[2000:2050, 2] = tau[:, 2].max() + 1.0  # clipped at its top
+    for array in (q, dq, tau):
+        array[4001:4021] = array[4000]  # 20 stale repeats while moving
+    bad_ident = tmp_path / "ident_defects.csv"
+    write_csv_log(replace(data, q=q, dq=dq, tau=tau), bad_ident)
+    held_out = read_csv_log(val, joints)
+    tau_val = held_out.tau.copy()
+    tau_val[1000:1030, 1] = tau_val[:, 1].min() - 1.0
+    bad_val = tmp_path / "val_defects.csv"
+    write_csv_log(replace(held_out, tau=tau_val), bad_val)
+    run = tmp_path / "run"
+    result = run_cli(
+        "robot=ur10e", "source=csv", f"source.path={bad_ident}", "validation=csv",
+        f"validation.path={bad_val}", f"hydra.run.dir={run}", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = _metrics(run)
+    train, validation = metrics["data"]["checks"]["train"], metrics["data"]["checks"]["validation"]
+    assert train["torque_clipping"]["samples_per_joint"]["elbow_joint"] == 50
+    assert train["stale_samples"] == 20
+    assert validation["torque_clipping"]["samples_per_joint"]["shoulder_lift_joint"] == 30
+    # 0.02 s at 500 Hz: 10 samples on each side of each defect
+    assert train["excluded_samples"] == 50 + 20 + 4 * 10 and validation["excluded_samples"] == 50
+    assert train["excluded_rows"] == 110 and validation["excluded_rows"] == 50
+    assert metrics["data"]["train_samples"] == train["rows_in"] - 110
+    assert metrics["data"]["validation_samples"] == validation["rows_in"] - 50
+    assert metrics["validation"]["physical"]["r2"] > 0.99  # the defects did not reach the fit
+    summary = (run / "summary.txt").read_text()
+    assert "data checks (train): 110 of" in summary and "elbow_joint" in summary
+    predicted = np.loadtxt(run / "predictions_validation.csv", delimiter=",", skiprows=1)
+    assert len(predicted) == metrics["data"]["validation_samples"]
+    assert not np.any(np.isin(predicted[:, 0], held_out.timestamp[1000:1030]))
 
 
 def test_relative_csv_paths_and_split_validation(recorded_logs, tmp_path: Path):

@@ -116,3 +116,30 @@ def test_rank_of_ur_arms(friction, armature, expected):
         accumulator.add(builder.compute(q, dq, ddq).reshape(-1, builder.n_parameters))
         base = BaseParameters.from_r_factor(accumulator.factor, builder.parameter_names)
         assert (base.n_standard, base.rank) == expected, name
+
+
+def test_kept_rows_predict_what_a_second_regressor_pass_predicts(true_setup, monkeypatch):
+    """build_problem keeps the projected rows of the identification data (within
+    KEPT_ROWS_BYTES): its prediction equals Y theta recomputed from Pinocchio, for any theta;
+    another dataset, or rows over the budget, take the second pass."""
+    from ident_framework.identify import linear_problem
+
+    builder, theta = true_setup
+    train = exact_dataset(builder, theta, seed=1)
+    problem, base, _ = build_problem(builder, train, chunk_size=700, tolerance=1e-8, progress=False)
+    kept = problem.kept_rows
+    assert kept is not None and kept.belongs_to(train)
+    rng = np.random.default_rng(3)
+    for value in (theta, base.to_standard(rng.normal(size=base.rank))):
+        reference = predict_torque(builder, train, value, chunk_size=500)
+        fast = predict_torque(builder, train, value, chunk_size=500, kept=kept)
+        scale = np.abs(reference).max()
+        np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-12 * scale)
+    other = exact_dataset(builder, theta, seed=2, duration=2.0)
+    assert not kept.belongs_to(other)
+    np.testing.assert_array_equal(
+        predict_torque(builder, other, theta, 500, kept=kept),
+        predict_torque(builder, other, theta, 500),
+    )
+    monkeypatch.setattr(linear_problem, "KEPT_ROWS_BYTES", 1000)
+    assert build_problem(builder, train, 700, 1e-8, progress=False)[0].kept_rows is None

@@ -32,6 +32,7 @@ from ident_framework.data.csv_columns import (
     read_header,
     select_columns,
 )
+from ident_framework.data.csv_fast import read_used_columns
 from ident_framework.data.dataset import UNITS, Dataset
 from ident_framework.errors import UserError
 from ident_framework.per_joint import per_joint_values
@@ -146,7 +147,7 @@ def _read_columns(
     prefix: str,
 ) -> tuple[np.ndarray, dict[str, np.ndarray], dict[int, int]]:
     """(timestamp (N,), group -> (N, n) array, used column -> position) of the needed columns
-    only (numpy C parser: ~0.4 s for 1e5 rows x 31 columns), checked: finite numbers, time
+    only (pyarrow: ~0.05 s for 1e5 rows x 19 columns), checked: finite numbers, time
     increasing, angles in rad (|q| <= max_abs[0]) and velocities in rad/s (<= max_abs[1])."""
     where_path = f"The CSV file '{layout.path}' ({prefix}path)"
     usecols = sorted({c for cols in columns.values() for c in cols})
@@ -197,6 +198,11 @@ def _check_gains(gains: Sequence[float] | None, n: int, prefix: str) -> np.ndarr
 
 
 def _load(layout: CsvLayout, usecols: list[int], prefix: str) -> np.ndarray:
+    """The used columns of the data rows: pyarrow's parser for a clean file (`csv_fast`),
+    else numpy's, whose failures become the messages naming the row, line and column."""
+    fast = read_used_columns(layout, usecols)
+    if fast is not None:
+        return fast
     where = f"The CSV file '{layout.path}' ({prefix}path)"
     try:
         with open(layout.path, encoding="utf-8-sig", newline="") as handle:

@@ -46,8 +46,17 @@ STRUCTURAL_TOLERANCE = 1e-12  # relative singular value below which a row direct
 def joint_row_spaces(builder: RegressorBuilder, n_states: int = 400, seed: int = 0) -> list:
     """Per joint j, an orthonormal basis (c_j, r_j) of the space in which row j of the rigid-
     body regressor lives, restricted to joint j's subtree columns, found once from random
-    states within the limits. A joint's row has far fewer independent directions than columns
-    (e.g. 34 of 60 for a UR shoulder), so factoring the projected rows is cheaper."""
+    states within the limits (and kept by the builder: it depends only on the robot). A
+    joint's row has far fewer independent directions than columns (e.g. 34 of 60 for a UR
+    shoulder), so factoring the projected rows is cheaper."""
+    memo = builder.__dict__.setdefault("_joint_row_spaces", {})
+    if (n_states, seed) not in memo:
+        with threadpool_limits(limits=1, user_api="blas"):  # small SVDs: threads only contend
+            memo[n_states, seed] = _row_spaces(builder, n_states, seed)
+    return memo[n_states, seed]
+
+
+def _row_spaces(builder: RegressorBuilder, n_states: int, seed: int) -> list[np.ndarray]:
     robot = builder.robot
     rng = np.random.default_rng(seed)
     low, high = np.clip(robot.limits.position, -np.pi, np.pi).T
@@ -65,8 +74,59 @@ def joint_row_spaces(builder: RegressorBuilder, n_states: int = 400, seed: int =
     return bases
 
 
+KEPT_ROWS_BYTES = 256 * 2**20  # keep a recording's projected regressor rows up to this size
+
+
+class KeptRows:
+    """The projected regressor rows of one recording, kept from the factor pass so that its
+    torque prediction needs no second pass of Pinocchio: per chunk, per joint j, A_j P_j
+    (m, k_j) (the subtree part in its row space, see `joint_row_spaces`) and the chunk's own
+    columns (m, n, e) (the arrays the factor pass made, kept, not copied).
+    `predict(theta)` = Y theta (N, n) in Nm, to rounding (A_j = A_j P_j P_j^T exactly)."""
+
+    def __init__(self, builder: RegressorBuilder, spaces: list[np.ndarray], data: Dataset):
+        n = builder.robot.n_joints
+        self._q = data.q  # the recording these rows are of (by identity)
+        self.n_samples = data.n_samples
+        self.spaces = spaces
+        self.subtree = [builder.subtree_columns(j) for j in range(n)]
+        self.own_columns = [builder.own_columns(j) for j in range(n)]
+        self.chunks: list[tuple[list[np.ndarray], np.ndarray]] = []
+
+    @staticmethod
+    def bytes_needed(builder: RegressorBuilder, n_samples: int) -> int:
+        n = builder.robot.n_joints
+        width = sum(s.shape[1] for s in joint_row_spaces(builder))
+        width += sum(len(builder.own_columns(j)) for j in range(n))
+        return 8 * width * n_samples
+
+    def belongs_to(self, data: Dataset) -> bool:
+        return data.q is self._q and data.n_samples == self.n_samples
+
+    def store(self, projected: list[np.ndarray], own: np.ndarray) -> None:
+        """One chunk's rows, in recording order."""
+        self.chunks.append((projected, own))
+
+    def predict(self, theta: np.ndarray) -> np.ndarray:
+        pairs = zip(self.spaces, self.subtree, strict=True)
+        reduced = [space.T @ theta[cols] for space, cols in pairs]
+        own_theta = [theta[cols] for cols in self.own_columns]
+        parts = []
+        with threadpool_limits(limits=1, user_api="blas"):
+            for projected, own in self.chunks:
+                part = np.empty((len(own), len(self.spaces)))
+                for j, rows in enumerate(projected):
+                    part[:, j] = rows @ reduced[j] + own[:, j] @ own_theta[j]
+                parts.append(part)
+        return np.concatenate(parts) if parts else np.empty((0, len(self.spaces)))
+
+
 def accumulate_joint_factors(
-    builder: RegressorBuilder, chunks: Iterable[Chunk], total: int | None = None, progress=False
+    builder: RegressorBuilder,
+    chunks: Iterable[Chunk],
+    total: int | None = None,
+    progress=False,
+    keep: KeptRows | None = None,
 ) -> tuple[list[np.ndarray], int]:
     """Per joint j, a square root R_j of [Y_j | tau_j]^T [Y_j | tau_j] (R_j^T R_j equals it),
     shape (p+1, p+1), over all chunks (streamed: memory does not depend on the number of
@@ -75,7 +135,8 @@ def accumulate_joint_factors(
     Row j of the regressor is zero outside joint j's subtree and own columns, and its subtree
     part lies in a structural row space of few dimensions (`joint_row_spaces`): only the
     projected rows [A_j P_j | own_j | tau_j] are factored (streaming Householder QR), and the
-    factor is mapped back with P_j^T at the end."""
+    factor is mapped back with P_j^T at the end. `keep`: where to keep the projected rows
+    (the chunks in recording order)."""
     n, p = builder.robot.n_joints, builder.n_parameters
     subtree = [builder.subtree_columns(j) for j in range(n)]
     # a serial chain's subtree columns are one contiguous block: slice (a view, no copy)
@@ -99,8 +160,11 @@ def accumulate_joint_factors(
             q, dq, ddq, tau = chunk[:4]
             rigid = builder.rigid_body(q, dq, ddq)
             own = builder.own_terms(dq, ddq, chunk[4] if len(chunk) > 4 else None)
+            projected = [rigid[:, j, blocks[j]] @ spaces[j] for j in range(n)]
             for j, accumulator in enumerate(accumulators):
-                accumulator.add_blocks(rigid[:, j, blocks[j]] @ spaces[j], own[:, j], tau[:, j])
+                accumulator.add_blocks(projected[j], own[:, j], tau[:, j])
+            if keep is not None:
+                keep.store(projected, own)
             n_samples += len(q)
     factors = []
     for j, accumulator in enumerate(accumulators):
@@ -196,8 +260,11 @@ def build_problem(
         raise ValueError("accelerations missing: preprocess the dataset first")
     n_chunks = -(-data.n_samples // chunk_size)
     friction = recording_friction(builder, data)
+    keep = None
+    if KeptRows.bytes_needed(builder, data.n_samples) <= KEPT_ROWS_BYTES:
+        keep = KeptRows(builder, joint_row_spaces(builder), data)
     joint_factors, n_samples = accumulate_joint_factors(
-        builder, dataset_chunks(data, chunk_size, friction), n_chunks, progress
+        builder, dataset_chunks(data, chunk_size, friction), n_chunks, progress, keep
     )
     base, base_factors, cond = project_to_base(
         joint_factors, builder.parameter_names, tolerance, method
@@ -210,16 +277,22 @@ def build_problem(
             )
             yield data.timestamp[rows], regressor @ base.basis, data.tau[rows]
 
-    problem = LinearProblem(
-        base_factors, n_samples, base.names, chunks, standard_model(builder, joint_factors, base)
-    )
+    standard = standard_model(builder, joint_factors, base)
+    problem = LinearProblem(base_factors, n_samples, base.names, chunks, standard, keep)
     return problem, base, cond
 
 
 def predict_torque(
-    builder: RegressorBuilder, data: Dataset, theta: np.ndarray, chunk_size: int
+    builder: RegressorBuilder,
+    data: Dataset,
+    theta: np.ndarray,
+    chunk_size: int,
+    kept: KeptRows | None = None,
 ) -> np.ndarray:
-    """(N, n) model torque Y(q, dq, ddq) @ theta in Nm, theta in standard parameters."""
+    """(N, n) model torque Y(q, dq, ddq) @ theta in Nm, theta in standard parameters; from
+    `kept` (the rows `build_problem` kept of this very dataset and builder) when given."""
+    if kept is not None and kept.belongs_to(data):
+        return kept.predict(np.asarray(theta, dtype=float))
     out = np.empty_like(data.tau)
     friction = recording_friction(builder, data)
     for rows in chunk_slices(data.n_samples, chunk_size):

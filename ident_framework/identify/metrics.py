@@ -192,8 +192,9 @@ def preprocessing_counts(data: Dataset) -> dict[str, Any]:
 
 
 def data_metrics(train: Dataset, validation: Dataset) -> dict[str, Any]:
-    """metrics.json `data`: samples and durations (s) of both datasets, and the acquisition
-    figures (achieved rate, dropped samples) of sources that record live (e.g. rtde)."""
+    """metrics.json `data`: samples and durations (s) of both datasets, the data checks of
+    each recording (`checks`: see `data/checks.py`), and the acquisition figures (achieved
+    rate, dropped samples) of sources that record live (e.g. rtde)."""
     metrics: dict[str, Any] = {
         "train_samples": train.n_samples,
         "validation_samples": validation.n_samples,
@@ -202,6 +203,13 @@ def data_metrics(train: Dataset, validation: Dataset) -> dict[str, Any]:
         "train_preprocessing": preprocessing_counts(train),
         "validation_preprocessing": preprocessing_counts(validation),
     }
+    checks = {
+        name: data.metadata["checks"]
+        for name, data in (("train", train), ("validation", validation))
+        if "checks" in data.metadata
+    }
+    if checks:
+        metrics["checks"] = checks
     acquisition = train.metadata.get("acquisition")
     if acquisition is not None:
         metrics["train_acquisition"] = acquisition

@@ -9,18 +9,23 @@ from typing import Any
 import numpy as np
 
 from ident_framework.data.dataset import Dataset
-from ident_framework.identify.linear_problem import predict_torque
+from ident_framework.identify.linear_problem import KeptRows, predict_torque
 from ident_framework.identify.result import TorquePredictions
 from ident_framework.interfaces import ResidualLearner
 from ident_framework.model.regressor import RegressorBuilder
 
 
 def predict_physical(
-    builder: RegressorBuilder, splits: dict[str, Dataset], theta: np.ndarray, chunk_size: int
+    builder: RegressorBuilder,
+    splits: dict[str, Dataset],
+    theta: np.ndarray,
+    chunk_size: int,
+    kept: KeptRows | None = None,
 ) -> dict[str, TorquePredictions]:
-    """The physical model's torque (Nm) on each dataset of `splits`."""
+    """The physical model's torque (Nm) on each dataset of `splits`; `kept`: regressor rows
+    the problem kept (`LinearProblem.kept_rows`), used for the dataset they are of."""
     return {
-        name: TorquePredictions(predict_torque(builder, data, theta, chunk_size))
+        name: TorquePredictions(predict_torque(builder, data, theta, chunk_size, kept))
         for name, data in splits.items()
     }
 

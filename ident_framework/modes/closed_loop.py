@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ident_framework.config.run_config import RunConfig
+from ident_framework.data.checks import drop_untrusted
 from ident_framework.data.dataset import Dataset, concatenate
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.errors import UserError
@@ -135,8 +136,12 @@ def run_closed_loop(config: RunConfig, progress: bool = True) -> LoopResult:
                 recorded, validation_recorded = acquire_validation(config, robot, recorded)
         with timer("preprocessing"):
             new = preprocess(recorded, config.preprocessing)
+            new = drop_untrusted(recorded, new, robot.limits, config.checks)
             if validation is None:
                 validation = preprocess(validation_recorded, config.preprocessing)
+                validation = drop_untrusted(
+                    validation_recorded, validation, robot.limits, config.checks
+                )
                 truth = recorded.metadata.get("truth")
             train = new if train is None else concatenate([train, new])
         del recorded, new  # only the preprocessed union is kept

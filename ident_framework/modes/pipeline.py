@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ident_framework.config.run_config import RunConfig
+from ident_framework.data.checks import drop_untrusted
 from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.identify.estimation import estimate, require_samples
@@ -108,6 +109,9 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResu
     with timer("preprocessing"):
         train = preprocess(recorded, config.preprocessing)
         validation = preprocess(validation_recorded, config.preprocessing)
+    with timer("checks"):  # untrusted samples leave estimation and scoring, after filtering
+        train = drop_untrusted(recorded, train, robot.limits, config.checks)
+        validation = drop_untrusted(validation_recorded, validation, robot.limits, config.checks)
     truth = recorded.metadata.get("truth")
     return identify(config, robot, builder, train, validation, excitation, truth, timer, progress)
 
@@ -146,7 +150,7 @@ def identify(
     with timer("estimation"):
         estimator, theta = estimate(plugins["estimator"], problem, base)
     with timer("prediction"):
-        predictions = predict_physical(builder, data.splits(), theta, chunk_size)
+        predictions = predict_physical(builder, data.splits(), theta, chunk_size, problem.kept_rows)
     residual = plugins["residual"].create()
     out_of_range: dict[str, dict[str, Any]] = {}
     if residual.active:

@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 
 from ident_framework.config.registry import get_registry
 from ident_framework.config.run_config import RunConfig, validate_config
+from ident_framework.data.checks import drop_untrusted
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.errors import UserError
 from ident_framework.extension_points import conform
@@ -125,6 +126,7 @@ def run_prediction(config: RunConfig, out_dir: Path) -> dict[str, Any]:
         )
     recorded = source.acquire(model.robot, None, "identification")
     data = preprocess(recorded, model.config.preprocessing)
+    data = drop_untrusted(recorded, data, model.robot.limits, config.checks)
     physical = predict_torque(model.builder, data, model.theta, config.chunk_size)
     fusion = None
     plugins = model.config.plugins
@@ -140,6 +142,7 @@ def run_prediction(config: RunConfig, out_dir: Path) -> dict[str, Any]:
             "resampled": bool(data.metadata.get("preprocessing", {}).get("resampled", False)),
             "joint_names": list(data.joint_names),
             "preprocessing": preprocessing_counts(data),
+            **({"checks": data.metadata["checks"]} if "checks" in data.metadata else {}),
         },
         "physical": torque_metrics(measured, physical),
     }

@@ -28,6 +28,7 @@ def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[s
         lines += metric_lines(split, m[split])
         lines += recording_lines(m[split].get("recordings") or [])
     lines += data_lines(m.get("data") or {})
+    lines += check_lines(m.get("data", {}).get("checks", {}))
     poor = ident.get("poorly_identified")
     if poor:
         lines.append(
@@ -47,6 +48,21 @@ def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[s
     if "loop" in m:
         lines += ["closed loop (every round; the lines above are the last one's):"]
         lines += loop_table(m["loop"])
+    return lines
+
+
+def check_lines(checks: dict[str, Any]) -> list[str]:
+    """Per recording: samples the data checks excluded and why, then their warnings."""
+    lines = []
+    for split, report in checks.items():
+        clip, stale = report["torque_clipping"]["samples"], report["stale_samples"]
+        lines.append(
+            f"data checks ({split}): {report['excluded_rows']} of {report['rows_in']} rows "
+            f"excluded (torque clipped {clip}, stale {stale} samples of {report['n_samples']} "
+            f"recorded, +-{report['margin_s']:g} s around each), {report['gaps']['count']} "
+            f"timestamp gap(s), {len(report['idle_joints'])} idle joint(s)"
+        )
+        lines += [f"warning: {text}" for text in report["warnings"]]
     return lines
 
 
@@ -150,6 +166,8 @@ def prediction_summary_lines(metrics: dict[str, Any]) -> list[str]:
         f"on {data['path']}: {data['samples']} samples ({data['duration_s']:.2f} s) predicted of "
         f"{data['recorded_samples']} recorded ({how})",
     ]
+    if "checks" in data:
+        lines += check_lines({"recording": data["checks"]})
     lines += metric_lines("recording", metrics, width=9)
     lines += recording_lines(metrics.get("recordings") or [])
     per_joint = " ".join(format_cell(v, ".4f") for v in metrics["physical"]["rmse_per_joint"])

@@ -1,0 +1,253 @@
+"""Data checks a careful engineer makes by hand before trusting a recording.
+
+`check_recording(ds, limits, params)` -> (trusted (N,) bool, report):
+
+- torque clipping / saturation: a joint's torque flat at its recorded extreme (max or min)
+  for at least `clip_min_samples` consecutive samples (a sensor or a current limit clipped it):
+  those samples are not trusted;
+- stale samples: a row identical to the one before (q, dq and tau of every joint) while the
+  robot moves (some |dq| >= `stale_min_speed_rad_s`; at rest identical rows are physical), or
+  a repeated timestamp: a packet delivered twice, not trusted;
+- idle joints: a joint whose position range stays below `idle_range_rad` or whose speed
+  stays below `idle_speed_rad_s`: its friction, rotor inertia and the inertial parameters only
+  it excites cannot be identified (reported, samples kept);
+- timestamp gaps: steps longer than `gap_steps` median steps (reported; preprocessing treats
+  them as segment boundaries or refuses them).
+
+Untrusted samples, widened by `margin_s` on each side (filters and derivatives spread a
+defect over neighbouring samples), are dropped from estimation and scoring *after*
+preprocessing (`trusted_at`), so the filters still run over every sample; the counts go to
+metrics.json `data.checks` and the summary.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ident_framework.data.dataset import Dataset
+
+TIME_RESOLUTION_S = 1e-6  # s: timestamps closer than this to margin_s are within it
+MAX_LISTED = 10  # runs and gaps listed one by one in the report (the counts cover all)
+
+
+@dataclass
+class CheckParams:
+    """Thresholds of `check_recording` (config section `checks`).
+
+    enabled: run the checks. clip_min_samples: consecutive samples at a joint's extreme torque
+    that count as clipping. clip_tolerance_nm: |tau - extreme| (Nm) still "at" it.
+    stale_min_speed_rad_s: a repeated row counts as stale when some joint moves at least this
+    fast. idle_range_rad, idle_speed_rad_s: a joint whose position range or peak speed stays
+    below is reported as never leaving its rest. gap_steps: a step over this many median
+    steps is a gap. margin_s: s excluded on each side of an untrusted sample."""
+
+    enabled: bool = True
+    clip_min_samples: int = 10
+    clip_tolerance_nm: float = 1e-9
+    stale_min_speed_rad_s: float = 0.01
+    idle_range_rad: float = 0.01
+    idle_speed_rad_s: float = 0.01
+    gap_steps: float = 10.0
+    margin_s: float = 0.02
+
+    def __post_init__(self) -> None:
+        if int(self.clip_min_samples) != self.clip_min_samples or self.clip_min_samples < 2:
+            raise ValueError(
+                f"clip_min_samples must be an integer >= 2, got {self.clip_min_samples}"
+            )
+        self.clip_min_samples = int(self.clip_min_samples)
+        for name in ("clip_tolerance_nm", "stale_min_speed_rad_s", "idle_range_rad",
+                     "idle_speed_rad_s", "margin_s"):  # fmt: skip
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite value >= 0, got {value}")
+        if not (math.isfinite(self.gap_steps) and self.gap_steps > 1):
+            raise ValueError(f"gap_steps must be > 1 (median steps), got {self.gap_steps}")
+
+
+def check_recording(
+    ds: Dataset, limits: Any = None, params: CheckParams | None = None
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """(trusted (N,) bool, report) of one raw recording (see the module doc). `limits`: the
+    robot's `JointLimits` (effort in Nm), to say whether a clipped torque sits at the limit."""
+    params = params or CheckParams()
+    t = np.asarray(ds.timestamp, dtype=float)
+    names = list(ds.joint_names)
+    clipped, clip_runs = _clipping(ds, params.clip_min_samples, params.clip_tolerance_nm, limits)
+    stale, repeated_time = _stale(ds, params.stale_min_speed_rad_s)
+    untrusted = clipped.any(axis=1) | stale
+    excluded = _widen(untrusted, t, params.margin_s)
+    idle = _idle_joints(ds, params.idle_range_rad, params.idle_speed_rad_s)
+    gaps = _gaps(t, params.gap_steps)
+    report: dict[str, Any] = {
+        "n_samples": int(len(t)),
+        "excluded_samples": int(excluded.sum()),
+        "untrusted_samples": int(untrusted.sum()),
+        "margin_s": params.margin_s,
+        "torque_clipping": {
+            "samples": int(clipped.any(axis=1).sum()),
+            "samples_per_joint": {
+                n: int(c) for n, c in zip(names, clipped.sum(axis=0), strict=True)
+            },
+            "runs": clip_runs[:MAX_LISTED],
+            "n_runs": len(clip_runs),
+        },
+        "stale_samples": int(stale.sum()),
+        "repeated_timestamps": int(repeated_time),
+        "gaps": {
+            "count": len(gaps),
+            "longest_s": max((g["length_s"] for g in gaps), default=0.0),
+            "listed": gaps[:MAX_LISTED],
+        },  # fmt: skip
+        "idle_joints": idle,
+    }
+    report["warnings"] = _warnings(report, ds)
+    return ~excluded, report
+
+
+def _clipping(
+    ds: Dataset, min_run: int, tolerance: float, limits: Any
+) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """(N, n) bool: samples in a run of >= min_run at the joint's extreme; and the runs."""
+    tau = np.asarray(ds.tau, dtype=float)
+    flags = np.zeros(tau.shape, dtype=bool)
+    runs: list[dict[str, Any]] = []
+    effort = None if limits is None else np.asarray(limits.effort, dtype=float)
+    for j in range(tau.shape[1]):
+        column = tau[:, j]
+        for extreme in (column.max(initial=-np.inf), column.min(initial=np.inf)):
+            at = np.abs(column - extreme) <= tolerance + 1e-12 * abs(extreme)
+            for start, stop in _runs(at, min_run):
+                flags[start:stop, j] = True
+                at_limit = effort is not None and abs(extreme) >= 0.98 * effort[j]
+                runs.append({
+                    "joint": ds.joint_names[j], "value_nm": float(extreme),
+                    "start_s": float(ds.timestamp[start]), "end_s": float(ds.timestamp[stop - 1]),
+                    "samples": int(stop - start), "at_effort_limit": bool(at_limit),
+                })  # fmt: skip
+    return flags, runs
+
+
+def _runs(flags: np.ndarray, min_run: int) -> list[tuple[int, int]]:
+    """[start, stop) of the runs of True at least `min_run` long."""
+    edges = np.diff(np.concatenate(([0], flags.astype(np.int8), [0])))
+    starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    keep = stops - starts >= min_run
+    return list(zip(starts[keep].tolist(), stops[keep].tolist(), strict=True))
+
+
+def _stale(ds: Dataset, min_speed: float) -> tuple[np.ndarray, int]:
+    """(N,) bool: rows repeating the previous one while moving, or with a repeated
+    timestamp; and the number of repeated timestamps."""
+    n = ds.n_samples
+    stale = np.zeros(n, dtype=bool)
+    if n < 2:
+        return stale, 0
+    values = np.hstack([ds.q, ds.dq, ds.tau])
+    same = np.all(values[1:] == values[:-1], axis=1)
+    moving = np.max(np.abs(ds.dq[1:]), axis=1) >= min_speed
+    repeated_time = np.diff(np.asarray(ds.timestamp, dtype=float)) == 0
+    stale[1:] = (same & moving) | repeated_time
+    return stale, int(repeated_time.sum())
+
+
+def _idle_joints(ds: Dataset, min_range: float, min_speed: float) -> list[dict[str, Any]]:
+    q_range = np.ptp(ds.q, axis=0) if ds.n_samples else np.zeros(ds.n_joints)
+    speed = np.max(np.abs(ds.dq), axis=0) if ds.n_samples else np.zeros(ds.n_joints)
+    return [
+        {
+            "joint": ds.joint_names[j],
+            "range_rad": float(q_range[j]),
+            "peak_speed_rad_s": float(speed[j]),
+        }  # fmt: skip
+        for j in range(ds.n_joints)
+        if q_range[j] < min_range or speed[j] < min_speed
+    ]
+
+
+def _gaps(t: np.ndarray, gap_steps: float) -> list[dict[str, Any]]:
+    if len(t) < 3:
+        return []
+    steps = np.diff(t)
+    median = float(np.median(steps))
+    where = np.flatnonzero(steps > gap_steps * median)
+    return [
+        {
+            "after_row": int(i),
+            "t_s": float(t[i]),
+            "length_s": float(steps[i]),
+            "median_steps": float(steps[i] / median),
+        }  # fmt: skip
+        for i in where
+    ]
+
+
+def _widen(flags: np.ndarray, t: np.ndarray, margin_s: float) -> np.ndarray:
+    """`flags` and every sample within margin_s (s) of a flagged one."""
+    if not flags.any() or margin_s <= 0:
+        return flags.copy()
+    flagged_t = t[flags]
+    reach = margin_s + TIME_RESOLUTION_S  # timestamps written with rounding still count
+    lo = np.searchsorted(flagged_t, t - reach, side="left")
+    hi = np.searchsorted(flagged_t, t + reach, side="right")
+    return hi > lo
+
+
+def drop_untrusted(
+    recorded: Dataset, processed: Dataset, limits: Any, params: CheckParams
+) -> Dataset:
+    """`processed` (the preprocessed `recorded`) without the rows the checks of `recorded` do
+    not trust, the report in `metadata["checks"]` with the rows dropped after preprocessing
+    (`excluded_rows` of `rows_in`). Unchanged when the checks are disabled."""
+    if not params.enabled:
+        return processed
+    trusted, report = check_recording(recorded, limits, params)
+    keep = trusted_at(recorded, trusted, processed)
+    report["rows_in"] = int(processed.n_samples)
+    report["excluded_rows"] = int((~keep).sum())
+    kept = processed if keep.all() else processed.select(keep)
+    return replace(kept, metadata={**kept.metadata, "checks": report})
+
+
+def trusted_at(recorded: Dataset, trusted: np.ndarray, rows: Dataset) -> np.ndarray:
+    """(M,) bool over the rows of `rows` (the preprocessed data, at recorded or resampled
+    times): trusted when the recorded samples at or on either side of its time are."""
+    t = np.asarray(recorded.timestamp, dtype=float)
+    at = np.asarray(rows.timestamp, dtype=float)
+    before = np.clip(np.searchsorted(t, at, side="right") - 1, 0, len(t) - 1)
+    after = np.clip(np.searchsorted(t, at, side="left"), 0, len(t) - 1)
+    return trusted[before] & trusted[after]
+
+
+def _warnings(report: dict[str, Any], ds: Dataset) -> list[str]:
+    origin = ds.metadata.get("path") or ds.metadata.get("source") or "the recording"
+    out = []
+    clip = report["torque_clipping"]
+    if clip["samples"]:
+        joints = [n for n, c in clip["samples_per_joint"].items() if c]
+        out.append(
+            f"{origin}: torque flat at its extreme (clipped or saturated) on {', '.join(joints)} "
+            f"for {clip['samples']} samples in {clip['n_runs']} run(s): excluded"
+        )
+    if report["stale_samples"]:
+        out.append(
+            f"{origin}: {report['stale_samples']} stale sample(s) (a row repeated while moving, "
+            f"or a repeated timestamp): excluded"
+        )
+    for joint in report["idle_joints"]:
+        out.append(
+            f"{origin}: joint {joint['joint']} never leaves its rest (range "
+            f"{joint['range_rad']:.3g} rad, peak speed {joint['peak_speed_rad_s']:.3g} rad/s): "
+            "its friction, rotor inertia and the inertial parameters only it excites cannot be "
+            "identified from this recording"
+        )
+    gaps = report["gaps"]
+    if gaps["count"]:
+        out.append(
+            f"{origin}: {gaps['count']} timestamp gap(s), the longest {gaps['longest_s']:.3g} s"
+        )
+    return out
