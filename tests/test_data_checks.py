@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ident_framework.data.checks import CheckParams, check_recording, drop_untrusted, trusted_at
-from ident_framework.data.dataset import Dataset
+from ident_framework.data.dataset import Dataset, concatenate
 from ident_framework.data.preprocessing import PreprocessingParams, preprocess
 from ident_framework.testing.cli import REPO, SHARED
 from ident_framework.testing.multisine import multisine
@@ -189,3 +189,26 @@ def test_real_logs_pass_without_false_alarms(case):
     trusted, report = check_recording(data)
     assert trusted.all() and report["warnings"] == [], report["warnings"]
     assert report["stale_samples"] == 0 and report["torque_clipping"]["samples"] == 0
+
+
+def test_each_recording_of_a_stack_is_checked_on_its_own():
+    """Clipping is judged against each recording's own extremes: a torque clipped below the
+    peak of another recording in the stack is still found, in the right recording."""
+    first = recording(seed=1)
+    first = replace(first, tau=3 * first.tau, metadata={"path": "a.csv"})
+    second = recording(seed=2)
+    tau = second.tau.copy()
+    ceiling = tau[:, 2].max() + 0.5
+    assert ceiling < first.tau[:, 2].max()  # the stack's own extreme is elsewhere
+    tau[2000:2060, 2] = ceiling
+    second = replace(second, tau=tau, metadata={"path": "b.csv"})
+    stack = concatenate([first, second])
+    kept = drop_untrusted(stack, preprocess(stack), None, CheckParams())
+    report = kept.metadata["checks"]
+    assert [r["path"] for r in report["recordings"]] == ["a.csv", "b.csv"]
+    assert [r["torque_clipping"]["samples"] for r in report["recordings"]] == [0, 60]
+    assert report["torque_clipping"]["samples"] == 60
+    assert report["rows_in"] == sum(r["rows_in"] for r in report["recordings"])
+    assert report["excluded_rows"] == report["recordings"][1]["excluded_rows"] > 60
+    assert kept.n_samples == report["rows_in"] - report["excluded_rows"]
+    assert any("b.csv" in w and "clipped" in w for w in report["warnings"])

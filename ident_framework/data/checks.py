@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ident_framework.data.dataset import Dataset
+from ident_framework.data.preprocessing import recording_rows
 
 TIME_RESOLUTION_S = 1e-6  # s: timestamps closer than this to margin_s are within it
 MAX_LISTED = 10  # runs and gaps listed one by one in the report (the counts cover all)
@@ -202,15 +203,72 @@ def drop_untrusted(
 ) -> Dataset:
     """`processed` (the preprocessed `recorded`) without the rows the checks of `recorded` do
     not trust, the report in `metadata["checks"]` with the rows dropped after preprocessing
-    (`excluded_rows` of `rows_in`). Unchanged when the checks are disabled."""
+    (`excluded_rows` of `rows_in`). Each recording of a stack is checked on its own (its own
+    torque extremes, its own gaps); with several, the report holds the totals and
+    `recordings`, one report per recording. Unchanged when the checks are disabled."""
     if not params.enabled:
         return processed
-    trusted, report = check_recording(recorded, limits, params)
-    keep = trusted_at(recorded, trusted, processed)
-    report["rows_in"] = int(processed.n_samples)
-    report["excluded_rows"] = int((~keep).sum())
+    names = recorded.recording_paths
+    recorded_index = _recording_index(recorded)
+    processed_index = _recording_index(processed)
+    keep = np.ones(processed.n_samples, dtype=bool)
+    reports = []
+    for index, rows in recording_rows(recorded_index):
+        part = recorded.select(rows)
+        if len(names) > 1:
+            part = replace(part, metadata={**part.metadata, "path": names[index]})
+        trusted, report = check_recording(part, limits, params)
+        mine = processed_index == index
+        keep[mine] = trusted_at(part, trusted, processed.select(mine))
+        report["rows_in"] = int(mine.sum())
+        report["excluded_rows"] = int((~keep[mine]).sum())
+        reports.append({"path": names[index], **report} if len(names) > 1 else report)
+    report = reports[0] if len(reports) == 1 else combined_report(reports)
     kept = processed if keep.all() else processed.select(keep)
     return replace(kept, metadata={**kept.metadata, "checks": report})
+
+
+def _recording_index(ds: Dataset) -> np.ndarray:
+    """(N,) the recording each row belongs to (all 0 for a single recording)."""
+    if ds.recorded is not None:
+        return np.asarray(ds.recorded.recording)
+    return np.zeros(ds.n_samples, dtype=np.int64)
+
+
+def combined_report(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals of several recordings' check reports, the reports themselves in `recordings`.
+    A joint counts as idle only when it is idle in every recording (another recording may
+    excite it)."""
+
+    def total(key: str) -> int:
+        return sum(int(r[key]) for r in reports)
+
+    clips = [r["torque_clipping"] for r in reports]
+    joints = clips[0]["samples_per_joint"]
+    idle_in = [{idle["joint"] for idle in r["idle_joints"]} for r in reports]
+    idle_everywhere = [
+        idle for idle in reports[0]["idle_joints"] if all(idle["joint"] in s for s in idle_in)
+    ]
+    return {
+        **{key: total(key) for key in ("n_samples", "excluded_samples", "untrusted_samples")},
+        "margin_s": reports[0]["margin_s"],
+        "torque_clipping": {
+            "samples": sum(c["samples"] for c in clips),
+            "samples_per_joint": {j: sum(c["samples_per_joint"][j] for c in clips) for j in joints},
+            "runs": [run for c in clips for run in c["runs"]][:MAX_LISTED],
+            "n_runs": sum(c["n_runs"] for c in clips),
+        },
+        **{key: total(key) for key in ("stale_samples", "repeated_timestamps")},
+        "gaps": {
+            "count": sum(r["gaps"]["count"] for r in reports),
+            "longest_s": max(r["gaps"]["longest_s"] for r in reports),
+            "listed": [gap for r in reports for gap in r["gaps"]["listed"]][:MAX_LISTED],
+        },
+        "idle_joints": idle_everywhere,
+        "warnings": [text for r in reports for text in r["warnings"]],
+        **{key: total(key) for key in ("rows_in", "excluded_rows")},
+        "recordings": reports,
+    }
 
 
 def trusted_at(recorded: Dataset, trusted: np.ndarray, rows: Dataset) -> np.ndarray:
