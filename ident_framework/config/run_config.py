@@ -16,6 +16,7 @@ from ident_framework.config.plugin_config import build_params, group_values, val
 from ident_framework.config.registry import PluginInfo, PluginRegistry
 from ident_framework.config.rehearsal_settings import RehearsalSettings, check_rehearsal_sources
 from ident_framework.config.required_values import missing_values_message
+from ident_framework.config.tuning_settings import TuningSettings
 from ident_framework.data.preprocessing import PreprocessingParams
 from ident_framework.errors import UserError
 from ident_framework.extension_points import PLUGIN_GROUPS
@@ -152,6 +153,9 @@ class RunConfig:
     run: str | None = None  # mode=predict: the run directory of an identification
     rehearsal: RehearsalSettings = field(default_factory=RehearsalSettings)
     loop: LoopSettings = field(default_factory=LoopSettings)
+    tuning: TuningSettings = field(default_factory=TuningSettings)
+    # what tuning=cv chose (identify/tuning/selection.Selection), set by the selection step
+    selection: Any = None
 
 
 # core config sections (not plugin groups) -> their schema
@@ -162,6 +166,7 @@ SECTION_SCHEMAS: dict[str, type] = {
     "base_parameters": BaseParameterSettings,
     "rehearsal": RehearsalSettings,
     "loop": LoopSettings,
+    "tuning": TuningSettings,
 }
 
 
@@ -247,6 +252,7 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
         run=str(run) if run else None,
         rehearsal=rehearsal,
         loop=loop,
+        tuning=_settings(cfg, "tuning"),
     )
 
 

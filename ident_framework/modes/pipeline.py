@@ -23,6 +23,7 @@ from ident_framework.identify.linear_problem import build_problem
 from ident_framework.identify.metrics import data_metrics, fit_metrics, identifiability_metrics
 from ident_framework.identify.physical_check import physical_check
 from ident_framework.identify.prediction import fuse_residual, predict_physical
+from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.result import (
     Diagnostics,
     IdentificationData,
@@ -31,6 +32,7 @@ from ident_framework.identify.result import (
     StepTimer,
 )
 from ident_framework.identify.truth import friction_comparison, truth_metrics
+from ident_framework.identify.tuning.selection import select_options
 from ident_framework.interfaces import ConditionObjective, Trajectory
 from ident_framework.model import friction_terms
 from ident_framework.model.regressor import RegressorBuilder
@@ -46,17 +48,7 @@ def _split_tail(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:
 def robot_and_regressor(config: RunConfig) -> tuple[RobotModel, RegressorBuilder]:
     """The robot model and its regressor (friction plugin, rotor inertia, offsets) of a run."""
     robot = load_robot(config.robot.model, config.robot.path, config.robot.acceleration_limits)
-    model = config.plugins["friction"].create()
-    builder = RegressorBuilder(
-        robot,
-        model,
-        armature=config.regressor.armature,
-        torque_offset=config.regressor.torque_offset,
-        parallel_friction=config.preprocessing.parallel_friction(
-            friction_terms.is_nonlinear(model)
-        ),
-    )
-    return robot, builder
+    return robot, regressor_builder(config, robot)
 
 
 def design_excitation(
@@ -105,6 +97,9 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResu
         recorded = source.acquire(robot, excitation, "identification")
         recorded, validation_recorded = acquire_validation(config, robot, recorded)
 
+    # Options the user should not have to guess, chosen on the identification data alone.
+    with timer("tuning"):
+        config, builder = select_options(config, robot, builder, [recorded])
     with timer("preprocessing"):
         train = preprocess(recorded, config.preprocessing)
         validation = preprocess(validation_recorded, config.preprocessing)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 from threadpoolctl import threadpool_limits
 
 from ident_framework.identify.regularization import spectral_solve
@@ -44,33 +45,43 @@ def cross_validate(
     """CV figures of the columns `columns` (indices into the factors' layout) with each
     regulariser; `nominal` (len(columns),) the prior values of those columns."""
     n_folds = len(factors.merged)
-    fit_columns = np.append(columns, factors.tau_filtered)
     test_columns = np.append(columns, factors.tau_recorded)
-    p = len(columns)
     sse = np.zeros(len(regularisers))
     sse_joint = np.zeros((len(regularisers), factors.n_joints))
     with threadpool_limits(limits=1, user_api="blas"):
         total = np.linalg.qr(np.vstack([m[:, columns] for m in factors.merged]), mode="r")
         base = BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
-        basis = base.basis
+        basis, r = base.basis, base.rank
         prior = basis.T @ nominal
+        # each fold's factor in the base parameters: [R_f[:, S] B | tau_filtered]
+        projected = [
+            np.column_stack([m[:, columns] @ basis, m[:, factors.tau_filtered]])
+            for m in factors.merged
+        ]
         for k in range(n_folds):
             if factors.counts[k] == 0:
                 continue
-            train = [factors.merged[f][:, fit_columns] for f in range(n_folds) if f != k]
-            r = np.linalg.qr(np.vstack(train), mode="r")
-            r_w, rhs = r[:p, :p] @ basis, r[:p, p]
+            train = np.linalg.qr(
+                np.vstack([projected[f] for f in range(n_folds) if f != k]), mode="r"
+            )
+            r_w, rhs = train[:r, :r], train[:r, r]
             held = factors.merged[k][:, test_columns]
             for i, (ridge, truncate) in enumerate(regularisers):
-                beta = spectral_solve(r_w, rhs, prior, ridge, truncate)[0]
+                if ridge == 0.0 and truncate == 0.0:
+                    beta = scipy.linalg.solve_triangular(r_w, rhs)
+                else:
+                    beta = spectral_solve(r_w, rhs, prior, ridge, truncate)[0]
                 theta = np.append(basis @ beta, -1.0)
                 sse[i] += float(np.sum((held @ theta) ** 2))
                 if per_joint:
                     for j, joint_factor in enumerate(factors.per_joint[k]):
-                        sse_joint[i, j] += float(np.sum((joint_factor[:, test_columns] @ theta) ** 2))
+                        residual = joint_factor[:, test_columns] @ theta
+                        sse_joint[i, j] += float(np.sum(residual**2))
     samples = int(factors.counts.sum())
     out = []
     for i in range(len(regularisers)):
         joints = np.sqrt(sse_joint[i] / samples) if per_joint else None
-        out.append(HeldOut(float(np.sqrt(sse[i] / (samples * factors.n_joints))), joints, base.rank))
+        out.append(
+            HeldOut(float(np.sqrt(sse[i] / (samples * factors.n_joints))), joints, base.rank)
+        )
     return out

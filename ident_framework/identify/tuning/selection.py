@@ -1,0 +1,262 @@
+"""The selection step of the pipeline: choose options by cross-validation on the
+identification recordings, and return the config (and regressor) with the chosen values.
+
+`select_options` is the one call `modes/pipeline.py` makes. It never sees the validation
+data. The chosen values are config keys (`Selection.chosen`, e.g. `preprocessing.lowpass_hz`),
+written to parameters.yaml so that `mode=predict` rebuilds the same model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ident_framework.config.run_config import RunConfig, SelectedPlugin
+from ident_framework.data.dataset import Dataset
+from ident_framework.data.preprocessing import preprocess
+from ident_framework.identify.linear_problem import recording_friction
+from ident_framework.identify.regressor_setup import regressor_builder
+from ident_framework.identify.tuning.block_factors import FoldRows, OwnColumns, fold_factors
+from ident_framework.identify.tuning.folds import FoldPlan, plan_folds
+from ident_framework.identify.tuning.search import (
+    Candidate,
+    ColumnSpace,
+    SearchLog,
+    per_joint_rmse,
+    score_candidate,
+    search_columns,
+)
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import RobotModel
+
+COULOMB = "coulomb_viscous"  # the friction plugin whose shapes are candidates
+REGULARISED = "ls"  # the estimator whose ridge / truncation are candidates
+NYQUIST_SHARE = 0.9  # cut-off candidates must lie below this share of the Nyquist frequency
+
+
+@dataclass
+class Selection:
+    """What the selection chose and measured. chosen: config key -> value; cv_rmse (Nm) of
+    the chosen candidate (pooled and per joint) and of the options as configured; folds: how
+    the folds were formed; table: every candidate tried (`SearchLog.rows`)."""
+
+    chosen: dict[str, Any]
+    cv_rmse: float
+    cv_rmse_per_joint: list[float]
+    configured_cv_rmse: float
+    folds: str
+    samples_used: int
+    table: list[dict[str, Any]]
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chosen": self.chosen,
+            "cv_rmse": self.cv_rmse,
+            "cv_rmse_per_joint": self.cv_rmse_per_joint,
+            "configured_cv_rmse": self.configured_cv_rmse,
+            "folds": self.folds,
+            "samples_used": self.samples_used,
+            "candidates": len(self.table),
+            "seconds": self.seconds,
+        }
+
+
+def select_options(
+    config: RunConfig, robot: RobotModel, builder: RegressorBuilder, recordings: list[Dataset]
+) -> tuple[RunConfig, RegressorBuilder]:
+    """(config with the chosen options and `selection` set, its regressor); unchanged when
+    tuning is off or the data need no preprocessing (`tuning.recorded_only`)."""
+    settings = config.tuning
+    exact = any(r.ddq is not None for r in recordings)
+    if not settings.active or (settings.recorded_only and exact):
+        return config, builder
+    started = time.perf_counter()
+    plan = plan_folds(recordings, settings.folds, settings.guard_s)
+    friction = config.plugins["friction"]
+    coulomb = friction.info.name == COULOMB
+    regularise = config.plugins["estimator"].info.name == REGULARISED
+    start = _configured(config, robot.n_joints)
+    log = SearchLog()
+    tolerance = config.base_parameters.tolerance
+    own = _own_columns(config, builder, coulomb, start, settings)
+    spaces: dict[tuple[float, bool], ColumnSpace] = {}
+
+    def space_for(preprocessing: tuple[float, bool]) -> ColumnSpace:
+        if preprocessing not in spaces:
+            params = replace(
+                config.preprocessing,
+                lowpass_hz=preprocessing[0],
+                use_measured_velocity=preprocessing[1],
+            )
+            rows = [_fold_rows(r, params, plan, i) for i, r in enumerate(recordings)]
+            factors = fold_factors(builder, rows, plan.n_folds, own, settings.max_samples)
+            spaces[preprocessing] = ColumnSpace(
+                factors,
+                robot.inertial_parameters(),
+                robot.armature(),
+                coulomb,
+                tuple(builder.friction.parameter_names),
+            )
+        return spaces[preprocessing]
+
+    # 1. column options on the configured preprocessing; 2. every preprocessing with them;
+    # 3. the column options again on the preprocessing that won, if another did
+    candidates = _preprocessing_candidates(config, recordings, exact)
+    best, best_rmse = search_columns(
+        space_for(candidates[0]), start, settings, tolerance, regularise, log
+    )
+    best_preprocessing = candidates[0]
+    for preprocessing in candidates[1:]:
+        option = replace(best, lowpass_hz=preprocessing[0], measured_velocity=preprocessing[1])
+        rmse = score_candidate(space_for(preprocessing), option, tolerance, "preprocessing", log)
+        if rmse < best_rmse:
+            best, best_rmse, best_preprocessing = option, rmse, preprocessing
+    if best_preprocessing != candidates[0]:
+        best, best_rmse = search_columns(
+            space_for(best_preprocessing), best, settings, tolerance, regularise, log
+        )
+    best_space = spaces[best_preprocessing]
+    samples = int(best_space.factors.counts.sum())
+    configured_rmse = log.rows[0]["cv_rmse"]  # the first candidate: the options as configured
+    for row in log.rows:
+        row["chosen"] = False
+    for row in log.rows:
+        if row["cv_rmse"] == best_rmse and _same(row, best):
+            row["chosen"] = True
+            break
+    joints = per_joint_rmse(best_space, best, tolerance)
+    chosen_keys = _chosen_keys(best, coulomb, regularise, exact)
+    selection = Selection(
+        chosen_keys,
+        float(best_rmse),
+        [float(v) for v in joints],
+        float(configured_rmse),
+        plan.describe(),
+        samples,
+        log.rows,
+        time.perf_counter() - started,
+    )
+    tuned = apply_chosen(config, chosen_keys)
+    tuned = replace(tuned, selection=selection)
+    return tuned, regressor_builder(tuned, robot)
+
+
+def apply_chosen(config: RunConfig, chosen: dict[str, Any]) -> RunConfig:
+    """`config` with the chosen values (config key -> value) set."""
+    preprocessing, regressor, plugins = config.preprocessing, config.regressor, dict(config.plugins)
+    for key, value in chosen.items():
+        section, name = key.split(".", 1)
+        if section == "preprocessing":
+            preprocessing = replace(preprocessing, **{name: value})
+        elif section == "regressor":
+            regressor = replace(regressor, **{name: value})
+        else:
+            selected = plugins[section]
+            plugins[section] = SelectedPlugin(
+                selected.info, replace(selected.params, **{name: value})
+            )
+    return replace(config, preprocessing=preprocessing, regressor=regressor, plugins=plugins)
+
+
+def _same(row: dict[str, Any], candidate: Candidate) -> bool:
+    return all(row[key] == value for key, value in candidate.row().items())
+
+
+def _configured(config: RunConfig, n: int) -> Candidate:
+    """The options as the config gives them."""
+    friction = config.plugins["friction"].params
+    width = getattr(friction, "tanh_width", None)
+    widths = np.broadcast_to(np.asarray(0.0 if width is None else width, dtype=float), (n,))
+    estimator = config.plugins["estimator"].params
+    return Candidate(
+        config.preprocessing.lowpass_hz,
+        config.preprocessing.use_measured_velocity,
+        config.regressor.armature,
+        config.regressor.torque_offset,
+        float(getattr(friction, "dead_band", 0.0)),
+        tuple(float(w) for w in widths),
+        float(getattr(estimator, "ridge", 0.0)),
+        float(getattr(estimator, "truncate", 0.0)),
+    )
+
+
+def _preprocessing_candidates(
+    config: RunConfig, recordings: list[Dataset], exact: bool
+) -> list[tuple[float, bool]]:
+    """(cut-off Hz, measured velocity) pairs: the grid below Nyquist, the configured first."""
+    configured = (config.preprocessing.lowpass_hz, config.preprocessing.use_measured_velocity)
+    if exact:
+        return [configured]
+    rate = min(1.0 / float(np.median(np.diff(r.timestamp))) for r in recordings)
+    cutoffs = sorted({*config.tuning.lowpass_hz, configured[0]})
+    cutoffs = [c for c in cutoffs if c < NYQUIST_SHARE * rate / 2] or [configured[0]]
+    velocities = {v == "measured" for v in config.tuning.velocity} | {configured[1]}
+    pairs = [(c, v) for c in cutoffs for v in sorted(velocities, reverse=True)]
+    return [configured, *(p for p in pairs if p != configured)]
+
+
+def _fold_rows(recording: Dataset, params: Any, plan: FoldPlan, index: int) -> FoldRows:
+    """A recording preprocessed with `params`, the recorded torque at its rows, its folds."""
+    data = preprocess(recording, params)
+    recorded = np.column_stack(
+        [np.interp(data.timestamp, recording.timestamp, column) for column in recording.tau.T]
+    )
+    return FoldRows(data, recorded, plan.labels(index, data.timestamp))
+
+
+def _own_columns(
+    config: RunConfig, builder: RegressorBuilder, coulomb: bool, start: Candidate, settings: Any
+) -> OwnColumns:
+    """Every joint's own candidate columns: friction shapes, rotor inertia, offset."""
+    if coulomb:
+        selected = config.plugins["friction"]
+        dead_bands = sorted({start.dead_band, *settings.dead_band})
+        widths = sorted({*(w for w in start.tanh_width if w > 0), *settings.tanh_width})
+        shapes = [
+            (f"fc[dead band {d:g}]", {"dead_band": d, "tanh_width": None}) for d in dead_bands
+        ]
+        shapes += [(f"fc[tanh {w:g}]", {"tanh_width": w}) for w in widths]
+        models = [selected.info.create(replace(selected.params, **p)) for _, p in shapes]
+        names = ("fv", *(name for name, _ in shapes), "Ia", "offset")
+
+        def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
+            dq = data.dq[rows]
+            return [dq[:, :, None]] + [m.basis(dq)[:, :, 1:2] for m in models]
+
+    else:
+        names = (*builder.friction.parameter_names, "Ia", "offset")
+
+        def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
+            whole = recording_friction(builder, data)
+            if whole is not None:
+                return [whole[rows]]
+            return [builder.friction_basis(None, data.dq[rows])]
+
+    def values(data: Dataset, rows: np.ndarray) -> np.ndarray:
+        ddq = data.ddq[rows]
+        parts = [*friction_values(data, rows), ddq[:, :, None], np.ones((*ddq.shape, 1))]
+        return np.concatenate(parts, axis=-1)
+
+    return OwnColumns(tuple(names), values)
+
+
+def _chosen_keys(best: Candidate, coulomb: bool, regularise: bool, exact: bool) -> dict[str, Any]:
+    """The chosen candidate as config keys and values (no preprocessing keys for exact data)."""
+    chosen: dict[str, Any] = {}
+    if not exact:
+        chosen["preprocessing.lowpass_hz"] = float(best.lowpass_hz)
+        chosen["preprocessing.use_measured_velocity"] = bool(best.measured_velocity)
+    chosen["regressor.armature"] = bool(best.armature)
+    chosen["regressor.torque_offset"] = bool(best.torque_offset)
+    if coulomb:
+        chosen["friction.dead_band"] = float(best.dead_band)
+        widths = [float(w) for w in best.tanh_width]
+        chosen["friction.tanh_width"] = widths if any(w > 0 for w in widths) else None
+    if regularise:
+        chosen["estimator.ridge"] = float(best.ridge)
+        chosen["estimator.truncate"] = float(best.truncate)
+    return chosen
