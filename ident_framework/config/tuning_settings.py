@@ -30,12 +30,12 @@ class TuningSettings:
     folds: int = 5
     guard_s: float = 0.1
     max_samples: int = 20000
-    lowpass_hz: list[float] = field(default_factory=lambda: [5.0, 10.0, 20.0, 40.0])
+    lowpass_hz: list[float] = field(default_factory=lambda: [5.0, 10.0, 20.0, 40.0, 80.0])
     velocity: list[str] = field(default_factory=lambda: list(VELOCITY_SOURCES))
     armature: list[bool] = field(default_factory=lambda: [True, False])
     torque_offset: list[bool] = field(default_factory=lambda: [False, True])
     dead_band: list[float] = field(default_factory=lambda: [0.01, 0.0])
-    tanh_width: list[float] = field(default_factory=lambda: [0.001, 0.003, 0.01, 0.03])
+    tanh_width: list[float] = field(default_factory=lambda: [0.001, 0.003, 0.01, 0.03, 0.1])
     ridge: list[float] = field(default_factory=lambda: [1e-5, 1e-4, 1e-3, 1e-2])
     truncate: list[float] = field(default_factory=lambda: [1e-4, 1e-3, 1e-2])
     sweeps: int = 2

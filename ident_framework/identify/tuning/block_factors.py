@@ -19,7 +19,6 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ident_framework.data.dataset import Dataset
-from ident_framework.identify.linear_problem import joint_row_spaces
 from ident_framework.model.base_parameters import TriangularAccumulator
 from ident_framework.model.regressor import RegressorBuilder
 
@@ -83,13 +82,14 @@ def fold_factors(
     recordings: list[FoldRows],
     n_folds: int,
     own: OwnColumns,
+    spaces: list[np.ndarray],
     max_samples: int | None = None,
 ) -> FoldFactors:
     """The factors of every fold over the preprocessed recordings, every stride-th row of
-    each fold's rows so that at most about `max_samples` rows are used in all."""
+    each fold's rows so that at most about `max_samples` rows are used in all. `spaces`: the
+    joints' structural row spaces (`linear_problem.joint_row_spaces`)."""
     n = builder.robot.n_joints
     e = len(own.names)
-    spaces = joint_row_spaces(builder)
     subtree = [builder.subtree_columns(j) for j in range(n)]
     accumulators = [
         [TriangularAccumulator(spaces[j].shape[1] + e + 2) for j in range(n)]

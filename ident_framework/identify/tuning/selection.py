@@ -17,7 +17,7 @@ import numpy as np
 from ident_framework.config.run_config import RunConfig, SelectedPlugin
 from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import preprocess
-from ident_framework.identify.linear_problem import recording_friction
+from ident_framework.identify.linear_problem import joint_row_spaces, recording_friction
 from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.tuning.block_factors import FoldRows, OwnColumns, fold_factors
 from ident_framework.identify.tuning.folds import FoldPlan, plan_folds
@@ -84,6 +84,7 @@ def select_options(
     tolerance = config.base_parameters.tolerance
     own = _own_columns(config, builder, coulomb, start, settings)
     spaces: dict[tuple[float, bool], ColumnSpace] = {}
+    row_spaces = joint_row_spaces(builder)
 
     def space_for(preprocessing: tuple[float, bool]) -> ColumnSpace:
         if preprocessing not in spaces:
@@ -93,7 +94,9 @@ def select_options(
                 use_measured_velocity=preprocessing[1],
             )
             rows = [_fold_rows(r, params, plan, i) for i, r in enumerate(recordings)]
-            factors = fold_factors(builder, rows, plan.n_folds, own, settings.max_samples)
+            factors = fold_factors(
+                builder, rows, plan.n_folds, own, row_spaces, settings.max_samples
+            )
             spaces[preprocessing] = ColumnSpace(
                 factors,
                 robot.inertial_parameters(),
