@@ -4,8 +4,9 @@
 physical model of the run in DIR (its resolved config.yaml with the options `tuning=cv` chose
 for it, `tuning.chosen` in its parameters.yaml, and the standard parameters there) and, when
 that run trained a residual learner, the learner saved in DIR/residual/; it then predicts the
-joint torques of FILE and writes `predictions_<file stem>.csv`, `metrics_<file stem>.json`, `summary.txt` and (with `plots`)
-`plots/validation_torque.png`, `plots/rmse_per_joint.png` into this run's directory.
+joint torques of FILE and writes `predictions_<file stem>.csv`, `metrics_<file stem>.json`,
+`summary.txt` and (with `plots`) `plots/validation_torque.png`, `plots/rmse_per_joint.png`
+into this run's directory.
 """
 
 from __future__ import annotations
