@@ -21,8 +21,10 @@ class TuningSettings:
     simulation with exact accelerations is used as given). folds: blocks of one recording
     (several recordings: one fold each). guard_s: s around block boundaries left out of every
     fold. max_samples: rows the cross-validation uses at most (every k-th row beyond).
-    lowpass_hz, velocity, armature, torque_offset, dead_band (rad/s), tanh_width (rad/s, per
-    joint), ridge, truncate (shares of the largest singular value; `ls` only): the candidates.
+    The candidates (plural names; the configured value is tried too): cutoffs_hz
+    (preprocessing.lowpass_hz), velocity_sources (preprocessing.use_measured_velocity),
+    armature_columns, offset_columns (regressor.*), dead_bands, tanh_widths (rad/s, friction.*
+    of coulomb_viscous; the width per joint), ridges, truncations (estimator.* of ls).
     sweeps: passes over the joints when choosing each joint's friction shape."""
 
     method: str = "cv"
@@ -30,14 +32,14 @@ class TuningSettings:
     folds: int = 5
     guard_s: float = 0.1
     max_samples: int = 20000
-    lowpass_hz: list[float] = field(default_factory=lambda: [5.0, 10.0, 20.0, 40.0, 80.0])
-    velocity: list[str] = field(default_factory=lambda: list(VELOCITY_SOURCES))
-    armature: list[bool] = field(default_factory=lambda: [True, False])
-    torque_offset: list[bool] = field(default_factory=lambda: [False, True])
-    dead_band: list[float] = field(default_factory=lambda: [0.01, 0.0])
-    tanh_width: list[float] = field(default_factory=lambda: [0.001, 0.003, 0.01, 0.03, 0.1])
-    ridge: list[float] = field(default_factory=lambda: [1e-5, 1e-4, 1e-3, 1e-2])
-    truncate: list[float] = field(default_factory=lambda: [1e-4, 1e-3, 1e-2])
+    cutoffs_hz: list[float] = field(default_factory=lambda: [5.0, 10.0, 20.0, 40.0, 80.0])
+    velocity_sources: list[str] = field(default_factory=lambda: list(VELOCITY_SOURCES))
+    armature_columns: list[bool] = field(default_factory=lambda: [True, False])
+    offset_columns: list[bool] = field(default_factory=lambda: [False, True])
+    dead_bands: list[float] = field(default_factory=lambda: [0.01, 0.0])
+    tanh_widths: list[float] = field(default_factory=lambda: [0.001, 0.003, 0.01, 0.03, 0.1])
+    ridges: list[float] = field(default_factory=lambda: [1e-5, 1e-4, 1e-3, 1e-2])
+    truncations: list[float] = field(default_factory=lambda: [1e-4, 1e-3, 1e-2])
     sweeps: int = 2
 
     def __post_init__(self) -> None:
@@ -51,17 +53,19 @@ class TuningSettings:
             raise ValueError(f"max_samples must be >= 100, got {self.max_samples}")
         if self.sweeps < 1:
             raise ValueError(f"sweeps must be >= 1, got {self.sweeps}")
-        bad = [v for v in self.velocity if v not in VELOCITY_SOURCES]
+        bad = [v for v in self.velocity_sources if v not in VELOCITY_SOURCES]
         if bad:
-            raise ValueError(f"velocity entries must be in {list(VELOCITY_SOURCES)}, got {bad}")
-        for key in ("lowpass_hz", "dead_band", "tanh_width", "ridge", "truncate"):
+            raise ValueError(
+                f"velocity_sources entries must be in {list(VELOCITY_SOURCES)}, got {bad}"
+            )
+        for key in ("cutoffs_hz", "dead_bands", "tanh_widths", "ridges", "truncations"):
             values = getattr(self, key)
             if not all(math.isfinite(v) and v >= 0 for v in values):
                 raise ValueError(f"{key} candidates must be numbers >= 0, got {values}")
-        if any(v <= 0 for v in self.lowpass_hz + self.tanh_width):
-            raise ValueError("lowpass_hz and tanh_width candidates must be > 0")
-        if any(v >= 1 for v in self.truncate):
-            raise ValueError(f"truncate candidates must be below 1, got {self.truncate}")
+        if any(v <= 0 for v in self.cutoffs_hz + self.tanh_widths):
+            raise ValueError("cutoffs_hz and tanh_widths candidates must be > 0")
+        if any(v >= 1 for v in self.truncations):
+            raise ValueError(f"truncations candidates must be below 1, got {self.truncations}")
 
     @property
     def active(self) -> bool:

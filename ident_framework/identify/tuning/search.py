@@ -136,8 +136,8 @@ def search_columns(
     consider(
         [
             replace(best, armature=a, torque_offset=o)
-            for a in grids.armature
-            for o in grids.torque_offset
+            for a in grids.armature_columns
+            for o in grids.offset_columns
         ],
         "regressor columns",
     )
@@ -146,11 +146,11 @@ def search_columns(
         consider(
             [
                 replace(best, dead_band=d, tanh_width=(SHAPE_DEAD_BAND,) * n)
-                for d in grids.dead_band
+                for d in grids.dead_bands
             ],
             "dead band",
         )
-        shapes = [SHAPE_DEAD_BAND, *grids.tanh_width]
+        shapes = [SHAPE_DEAD_BAND, *grids.tanh_widths]
         for _ in range(grids.sweeps):
             before = best
             for j in range(n):
@@ -161,7 +161,7 @@ def search_columns(
             if best == before:
                 break
     if regularise:
-        options = [(r, 0.0) for r in grids.ridge] + [(0.0, t) for t in grids.truncate]
+        options = [(r, 0.0) for r in grids.ridges] + [(0.0, t) for t in grids.truncations]
         columns, nominal = space.columns(best)
         held = cross_validate(space.factors, columns, nominal, options, tolerance)
         for (ridge, truncate), figures in zip(options, held, strict=True):

@@ -69,83 +69,96 @@ def select_options(
     config: RunConfig, robot: RobotModel, builder: RegressorBuilder, recordings: list[Dataset]
 ) -> tuple[RunConfig, RegressorBuilder]:
     """(config with the chosen options and `selection` set, its regressor); unchanged when
-    tuning is off or the data need no preprocessing (`tuning.recorded_only`)."""
+    tuning is off or the data need no preprocessing (`tuning.recorded_only`). `recordings`:
+    the identification recordings as recorded (several: one fold each)."""
     settings = config.tuning
     exact = any(r.ddq is not None for r in recordings)
     if not settings.active or (settings.recorded_only and exact):
         return config, builder
     started = time.perf_counter()
     plan = plan_folds(recordings, settings.folds, settings.guard_s)
-    friction = config.plugins["friction"]
-    coulomb = friction.info.name == COULOMB
+    coulomb = config.plugins["friction"].info.name == COULOMB
     regularise = config.plugins["estimator"].info.name == REGULARISED
     start = _configured(config, robot.n_joints)
+    spaces = _Spaces(config, robot, builder, recordings, plan, coulomb, start)
     log = SearchLog()
     tolerance = config.base_parameters.tolerance
-    own = _own_columns(config, builder, coulomb, start, settings)
-    spaces: dict[tuple[float, bool], ColumnSpace] = {}
-    row_spaces = joint_row_spaces(builder)
-
-    def space_for(preprocessing: tuple[float, bool]) -> ColumnSpace:
-        if preprocessing not in spaces:
-            params = replace(
-                config.preprocessing,
-                lowpass_hz=preprocessing[0],
-                use_measured_velocity=preprocessing[1],
-            )
-            rows = [_fold_rows(r, params, plan, i) for i, r in enumerate(recordings)]
-            factors = fold_factors(
-                builder, rows, plan.n_folds, own, row_spaces, settings.max_samples
-            )
-            spaces[preprocessing] = ColumnSpace(
-                factors,
-                robot.inertial_parameters(),
-                robot.armature(),
-                coulomb,
-                tuple(builder.friction.parameter_names),
-            )
-        return spaces[preprocessing]
-
     # 1. column options on the configured preprocessing; 2. every preprocessing with them;
     # 3. the column options again on the preprocessing that won, if another did
     candidates = _preprocessing_candidates(config, recordings, exact)
     best, best_rmse = search_columns(
-        space_for(candidates[0]), start, settings, tolerance, regularise, log
+        spaces.get(candidates[0]), start, settings, tolerance, regularise, log
     )
     best_preprocessing = candidates[0]
     for preprocessing in candidates[1:]:
         option = replace(best, lowpass_hz=preprocessing[0], measured_velocity=preprocessing[1])
-        rmse = score_candidate(space_for(preprocessing), option, tolerance, "preprocessing", log)
+        rmse = score_candidate(spaces.get(preprocessing), option, tolerance, "preprocessing", log)
         if rmse < best_rmse:
             best, best_rmse, best_preprocessing = option, rmse, preprocessing
     if best_preprocessing != candidates[0]:
         best, best_rmse = search_columns(
-            space_for(best_preprocessing), best, settings, tolerance, regularise, log
+            spaces.get(best_preprocessing), best, settings, tolerance, regularise, log
         )
-    best_space = spaces[best_preprocessing]
-    samples = int(best_space.factors.counts.sum())
-    configured_rmse = log.rows[0]["cv_rmse"]  # the first candidate: the options as configured
-    for row in log.rows:
-        row["chosen"] = False
-    for row in log.rows:
-        if row["cv_rmse"] == best_rmse and _same(row, best):
-            row["chosen"] = True
-            break
-    joints = per_joint_rmse(best_space, best, tolerance)
+    _mark_chosen(log, best, best_rmse)
+    best_space = spaces.get(best_preprocessing)
     chosen_keys = _chosen_keys(best, coulomb, regularise, exact)
     selection = Selection(
         chosen_keys,
         float(best_rmse),
-        [float(v) for v in joints],
-        float(configured_rmse),
+        [float(v) for v in per_joint_rmse(best_space, best, tolerance)],
+        float(log.rows[0]["cv_rmse"]),  # the first candidate: the options as configured
         plan.describe(),
-        samples,
+        int(best_space.factors.counts.sum()),
         log.rows,
         time.perf_counter() - started,
     )
-    tuned = apply_chosen(config, chosen_keys)
-    tuned = replace(tuned, selection=selection)
+    tuned = replace(apply_chosen(config, chosen_keys), selection=selection)
     return tuned, regressor_builder(tuned, robot)
+
+
+class _Spaces:
+    """The column space (fold factors) of each preprocessing candidate, built when first
+    asked for: one preprocessing of every recording and one regressor pass each."""
+
+    def __init__(self, config, robot, builder, recordings, plan, coulomb, start) -> None:
+        self.config, self.robot, self.builder = config, robot, builder
+        self.recordings, self.plan, self.coulomb = recordings, plan, coulomb
+        self.own = _own_columns(config, builder, coulomb, start, config.tuning)
+        self.row_spaces = joint_row_spaces(builder)
+        self.spaces: dict[tuple[float, bool], ColumnSpace] = {}
+
+    def get(self, preprocessing: tuple[float, bool]) -> ColumnSpace:
+        if preprocessing not in self.spaces:
+            params = replace(
+                self.config.preprocessing,
+                lowpass_hz=preprocessing[0],
+                use_measured_velocity=preprocessing[1],
+            )
+            rows = [_fold_rows(r, params, self.plan, i) for i, r in enumerate(self.recordings)]
+            factors = fold_factors(
+                self.builder,
+                rows,
+                self.plan.n_folds,
+                self.own,
+                self.row_spaces,
+                self.config.tuning.max_samples,
+            )
+            self.spaces[preprocessing] = ColumnSpace(
+                factors,
+                self.robot.inertial_parameters(),
+                self.robot.armature(),
+                self.coulomb,
+                tuple(self.builder.friction.parameter_names),
+            )
+        return self.spaces[preprocessing]
+
+
+def _mark_chosen(log: SearchLog, best: Candidate, best_rmse: float) -> None:
+    """Flag the (first) row of the chosen candidate in the table."""
+    found = False
+    for row in log.rows:
+        row["chosen"] = not found and row["cv_rmse"] == best_rmse and _same(row, best)
+        found = found or row["chosen"]
 
 
 def apply_chosen(config: RunConfig, chosen: dict[str, Any]) -> RunConfig:
@@ -195,9 +208,9 @@ def _preprocessing_candidates(
     if exact:
         return [configured]
     rate = min(1.0 / float(np.median(np.diff(r.timestamp))) for r in recordings)
-    cutoffs = sorted({*config.tuning.lowpass_hz, configured[0]})
+    cutoffs = sorted({*config.tuning.cutoffs_hz, configured[0]})
     cutoffs = [c for c in cutoffs if c < NYQUIST_SHARE * rate / 2] or [configured[0]]
-    velocities = {v == "measured" for v in config.tuning.velocity} | {configured[1]}
+    velocities = {v == "measured" for v in config.tuning.velocity_sources} | {configured[1]}
     pairs = [(c, v) for c in cutoffs for v in sorted(velocities, reverse=True)]
     return [configured, *(p for p in pairs if p != configured)]
 
@@ -217,8 +230,8 @@ def _own_columns(
     """Every joint's own candidate columns: friction shapes, rotor inertia, offset."""
     if coulomb:
         selected = config.plugins["friction"]
-        dead_bands = sorted({start.dead_band, *settings.dead_band})
-        widths = sorted({*(w for w in start.tanh_width if w > 0), *settings.tanh_width})
+        dead_bands = sorted({start.dead_band, *settings.dead_bands})
+        widths = sorted({*(w for w in start.tanh_width if w > 0), *settings.tanh_widths})
         shapes = [
             (f"fc[dead band {d:g}]", {"dead_band": d, "tanh_width": None}) for d in dead_bands
         ]
