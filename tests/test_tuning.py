@@ -24,11 +24,10 @@ from ident_framework.model.robot import load_robot
 from ident_framework.testing.known_truth import sines
 
 
-def _config(*overrides: str):
+def _config(*overrides: str, source: tuple[str, ...] = ("source=csv", "source.path=x.csv")):
     register_plugin_search_path()
     with initialize_config_module("ident_framework.conf", version_base="1.3"):
-        cfg = compose("config", overrides=["robot=ur10e", "source=csv", "source.path=x.csv",
-                                           "validation=split", *overrides])  # fmt: skip
+        cfg = compose("config", overrides=["robot=ur10e", *source, "validation=split", *overrides])
     return validate_config(cfg, get_registry())
 
 
@@ -206,16 +205,20 @@ def test_selection_finds_a_planted_friction_shape_per_joint():
     assert sum(row["chosen"] for row in rows) == 1 and rows[0]["stage"] == "start"
 
 
-def test_no_selection_without_tuning_or_for_exact_data():
+def test_no_selection_without_tuning_or_for_a_source_not_listed():
     config = _config("tuning=none")
     robot = load_robot("ur10e")
     builder = regressor_builder(config, robot)
     t, q, dq, ddq = sines(2.0, 200.0, seed=1)
     data = Dataset(t, q, dq, q, robot.joint_names)
     assert select_options(config, robot, builder, [data]) == (config, builder)
-    config = _config()
-    exact = Dataset(t, q, dq, q, robot.joint_names, ddq=ddq)  # a simulation: used as given
-    assert select_options(config, robot, builder, [exact]) == (config, builder)
+    config = _config(source=("source=mujoco",))  # a simulation: not in tuning.sources
+    assert select_options(config, robot, builder, [data]) == (config, builder)
+    exact = Dataset(t, q, dq, q, robot.joint_names, ddq=ddq)
+    config = _config("tuning.sources=[mujoco]", source=("source=mujoco",))
+    tuned = select_options(config, robot, builder, [exact])[0]  # exact data: no preprocessing
+    assert tuned.selection is not None
+    assert not any(key.startswith("preprocessing.") for key in tuned.selection.chosen)
 
 
 def test_chosen_values_apply_to_the_config():

@@ -17,8 +17,9 @@ VELOCITY_SOURCES = ("measured", "differentiated")
 @dataclass
 class TuningSettings:
     """method: cv (choose by time-blocked cross-validation) | none (use the config as given).
-    recorded_only: tune only data that need preprocessing (a recording: source=csv, rtde; a
-    simulation with exact accelerations is used as given). folds: blocks of one recording
+    sources: the data sources (source=...) whose identification data are tuned (recorded
+    logs by default; add mujoco to tune a simulated robot's data too).
+    folds: blocks of one recording
     (several recordings: one fold each). guard_s: s around block boundaries left out of every
     fold. max_samples: rows the cross-validation uses at most (every k-th row beyond).
     The candidates (plural names; the configured value is tried too): cutoffs_hz
@@ -28,7 +29,7 @@ class TuningSettings:
     sweeps: passes over the joints when choosing each joint's friction shape."""
 
     method: str = "cv"
-    recorded_only: bool = True
+    sources: list[str] = field(default_factory=lambda: ["csv", "rtde"])
     folds: int = 5
     guard_s: float = 0.1
     max_samples: int = 20000

@@ -69,11 +69,11 @@ def select_options(
     config: RunConfig, robot: RobotModel, builder: RegressorBuilder, recordings: list[Dataset]
 ) -> tuple[RunConfig, RegressorBuilder]:
     """(config with the chosen options and `selection` set, its regressor); unchanged when
-    tuning is off or the data need no preprocessing (`tuning.recorded_only`). `recordings`:
+    tuning is off or the data source is not one of `tuning.sources`. `recordings`:
     the identification recordings as recorded (several: one fold each)."""
     settings = config.tuning
     exact = any(r.ddq is not None for r in recordings)
-    if not settings.active or (settings.recorded_only and exact):
+    if not settings.active or config.plugins["source"].info.name not in settings.sources:
         return config, builder
     started = time.perf_counter()
     plan = plan_folds(recordings, settings.folds, settings.guard_s)
