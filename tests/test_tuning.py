@@ -230,3 +230,18 @@ def test_chosen_values_apply_to_the_config():
     assert tuned.plugins["friction"].params.tanh_width == [0.01] * 6
     assert tuned.plugins["estimator"].params.ridge == 1e-3
     assert config.preprocessing.lowpass_hz == 20.0  # the original is left alone
+
+
+def test_several_recordings_are_selected_on_with_one_fold_each():
+    """The hook for several identification recordings: each is preprocessed alone and is
+    one fold (whole recordings held out)."""
+    config = _config("tuning.cutoffs_hz=[20.0]", "tuning.velocity_sources=[measured]")
+    robot = load_robot("ur10e")
+    builder = regressor_builder(config, robot)
+    theta = builder.standard_parameters(robot.inertial_parameters())
+    widths = np.full(6, 0.02)
+    recordings = [_recording(builder, theta, widths, seed=s) for s in (2, 3, 5)]
+    tuned, _ = select_options(config, robot, builder, recordings)
+    assert tuned.selection.folds == "3 folds: one per recording"
+    assert tuned.selection.cv_rmse < tuned.selection.configured_cv_rmse
+    assert all(0.01 <= w <= 0.03 for w in tuned.selection.chosen["friction.tanh_width"])
