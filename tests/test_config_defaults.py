@@ -28,6 +28,7 @@ from ident_framework.config.run_config import (
     SplitSettings,
 )
 from ident_framework.config.search_path import plugin_conf_packages
+from ident_framework.config.tuning_settings import TuningSettings
 from ident_framework.extension_points import POINTS
 
 SELECT = re.compile(r"^\$\{oc\.select:[\w.]+,(.*)\}$")
@@ -116,6 +117,8 @@ def _schema(group: str, values: dict[str, Any]) -> tuple[type, str]:
     """(schema, key naming the option) of a group's option config."""
     if group == "robot":
         return RobotSettings, "model"
+    if group == "tuning":
+        return TuningSettings, "method"
     if group == "validation" and values.get("plugin") == SPLIT:
         return SplitSettings, "plugin"
     kind = next(p.kind for p in POINTS.values() if group in p.groups)
@@ -151,7 +154,7 @@ def test_core_section_defaults_equal_the_dataclass_defaults():
     config = yaml.safe_load((_conf_dir(CONFIG_MODULE) / "config.yaml").read_text())
     problems = []
     for section, schema in SECTION_SCHEMAS.items():
-        if section == "robot":  # the robot group's options, above
+        if section in ("robot", "tuning"):  # the robot and tuning groups' options, above
             continue
         values = config[section]
         problems += _mismatches(f"config.yaml {section}", values, schema, "")

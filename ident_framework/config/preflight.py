@@ -15,6 +15,7 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.utils import get_args_parser
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import IntervalSweep
 from hydra.errors import ConfigCompositionException, HydraException, MissingConfigException
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
@@ -34,11 +35,27 @@ def _one_paragraph(text: str) -> str:
 
 
 def _job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
-    loader = GlobalHydra.instance().config_loader()
-    parsed = OverridesParser.create(config_loader=loader).parse_overrides(overrides)
     if not multirun:
         return [overrides]
-    return BasicSweeper.split_arguments(parsed, None)[0]
+    loader = GlobalHydra.instance().config_loader()
+    parser = OverridesParser.create(config_loader=loader)
+    jobs = [o for o in overrides if _is_job_override(o)]
+    # an optimising sweeper's interval(a,b) (hydra/sweeper=optuna): both ends are checked
+    jobs = [_interval_ends(o, parser) for o in jobs]
+    return BasicSweeper.split_arguments(parser.parse_overrides(jobs), None)[0]
+
+
+def _interval_ends(override: str, parser: OverridesParser) -> str:
+    """`key=a,b` for `key=interval(a,b)` (which the basic sweeper cannot expand), else the
+    override unchanged."""
+    parsed = parser.parse_override(override)
+    value = parsed.value()
+    if not isinstance(value, IntervalSweep):
+        return override
+    ends = [value.start, value.end]
+    if "int" in value.tags:
+        ends = [int(v) for v in ends]
+    return f"{parsed.get_key_element()}={ends[0]},{ends[1]}"
 
 
 def _is_job_override(override: str) -> bool:

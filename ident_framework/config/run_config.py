@@ -16,6 +16,7 @@ from ident_framework.config.plugin_config import build_params, group_values, val
 from ident_framework.config.registry import PluginInfo, PluginRegistry
 from ident_framework.config.rehearsal_settings import RehearsalSettings, check_rehearsal_sources
 from ident_framework.config.required_values import missing_values_message
+from ident_framework.config.tuning_settings import TuningSettings
 from ident_framework.data.checks import CheckParams
 from ident_framework.data.preprocessing import PreprocessingParams
 from ident_framework.errors import UserError
@@ -154,6 +155,9 @@ class RunConfig:
     rehearsal: RehearsalSettings = field(default_factory=RehearsalSettings)
     loop: LoopSettings = field(default_factory=LoopSettings)
     checks: CheckParams = field(default_factory=CheckParams)
+    tuning: TuningSettings = field(default_factory=TuningSettings)
+    # what tuning=cv chose (identify/tuning/selection.Selection), set by the selection step
+    selection: Any = None
 
 
 # core config sections (not plugin groups) -> their schema
@@ -165,6 +169,7 @@ SECTION_SCHEMAS: dict[str, type] = {
     "rehearsal": RehearsalSettings,
     "loop": LoopSettings,
     "checks": CheckParams,
+    "tuning": TuningSettings,
 }
 
 
@@ -251,6 +256,7 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
         rehearsal=rehearsal,
         loop=loop,
         checks=_settings(cfg, "checks"),
+        tuning=_settings(cfg, "tuning"),
     )
 
 

@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ident_framework.data.dataset import Dataset
-from ident_framework.data.preprocessing import recording_rows
+from ident_framework.data.dataset import Dataset, recording_rows
 
 TIME_RESOLUTION_S = 1e-6  # s: timestamps closer than this to margin_s are within it
 MAX_LISTED = 10  # runs and gaps listed one by one in the report (the counts cover all)

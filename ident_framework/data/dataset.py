@@ -220,3 +220,24 @@ def _stacked_recordings(datasets: list[Dataset]) -> tuple[list[str], AsRecorded]
         indices.append(np.asarray(mapping, dtype=np.int64)[own.recording])
     parts = AsRecorded(np.concatenate(timestamps), np.concatenate(torques), np.concatenate(indices))
     return names, parts
+
+
+def recording_rows(recording: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """(recording index, its rows) for each run of equal indices, in order."""
+    starts = np.flatnonzero(np.diff(recording)) + 1
+    bounds = [0, *starts.tolist(), len(recording)]
+    return [(int(recording[a]), np.arange(a, b)) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def recordings_of(ds: Dataset) -> list[Dataset]:
+    """The recordings stacked in `ds` (one dataset each, its `metadata["path"]` its own file),
+    or [ds] when it holds one."""
+    if ds.recorded is None or len(ds.recording_paths) == 1:
+        return [ds]
+    names, parts = ds.recording_paths, []
+    metadata = {k: v for k, v in ds.metadata.items() if k != "recordings"}
+    for index, rows in recording_rows(ds.recorded.recording):
+        part = ds.select(rows)
+        own = replace(part.recorded, recording=np.zeros(len(rows), dtype=np.int64))
+        parts.append(replace(part, recorded=own, metadata={**metadata, "path": names[index]}))
+    return parts

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ident_framework.data.dataset import AsRecorded, Dataset, concatenate
+from ident_framework.data.dataset import AsRecorded, Dataset, concatenate, recording_rows
 from ident_framework.data.segment_filter import (
     SegmentTooShort,
     default_trim_s,
@@ -135,13 +135,6 @@ def preprocess(
     else:
         metadata.pop("recordings", None)
     return replace(out, metadata=metadata, recorded=kept)
-
-
-def recording_rows(recording: np.ndarray) -> list[tuple[int, np.ndarray]]:
-    """(recording index, its rows) for each run of equal indices, in order."""
-    starts = np.flatnonzero(np.diff(recording)) + 1
-    bounds = [0, *starts.tolist(), len(recording)]
-    return [(int(recording[a]), np.arange(a, b)) for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 def _preprocess_recording(

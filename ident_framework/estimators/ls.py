@@ -3,6 +3,12 @@
 Solved from the per-joint triangular factors of [W_j | tau_j] (see `interfaces.LinearProblem`),
 so memory does not grow with the recording. Standard deviations from the residual variance
 and (W^T W)^-1.
+
+Optional regularisation for ill-conditioned data (`identify/regularization.py`): `ridge`
+(Tikhonov toward the nominal parameters of the robot model; friction and offsets toward 0),
+λ = ridge × the largest singular value of the base regressor; `truncate`: truncated SVD, the
+directions whose singular value is below truncate × the largest keep their nominal value.
+`tuning=cv` chooses both by cross-validation on the identification data.
 """
 
 from __future__ import annotations
@@ -14,12 +20,21 @@ import scipy.linalg
 
 from ident_framework.hookspecs import hookimpl
 from ident_framework.identify.linear_problem import stack_factors
+from ident_framework.identify.regularization import check_strengths, spectral_solve
 from ident_framework.interfaces import EstimatorDefaults, LinearProblem
 
 
 @dataclass
 class LeastSquaresParams:
-    """No parameters."""
+    """ridge: Tikhonov strength toward the nominal parameters, as a share of the largest
+    singular value (0: none); truncate: singular values below this share of the largest are
+    dropped (truncated SVD; 0: none)."""
+
+    ridge: float = 0.0
+    truncate: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_strengths(self.ridge, self.truncate)
 
 
 def solve_stacked(
@@ -57,8 +72,35 @@ class LeastSquares(EstimatorDefaults):
 
     def fit(self, problem: LinearProblem) -> LeastSquares:
         n_rows = problem.n_samples * len(problem.r_factors)
-        self.coef_, self.coef_std_ = solve_stacked(problem.r_factors, n_rows)
+        if self.params.ridge == 0.0 and self.params.truncate == 0.0:
+            self.coef_, self.coef_std_ = solve_stacked(problem.r_factors, n_rows)
+            return self
+        self.coef_, self.coef_std_ = solve_regularised(
+            problem, self.params.ridge, self.params.truncate
+        )
         return self
+
+
+def nominal_base(problem: LinearProblem) -> np.ndarray | None:
+    """The robot model's nominal parameters in the problem's base parameters (None: unknown)."""
+    standard = problem.standard
+    if standard is None or standard.nominal is None:
+        return None
+    return standard.combination @ np.asarray(standard.nominal, dtype=float)
+
+
+def solve_regularised(
+    problem: LinearProblem, ridge: float, truncate: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(beta, std): ridge / truncated SVD toward the nominal base parameters."""
+    r = stack_factors(problem.r_factors)
+    k = r.shape[1] - 1
+    beta, gain, _ = spectral_solve(r[:k, :k], r[:k, k], nominal_base(problem), ridge, truncate)
+    augmented = np.append(beta, -1.0)
+    rss = float(np.sum((r @ augmented) ** 2))
+    sigma2 = rss / max(problem.n_samples * len(problem.r_factors) - k, 1)
+    std = np.sqrt(sigma2 * np.sum(gain**2, axis=1))
+    return beta, std
 
 
 @hookimpl

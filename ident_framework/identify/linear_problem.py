@@ -66,11 +66,14 @@ def _row_spaces(builder: RegressorBuilder, n_states: int, seed: int) -> list[np.
     ddq = rng.uniform(-1.0, 1.0, (n_states, n)) * robot.limits.acceleration
     rigid = builder.rigid_body(q, dq, ddq)
     bases = []
-    for j in range(n):
-        block = rigid[:, j, builder.subtree_columns(j)]
-        _, singular, vt = np.linalg.svd(block, full_matrices=False)
-        rank = int(np.sum(singular > STRUCTURAL_TOLERANCE * singular[0])) if singular.size else 0
-        bases.append(np.ascontiguousarray(vt[:rank].T))
+    with threadpool_limits(limits=1, user_api="blas"):  # small SVDs: threads only contend
+        for j in range(n):
+            block = rigid[:, j, builder.subtree_columns(j)]
+            _, singular, vt = np.linalg.svd(block, full_matrices=False)
+            rank = (
+                int(np.sum(singular > STRUCTURAL_TOLERANCE * singular[0])) if singular.size else 0
+            )
+            bases.append(np.ascontiguousarray(vt[:rank].T))
     return bases
 
 

@@ -23,7 +23,9 @@ log = logging.getLogger(__name__)
 
 
 def run_one_job(cfg: DictConfig) -> float:
-    """Returns the validation RMSE (Nm) of the final prediction, for sweepers that optimise."""
+    """Returns the objective for sweepers that optimise (e.g. hydra/sweeper=optuna): the
+    cross-validated RMSE (Nm) of the options `tuning=cv` chose, on the identification data
+    alone, when a selection ran; else the validation RMSE (Nm) of the final prediction."""
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     config = validate_config(cfg, get_registry())
     if config.mode == "predict":
@@ -46,5 +48,7 @@ def run_one_job(cfg: DictConfig) -> float:
             result = run_pipeline(config)
             write_run_directory(staging, result, cfg)
     print_summary(result, run_dir)
+    if result.config.selection is not None:
+        return float(result.config.selection.cv_rmse)
     final = result.metrics["validation"].get("fusion") or result.metrics["validation"]["physical"]
     return float(final["rmse"])

@@ -15,7 +15,7 @@ from typing import Any
 
 from ident_framework.config.run_config import RunConfig
 from ident_framework.data.checks import drop_untrusted
-from ident_framework.data.dataset import Dataset
+from ident_framework.data.dataset import Dataset, recordings_of
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.identify.estimation import estimate, require_samples
 from ident_framework.identify.excitation_objective import make_condition_objective
@@ -24,6 +24,7 @@ from ident_framework.identify.linear_problem import build_problem
 from ident_framework.identify.metrics import data_metrics, fit_metrics, identifiability_metrics
 from ident_framework.identify.physical_check import physical_check
 from ident_framework.identify.prediction import fuse_residual, predict_physical
+from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.result import (
     Diagnostics,
     IdentificationData,
@@ -32,6 +33,7 @@ from ident_framework.identify.result import (
     StepTimer,
 )
 from ident_framework.identify.truth import friction_comparison, truth_metrics
+from ident_framework.identify.tuning.selection import select_options
 from ident_framework.interfaces import ConditionObjective, Trajectory
 from ident_framework.model import friction_terms
 from ident_framework.model.regressor import RegressorBuilder
@@ -47,17 +49,7 @@ def _split_tail(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:
 def robot_and_regressor(config: RunConfig) -> tuple[RobotModel, RegressorBuilder]:
     """The robot model and its regressor (friction plugin, rotor inertia, offsets) of a run."""
     robot = load_robot(config.robot.model, config.robot.path, config.robot.acceleration_limits)
-    model = config.plugins["friction"].create()
-    builder = RegressorBuilder(
-        robot,
-        model,
-        armature=config.regressor.armature,
-        torque_offset=config.regressor.torque_offset,
-        parallel_friction=config.preprocessing.parallel_friction(
-            friction_terms.is_nonlinear(model)
-        ),
-    )
-    return robot, builder
+    return robot, regressor_builder(config, robot)
 
 
 def design_excitation(
@@ -106,6 +98,9 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResu
         recorded = source.acquire(robot, excitation, "identification")
         recorded, validation_recorded = acquire_validation(config, robot, recorded)
 
+    # Options the user should not have to guess, chosen on the identification data alone.
+    with timer("tuning"):
+        config, builder = select_options(config, robot, builder, recordings_of(recorded))
     with timer("preprocessing"):
         train = preprocess(recorded, config.preprocessing)
         validation = preprocess(validation_recorded, config.preprocessing)

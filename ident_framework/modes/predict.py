@@ -1,13 +1,13 @@
 """mode=predict: apply a saved identification to a new recording.
 
 `python -m ident_framework mode=predict run=DIR source=csv source.path=FILE` rebuilds the
-physical model of the run in DIR (its resolved config.yaml and the standard parameters in its
-parameters.yaml) and, when that run trained a residual learner, the learner saved in
-DIR/residual/; it then predicts the joint torques of FILE and writes
-`predictions_<file stem>.csv`, `metrics_<file stem>.json` (several files, `source.path` a list
-or a glob: `predictions_recordings.csv` with a `recording` column, `metrics_recordings.json`
-with `recordings`), `summary.txt` and (with `plots`)
-`plots/validation_torque.png`, `plots/rmse_per_joint.png` into this run's directory.
+physical model of the run in DIR (its resolved config.yaml with the options `tuning=cv` chose
+for it, `tuning.chosen` in its parameters.yaml, and the standard parameters there) and, when
+that run trained a residual learner, the learner saved in DIR/residual/; it then predicts the
+joint torques of FILE and writes `predictions_<file stem>.csv`, `metrics_<file stem>.json`
+(several files, `source.path` a list or a glob: `predictions_recordings.csv` with a
+`recording` column, `metrics_recordings.json` with `recordings`), `summary.txt` and (with
+`plots`) `plots/validation_torque.png`, `plots/rmse_per_joint.png` into this run's directory.
 """
 
 from __future__ import annotations
@@ -78,6 +78,9 @@ def load_saved_model(run_dir: str | Path) -> SavedModel:
         parameters = yaml.safe_load(_read(folder / run_files.PARAMETERS, "identified parameters"))
     except (yaml.YAMLError, ValueError) as error:
         raise UserError(f"Cannot read the saved run in {folder}: {error}") from None
+    # the options tuning=cv chose for that run (parameters.yaml `tuning.chosen`)
+    for key, value in (((parameters or {}).get("tuning") or {}).get("chosen") or {}).items():
+        OmegaConf.update(cfg, key, value, merge=False)
     config = validate_config(cfg, get_registry())
     robot, builder = robot_and_regressor(config)
     saved = (parameters or {}).get("standard_parameters")

@@ -21,6 +21,7 @@ SUMMARY = "summary.txt"
 RESIDUAL_FOLDER = "residual"  # the residual learner's `save` (when one ran)
 TWIN_MJCF = "twin.xml"  # the twin write-back (physically valid parameters only)
 TWIN_URDF = "twin.urdf"
+TUNING_CSV = "tuning.csv"  # tuning=cv: every candidate tried, its cross-validated RMSE
 
 # plots/
 PLOTS = "plots"

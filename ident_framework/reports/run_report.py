@@ -21,6 +21,7 @@ from ident_framework.reports import run_files
 from ident_framework.reports.parameters import parameters_document
 from ident_framework.reports.plots import write_plots, write_prediction_plots
 from ident_framework.reports.summary import summary_lines
+from ident_framework.reports.tuning_report import tuning_section, write_tuning_table
 from ident_framework.twin.export import twin_urdf_text
 
 
@@ -66,7 +67,11 @@ def write_run_directory(
     """Every file of an identification's run directory into the folder `staging`; the twin's
     file names prefixed with `twin_prefix` (a rehearsal's is not the robot's twin)."""
     model, plots = result.model, result.config.plots
-    (staging / run_files.METRICS).write_text(json.dumps(to_plain(result.metrics), indent=2))
+    selection = result.config.selection
+    metrics = result.metrics
+    if selection is not None:
+        metrics = {**metrics, "tuning": tuning_section(selection)}
+    (staging / run_files.METRICS).write_text(json.dumps(to_plain(metrics), indent=2))
     (staging / run_files.PARAMETERS).write_text(
         yaml.safe_dump(parameters_document(result), sort_keys=False)
     )
@@ -77,6 +82,7 @@ def write_run_directory(
         validation.physical,
         validation.final,
     )
+    write_tuning_table(staging, selection)
     (staging / run_files.PLUGINS).write_text(
         yaml.safe_dump({"installed": installed_plugins()}, sort_keys=False)
     )

@@ -13,6 +13,7 @@ from ident_framework.reports.loop_table import loop_table
 from ident_framework.reports.parameters import joint_parameters, parameter_unit
 from ident_framework.reports.run_files import twin_files
 from ident_framework.reports.tables import aligned_table, format_cell
+from ident_framework.reports.tuning_report import tuning_lines
 
 
 def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[str]:
@@ -24,6 +25,7 @@ def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[s
         f"{ident['n_standard']}, cond(W_base) = {ident['cond']:.1f}",
         models_line(result),
     ]
+    lines += tuning_lines(result.config.selection)
     for split in ("train", "validation"):
         lines += metric_lines(split, m[split])
         lines += recording_lines(m[split].get("recordings") or [])

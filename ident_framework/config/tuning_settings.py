@@ -1,0 +1,73 @@
+"""Settings of the model-selection step (`tuning=cv` / `tuning=none`, conf/tuning/*.yaml).
+
+Candidate grids (a list per option; the configured value is always tried too), the number of
+folds and how many rows the cross-validation uses. What is chosen and how: see
+`identify/tuning/`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+METHODS = ("cv", "none")
+VELOCITY_SOURCES = ("measured", "differentiated")
+
+
+@dataclass
+class TuningSettings:
+    """method: cv (choose by time-blocked cross-validation) | none (use the config as given).
+    sources: the data sources (source=...) whose identification data are tuned (recorded
+    logs by default; add mujoco to tune a simulated robot's data too).
+    folds: blocks of one recording
+    (several recordings: one fold each). guard_s: s around block boundaries left out of every
+    fold. max_samples: rows the cross-validation uses at most (every k-th row beyond).
+    The candidates (plural names; the configured value is tried too): cutoffs_hz
+    (preprocessing.lowpass_hz), velocity_sources (preprocessing.use_measured_velocity),
+    armature_columns, offset_columns (regressor.*), dead_bands, tanh_widths (rad/s, friction.*
+    of coulomb_viscous; the width per joint), ridges, truncations (estimator.* of ls).
+    sweeps: passes over the joints when choosing each joint's friction shape."""
+
+    method: str = "cv"
+    sources: list[str] = field(default_factory=lambda: ["csv", "rtde"])
+    folds: int = 5
+    guard_s: float = 0.1
+    max_samples: int = 20000
+    cutoffs_hz: list[float] = field(default_factory=lambda: [5.0, 10.0, 20.0, 40.0, 80.0])
+    velocity_sources: list[str] = field(default_factory=lambda: list(VELOCITY_SOURCES))
+    armature_columns: list[bool] = field(default_factory=lambda: [True, False])
+    offset_columns: list[bool] = field(default_factory=lambda: [False, True])
+    dead_bands: list[float] = field(default_factory=lambda: [0.01, 0.0])
+    tanh_widths: list[float] = field(default_factory=lambda: [0.001, 0.003, 0.01, 0.03, 0.1])
+    ridges: list[float] = field(default_factory=lambda: [1e-5, 1e-4, 1e-3, 1e-2])
+    truncations: list[float] = field(default_factory=lambda: [1e-4, 1e-3, 1e-2])
+    sweeps: int = 2
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {list(METHODS)}, got {self.method!r}")
+        if not 2 <= self.folds <= 50:
+            raise ValueError(f"folds must be an integer in 2..50, got {self.folds}")
+        if not (math.isfinite(self.guard_s) and self.guard_s >= 0):
+            raise ValueError(f"guard_s must be >= 0 s, got {self.guard_s}")
+        if self.max_samples < 100:
+            raise ValueError(f"max_samples must be >= 100, got {self.max_samples}")
+        if self.sweeps < 1:
+            raise ValueError(f"sweeps must be >= 1, got {self.sweeps}")
+        bad = [v for v in self.velocity_sources if v not in VELOCITY_SOURCES]
+        if bad:
+            raise ValueError(
+                f"velocity_sources entries must be in {list(VELOCITY_SOURCES)}, got {bad}"
+            )
+        for key in ("cutoffs_hz", "dead_bands", "tanh_widths", "ridges", "truncations"):
+            values = getattr(self, key)
+            if not all(math.isfinite(v) and v >= 0 for v in values):
+                raise ValueError(f"{key} candidates must be numbers >= 0, got {values}")
+        if any(v <= 0 for v in self.cutoffs_hz + self.tanh_widths):
+            raise ValueError("cutoffs_hz and tanh_widths candidates must be > 0")
+        if any(v >= 1 for v in self.truncations):
+            raise ValueError(f"truncations candidates must be below 1, got {self.truncations}")
+
+    @property
+    def active(self) -> bool:
+        return self.method == "cv"

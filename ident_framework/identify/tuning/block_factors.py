@@ -1,0 +1,135 @@
+"""Per fold, the triangular factor of every candidate column at once.
+
+For one preprocessing of the identification data, the rows of each fold are streamed once
+through the regressor. Every column any candidate may use is in the factor: the rigid-body
+columns, and per joint the joint's own candidates (friction columns of every friction shape,
+rotor inertia, offset), then two right-hand sides: the low-passed torque (what the estimator
+fits) and the torque as recorded (what held-out error is measured against). A candidate is a
+subset of the columns: the factor of that subset over any union of folds is the QR of the
+stacked column slices of the folds' factors, exact and small (`cross_validation.py`); nothing
+is refactored from the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ident_framework.data.dataset import Dataset
+from ident_framework.model.base_parameters import TriangularAccumulator
+from ident_framework.model.regressor import RegressorBuilder
+
+CHUNK = 2000  # rows per regressor call
+
+
+@dataclass(frozen=True)
+class OwnColumns:
+    """A joint's own candidate columns: `names` (per joint, e.g. "fv", "fc[tanh 0.003]",
+    "Ia", "offset") and `values(data, rows)` -> (len(rows), n, len(names)) at those rows of a
+    preprocessed dataset."""
+
+    names: tuple[str, ...]
+    values: Callable[[Dataset, np.ndarray], np.ndarray]
+
+    def index(self, name: str) -> int:
+        return self.names.index(name)
+
+
+@dataclass
+class FoldFactors:
+    """Per fold f: `merged[f]` (P, P) factor of [inertial | own columns of every joint |
+    tau_filtered | tau_recorded] over the fold's rows, all joints; `per_joint[f][j]` the same
+    for joint j's rows only; `counts[f]` samples. Column layout: 10 n inertial, then joint j's
+    own columns at 10 n + j e + i, then the two torque columns."""
+
+    merged: list[np.ndarray]
+    per_joint: list[list[np.ndarray]]
+    counts: np.ndarray
+    n_joints: int
+    own: OwnColumns
+
+    @property
+    def n_inertial(self) -> int:
+        return 10 * self.n_joints
+
+    @property
+    def tau_filtered(self) -> int:
+        return self.merged[0].shape[1] - 2
+
+    @property
+    def tau_recorded(self) -> int:
+        return self.merged[0].shape[1] - 1
+
+    def own_column(self, joint: int, name: str) -> int:
+        return self.n_inertial + joint * len(self.own.names) + self.own.index(name)
+
+
+@dataclass(frozen=True)
+class FoldRows:
+    """One preprocessed recording: its data, the torque as recorded at its rows (N, n) Nm,
+    and the fold of each row (N,) (-1: in no fold)."""
+
+    data: Dataset
+    tau_recorded: np.ndarray
+    labels: np.ndarray
+
+
+def fold_factors(
+    builder: RegressorBuilder,
+    recordings: list[FoldRows],
+    n_folds: int,
+    own: OwnColumns,
+    spaces: list[np.ndarray],
+    max_samples: int | None = None,
+) -> FoldFactors:
+    """The factors of every fold over the preprocessed recordings, every stride-th row of
+    each fold's rows so that at most about `max_samples` rows are used in all. `spaces`: the
+    joints' structural row spaces (`linear_problem.joint_row_spaces`)."""
+    n = builder.robot.n_joints
+    e = len(own.names)
+    subtree = [builder.subtree_columns(j) for j in range(n)]
+    accumulators = [
+        [TriangularAccumulator(spaces[j].shape[1] + e + 2) for j in range(n)]
+        for _ in range(n_folds)
+    ]
+    total = sum(int(np.sum(r.labels >= 0)) for r in recordings)
+    stride = max(1, -(-total // max_samples)) if max_samples else 1
+    counts = np.zeros(n_folds, dtype=int)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for recording in recordings:
+            rows_kept = np.flatnonzero(recording.labels >= 0)[::stride]
+            counts += np.bincount(recording.labels[rows_kept], minlength=n_folds)
+            own_values = own.values(recording.data, rows_kept)
+            for start in range(0, len(rows_kept), CHUNK):
+                rows = rows_kept[start : start + CHUNK]
+                data = recording.data
+                rigid = builder.rigid_body(data.q[rows], data.dq[rows], data.ddq[rows])
+                own_part = own_values[start : start + CHUNK]
+                fold = recording.labels[rows]
+                for f in np.unique(fold):
+                    mine = fold == f
+                    for j in range(n):
+                        accumulators[f][j].add_blocks(
+                            rigid[mine][:, j, subtree[j]] @ spaces[j],
+                            own_part[mine, j],
+                            data.tau[rows[mine], j],
+                            recording.tau_recorded[rows[mine], j],
+                        )
+        size = 10 * n + n * e + 2
+        merged, per_joint = [], []
+        for f in range(n_folds):
+            joints = []
+            for j in range(n):
+                r = accumulators[f][j].factor
+                k = spaces[j].shape[1]
+                full = np.zeros((r.shape[0], size))
+                full[:, subtree[j]] = r[:, :k] @ spaces[j].T
+                full[:, 10 * n + j * e : 10 * n + (j + 1) * e] = r[:, k : k + e]
+                full[:, -2:] = r[:, -2:]
+                joints.append(full)
+            per_joint.append(joints)
+            merged.append(np.linalg.qr(np.vstack(joints), mode="r"))
+    return FoldFactors(merged, per_joint, counts, n, own)

@@ -1,0 +1,102 @@
+"""Folds of time-blocked cross-validation: contiguous parts of the motion, never a shuffle.
+
+With several recordings each recording is one fold. One recording is cut into `n_folds`
+contiguous time blocks; when its motion repeats (a periodic excitation, detected from q), the
+blocks are cut in the phase of one period instead, so a held-out block is a part of the motion
+no training block shows again (a block of the clock would be repeated by the next period).
+Samples within `guard_s` of a block boundary belong to no fold: the zero-phase filters spread
+each sample over its neighbours, which would otherwise leak across the boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ident_framework.data.dataset import Dataset
+
+PERIOD_TOLERANCE = 0.02  # rms |q(t + T) - q(t)| / std(q) below which the motion repeats
+PERIOD_POINTS = 2000  # q is decimated to about this many samples to search for a period
+
+
+@dataclass(frozen=True)
+class FoldPlan:
+    """How the samples of the identification recordings fall into folds.
+
+    kind: "recordings" (one fold per recording) | "periodic blocks" | "time blocks";
+    starts (per recording, s), duration_s (per recording), period_s (None: not periodic)."""
+
+    kind: str
+    n_folds: int
+    starts: tuple[float, ...]
+    durations: tuple[float, ...]
+    period_s: float | None
+    guard_s: float
+
+    def labels(self, recording: int, timestamp: np.ndarray) -> np.ndarray:
+        """(N,) fold of each sample (0..n_folds-1) of recording `recording` at `timestamp`
+        (s), -1 for samples in a guard band."""
+        t = np.asarray(timestamp, dtype=float) - self.starts[recording]
+        if self.kind == "recordings":
+            return np.full(t.shape, recording, dtype=int)
+        length = self.period_s if self.period_s is not None else self.durations[recording]
+        position = np.clip((t % length if self.period_s else t) / length, 0.0, 1.0 - 1e-12)
+        scaled = position * self.n_folds
+        labels = np.floor(scaled).astype(int)
+        block_s = length / self.n_folds
+        edge = np.minimum(scaled - labels, labels + 1 - scaled) * block_s
+        inner = (labels > 0) | (scaled - labels > 0.5)  # the recording's own ends need no guard
+        inner &= (labels < self.n_folds - 1) | (scaled - labels < 0.5) | bool(self.period_s)
+        labels[(edge < self.guard_s) & inner] = -1
+        return labels
+
+    def describe(self) -> str:
+        if self.kind == "recordings":
+            return f"{self.n_folds} folds: one per recording"
+        if self.period_s is not None:
+            return (
+                f"{self.n_folds} folds: blocks of the phase of the motion's period "
+                f"{self.period_s:.4g} s (guard {self.guard_s:g} s)"
+            )
+        return f"{self.n_folds} folds: contiguous time blocks (guard {self.guard_s:g} s)"
+
+
+def motion_period(timestamp: np.ndarray, q: np.ndarray) -> float | None:
+    """The shortest lag T (s) at which q(t + T) repeats q(t) (rms difference below
+    PERIOD_TOLERANCE of q's spread) with at least two periods recorded, else None."""
+    t = np.asarray(timestamp, dtype=float)
+    duration = t[-1] - t[0]
+    if len(t) < 20 or duration <= 0:
+        return None
+    grid = np.linspace(t[0], t[-1], min(PERIOD_POINTS, len(t)))
+    signal = np.column_stack([np.interp(grid, t, column) for column in np.asarray(q).T])
+    spread = np.sqrt(np.sum(np.var(signal, axis=0)))
+    if spread <= 0:
+        return None
+    step = grid[1] - grid[0]
+    lags = np.arange(max(2, int(0.05 * len(grid))), len(grid) // 2 + 1)
+    errors = np.array(
+        [np.sqrt(np.mean(np.sum((signal[lag:] - signal[:-lag]) ** 2, axis=1))) for lag in lags]
+    )
+    repeating = np.flatnonzero(errors / spread < PERIOD_TOLERANCE)
+    if repeating.size == 0:
+        return None
+    first = repeating[0]  # the first run of repeating lags: its best lag is the period
+    run_end = first
+    while run_end + 1 < len(lags) and errors[run_end + 1] / spread < PERIOD_TOLERANCE:
+        run_end += 1
+    best = first + int(np.argmin(errors[first : run_end + 1]))
+    return float(lags[best] * step)
+
+
+def plan_folds(recordings: list[Dataset], n_folds: int, guard_s: float) -> FoldPlan:
+    """The folds of `recordings` (raw, in time order): one per recording when there are
+    several, else `n_folds` blocks of one (of its period's phase when the motion repeats)."""
+    starts = tuple(float(r.timestamp[0]) for r in recordings)
+    durations = tuple(float(r.duration) for r in recordings)
+    if len(recordings) > 1:
+        return FoldPlan("recordings", len(recordings), starts, durations, None, 0.0)
+    period = motion_period(recordings[0].timestamp, recordings[0].q)
+    kind = "periodic blocks" if period is not None else "time blocks"
+    return FoldPlan(kind, n_folds, starts, durations, period, guard_s)

@@ -1,0 +1,190 @@
+"""The candidates the selection tries, in stages, and the table of their CV RMSE.
+
+Coordinate search, each stage keeping the best candidate so far: on the configured
+preprocessing the column options are chosen greedily (`search_columns`): regressor columns
+(rotor inertia, offset), the Coulomb dead band (`coulomb_viscous`), each joint's friction
+shape (dead-band sign or tanh of a width, `sweeps` passes over the joints), then the
+estimator's regularisation (ridge toward the nominal parameters, truncated SVD; `ls` only).
+Then every preprocessing candidate (low-pass cut-off x velocity source; each needs one pass
+of the regressor over the rows the cross-validation uses) is scored with those options; when
+another preprocessing wins, the column options are searched again on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ident_framework.identify.tuning.block_factors import FoldFactors
+from ident_framework.identify.tuning.cross_validation import Regulariser, cross_validate
+
+SHAPE_DEAD_BAND = 0.0  # a joint's tanh width 0: the dead-band sign
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One combination of options. tanh_width (n,) rad/s per joint, 0: dead-band sign."""
+
+    lowpass_hz: float
+    measured_velocity: bool
+    armature: bool
+    torque_offset: bool
+    dead_band: float
+    tanh_width: tuple[float, ...]
+    ridge: float = 0.0
+    truncate: float = 0.0
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "lowpass_hz": self.lowpass_hz,
+            "velocity": "measured" if self.measured_velocity else "differentiated",
+            "armature": self.armature,
+            "torque_offset": self.torque_offset,
+            "dead_band": self.dead_band,
+            "tanh_width": " ".join(f"{w:g}" for w in self.tanh_width),
+            "ridge": self.ridge,
+            "truncate": self.truncate,
+        }
+
+
+@dataclass
+class ColumnSpace:
+    """Maps a candidate to column indices of the fold factors and their nominal values.
+    `coulomb`: the friction model is coulomb_viscous (its shapes are candidates); else the
+    friction plugin's own columns `friction_names` are always used."""
+
+    factors: FoldFactors
+    inertial_nominal: np.ndarray  # (10 n,)
+    armature_nominal: np.ndarray  # (n,) kg·m²
+    coulomb: bool
+    friction_names: tuple[str, ...] = ()
+
+    def columns(self, candidate: Candidate) -> tuple[np.ndarray, np.ndarray]:
+        f = self.factors
+        columns = list(range(f.n_inertial))
+        nominal = list(self.inertial_nominal)
+        for j in range(f.n_joints):
+            own = []
+            if self.coulomb:
+                width = candidate.tanh_width[j]
+                shape = (
+                    f"fc[tanh {width:g}]" if width > 0 else f"fc[dead band {candidate.dead_band:g}]"
+                )
+                own += [("fv", 0.0), (shape, 0.0)]
+            else:
+                own += [(name, 0.0) for name in self.friction_names]
+            if candidate.armature:
+                own.append(("Ia", float(self.armature_nominal[j])))
+            if candidate.torque_offset:
+                own.append(("offset", 0.0))
+            for name, value in own:
+                columns.append(f.own_column(j, name))
+                nominal.append(value)
+        return np.array(columns), np.array(nominal)
+
+
+@dataclass
+class SearchLog:
+    """Every candidate tried: its options, stage and CV RMSE."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, stage: str, candidate: Candidate, rmse: float, rank: int) -> None:
+        self.rows.append({"stage": stage, **candidate.row(), "rank": rank, "cv_rmse": rmse})
+
+
+def _regularisers(candidate: Candidate) -> Regulariser:
+    return (candidate.ridge, candidate.truncate)
+
+
+def score_candidate(
+    space: ColumnSpace, candidate: Candidate, tolerance: float, stage: str, log: SearchLog
+) -> float:
+    """CV RMSE (Nm) of one candidate, logged under `stage`."""
+    columns, nominal = space.columns(candidate)
+    held = cross_validate(space.factors, columns, nominal, [_regularisers(candidate)], tolerance)
+    log.add(stage, candidate, held[0].rmse, held[0].rank)
+    return held[0].rmse
+
+
+def search_columns(
+    space: ColumnSpace,
+    start: Candidate,
+    grids: Any,
+    tolerance: float,
+    regularise: bool,
+    log: SearchLog,
+) -> tuple[Candidate, float]:
+    """The best column options and regulariser for one preprocessing (greedy stages)."""
+
+    def score(candidate: Candidate, stage: str) -> float:
+        return score_candidate(space, candidate, tolerance, stage, log)
+
+    best, best_rmse = start, score(start, "start")
+
+    def consider(options: list[Candidate], stage: str) -> None:
+        nonlocal best, best_rmse
+        for option in options:
+            if option == best:
+                continue
+            rmse = score(option, stage)
+            if rmse < best_rmse:
+                best, best_rmse = option, rmse
+
+    consider(
+        [
+            replace(best, armature=a, torque_offset=o)
+            for a in grids.armature_columns
+            for o in grids.offset_columns
+        ],
+        "regressor columns",
+    )
+    if space.coulomb:
+        n = space.factors.n_joints
+        consider(
+            [
+                replace(best, dead_band=d, tanh_width=(SHAPE_DEAD_BAND,) * n)
+                for d in grids.dead_bands
+            ],
+            "dead band",
+        )
+        shapes = [SHAPE_DEAD_BAND, *grids.tanh_widths]
+        for _ in range(grids.sweeps):
+            before = best
+            for j in range(n):
+                consider(
+                    [replace(best, tanh_width=_with(best.tanh_width, j, w)) for w in shapes],
+                    f"friction shape joint {j + 1}",
+                )
+            if best == before:
+                break
+    if regularise:
+        options = [(r, 0.0) for r in grids.ridges] + [(0.0, t) for t in grids.truncations]
+        columns, nominal = space.columns(best)
+        held = cross_validate(space.factors, columns, nominal, options, tolerance)
+        for (ridge, truncate), figures in zip(options, held, strict=True):
+            option = replace(best, ridge=ridge, truncate=truncate)
+            log.add("regularisation", option, figures.rmse, figures.rank)
+        i = int(np.argmin([h.rmse for h in held]))
+        if held[i].rmse < best_rmse:
+            best, best_rmse = (
+                replace(best, ridge=options[i][0], truncate=options[i][1]),
+                held[i].rmse,
+            )
+    return best, best_rmse
+
+
+def per_joint_rmse(space: ColumnSpace, candidate: Candidate, tolerance: float) -> np.ndarray:
+    columns, nominal = space.columns(candidate)
+    regulariser = _regularisers(candidate)
+    return cross_validate(space.factors, columns, nominal, [regulariser], tolerance, True)[
+        0
+    ].rmse_per_joint
+
+
+def _with(values: tuple[float, ...], joint: int, value: float) -> tuple[float, ...]:
+    out = list(values)
+    out[joint] = value
+    return tuple(out)

@@ -1,0 +1,278 @@
+"""The selection step of the pipeline: choose options by cross-validation on the
+identification recordings, and return the config (and regressor) with the chosen values.
+
+`select_options` is the one call `modes/pipeline.py` makes. It never sees the validation
+data. The chosen values are config keys (`Selection.chosen`, e.g. `preprocessing.lowpass_hz`),
+written to parameters.yaml so that `mode=predict` rebuilds the same model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ident_framework.config.run_config import RunConfig, SelectedPlugin
+from ident_framework.data.dataset import Dataset
+from ident_framework.data.preprocessing import preprocess
+from ident_framework.identify.linear_problem import joint_row_spaces, recording_friction
+from ident_framework.identify.regressor_setup import regressor_builder
+from ident_framework.identify.tuning.block_factors import FoldRows, OwnColumns, fold_factors
+from ident_framework.identify.tuning.folds import FoldPlan, plan_folds
+from ident_framework.identify.tuning.search import (
+    Candidate,
+    ColumnSpace,
+    SearchLog,
+    per_joint_rmse,
+    score_candidate,
+    search_columns,
+)
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import RobotModel
+
+COULOMB = "coulomb_viscous"  # the friction plugin whose shapes are candidates
+REGULARISED = "ls"  # the estimator whose ridge / truncation are candidates
+NYQUIST_SHARE = 0.9  # cut-off candidates must lie below this share of the Nyquist frequency
+
+
+@dataclass
+class Selection:
+    """What the selection chose and measured. chosen: config key -> value; cv_rmse (Nm) of
+    the chosen candidate (pooled and per joint) and of the options as configured; folds: how
+    the folds were formed; table: every candidate tried (`SearchLog.rows`)."""
+
+    chosen: dict[str, Any]
+    cv_rmse: float
+    cv_rmse_per_joint: list[float]
+    configured_cv_rmse: float
+    folds: str
+    samples_used: int
+    table: list[dict[str, Any]]
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chosen": self.chosen,
+            "cv_rmse": self.cv_rmse,
+            "cv_rmse_per_joint": self.cv_rmse_per_joint,
+            "configured_cv_rmse": self.configured_cv_rmse,
+            "folds": self.folds,
+            "samples_used": self.samples_used,
+            "candidates": len(self.table),
+            "seconds": self.seconds,
+        }
+
+
+def select_options(
+    config: RunConfig, robot: RobotModel, builder: RegressorBuilder, recordings: list[Dataset]
+) -> tuple[RunConfig, RegressorBuilder]:
+    """(config with the chosen options and `selection` set, its regressor); unchanged when
+    tuning is off or the data source is not one of `tuning.sources`. `recordings`:
+    the identification recordings as recorded (several: one fold each)."""
+    settings = config.tuning
+    exact = any(r.ddq is not None for r in recordings)
+    if not settings.active or config.plugins["source"].info.name not in settings.sources:
+        return config, builder
+    started = time.perf_counter()
+    plan = plan_folds(recordings, settings.folds, settings.guard_s)
+    coulomb = config.plugins["friction"].info.name == COULOMB
+    regularise = config.plugins["estimator"].info.name == REGULARISED
+    start = _configured(config, robot.n_joints)
+    spaces = _Spaces(config, robot, builder, recordings, plan, coulomb, start)
+    log = SearchLog()
+    tolerance = config.base_parameters.tolerance
+    # 1. column options on the configured preprocessing; 2. every preprocessing with them;
+    # 3. the column options again on the preprocessing that won, if another did
+    candidates = _preprocessing_candidates(config, recordings, exact)
+    best, best_rmse = search_columns(
+        spaces.get(candidates[0]), start, settings, tolerance, regularise, log
+    )
+    best_preprocessing = candidates[0]
+    for preprocessing in candidates[1:]:
+        option = replace(best, lowpass_hz=preprocessing[0], measured_velocity=preprocessing[1])
+        rmse = score_candidate(spaces.get(preprocessing), option, tolerance, "preprocessing", log)
+        if rmse < best_rmse:
+            best, best_rmse, best_preprocessing = option, rmse, preprocessing
+    if best_preprocessing != candidates[0]:
+        best, best_rmse = search_columns(
+            spaces.get(best_preprocessing), best, settings, tolerance, regularise, log
+        )
+    _mark_chosen(log, best, best_rmse)
+    best_space = spaces.get(best_preprocessing)
+    chosen_keys = _chosen_keys(best, coulomb, regularise, exact)
+    selection = Selection(
+        chosen_keys,
+        float(best_rmse),
+        [float(v) for v in per_joint_rmse(best_space, best, tolerance)],
+        float(log.rows[0]["cv_rmse"]),  # the first candidate: the options as configured
+        plan.describe(),
+        int(best_space.factors.counts.sum()),
+        log.rows,
+        time.perf_counter() - started,
+    )
+    tuned = replace(apply_chosen(config, chosen_keys), selection=selection)
+    return tuned, regressor_builder(tuned, robot)
+
+
+class _Spaces:
+    """The column space (fold factors) of each preprocessing candidate, built when first
+    asked for: one preprocessing of every recording and one regressor pass each."""
+
+    def __init__(self, config, robot, builder, recordings, plan, coulomb, start) -> None:
+        self.config, self.robot, self.builder = config, robot, builder
+        self.recordings, self.plan, self.coulomb = recordings, plan, coulomb
+        self.own = _own_columns(config, builder, coulomb, start, config.tuning)
+        self.row_spaces = joint_row_spaces(builder)
+        self.spaces: dict[tuple[float, bool], ColumnSpace] = {}
+
+    def get(self, preprocessing: tuple[float, bool]) -> ColumnSpace:
+        if preprocessing not in self.spaces:
+            params = replace(
+                self.config.preprocessing,
+                lowpass_hz=preprocessing[0],
+                use_measured_velocity=preprocessing[1],
+            )
+            rows = [_fold_rows(r, params, self.plan, i) for i, r in enumerate(self.recordings)]
+            factors = fold_factors(
+                self.builder,
+                rows,
+                self.plan.n_folds,
+                self.own,
+                self.row_spaces,
+                self.config.tuning.max_samples,
+            )
+            self.spaces[preprocessing] = ColumnSpace(
+                factors,
+                self.robot.inertial_parameters(),
+                self.robot.armature(),
+                self.coulomb,
+                tuple(self.builder.friction.parameter_names),
+            )
+        return self.spaces[preprocessing]
+
+
+def _mark_chosen(log: SearchLog, best: Candidate, best_rmse: float) -> None:
+    """Flag the (first) row of the chosen candidate in the table."""
+    found = False
+    for row in log.rows:
+        row["chosen"] = not found and row["cv_rmse"] == best_rmse and _same(row, best)
+        found = found or row["chosen"]
+
+
+def apply_chosen(config: RunConfig, chosen: dict[str, Any]) -> RunConfig:
+    """`config` with the chosen values (config key -> value) set."""
+    preprocessing, regressor, plugins = config.preprocessing, config.regressor, dict(config.plugins)
+    for key, value in chosen.items():
+        section, name = key.split(".", 1)
+        if section == "preprocessing":
+            preprocessing = replace(preprocessing, **{name: value})
+        elif section == "regressor":
+            regressor = replace(regressor, **{name: value})
+        else:
+            selected = plugins[section]
+            plugins[section] = SelectedPlugin(
+                selected.info, replace(selected.params, **{name: value})
+            )
+    return replace(config, preprocessing=preprocessing, regressor=regressor, plugins=plugins)
+
+
+def _same(row: dict[str, Any], candidate: Candidate) -> bool:
+    return all(row[key] == value for key, value in candidate.row().items())
+
+
+def _configured(config: RunConfig, n: int) -> Candidate:
+    """The options as the config gives them."""
+    friction = config.plugins["friction"].params
+    width = getattr(friction, "tanh_width", None)
+    widths = np.broadcast_to(np.asarray(0.0 if width is None else width, dtype=float), (n,))
+    estimator = config.plugins["estimator"].params
+    return Candidate(
+        config.preprocessing.lowpass_hz,
+        config.preprocessing.use_measured_velocity,
+        config.regressor.armature,
+        config.regressor.torque_offset,
+        float(getattr(friction, "dead_band", 0.0)),
+        tuple(float(w) for w in widths),
+        float(getattr(estimator, "ridge", 0.0)),
+        float(getattr(estimator, "truncate", 0.0)),
+    )
+
+
+def _preprocessing_candidates(
+    config: RunConfig, recordings: list[Dataset], exact: bool
+) -> list[tuple[float, bool]]:
+    """(cut-off Hz, measured velocity) pairs: the grid below Nyquist, the configured first."""
+    configured = (config.preprocessing.lowpass_hz, config.preprocessing.use_measured_velocity)
+    if exact:
+        return [configured]
+    rate = min(1.0 / float(np.median(np.diff(r.timestamp))) for r in recordings)
+    cutoffs = sorted({*config.tuning.cutoffs_hz, configured[0]})
+    cutoffs = [c for c in cutoffs if c < NYQUIST_SHARE * rate / 2] or [configured[0]]
+    velocities = {v == "measured" for v in config.tuning.velocity_sources} | {configured[1]}
+    pairs = [(c, v) for c in cutoffs for v in sorted(velocities, reverse=True)]
+    return [configured, *(p for p in pairs if p != configured)]
+
+
+def _fold_rows(recording: Dataset, params: Any, plan: FoldPlan, index: int) -> FoldRows:
+    """A recording preprocessed with `params`, the recorded torque at its rows, its folds."""
+    data = preprocess(recording, params)
+    recorded = np.column_stack(
+        [np.interp(data.timestamp, recording.timestamp, column) for column in recording.tau.T]
+    )
+    return FoldRows(data, recorded, plan.labels(index, data.timestamp))
+
+
+def _own_columns(
+    config: RunConfig, builder: RegressorBuilder, coulomb: bool, start: Candidate, settings: Any
+) -> OwnColumns:
+    """Every joint's own candidate columns: friction shapes, rotor inertia, offset."""
+    if coulomb:
+        selected = config.plugins["friction"]
+        dead_bands = sorted({start.dead_band, *settings.dead_bands})
+        widths = sorted({*(w for w in start.tanh_width if w > 0), *settings.tanh_widths})
+        shapes = [
+            (f"fc[dead band {d:g}]", {"dead_band": d, "tanh_width": None}) for d in dead_bands
+        ]
+        shapes += [(f"fc[tanh {w:g}]", {"tanh_width": w}) for w in widths]
+        models = [selected.info.create(replace(selected.params, **p)) for _, p in shapes]
+        names = ("fv", *(name for name, _ in shapes), "Ia", "offset")
+
+        def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
+            dq = data.dq[rows]
+            return [dq[:, :, None]] + [m.basis(dq)[:, :, 1:2] for m in models]
+
+    else:
+        names = (*builder.friction.parameter_names, "Ia", "offset")
+
+        def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
+            whole = recording_friction(builder, data)
+            if whole is not None:
+                return [whole[rows]]
+            return [builder.friction_basis(None, data.dq[rows])]
+
+    def values(data: Dataset, rows: np.ndarray) -> np.ndarray:
+        ddq = data.ddq[rows]
+        parts = [*friction_values(data, rows), ddq[:, :, None], np.ones((*ddq.shape, 1))]
+        return np.concatenate(parts, axis=-1)
+
+    return OwnColumns(tuple(names), values)
+
+
+def _chosen_keys(best: Candidate, coulomb: bool, regularise: bool, exact: bool) -> dict[str, Any]:
+    """The chosen candidate as config keys and values (no preprocessing keys for exact data)."""
+    chosen: dict[str, Any] = {}
+    if not exact:
+        chosen["preprocessing.lowpass_hz"] = float(best.lowpass_hz)
+        chosen["preprocessing.use_measured_velocity"] = bool(best.measured_velocity)
+    chosen["regressor.armature"] = bool(best.armature)
+    chosen["regressor.torque_offset"] = bool(best.torque_offset)
+    if coulomb:
+        chosen["friction.dead_band"] = float(best.dead_band)
+        widths = [float(w) for w in best.tanh_width]
+        chosen["friction.tanh_width"] = widths if any(w > 0 for w in widths) else None
+    if regularise:
+        chosen["estimator.ridge"] = float(best.ridge)
+        chosen["estimator.truncate"] = float(best.truncate)
+    return chosen

@@ -1,0 +1,60 @@
+"""What `tuning=cv` chose, in the run directory: tuning.csv (every candidate tried with its
+cross-validated RMSE), the `tuning` sections of metrics.json and parameters.yaml, and the
+summary's lines."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from ident_framework.reports import run_files
+
+COLUMNS = (
+    "stage", "lowpass_hz", "velocity", "armature", "torque_offset", "dead_band", "tanh_width",
+    "ridge", "truncate", "rank", "cv_rmse", "chosen",
+)  # fmt: skip
+
+
+def tuning_section(selection: Any) -> dict[str, Any] | None:
+    """metrics.json / parameters.yaml `tuning`: chosen config values, CV RMSE (Nm) of the
+    chosen and of the configured options, folds (None: no selection ran)."""
+    return None if selection is None else selection.to_dict()
+
+
+def write_tuning_table(folder: Path, selection: Any) -> None:
+    """tuning.csv: one row per candidate tried (nothing without a selection)."""
+    if selection is None:
+        return
+    with open(folder / run_files.TUNING_CSV, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer.writeheader()
+        for row in selection.table:
+            writer.writerow({key: _cell(row.get(key)) for key in COLUMNS})
+
+
+def tuning_lines(selection: Any) -> list[str]:
+    """The summary's lines on the selection (none without one)."""
+    if selection is None:
+        return []
+    chosen = ", ".join(f"{key}={_shown(value)}" for key, value in selection.chosen.items())
+    per_joint = " ".join(f"{v:.4g}" for v in selection.cv_rmse_per_joint)
+    return [
+        f"tuning=cv ({selection.folds}; {len(selection.table)} candidates, "
+        f"{selection.samples_used} samples, {selection.seconds:.1f} s): CV RMSE "
+        f"{selection.cv_rmse:.4f} Nm (per joint {per_joint}), as configured "
+        f"{selection.configured_cv_rmse:.4f} Nm; table in {run_files.TUNING_CSV}",
+        f"chosen: {chosen}",
+    ]
+
+
+def _cell(value: Any) -> Any:
+    return f"{value:.6g}" if isinstance(value, float) else value
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ",".join(f"{v:g}" for v in value) + "]"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value).lower() if isinstance(value, bool) else str(value)

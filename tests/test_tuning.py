@@ -1,0 +1,247 @@
+"""tuning=cv: folds, cross-validation from merged QR factors, the regularised solve, the smooth
+Coulomb sign, and a selection that must find a planted friction shape."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_module
+
+from ident_framework.config.registry import get_registry
+from ident_framework.config.run_config import validate_config
+from ident_framework.config.search_path import register_plugin_search_path
+from ident_framework.data.dataset import Dataset
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.identify.linear_problem import joint_row_spaces
+from ident_framework.identify.regressor_setup import regressor_builder
+from ident_framework.identify.regularization import spectral_solve
+from ident_framework.identify.tuning.block_factors import FoldRows, OwnColumns, fold_factors
+from ident_framework.identify.tuning.cross_validation import cross_validate
+from ident_framework.identify.tuning.folds import FoldPlan, motion_period, plan_folds
+from ident_framework.identify.tuning.selection import apply_chosen, select_options
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import load_robot
+from ident_framework.testing.known_truth import sines
+
+
+def _config(*overrides: str, source: tuple[str, ...] = ("source=csv", "source.path=x.csv")):
+    register_plugin_search_path()
+    with initialize_config_module("ident_framework.conf", version_base="1.3"):
+        cfg = compose("config", overrides=["robot=ur10e", *source, "validation=split", *overrides])
+    return validate_config(cfg, get_registry())
+
+
+# -- folds --------------------------------------------------------------------------------
+
+
+def test_time_blocks_are_contiguous_with_guards():
+    t = np.linspace(0.0, 20.0, 2001)
+    plan = FoldPlan("time blocks", 5, (0.0,), (20.0,), None, 0.1)
+    labels = plan.labels(0, t)
+    kept = labels[labels >= 0]
+    assert np.all(np.diff(kept) >= 0)  # in time order: 0,0,...,1,1,...,4
+    assert set(kept) == set(range(5))
+    assert labels[0] == 0 and labels[-1] == 4  # the recording's own ends are kept
+    for boundary in (4.0, 8.0, 12.0, 16.0):  # guard bands around the inner boundaries
+        near = np.abs(t - boundary) < 0.1 - 1e-9
+        assert np.all(labels[near] == -1)
+
+
+def test_a_repeating_motion_is_cut_in_its_phase():
+    t = np.arange(0.0, 30.0, 0.01)
+    q = np.column_stack([np.sin(2 * np.pi * t / 10), np.cos(2 * np.pi * 3 * t / 10)])
+    period = motion_period(t, q)
+    assert period == pytest.approx(10.0, abs=0.05)
+    data = Dataset(t, q, q, q, ("a", "b"))
+    plan = plan_folds([data], 5, 0.05)
+    assert plan.kind == "periodic blocks"
+    labels = plan.labels(0, t)
+    # the same phase of every period is in the same fold: a held-out block is not repeated
+    same_phase = labels[(t > 1.0) & (t < 1.5)], labels[(t > 11.0) & (t < 11.5)]
+    assert np.all(same_phase[0] == 0) and np.all(same_phase[1] == 0)
+    rng = np.random.default_rng(0)
+    assert motion_period(t, rng.normal(size=(len(t), 2)).cumsum(axis=0)) is None
+
+
+def test_several_recordings_are_one_fold_each():
+    t = np.linspace(0, 5, 501)
+    q = np.zeros((501, 1))
+    records = [Dataset(t + 10 * i, q, q, q, ("a",)) for i in range(3)]
+    plan = plan_folds(records, 5, 0.1)
+    assert plan.kind == "recordings" and plan.n_folds == 3
+    assert np.all(plan.labels(2, records[2].timestamp) == 2)
+
+
+# -- cross-validation from merged factors equals refitting each fold --------------------
+
+
+def test_cross_validation_from_merged_factors_equals_refitting():
+    robot = load_robot("ur5e")
+    builder = RegressorBuilder(robot, CoulombViscousFriction(CoulombViscousParams(dead_band=0)))
+    t, q, dq, ddq = sines(12.0, 100.0, seed=4)
+    rng = np.random.default_rng(1)
+    theta = builder.standard_parameters(
+        robot.inertial_parameters(), rng.uniform(0.5, 2, (6, 2)), rng.uniform(0, 0.1, 6)
+    )
+    tau = builder.compute(q, dq, ddq) @ theta
+    filtered = tau + 0.05 * rng.normal(size=tau.shape)
+    recorded = tau + 0.2 * rng.normal(size=tau.shape)
+    data = Dataset(t, q, dq, filtered, robot.joint_names, ddq=ddq)
+    labels = np.minimum((t / 3.0).astype(int), 3)
+    labels[::7] = -1  # rows in no fold are left out of both sides
+    names = ("fv", "fc", "Ia", "offset")
+
+    def own_values(d: Dataset, rows: np.ndarray) -> np.ndarray:
+        return np.stack(
+            [d.dq[rows], np.sign(d.dq[rows]), d.ddq[rows], np.ones_like(d.dq[rows])], -1
+        )
+
+    own = OwnColumns(names, own_values)
+    spaces = joint_row_spaces(builder)
+    factors = fold_factors(builder, [FoldRows(data, recorded, labels)], 4, own, spaces)
+    columns = np.array(
+        list(range(60)) + [factors.own_column(j, c) for j in range(6) for c in ("fv", "fc", "Ia")]
+    )
+    nominal = np.zeros(len(columns))
+    held = cross_validate(factors, columns, nominal, [(0.0, 0.0), (1e-3, 0.0)], 1e-8, True)
+
+    # by hand: the explicit regressor of those columns, a fresh least-squares fit per fold
+    rigid = builder.rigid_body(q, dq, ddq)
+    own_full = own_values(data, np.arange(len(t)))
+    full = np.zeros((len(t), 6, 60 + 6 * 4))
+    full[:, :, :60] = rigid
+    for j in range(6):
+        full[:, j, 60 + 4 * j : 60 + 4 * (j + 1)] = own_full[:, j]
+    x = full[:, :, columns]
+    sse, sse_joint = 0.0, np.zeros(6)
+    for k in range(4):
+        train, test = labels >= 0, labels == k
+        train &= labels != k
+        fit = np.linalg.lstsq(
+            x[train].reshape(-1, len(columns)), filtered[train].ravel(), rcond=1e-8
+        )[0]
+        residual = x[test] @ fit - recorded[test]
+        sse += np.sum(residual**2)
+        sse_joint += np.sum(residual**2, axis=0)
+    samples = np.sum(labels >= 0)
+    assert held[0].rmse == pytest.approx(np.sqrt(sse / (samples * 6)), rel=1e-7)
+    np.testing.assert_allclose(held[0].rmse_per_joint, np.sqrt(sse_joint / samples), rtol=1e-7)
+    assert held[1].rmse != pytest.approx(held[0].rmse, rel=1e-9)  # the ridge did something
+
+
+# -- regularised solve ----------------------------------------------------------------------
+
+
+def test_ridge_and_truncated_svd_closed_forms():
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(40, 5)) @ np.diag([10, 5, 1, 0.1, 0.001])
+    b = rng.normal(size=40)
+    prior = rng.normal(size=5)
+    r_w, rhs = np.linalg.qr(a)[1], np.linalg.qr(a)[0].T @ b
+    s_max = np.linalg.svd(a, compute_uv=False)[0]
+    lam = 0.01 * s_max
+    ridge = spectral_solve(r_w, rhs, prior, ridge=0.01)[0]
+    expected = prior + np.linalg.solve(a.T @ a + lam**2 * np.eye(5), a.T @ (b - a @ prior))
+    np.testing.assert_allclose(ridge, expected, rtol=1e-9)
+    plain = spectral_solve(r_w, rhs)[0]
+    np.testing.assert_allclose(plain, np.linalg.lstsq(a, b, rcond=None)[0], rtol=1e-8)
+    truncated, _, rank = spectral_solve(r_w, rhs, prior, truncate=1e-3)
+    assert rank == 4
+    _, _, vt = np.linalg.svd(a)
+    assert vt[4] @ truncated == pytest.approx(vt[4] @ prior, abs=1e-9)  # dropped: at the prior
+
+
+# -- smooth Coulomb sign ----------------------------------------------------------------------
+
+
+def test_tanh_width_per_joint():
+    model = CoulombViscousFriction(CoulombViscousParams(dead_band=0.01, tanh_width=[0.0, 0.02]))
+    dq = np.array([[0.005, 0.005], [-0.5, -0.5]])
+    basis = model.basis(dq)
+    assert basis[0, 0, 1] == 0.0  # joint 1: dead-band sign
+    assert basis[0, 1, 1] == pytest.approx(np.tanh(0.25))
+    assert basis[1, 0, 1] == -1.0 and basis[1, 1, 1] == pytest.approx(np.tanh(-25))
+    with pytest.raises(ValueError, match="2 values for 3 joints"):
+        model.basis(np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="tanh_width must be >= 0"):
+        CoulombViscousParams(tanh_width=[-1.0])
+
+
+# -- the selection ----------------------------------------------------------------------------
+
+
+def _recording(builder: RegressorBuilder, theta: np.ndarray, widths: np.ndarray, seed: int):
+    """A 500 Hz recording (no accelerations: to be preprocessed) whose Coulomb friction is
+    tanh(dq / width) per joint, with torque noise; slow stretches where the shape matters."""
+    t, q, dq, ddq = sines(24.0, 500.0, seed=seed)
+    slow = 0.15 + 0.85 * np.abs(np.sin(2 * np.pi * t / 12.0))[:, None]  # creeping phases
+    q, dq, ddq = q * slow, dq * slow, ddq * slow  # (the product rule is ignored: not needed)
+    tau = builder.rigid_body(q, dq, ddq) @ theta[:60]
+    tau += 1.5 * dq + 4.0 * np.tanh(dq / widths)
+    rng = np.random.default_rng(seed)
+    tau += 0.05 * rng.normal(size=tau.shape)
+    return Dataset(t, q, dq, tau, builder.robot.joint_names)
+
+
+def test_selection_finds_a_planted_friction_shape_per_joint():
+    config = _config("tuning.cutoffs_hz=[20.0]", "tuning.velocity_sources=[measured]")
+    robot = load_robot("ur10e")
+    builder = regressor_builder(config, robot)
+    widths = np.array([0.0005, 0.03, 0.0005, 0.0005, 0.03, 0.0005])
+    theta = builder.standard_parameters(robot.inertial_parameters())
+    data = _recording(builder, theta, widths, seed=7)
+    tuned, tuned_builder = select_options(config, robot, builder, [data])
+    chosen = tuned.selection.chosen["friction.tanh_width"]
+    assert chosen is not None
+    for j in (1, 4):  # the smooth joints get a wide tanh
+        assert 0.01 <= chosen[j] <= 0.1, chosen
+    for j in (0, 2, 3, 5):  # the sharp ones a sign (width 0) or a narrow tanh
+        assert chosen[j] <= 0.003, chosen
+    assert tuned.selection.cv_rmse < tuned.selection.configured_cv_rmse
+    assert tuned_builder.friction.tanh_width.tolist() == chosen
+    assert tuned.plugins["friction"].params.tanh_width == chosen
+    assert tuned.preprocessing.lowpass_hz == 20.0
+    rows = tuned.selection.table
+    assert sum(row["chosen"] for row in rows) == 1 and rows[0]["stage"] == "start"
+
+
+def test_no_selection_without_tuning_or_for_a_source_not_listed():
+    config = _config("tuning=none")
+    robot = load_robot("ur10e")
+    builder = regressor_builder(config, robot)
+    t, q, dq, ddq = sines(2.0, 200.0, seed=1)
+    data = Dataset(t, q, dq, q, robot.joint_names)
+    assert select_options(config, robot, builder, [data]) == (config, builder)
+    config = _config(source=("source=mujoco",))  # a simulation: not in tuning.sources
+    assert select_options(config, robot, builder, [data]) == (config, builder)
+    exact = Dataset(t, q, dq, q, robot.joint_names, ddq=ddq)
+    config = _config("tuning.sources=[mujoco]", source=("source=mujoco",))
+    tuned = select_options(config, robot, builder, [exact])[0]  # exact data: no preprocessing
+    assert tuned.selection is not None
+    assert not any(key.startswith("preprocessing.") for key in tuned.selection.chosen)
+
+
+def test_chosen_values_apply_to_the_config():
+    config = _config()
+    chosen = {"preprocessing.lowpass_hz": 10.0, "regressor.torque_offset": True,
+              "friction.tanh_width": [0.01] * 6, "estimator.ridge": 1e-3}  # fmt: skip
+    tuned = apply_chosen(config, chosen)
+    assert tuned.preprocessing.lowpass_hz == 10.0 and tuned.regressor.torque_offset
+    assert tuned.plugins["friction"].params.tanh_width == [0.01] * 6
+    assert tuned.plugins["estimator"].params.ridge == 1e-3
+    assert config.preprocessing.lowpass_hz == 20.0  # the original is left alone
+
+
+def test_several_recordings_are_selected_on_with_one_fold_each():
+    """The hook for several identification recordings: each is preprocessed alone and is
+    one fold (whole recordings held out)."""
+    config = _config("tuning.cutoffs_hz=[20.0]", "tuning.velocity_sources=[measured]")
+    robot = load_robot("ur10e")
+    builder = regressor_builder(config, robot)
+    theta = builder.standard_parameters(robot.inertial_parameters())
+    widths = np.full(6, 0.02)
+    recordings = [_recording(builder, theta, widths, seed=s) for s in (2, 3, 5)]
+    tuned, _ = select_options(config, robot, builder, recordings)
+    assert tuned.selection.folds == "3 folds: one per recording"
+    assert tuned.selection.cv_rmse < tuned.selection.configured_cv_rmse
+    assert all(0.01 <= w <= 0.03 for w in tuned.selection.chosen["friction.tanh_width"])
