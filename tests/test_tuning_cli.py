@@ -95,8 +95,16 @@ def test_preflight_checks_both_ends_of_an_optuna_interval(logs):
     assert [c.preprocessing.savgol_window_s for c in configs] == [0.02, 0.08]
 
 
+def _installed(module: str) -> bool:
+    """Whether `module` can be imported (False also when its parent package is missing)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
 @pytest.mark.skipif(
-    importlib.util.find_spec("hydra_plugins.hydra_optuna_sweeper") is None,
+    not _installed("hydra_plugins.hydra_optuna_sweeper"),
     reason="hydra-optuna-sweeper is not installed (pip install hydra-optuna-sweeper)",
 )
 def test_optuna_sweep_minimises_the_selection_objective(cli, logs, tmp_path):
