@@ -43,7 +43,8 @@ def test_fusion_does_no_harm_and_reloads_exactly(exact_physics_logs, tmp_path: P
     run = tmp_path / "run"
     result = run_cli(
         "robot=ur10e", "source=csv", f"source.path={ident}", "validation=csv",
-        f"validation.path={val}", *SMALL_NET, f"hydra.run.dir={run}", cwd=tmp_path,
+        f"validation.path={val}", *SMALL_NET, "tuning=none", f"hydra.run.dir={run}",
+        cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((run / "metrics.json").read_text())
