@@ -51,6 +51,7 @@ HYDRA_OVERRIDES = "overrides.yaml"  # in HYDRA_FOLDER
 COMPARISON_CSV = "comparison.csv"
 COMPARISON_MARKDOWN = "comparison.md"
 COMPARISON_PLOT = "comparison_rmse_per_joint.png"
+FAILED_JOB = "failed.json"  # in a job directory of a sweep: why the job has no results
 
 
 def twin_files(prefix: str = "") -> tuple[str, str]:

@@ -55,8 +55,23 @@ def write_joint_state_bag(
     ]
     target = Path(os.fspath(path))
     if fmt == "bag":
-        return _write_ros1(store, target, topic, messages, stamps + np.asarray(receive_delay_ns, dtype=np.int64), extra_topics)
-    return _write_ros2(store, target, fmt, topic, messages, stamps + np.asarray(receive_delay_ns, dtype=np.int64), extra_topics)
+        return _write_ros1(
+            store,
+            target,
+            topic,
+            messages,
+            stamps + np.asarray(receive_delay_ns, dtype=np.int64),
+            extra_topics,
+        )
+    return _write_ros2(
+        store,
+        target,
+        fmt,
+        topic,
+        messages,
+        stamps + np.asarray(receive_delay_ns, dtype=np.int64),
+        extra_topics,
+    )
 
 
 def _joint_state(store, stamp: int, names, data: Dataset, effort, columns, k: int):
