@@ -12,6 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from ident_framework.config.distributed_settings import DistributedSettings
 from ident_framework.config.plugin_config import build_params, group_values, validate_plugin_config
 from ident_framework.config.registry import PluginInfo, PluginRegistry
 from ident_framework.config.rehearsal_settings import RehearsalSettings, check_rehearsal_sources
@@ -26,7 +27,8 @@ __all__ = ["PLUGIN_GROUPS", "RunConfig", "SelectedPlugin", "validate_config"]
 SPLIT = "split"  # the validation option that holds out the tail of the identification data
 # identify: the pipeline; predict: apply a saved run to data; rehearse: the pipeline on the robot
 # model with planted changes, checked against them (modes/rehearsal/)
-MODES = ("identify", "predict", "rehearse")
+# factor / combine: exact distributed identification (config/distributed_settings.py)
+MODES = ("identify", "predict", "rehearse", "factor", "combine")
 LOOP_DESIGNS = ("seeded", "aimed")  # how the closed loop's later rounds design their excitation
 
 
@@ -152,6 +154,7 @@ class RunConfig:
     run: str | None = None  # mode=predict: the run directory of an identification
     rehearsal: RehearsalSettings = field(default_factory=RehearsalSettings)
     loop: LoopSettings = field(default_factory=LoopSettings)
+    distributed: DistributedSettings = field(default_factory=DistributedSettings)
 
 
 # core config sections (not plugin groups) -> their schema
@@ -162,6 +165,7 @@ SECTION_SCHEMAS: dict[str, type] = {
     "base_parameters": BaseParameterSettings,
     "rehearsal": RehearsalSettings,
     "loop": LoopSettings,
+    "distributed": DistributedSettings,
 }
 
 
@@ -247,6 +251,7 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
         run=str(run) if run else None,
         rehearsal=rehearsal,
         loop=loop,
+        distributed=_settings(cfg, "distributed"),
     )
 
 

@@ -53,6 +53,10 @@ COMPARISON_MARKDOWN = "comparison.md"
 COMPARISON_PLOT = "comparison_rmse_per_joint.png"
 FAILED_JOB = "failed.json"  # in a job directory of a sweep: why the job has no results
 
+# mode=factor (exact distributed identification): the part's sufficient statistics
+STATISTICS = "statistics.npz"
+FACTOR_SUMMARY = "statistics.json"
+
 
 def twin_files(prefix: str = "") -> tuple[str, str]:
     """(MJCF, URDF) names of a twin written with `prefix` ("" or REHEARSAL_TWIN_PREFIX)."""

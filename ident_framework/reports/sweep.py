@@ -42,16 +42,29 @@ def collect_rows(sweep_dir: Path, jobs: list[tuple[str, list[str]]] | None = Non
     """One row per job: the jobs of `jobs` ((subdirectory, overrides), in order) and any other
     job directory with results; a job without results is a failed row."""
     expected = dict(jobs or [])
-    found = {p.parent.name for p in sweep_dir.glob(f"*/{run_files.METRICS}")}
-    found |= {p.parent.name for p in sweep_dir.glob(f"*/{run_files.FAILED_JOB}")}
+    results = (run_files.METRICS, run_files.FAILED_JOB, run_files.FACTOR_SUMMARY)
+    found = {p.parent.name for name in results for p in sweep_dir.glob(f"*/{name}")}
     rows = []
     for name in sorted(set(expected) | found, key=_order):
         run = sweep_dir / name
-        if not (run / run_files.METRICS).exists():
+        if (run / run_files.METRICS).exists():
+            rows.append(_result_row(run))
+        elif (run / run_files.FACTOR_SUMMARY).exists():
+            rows.append(_factor_row(run, expected.get(name)))
+        else:
             rows.append(failed_row(run, expected.get(name)))
-            continue
-        rows.append(_result_row(run))
     return rows
+
+
+def _factor_row(run: Path, overrides: list[str] | None) -> dict[str, Any]:
+    """A `mode=factor` job: its part and time, no fit (the combine step has that)."""
+    summary = json.loads((run / run_files.FACTOR_SUMMARY).read_text())
+    return {
+        "run": run.name,
+        "status": "ok",
+        "overrides": " ".join(overrides or []),
+        "wall_time_s": summary.get("wall_time_s"),
+    }
 
 
 def _result_row(run: Path) -> dict[str, Any]:
@@ -115,12 +128,14 @@ def write_comparison(
     """Write comparison.csv and comparison.md (sorted by validation RMSE, failed jobs last)
     into sweep_dir; `jobs`: the expected jobs (`sweep_jobs.expected_jobs`)."""
     rows = collect_rows(sweep_dir, jobs)
-    results = [row for row in rows if row["status"] == "ok"]
+    results = [row for row in rows if row["status"] == "ok" and "joint_names" in row]
     with open(sweep_dir / run_files.COMPARISON_CSV, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-    ranked = sorted(rows, key=lambda r: (r["status"] != "ok", r.get("validation_rmse") or 0.0))
+    ranked = sorted(
+        rows, key=lambda r: (r["status"] != "ok", r.get("validation_rmse") or 0.0, _order(r["run"]))
+    )
     cells = [
         [str(rank), *(format_cell(row.get(c), COMPACT).replace("|", "\\|") for c in COLUMNS)]
         for rank, row in enumerate(ranked, start=1)
