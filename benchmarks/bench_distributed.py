@@ -96,7 +96,12 @@ def main() -> None:
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    ident, validation = make_logs(options.samples)
+    # the logs are made in a process of their own: Linux children inherit the parent's peak RSS
+    # (ru_maxrss survives fork and exec), so a parent that simulated 10^6 samples would taint
+    # every figure below
+    maker = f"from bench_distributed import make_logs; make_logs({options.samples})"
+    subprocess.run([sys.executable, "-c", maker], cwd=Path(__file__).parent, check=True)
+    ident, validation = CACHE / f"ident_{options.samples}.csv", CACHE / "validation.csv"
     print(f"logs ready in {time.perf_counter() - started:.0f} s: {ident}")
     common = ["robot=ur10e", "plots=false"]
     single_args = [*common, "source=csv", f"source.path={ident}", "validation=csv",

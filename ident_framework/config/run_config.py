@@ -150,6 +150,7 @@ class RunConfig:
     seed: int = 0
     chunk_size: int = 2000
     plots: bool = True
+    mcap: bool = False  # also write run.mcap (reports/mcap_export.py)
     mode: str = "identify"
     run: str | None = None  # mode=predict: the run directory of an identification
     rehearsal: RehearsalSettings = field(default_factory=RehearsalSettings)
@@ -247,12 +248,20 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
         seed=seed,
         chunk_size=chunk_size,
         plots=bool(cfg.get("plots", True)),
+        mcap=_flag(cfg, "mcap"),
         mode=mode,
         run=str(run) if run else None,
         rehearsal=rehearsal,
         loop=loop,
         distributed=_settings(cfg, "distributed"),
     )
+
+
+def _flag(cfg: DictConfig, key: str) -> bool:
+    value = cfg.get(key, False)
+    if not isinstance(value, bool):
+        raise UserError(f"{key} must be true or false, got {value!r}.")
+    return value
 
 
 def _check_loop(loop: LoopSettings, mode: str, source: SelectedPlugin) -> None:

@@ -18,6 +18,7 @@ from ident_framework.modes.pipeline import run_pipeline
 from ident_framework.modes.predict import run_prediction
 from ident_framework.modes.rehearsal.run import run_rehearsal_job
 from ident_framework.reports.loop_table import write_loop_outputs
+from ident_framework.reports.mcap_export import write_result_mcap
 from ident_framework.reports.run_directory import staged_outputs
 from ident_framework.reports.run_report import print_summary, write_run_directory, write_summary
 from ident_framework.reports.summary import prediction_summary_lines
@@ -57,6 +58,8 @@ def run_one_job(cfg: DictConfig) -> float:
         else:
             result = run_pipeline(config)
             write_run_directory(staging, result, cfg)
+        if config.mcap:
+            write_result_mcap(staging, result)
     print_summary(result, run_dir)
     final = result.metrics["validation"].get("fusion") or result.metrics["validation"]["physical"]
     return float(final["rmse"])
