@@ -85,12 +85,20 @@ def base_values(run_dir: Path) -> np.ndarray:
     return np.array([p["value"] for p in parameters["base_parameters"]])
 
 
+def standard_values(run_dir: Path) -> np.ndarray:
+    parameters = yaml.safe_load((run_dir / "parameters.yaml").read_text())
+    return np.array(list(parameters["standard_parameters"].values()), dtype=float)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=1_000_000)
     parser.add_argument("--parts", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "overrides", nargs="*", help="for every process, e.g. base_parameters.method=qr"
+    )
     options = parser.parse_args()
     out = options.out or Path("outputs/bench_distributed") / time.strftime("%Y-%m-%d_%H-%M-%S")
     out = out.resolve()
@@ -103,7 +111,7 @@ def main() -> None:
     subprocess.run([sys.executable, "-c", maker], cwd=Path(__file__).parent, check=True)
     ident, validation = CACHE / f"ident_{options.samples}.csv", CACHE / "validation.csv"
     print(f"logs ready in {time.perf_counter() - started:.0f} s: {ident}")
-    common = ["robot=ur10e", "plots=false"]
+    common = ["robot=ur10e", "plots=false", *options.overrides]
     single_args = [*common, "source=csv", f"source.path={ident}", "validation=csv",
                    f"validation.path={validation}", f"hydra.run.dir={out / 'single'}"]  # fmt: skip
     single = run(single_args, out)
@@ -146,6 +154,11 @@ def compare(out: Path, options, single: dict, jobs: list, factor_wall: float, co
         "base_max_difference_relative_to_largest": float(
             np.max(np.abs(merged - one)) / np.max(np.abs(one))
         ),
+        "base_max_relative_difference": float(np.max(np.abs(merged - one) / np.abs(one))),
+        "standard_max_abs_difference": float(
+            np.max(np.abs(standard_values(out / "combined") - standard_values(out / "single")))
+        ),
+        "overrides": list(options.overrides),
         "train_rmse": [metrics[n]["train"]["physical"]["rmse"] for n in ("single", "combined")],
         "validation_rmse": [
             metrics[n]["validation"]["physical"]["rmse"] for n in ("single", "combined")
@@ -165,8 +178,12 @@ def markdown(r: dict) -> str:
         f"# Distributed identification: {r['samples']} samples, {r['parts']} parts, "
         f"{r['workers']} at a time",
         "",
+        f"- overrides: {' '.join(r['overrides']) or 'none'}",
         f"- base parameters ({r['n_base']}): max |difference| {r['base_max_abs_difference']:.3g}"
-        f" ({r['base_max_difference_relative_to_largest']:.3g} of the largest |value|)",
+        f" ({r['base_max_difference_relative_to_largest']:.3g} of the largest |value|; largest "
+        f"relative difference {r['base_max_relative_difference']:.3g})",
+        f"- standard parameters (minimum norm): max |difference| "
+        f"{r['standard_max_abs_difference']:.3g}",
         f"- train RMSE single / combined: {r['train_rmse'][0]:.12g} / {r['train_rmse'][1]:.12g} Nm",
         f"- validation RMSE single / combined: {r['validation_rmse'][0]:.12g} / "
         f"{r['validation_rmse'][1]:.12g} Nm",

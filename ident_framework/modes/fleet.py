@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pattern", default=DEFAULT_PATTERN, help="file stem regex")
     parser.add_argument("--out", default="fleet", help="output folder (default ./fleet)")
     parser.add_argument("--k", type=float, default=3.0, help="flag above median + k sigma")
-    parser.add_argument("--min-spread", type=float, default=0.05, help="sigma >= this x median")
+    parser.add_argument("--min-spread", type=float, default=0.1, help="sigma >= this x median")
     args = parser.parse_args(argv)
     try:
         logs = find_logs(args.logs, args.manifest, args.pattern)
