@@ -3,7 +3,7 @@ in parallel through the configured Hydra launcher, then write the fleet report
 (`reports/fleet.py`).
 
     python -m ident_framework.fleet LOGS... [--manifest FILE] [--pattern REGEX] [--out DIR]
-        [--k 3] [--min-spread 0.05] [-- OVERRIDES...]
+        [--k 3] [--min-spread 0.1] [-- OVERRIDES...]
 
 LOGS: folders (every .csv, .mcap, .db3, .bag in them) or files. Robot and date come from a
 manifest (CSV with columns path, robot and optionally model, date) or from the file name
