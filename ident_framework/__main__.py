@@ -1,11 +1,14 @@
 """Command line: `python -m ident_framework [overrides]` (one run) or `-m` (a sweep).
 
 Exit code 0 on success, 2 on a user error (one-paragraph message, no traceback), 3 when a
-rehearsal (`mode=rehearse`) ran but failed a check (its outputs are kept).
+rehearsal (`mode=rehearse`) ran but failed a check (its outputs are kept). In a sweep a failed
+job is recorded in its job directory and the other jobs go on; the sweep then exits with the
+worst job's code (`reports/sweep_jobs.py`).
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import hydra
@@ -14,6 +17,8 @@ from omegaconf import DictConfig
 from ident_framework.config.preflight import CONFIG_MODULE, CONFIG_NAME, check_command_line
 from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.errors import RehearsalFailed, UserError
+from ident_framework.reports.sweep import LAST_SWEEP, report_unfinished_sweep
+from ident_framework.reports.sweep_jobs import EXIT_CRASH, in_sweep, record_failed_job
 
 EXIT_USER_ERROR = 2
 EXIT_REHEARSAL_FAILED = 3
@@ -31,10 +36,22 @@ def run_job(cfg: DictConfig) -> float | None:
     try:
         return run_one_job(cfg)
     except UserError as error:
+        if in_sweep():
+            print(f"error: {error}", file=sys.stderr)
+            record_failed_job(error, EXIT_USER_ERROR)
+            return None
         fail(error)
     except RehearsalFailed as failure:
         print(f"rehearsal FAILED: {failure}", file=sys.stderr)
+        if in_sweep():
+            record_failed_job(failure, EXIT_REHEARSAL_FAILED)
+            return None
         sys.exit(EXIT_REHEARSAL_FAILED)
+    except Exception as error:
+        if not in_sweep():
+            raise
+        record_failed_job(error, EXIT_CRASH)
+        logging.getLogger(__name__).exception("job failed")
     return None
 
 
@@ -46,7 +63,18 @@ def main(argv: list[str] | None = None) -> None:
     except UserError as error:
         fail(error)
     sys.argv = [sys.argv[0], *argv]
-    run_job()
+    try:
+        run_job()
+    except SystemExit:
+        report_unfinished_sweep()  # a launcher that lost a job: Hydra said why, and exits 1
+        raise
+    if LAST_SWEEP["failed"]:
+        print(
+            f"error: {LAST_SWEEP['failed']} of {LAST_SWEEP['jobs']} jobs of the sweep failed "
+            "(each is a row of comparison.md with its error; the others' results are kept).",
+            file=sys.stderr,
+        )
+        sys.exit(LAST_SWEEP["exit_code"])
 
 
 if __name__ == "__main__":

@@ -80,6 +80,7 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
             "ident_framework.sources.mujoco",
             "ident_framework.sources.csv",
             "ident_framework.sources.rtde",
+            "ident_framework.sources.rosbag",
         ),
     ),
     ExtensionPoint(

@@ -31,7 +31,7 @@ def test_help_lists_groups_and_installed_options():
     # the built-ins; installed plugin distributions (e.g. ident-lugre) add more
     assert listed_options(result.stdout, "friction:") >= {"coulomb_viscous", "none"}
     assert "source: csv, mujoco" in result.stdout
-    assert "validation: csv, mujoco, mujoco_fourier, split" in result.stdout
+    assert "validation: csv, mujoco, mujoco_fourier, rosbag, split" in result.stdout
 
 
 def test_cfg_job_prints_composed_config(tmp_path: Path):

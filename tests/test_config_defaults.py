@@ -53,7 +53,7 @@ DELIBERATE = {
         "follows trajectory.workspace, as validation/mujoco.yaml"
     ),
 }
-TOP_LEVEL = ("mode", "run", "seed", "chunk_size", "plots")
+TOP_LEVEL = ("mode", "run", "seed", "chunk_size", "plots", "mcap")
 
 
 def _conf_dir(package: str) -> Path:

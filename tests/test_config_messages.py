@@ -135,7 +135,7 @@ def test_a_key_below_a_plain_value():
         (["robot=mjcf"], ["robot=mjcf needs robot.path", "robot.path=arm.xml"]),
         # before: "The CSV file '<cwd>/???' (source.path) does not exist. ..."
         (["source=csv", "validation=split"],
-         ["source=csv needs source.path (the CSV log to identify from)",
+         ["source=csv needs source.path (the log to identify from)",
           "source=csv source.path=log.csv"]),
         (["source=csv", "source.path=log.csv", "validation=csv"],
          ["validation=csv needs validation.path", "validation=csv validation.path=val.csv"]),

@@ -25,6 +25,7 @@ from ident_framework.testing.distributions import fake_distribution
 FAST = ("trajectory.n_candidates=40", "trajectory.n_refine=0")
 REQUIRED = {  # options with a required parameter
     ("data_source", "csv"): {"path": "x.csv"},
+    ("data_source", "rosbag"): {"path": "x.mcap"},
 }
 UNBUILT = {("data_source", "rtde")}  # its parameters check that the robot answers
 

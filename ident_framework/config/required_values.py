@@ -10,8 +10,8 @@ SELECTOR_KEYS = ("plugin", "model")
 # required values of the built-in configs: what they are and an example value per option
 REQUIRED_VALUES: dict[str, tuple[str, dict[str, str]]] = {
     "robot.path": ("the robot's model file", {"urdf": "arm.urdf", "mjcf": "arm.xml"}),
-    "source.path": ("the CSV log to identify from", {"csv": "log.csv"}),
-    "validation.path": ("the CSV log to validate on", {"csv": "val.csv"}),
+    "source.path": ("the log to identify from", {"csv": "log.csv", "rosbag": "ident_bag"}),
+    "validation.path": ("the log to validate on", {"csv": "val.csv", "rosbag": "val_bag"}),
     "source.host": ("the robot's IP address", {"rtde": "192.168.1.10"}),
 }
 COMMAND = "python -m ident_framework"

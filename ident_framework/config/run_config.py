@@ -12,6 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from ident_framework.config.distributed_settings import DistributedSettings
 from ident_framework.config.plugin_config import build_params, group_values, validate_plugin_config
 from ident_framework.config.registry import PluginInfo, PluginRegistry
 from ident_framework.config.rehearsal_settings import RehearsalSettings, check_rehearsal_sources
@@ -28,7 +29,8 @@ __all__ = ["PLUGIN_GROUPS", "RunConfig", "SelectedPlugin", "validate_config"]
 SPLIT = "split"  # the validation option that holds out the tail of the identification data
 # identify: the pipeline; predict: apply a saved run to data; rehearse: the pipeline on the robot
 # model with planted changes, checked against them (modes/rehearsal/)
-MODES = ("identify", "predict", "rehearse")
+# factor / combine: exact distributed identification (config/distributed_settings.py)
+MODES = ("identify", "predict", "rehearse", "factor", "combine")
 LOOP_DESIGNS = ("seeded", "aimed")  # how the closed loop's later rounds design their excitation
 
 
@@ -150,6 +152,7 @@ class RunConfig:
     seed: int = 0
     chunk_size: int = 2000
     plots: bool = True
+    mcap: bool = False  # also write run.mcap (reports/mcap_export.py)
     mode: str = "identify"
     run: str | None = None  # mode=predict: the run directory of an identification
     rehearsal: RehearsalSettings = field(default_factory=RehearsalSettings)
@@ -158,6 +161,7 @@ class RunConfig:
     tuning: TuningSettings = field(default_factory=TuningSettings)
     # what tuning=cv chose (identify/tuning/selection.Selection), set by the selection step
     selection: Any = None
+    distributed: DistributedSettings = field(default_factory=DistributedSettings)
 
 
 # core config sections (not plugin groups) -> their schema
@@ -170,6 +174,7 @@ SECTION_SCHEMAS: dict[str, type] = {
     "loop": LoopSettings,
     "checks": CheckParams,
     "tuning": TuningSettings,
+    "distributed": DistributedSettings,
 }
 
 
@@ -251,13 +256,22 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
         seed=seed,
         chunk_size=chunk_size,
         plots=bool(cfg.get("plots", True)),
+        mcap=_flag(cfg, "mcap"),
         mode=mode,
         run=str(run) if run else None,
         rehearsal=rehearsal,
         loop=loop,
         checks=_settings(cfg, "checks"),
         tuning=_settings(cfg, "tuning"),
+        distributed=_settings(cfg, "distributed"),
     )
+
+
+def _flag(cfg: DictConfig, key: str) -> bool:
+    value = cfg.get(key, False)
+    if not isinstance(value, bool):
+        raise UserError(f"{key} must be true or false, got {value!r}.")
+    return value
 
 
 def _check_loop(loop: LoopSettings, mode: str, source: SelectedPlugin) -> None:

@@ -100,7 +100,7 @@ class BaseParameters:
             _, singular, vt = scipy.linalg.svd(r_factor, lapack_driver="gesvd")
         rank = int(np.sum(singular > tolerance * singular[0])) if singular.size else 0
         if method == "svd":
-            v_r = vt[:rank].T.copy()
+            v_r = _fixed_signs(vt[:rank].T.copy())
             names = [f"beta_{i + 1}" for i in range(rank)]
             return cls(v_r, v_r.T.copy(), names, singular, list(standard_names), tolerance)
         if method != "qr":
@@ -120,6 +120,17 @@ class BaseParameters:
         basis[independent, np.arange(rank)] = 1.0
         names = [standard_names[i] for i in independent]
         return cls(basis, combination, names, singular, list(standard_names), tolerance, "qr")
+
+
+def _fixed_signs(basis: np.ndarray) -> np.ndarray:
+    """`basis` with each column's sign fixed (its product with a fixed generic weight vector
+    positive): singular vectors are defined up to sign only, and LAPACK's choice can flip with
+    the last bits of the input, so two factorisations of the same rows (one pass, or parts
+    merged: modes/distributed.py) would otherwise report base parameters of opposite signs."""
+    weights = 0.5 + np.modf(np.arange(1, basis.shape[0] + 1) * 0.6180339887498949)[0]
+    signs = np.sign(weights @ basis)
+    signs[signs == 0] = 1.0
+    return basis * signs
 
 
 def condition_number(r_factor: np.ndarray, basis: np.ndarray) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
@@ -11,10 +12,13 @@ from omegaconf import DictConfig
 from ident_framework.config.registry import get_registry
 from ident_framework.config.run_config import validate_config
 from ident_framework.modes.closed_loop import run_closed_loop
+from ident_framework.modes.distributed import run_combine, run_factor
+from ident_framework.modes.distributed import summary_lines as distributed_summary
 from ident_framework.modes.pipeline import run_pipeline
 from ident_framework.modes.predict import run_prediction
 from ident_framework.modes.rehearsal.run import run_rehearsal_job
 from ident_framework.reports.loop_table import write_loop_outputs
+from ident_framework.reports.mcap_export import write_result_mcap
 from ident_framework.reports.run_directory import staged_outputs
 from ident_framework.reports.run_report import print_summary, write_run_directory, write_summary
 from ident_framework.reports.summary import prediction_summary_lines
@@ -38,6 +42,15 @@ def run_one_job(cfg: DictConfig) -> float:
         return float(final["rmse"])
     if config.mode == "rehearse":
         return run_rehearsal_job(config, cfg, run_dir)
+    if config.mode in ("factor", "combine"):  # exact distributed identification
+        run = run_factor if config.mode == "factor" else run_combine
+        with staged_outputs(run_dir) as staging:
+            outcome = run(config, cfg, staging)
+            lines = distributed_summary(config.mode, outcome)
+            write_summary(staging, lines)
+        print("\n".join([*lines, f"outputs in {run_dir}"]))
+        validation = outcome.get("validation", outcome.get("train", {})).get("physical", {})
+        return float(validation.get("rmse", math.nan))
     with staged_outputs(run_dir) as staging:
         if config.loop.active:
             loop = run_closed_loop(config)
@@ -47,6 +60,8 @@ def run_one_job(cfg: DictConfig) -> float:
         else:
             result = run_pipeline(config)
             write_run_directory(staging, result, cfg)
+        if config.mcap:
+            write_result_mcap(staging, result)
     print_summary(result, run_dir)
     if result.config.selection is not None:
         return float(result.config.selection.cv_rmse)

@@ -52,6 +52,11 @@ HYDRA_OVERRIDES = "overrides.yaml"  # in HYDRA_FOLDER
 COMPARISON_CSV = "comparison.csv"
 COMPARISON_MARKDOWN = "comparison.md"
 COMPARISON_PLOT = "comparison_rmse_per_joint.png"
+FAILED_JOB = "failed.json"  # in a job directory of a sweep: why the job has no results
+
+# mode=factor (exact distributed identification): the part's sufficient statistics
+STATISTICS = "statistics.npz"
+FACTOR_SUMMARY = "statistics.json"
 
 
 def twin_files(prefix: str = "") -> tuple[str, str]:

@@ -1,4 +1,5 @@
-"""At the end of a `-m` sweep: one comparison table of all runs (markdown and CSV)."""
+"""At the end of a `-m` sweep: one comparison table of all runs (markdown and CSV), written
+whichever launcher ran the jobs; a failed job is a row with its error (`sweep_jobs.py`)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from ident_framework.reports import run_files
+from ident_framework.reports.sweep_jobs import expected_jobs, failed_row, sweep_exit_code
 from ident_framework.reports.tables import COMPACT, format_cell, markdown_table
 
 log = logging.getLogger(__name__)
 
 COLUMNS = (
-    "run", "overrides", "estimator", "friction", "residual", "n_base", "cond",
+    "run", "status", "overrides", "estimator", "friction", "residual", "n_base", "cond",
     "train_rmse", "train_r2", "validation_rmse", "validation_r2", "validation_rmse_slow",
     "wall_time_s",
 )  # fmt: skip
@@ -28,37 +30,68 @@ def _final(split: dict[str, Any]) -> dict[str, Any]:
     return split.get("fusion") or split["physical"]
 
 
-def collect_rows(sweep_dir: Path) -> list[dict[str, Any]]:
+# the outcome of the last sweep this process reported: the command line's exit code
+LAST_SWEEP: dict[str, int] = {"jobs": 0, "failed": 0, "exit_code": 0}
+
+
+def _order(name: str) -> tuple[int, str]:
+    return (int(name), "") if name.isdigit() else (1 << 30, name)
+
+
+def collect_rows(sweep_dir: Path, jobs: list[tuple[str, list[str]]] | None = None) -> list[dict]:
+    """One row per job: the jobs of `jobs` ((subdirectory, overrides), in order) and any other
+    job directory with results; a job without results is a failed row."""
+    expected = dict(jobs or [])
+    results = (run_files.METRICS, run_files.FAILED_JOB, run_files.FACTOR_SUMMARY)
+    found = {p.parent.name for name in results for p in sweep_dir.glob(f"*/{name}")}
     rows = []
-    metrics_files = sweep_dir.glob(f"*/{run_files.METRICS}")
-    for metrics_file in sorted(metrics_files, key=lambda p: p.parent.name):
-        run = metrics_file.parent
-        metrics = json.loads(metrics_file.read_text())
-        overrides_file = run / run_files.HYDRA_FOLDER / run_files.HYDRA_OVERRIDES
-        overrides = yaml.safe_load(overrides_file.read_text()) if overrides_file.exists() else []
-        parameters = yaml.safe_load((run / run_files.PARAMETERS).read_text())
-        plugins = parameters.get("plugins", {})
-        train, validation = _final(metrics["train"]), _final(metrics["validation"])
-        rows.append(
-            {
-                "run": run.name,
-                "overrides": " ".join(overrides or []),
-                "estimator": plugins.get("estimator", {}).get("plugin"),
-                "friction": plugins.get("friction", {}).get("plugin"),
-                "residual": plugins.get("residual", {}).get("plugin"),
-                "n_base": metrics["identifiability"]["n_base"],
-                "cond": metrics["identifiability"]["cond"],
-                "train_rmse": train["rmse"],
-                "train_r2": train["r2"],
-                "validation_rmse": validation["rmse"],
-                "validation_r2": validation["r2"],
-                "validation_rmse_slow": (validation.get("slow") or {}).get("rmse"),
-                "wall_time_s": sum(metrics.get("timing_s", {}).values()),
-                "validation_rmse_per_joint": validation["rmse_per_joint"],
-                "joint_names": parameters["robot"]["joint_names"],
-            }
-        )
+    for name in sorted(set(expected) | found, key=_order):
+        run = sweep_dir / name
+        if (run / run_files.METRICS).exists():
+            rows.append(_result_row(run))
+        elif (run / run_files.FACTOR_SUMMARY).exists():
+            rows.append(_factor_row(run, expected.get(name)))
+        else:
+            rows.append(failed_row(run, expected.get(name)))
     return rows
+
+
+def _factor_row(run: Path, overrides: list[str] | None) -> dict[str, Any]:
+    """A `mode=factor` job: its part and time, no fit (the combine step has that)."""
+    summary = json.loads((run / run_files.FACTOR_SUMMARY).read_text())
+    return {
+        "run": run.name,
+        "status": "ok",
+        "overrides": " ".join(overrides or []),
+        "wall_time_s": summary.get("wall_time_s"),
+    }
+
+
+def _result_row(run: Path) -> dict[str, Any]:
+    metrics = json.loads((run / run_files.METRICS).read_text())
+    overrides_file = run / run_files.HYDRA_FOLDER / run_files.HYDRA_OVERRIDES
+    overrides = yaml.safe_load(overrides_file.read_text()) if overrides_file.exists() else []
+    parameters = yaml.safe_load((run / run_files.PARAMETERS).read_text())
+    plugins = parameters.get("plugins", {})
+    train, validation = _final(metrics["train"]), _final(metrics["validation"])
+    return {
+        "run": run.name,
+        "status": "ok",
+        "overrides": " ".join(overrides or []),
+        "estimator": plugins.get("estimator", {}).get("plugin"),
+        "friction": plugins.get("friction", {}).get("plugin"),
+        "residual": plugins.get("residual", {}).get("plugin"),
+        "n_base": metrics["identifiability"]["n_base"],
+        "cond": metrics["identifiability"]["cond"],
+        "train_rmse": train["rmse"],
+        "train_r2": train["r2"],
+        "validation_rmse": validation["rmse"],
+        "validation_r2": validation["r2"],
+        "validation_rmse_slow": (validation.get("slow") or {}).get("rmse"),
+        "wall_time_s": sum(metrics.get("timing_s", {}).values()),
+        "validation_rmse_per_joint": validation["rmse_per_joint"],
+        "joint_names": parameters["robot"]["joint_names"],
+    }
 
 
 def plot_rmse_per_joint(rows: list[dict[str, Any]], path: Path) -> None:
@@ -89,33 +122,59 @@ def plot_rmse_per_joint(rows: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def write_comparison(sweep_dir: Path) -> list[dict[str, Any]]:
-    """Write comparison.csv and comparison.md (sorted by validation RMSE) into sweep_dir."""
-    rows = collect_rows(sweep_dir)
+def write_comparison(
+    sweep_dir: Path, jobs: list[tuple[str, list[str]]] | None = None
+) -> list[dict[str, Any]]:
+    """Write comparison.csv and comparison.md (sorted by validation RMSE, failed jobs last)
+    into sweep_dir; `jobs`: the expected jobs (`sweep_jobs.expected_jobs`)."""
+    rows = collect_rows(sweep_dir, jobs)
+    results = [row for row in rows if row["status"] == "ok" and "joint_names" in row]
     with open(sweep_dir / run_files.COMPARISON_CSV, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-    ranked = sorted(rows, key=lambda r: r["validation_rmse"])
+    ranked = sorted(
+        rows, key=lambda r: (r["status"] != "ok", r.get("validation_rmse") or 0.0, _order(r["run"]))
+    )
     cells = [
-        [str(rank), *(format_cell(row[c], COMPACT) for c in COLUMNS)]
+        [str(rank), *(format_cell(row.get(c), COMPACT).replace("|", "\\|") for c in COLUMNS)]
         for rank, row in enumerate(ranked, start=1)
     ]
     lines = markdown_table(["rank", *COLUMNS], cells)
     (sweep_dir / run_files.COMPARISON_MARKDOWN).write_text(
         "# Sweep comparison (ranked by validation RMSE, Nm)\n\n"
         + "\n".join(lines)
-        + f"\n\n![validation RMSE per joint]({run_files.COMPARISON_PLOT})\n"
+        + (f"\n\n![validation RMSE per joint]({run_files.COMPARISON_PLOT})\n" if results else "\n")
     )
-    if rows:
-        plot_rmse_per_joint(rows, sweep_dir / run_files.COMPARISON_PLOT)
+    if results:
+        plot_rmse_per_joint(results, sweep_dir / run_files.COMPARISON_PLOT)
     return rows
 
 
+_started: list[DictConfig] = []  # the config of a sweep that started and has not been reported
+
+
+def report_unfinished_sweep() -> bool:
+    """Write the comparison of a sweep whose launcher gave up (a killed worker, a timeout, a
+    lost cluster job: Hydra then skips on_multirun_end); True when there was one."""
+    if not _started:
+        return False
+    SweepReport().on_multirun_end(_started[-1])
+    return True
+
+
 class SweepReport(Callback):
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _started.append(config)
+
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        _started.clear()
         sweep_dir = Path(config.hydra.sweep.dir)
         if not sweep_dir.is_dir():
             return
-        rows = write_comparison(sweep_dir)
+        rows = write_comparison(sweep_dir, expected_jobs(config))
+        failed = [row for row in rows if row["status"] != "ok"]
+        LAST_SWEEP.update(jobs=len(rows), failed=len(failed), exit_code=sweep_exit_code(rows))
         print(f"comparison of {len(rows)} runs: {sweep_dir / run_files.COMPARISON_MARKDOWN}")
+        for row in failed:
+            log.error("job %s %s", row["run"], row["status"])

@@ -1,0 +1,169 @@
+"""The sufficient statistics of the least-squares identification of one recording (or one part
+of it), their merge and their file: the map and reduce of exact distributed identification.
+
+Per joint j, the triangular factor R_j of the QR decomposition of [Y_j | tau_j] in the standard
+parameters ((p+1, p+1): R_jᵀR_j = [Y_j | tau_j]ᵀ[Y_j | tau_j]), the number of samples and Σ tau_j,
+Σ tau_j² (Nm, Nm²; for R² about each joint's mean). Stacking the factors of several parts and
+factoring again gives the factor of all their rows, so every quadratic fit (the base parameters,
+LS, WLS, the physically consistent LMI) and the training RMSE and R² come out as from one pass
+over all samples; only estimators that re-stream the samples (RLS) and nonlinear friction fits
+need the data. The file (`statistics.npz`) is a few hundred kB whatever the number of samples.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ident_framework.errors import UserError
+from ident_framework.identify.linear_problem import (
+    accumulate_joint_factors,
+    dataset_chunks,
+    recording_friction,
+    stack_factors,
+)
+
+FORMAT = "ident_framework.sufficient_statistics/1"
+# what must agree between parts for their statistics to describe one least-squares problem
+COMPATIBILITY_KEYS = ("robot", "joint_names", "parameter_names", "friction", "regressor",
+                      "preprocessing")  # fmt: skip
+
+
+@dataclass
+class SufficientStatistics:
+    """r_factors: (n, p+1, p+1) per-joint factors of [Y_j | tau_j]; n_samples; tau_sum,
+    tau_square_sum: (n,) Σ tau (Nm) and Σ tau² (Nm²) per joint; info: what produced them (the
+    COMPATIBILITY_KEYS, and per part its source, part index, rows and times)."""
+
+    r_factors: np.ndarray
+    n_samples: int
+    tau_sum: np.ndarray
+    tau_square_sum: np.ndarray
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def joint_factors(self) -> list[np.ndarray]:
+        return list(self.r_factors)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the statistics to `path` (.npz), atomically (a temporary name, then renamed)."""
+        target = Path(os.fspath(path))
+        partial = target.with_name(target.name + ".partial.npz")
+        np.savez_compressed(
+            partial,
+            r_factors=self.r_factors,
+            n_samples=np.asarray(self.n_samples),
+            tau_sum=self.tau_sum,
+            tau_square_sum=self.tau_square_sum,
+            info=np.asarray(json.dumps({"format": FORMAT, **self.info})),
+        )
+        os.replace(partial, target)
+        return target
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> SufficientStatistics:
+        try:
+            with np.load(os.fspath(path), allow_pickle=False) as saved:
+                info = json.loads(str(saved["info"]))
+                if info.pop("format", None) != FORMAT:
+                    raise ValueError(f"not a {FORMAT} file")
+                return cls(
+                    saved["r_factors"].astype(float),
+                    int(saved["n_samples"]),
+                    saved["tau_sum"].astype(float),
+                    saved["tau_square_sum"].astype(float),
+                    info,
+                )
+        except (OSError, KeyError, ValueError) as error:
+            raise UserError(
+                f"{path} is not a statistics file of a factor job ({error}); give the folders "
+                "or statistics.npz files that `mode=factor` wrote."
+            ) from None
+
+    def fit(self, theta: np.ndarray) -> dict[str, Any]:
+        """The training fit of standard parameters `theta` from the statistics alone: RMSE (Nm)
+        and R² pooled and per joint, as `identify.metrics.torque_metrics` computes them from the
+        samples (SSE_j = |R_j [theta; -1]|², SST_j = Σ tau² - (Σ tau)² / N)."""
+        extended = np.append(np.asarray(theta, dtype=float), -1.0)
+        sse = np.array([float(np.sum((r @ extended) ** 2)) for r in self.r_factors])
+        sst = self.tau_square_sum - self.tau_sum**2 / self.n_samples
+        n_joints = len(sse)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r2 = np.where(sst > 0, 1.0 - sse / sst, np.nan)
+        return {
+            "rmse": float(np.sqrt(sse.sum() / (self.n_samples * n_joints))),
+            "r2": float(1.0 - sse.sum() / sst.sum()) if sst.sum() > 0 else None,
+            "rmse_per_joint": [float(v) for v in np.sqrt(sse / self.n_samples)],
+            "r2_per_joint": [None if np.isnan(v) else float(v) for v in r2],
+        }
+
+
+def statistics_of(builder, data, chunk_size: int, info: dict[str, Any]) -> SufficientStatistics:
+    """The statistics of a preprocessed dataset (`data.ddq` set) for the regressor of
+    `builder` (linear friction models only), streamed in chunks of `chunk_size` samples."""
+    friction = recording_friction(builder, data)
+    factors, n_samples = accumulate_joint_factors(
+        builder, dataset_chunks(data, chunk_size, friction), None, progress=False
+    )
+    tau = np.asarray(data.tau, dtype=float)
+    return SufficientStatistics(
+        np.stack(factors), n_samples, tau.sum(axis=0), np.sum(tau**2, axis=0), info
+    )
+
+
+def merge(parts: list[SufficientStatistics], names: list[str]) -> SufficientStatistics:
+    """The statistics of all rows of `parts` (their per-joint factors stacked and factored
+    again); UserError naming the file (`names`) when parts disagree on robot, parameters,
+    friction, regressor or preprocessing, or when a part is missing or given twice."""
+    if not parts:
+        raise UserError("No statistics to combine: give the factor jobs' outputs.")
+    first = parts[0].info
+    for part, name in zip(parts[1:], names[1:], strict=True):
+        for key in COMPATIBILITY_KEYS:
+            if part.info.get(key) != first.get(key):
+                raise UserError(
+                    f"{name} was factored with another {key} ({part.info.get(key)!r}) than "
+                    f"{names[0]} ({first.get(key)!r}): the parts of one identification must "
+                    "share robot, friction model, regressor and preprocessing settings."
+                )
+    _check_parts([p.info for p in parts], names)
+    factors = np.stack(
+        [stack_factors([p.r_factors[j] for p in parts]) for j in range(parts[0].r_factors.shape[0])]
+    )
+    info = {key: first.get(key) for key in COMPATIBILITY_KEYS}
+    info["parts"] = [p.info.get("part") for p in parts]
+    return SufficientStatistics(
+        factors,
+        sum(p.n_samples for p in parts),
+        np.sum([p.tau_sum for p in parts], axis=0),
+        np.sum([p.tau_square_sum for p in parts], axis=0),
+        info,
+    )
+
+
+def _check_parts(infos: list[dict[str, Any]], names: list[str]) -> None:
+    """Every part of each recording once: no duplicate, none missing."""
+    seen: dict[tuple[str, int], str] = {}
+    counts: dict[str, int] = {}
+    for info, name in zip(infos, names, strict=True):
+        part = info.get("part") or {}
+        key = (str(part.get("source")), int(part.get("index", 0)))
+        if key in seen:
+            raise UserError(
+                f"{name} and {seen[key]} hold the same part {key[1]} of {key[0]}: give each "
+                "factor job's statistics once."
+            )
+        seen[key] = name
+        counts[key[0]] = int(part.get("count", 1))
+    for source, count in counts.items():
+        missing = sorted(set(range(count)) - {i for s, i in seen if s == source})
+        if missing:
+            raise UserError(
+                f"Parts {missing} of {count} of {source} are missing from the statistics given: "
+                "combine them all (a part left out would silently drop its samples)."
+            )

@@ -1,0 +1,285 @@
+"""Exact distributed identification: `mode=factor` (map) and `mode=combine` (reduce).
+
+A factor job reads the source's recording, takes its part (`distributed.part` of
+`distributed.parts`, equal numbers of samples in time order) with `distributed.halo_s` of
+recording on either side, preprocesses that window (so the part's filtered samples equal those
+of the whole recording's preprocessing: the halo absorbs the filters' edge transients), keeps
+the part's own samples and reduces them to sufficient statistics (`statistics.npz`,
+`identify/sufficient_statistics.py`). The combine step merges the statistics of all parts and
+solves as the single-process run does: the same base parameters, estimator and training fit.
+Quadratic estimators only (ls, wls, consistent); friction models with nonlinear parameters and
+recursive estimators need the samples themselves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import math
+import resource
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from ident_framework.config.run_config import RunConfig
+from ident_framework.data.dataset import Dataset
+from ident_framework.data.preprocessing import default_trim_s, preprocess
+from ident_framework.errors import UserError
+from ident_framework.identify.estimation import estimate
+from ident_framework.identify.linear_problem import predict_torque, project_to_base, standard_model
+from ident_framework.identify.metrics import identifiability_metrics, torque_metrics
+from ident_framework.identify.sufficient_statistics import (
+    SufficientStatistics,
+    merge,
+    statistics_of,
+)
+from ident_framework.interfaces import LinearProblem
+from ident_framework.launch_path import resolve_launch_path
+from ident_framework.model import friction_terms
+from ident_framework.modes.pipeline import robot_and_regressor
+from ident_framework.plain_data import to_plain
+from ident_framework.reports import run_files
+
+STATISTICS, FACTOR_SUMMARY = run_files.STATISTICS, run_files.FACTOR_SUMMARY
+
+
+def _peak_memory_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kB on Linux
+
+
+def _compatibility(config: RunConfig, robot, builder) -> dict[str, Any]:
+    friction = config.plugins["friction"]
+    return to_plain(
+        {
+            "robot": {"name": robot.name, "model": config.robot.model},
+            "joint_names": list(robot.joint_names),
+            "parameter_names": list(builder.parameter_names),
+            "friction": {"plugin": friction.info.name, **dataclasses.asdict(friction.params)},
+            "regressor": dataclasses.asdict(config.regressor),
+            "preprocessing": dataclasses.asdict(config.preprocessing),
+        }
+    )
+
+
+def halo_samples(config: RunConfig, step: float) -> int:
+    """Samples of recording on each side of a part that are preprocessed with it."""
+    settings, pre = config.distributed, config.preprocessing
+    halo_s = settings.halo_s
+    if halo_s is None:
+        halo_s = 4 * default_trim_s(pre.lowpass_hz, pre.filter_order) + 2 * pre.savgol_window_s
+        halo_s = max(halo_s, 2 * (pre.trim_s or 0.0))
+    return math.ceil(halo_s / step)
+
+
+def part_of(config: RunConfig, recorded: Dataset) -> tuple[Dataset, dict[str, Any]]:
+    """The preprocessed samples of this job's part, and where they lie in the recording."""
+    settings = config.distributed
+    n = recorded.n_samples
+    bounds = np.linspace(0, n, settings.parts + 1).round().astype(int)
+    first, last = int(bounds[settings.part]), int(bounds[settings.part + 1])
+    step = float(np.median(np.diff(recorded.timestamp)))
+    halo = halo_samples(config, step)
+    window = recorded.select(slice(max(0, first - halo), min(n, last + halo)))
+    data = preprocess(window, config.preprocessing)
+    report = data.metadata.get("preprocessing", {})
+    if report.get("resampled"):
+        raise UserError(
+            "The recording's time steps jitter, so preprocessing resamples it onto a uniform "
+            "grid that starts at each part's own first sample: the parts would not share the "
+            "whole recording's grid and the combination would not be exact. Use "
+            "preprocessing.resample=never (if the jitter is small), or split the recording into "
+            "files and factor each as a recording of its own (distributed.parts=1)."
+        )
+    t = recorded.timestamp
+    upper = t[last] if last < n else np.inf
+    keep = (data.timestamp >= t[first]) & (data.timestamp < upper)
+    trim = int(report.get("trim_samples", 0))
+    expected = min(last, n - trim) - max(first, trim)
+    if int(keep.sum()) != expected:
+        raise UserError(
+            f"distributed.halo_s={settings.halo_s} is shorter than preprocessing trims "
+            f"({trim} samples): part {settings.part} would lose samples. Leave halo_s null."
+        )
+    where = {
+        "source": str(recorded.metadata.get("path", recorded.metadata.get("source", "?"))),
+        "index": settings.part,
+        "count": settings.parts,
+        "rows": [first, last],
+        "halo_samples": halo,
+        "samples": int(keep.sum()),
+        "time_s": [float(t[first]), float(t[last - 1])],
+    }
+    return data.select(keep), where
+
+
+def run_factor(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, Any]:
+    """mode=factor: this job's part reduced to statistics.npz (and statistics.json, config.yaml)
+    in `staging`; returns the summary."""
+    started = time.perf_counter()
+    robot, builder = robot_and_regressor(config)
+    _require_linear(builder, "mode=factor")
+    source = config.plugins["source"].create()
+    if source.moves_robot:
+        raise UserError(
+            "mode=factor reduces a recording: use a source that reads one (source=csv "
+            "source.path=FILE or source=rosbag). Record the motion first."
+        )
+    recorded = source.acquire(robot, None, "identification")
+    data, where = part_of(config, recorded)
+    statistics = statistics_of(
+        builder, data, config.chunk_size, {**_compatibility(config, robot, builder), "part": where}
+    )
+    path = statistics.save(staging / STATISTICS)
+    summary = {
+        **where,
+        "statistics_file_bytes": path.stat().st_size,
+        "wall_time_s": time.perf_counter() - started,
+        "peak_memory_mb": _peak_memory_mb(),
+    }
+    (staging / FACTOR_SUMMARY).write_text(json.dumps(to_plain(summary), indent=2))
+    (staging / run_files.CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    return summary
+
+
+def _require_linear(builder, mode: str) -> None:
+    if friction_terms.is_nonlinear(builder.friction):
+        raise UserError(
+            f"{mode} needs a friction model linear in its parameters (coulomb_viscous, none): "
+            "nonlinear friction parameters are fitted on the samples themselves, which the "
+            "statistics do not keep."
+        )
+
+
+def statistics_files(inputs: list[str] | None) -> list[Path]:
+    """The statistics files named by `distributed.inputs` (files, factor job folders, sweep
+    folders, glob patterns), sorted."""
+    if not inputs:
+        raise UserError(
+            "mode=combine needs distributed.inputs: the factor jobs' folders, e.g. "
+            "distributed.inputs=[multirun/2026-12-01/12-00-00] (a sweep folder: all its jobs)."
+        )
+    found: list[Path] = []
+    for entry in inputs:
+        matches = sorted(glob.glob(resolve_launch_path(entry))) or [resolve_launch_path(entry)]
+        for match in map(Path, matches):
+            if match.is_file():
+                found.append(match)
+            elif (match / STATISTICS).is_file():
+                found.append(match / STATISTICS)
+            elif match.is_dir() and list(match.glob(f"*/{STATISTICS}")):
+                found += sorted(match.glob(f"*/{STATISTICS}"))
+            else:
+                raise UserError(
+                    f"distributed.inputs: {entry} ({match}) holds no {STATISTICS}: give the "
+                    "folders (or files) that mode=factor wrote."
+                )
+    return sorted(dict.fromkeys(found))
+
+
+def _no_samples():
+    raise UserError(
+        "This estimator re-streams the samples (estimator=rls), which mode=combine does not "
+        "have: use estimator=ls, wls or consistent, or identify in one process."
+    )
+
+
+def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, Any]:
+    """mode=combine: merge the statistics, solve, write metrics.json, parameters.yaml and
+    config.yaml (a run directory `mode=predict run=DIR` can apply); returns the metrics."""
+    started = time.perf_counter()
+    files = statistics_files(config.distributed.inputs)
+    parts = [SufficientStatistics.load(path) for path in files]
+    loaded = time.perf_counter()
+    total = merge(parts, [str(path) for path in files])
+    robot, builder = robot_and_regressor(config)
+    _require_linear(builder, "mode=combine")
+    expected = _compatibility(config, robot, builder)
+    for key in ("robot", "joint_names", "parameter_names", "friction", "regressor"):
+        if total.info.get(key) != expected[key]:
+            raise UserError(
+                f"The statistics were factored with {key} {total.info.get(key)!r}, this run "
+                f"is configured with {expected[key]!r}: give mode=combine the robot, friction "
+                "and regressor settings of the factor jobs."
+            )
+    settings = config.base_parameters
+    base, base_factors, cond = project_to_base(
+        total.joint_factors, builder.parameter_names, settings.tolerance, settings.method
+    )
+    problem = LinearProblem(
+        base_factors, total.n_samples, base.names, _no_samples,
+        standard_model(builder, total.joint_factors, base),
+    )  # fmt: skip
+    estimator, theta = estimate(config.plugins["estimator"], problem, base)
+    metrics: dict[str, Any] = {
+        "identifiability": identifiability_metrics(
+            base, cond, estimator, settings.warn_relative_std_percent
+        ),
+        "train": {"physical": total.fit(theta)},
+    }
+    if config.validation.source is not None:
+        source = config.validation.source.create()
+        motion = None
+        if source.moves_robot and config.validation.trajectory is not None:
+            motion = config.validation.trajectory.create().generate(robot, None, config.seed + 1)
+        validation = preprocess(source.acquire(robot, motion, "validation"), config.preprocessing)
+        predicted = predict_torque(builder, validation, theta, config.chunk_size)
+        metrics["validation"] = {"physical": torque_metrics(validation.tau, predicted)}
+    metrics["data"] = {"train_samples": total.n_samples, "parts": len(parts)}
+    metrics["timing_s"] = {"load": loaded - started, "combine": time.perf_counter() - loaded}
+    metrics["combine"] = {"peak_memory_mb": _peak_memory_mb(), "inputs": [str(f) for f in files]}
+    document = _parameters(config, robot, builder, base, estimator, theta, total)
+    (staging / run_files.METRICS).write_text(json.dumps(to_plain(metrics), indent=2))
+    (staging / run_files.PARAMETERS).write_text(yaml.safe_dump(document, sort_keys=False))
+    (staging / run_files.CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    return metrics
+
+
+def _parameters(config, robot, builder, base, estimator, theta, total) -> dict[str, Any]:
+    std = estimator.coef_std_
+    combos = base.combinations()
+    rows = []
+    for i, name in enumerate(base.names):
+        row = {"name": name, "value": float(estimator.coef_[i]), "combination": combos[i]}
+        if std is not None:
+            row["std"] = float(std[i])
+        rows.append(row)
+    plugins = {g: {"plugin": config.plugins[g].info.name} for g in ("friction", "estimator")}
+    return to_plain(
+        {
+            "robot": {
+                "name": robot.name,
+                "model": config.robot.model,
+                "joint_names": list(robot.joint_names),
+            },  # fmt: skip
+            "plugins": plugins,
+            "base_parameters": rows,
+            "standard_parameters": dict(zip(builder.parameter_names, theta.tolist(), strict=True)),
+            "statistics": {"samples": total.n_samples, "parts": total.info.get("parts")},
+        }
+    )
+
+
+def summary_lines(mode: str, outcome: dict[str, Any]) -> list[str]:
+    """What a factor or combine job prints."""
+    if mode == "factor":
+        return [
+            f"part {outcome['index']} of {outcome['count']} ({outcome['source']}): "
+            f"{outcome['samples']} samples, rows {outcome['rows'][0]}..{outcome['rows'][1]}, "
+            f"statistics {outcome['statistics_file_bytes'] / 1024:.0f} kB, "
+            f"{outcome['wall_time_s']:.2f} s, peak memory {outcome['peak_memory_mb']:.0f} MB"
+        ]
+    ident, train = outcome["identifiability"], outcome["train"]["physical"]
+    lines = [
+        f"combined {outcome['data']['parts']} parts, {outcome['data']['train_samples']} samples: "
+        f"{ident['n_base']} base parameters of {ident['n_standard']}, cond {ident['cond']:.4g}",
+        f"     train physical RMSE {train['rmse']:.4g} Nm  R² {train['r2']:.5f}",
+    ]
+    if "validation" in outcome:
+        val = outcome["validation"]["physical"]
+        lines.append(f"validation physical RMSE {val['rmse']:.4g} Nm  R² {val['r2']:.5f}")
+    return lines

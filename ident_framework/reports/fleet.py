@@ -1,0 +1,163 @@
+"""The fleet report: per robot and joint the identified Coulomb and viscous friction and rotor
+inertia, the fit on each robot's held-out data, and flags a maintenance engineer acts on.
+
+Outliers against the fleet: a joint whose Coulomb friction fc lies more than k σ above the
+fleet's median for that joint (latest log of each robot; σ = 1.4826 × the median absolute
+deviation, at least `min_spread` × the median, so the estimation noise of a fleet of identical
+robots is not read as wear). Trend: a joint whose fc rose by more than k σ since the same
+robot's earliest log. Written: fleet.csv, fleet.md and fleet.png (fc per joint and robot, the
+median and the k σ limit, flagged joints marked).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from ident_framework.reports import run_files
+from ident_framework.reports.tables import COMPACT, format_cell, markdown_table
+
+FLEET_CSV, FLEET_MARKDOWN, FLEET_PLOT = "fleet.csv", "fleet.md", "fleet.png"
+QUANTITIES = ("fc", "fv", "Ia")  # Nm, Nm·s/rad, kg·m²
+
+
+@dataclass
+class RobotRun:
+    """One identified log: robot id, date (ISO text, may be ""), its run directory."""
+
+    robot: str
+    date: str
+    run_dir: Path
+    joints: list[str] = field(default_factory=list)
+    values: dict[str, np.ndarray] = field(default_factory=dict)  # quantity -> (n,)
+    validation_rmse: float | None = None
+    validation_r2: float | None = None
+
+    @classmethod
+    def read(cls, robot: str, date: str, run_dir: Path) -> RobotRun:
+        import json
+
+        parameters = yaml.safe_load((run_dir / run_files.PARAMETERS).read_text())
+        metrics = json.loads((run_dir / run_files.METRICS).read_text())
+        rows = parameters["joints"]
+        values = {
+            q: np.array([row[q]["value"] if q in row else np.nan for row in rows], dtype=float)
+            for q in QUANTITIES
+        }
+        physical = metrics["validation"]["physical"]
+        return cls(robot, date, run_dir, [row["joint"] for row in rows], values,
+                   physical["rmse"], physical["r2"])  # fmt: skip
+
+
+def fleet_flags(runs: list[RobotRun], k: float, min_spread: float) -> list[dict[str, Any]]:
+    """One row per robot, date and joint: values, fleet median and σ of fc, and the flags."""
+    latest: dict[str, RobotRun] = {}
+    earliest: dict[str, RobotRun] = {}
+    for run in sorted(runs, key=lambda r: (r.robot, r.date)):
+        latest[run.robot] = run
+        earliest.setdefault(run.robot, run)
+    fc = np.array([run.values["fc"] for run in latest.values()])  # (robots, n)
+    median = np.median(fc, axis=0)
+    spread = np.maximum(1.4826 * np.median(np.abs(fc - median), axis=0), min_spread * median)
+    rows = []
+    for run in sorted(runs, key=lambda r: (r.robot, r.date)):
+        first = earliest[run.robot]
+        for j, joint in enumerate(run.joints):
+            value = run.values["fc"][j]
+            outlier = run is latest[run.robot] and value > median[j] + k * spread[j]
+            rise = value - first.values["fc"][j]
+            trend = run is not first and rise > k * spread[j]
+            rows.append({
+                "robot": run.robot, "date": run.date, "joint": joint,
+                **{q: float(run.values[q][j]) for q in QUANTITIES},
+                "fleet_median_fc": float(median[j]), "fleet_sigma_fc": float(spread[j]),
+                "fc_sigmas_above_median": float((value - median[j]) / spread[j]),
+                "fc_rise_since_first": float(rise) if run is not first else None,
+                "outlier": bool(outlier), "trend": bool(trend),
+                "validation_rmse": run.validation_rmse, "validation_r2": run.validation_r2,
+                "run": str(run.run_dir),
+            })  # fmt: skip
+    return rows
+
+
+def write_fleet_report(folder: Path, runs: list[RobotRun], k: float, min_spread: float) -> list:
+    """fleet.csv, fleet.md and fleet.png into `folder`; returns the rows."""
+    rows = fleet_flags(runs, k, min_spread)
+    with open(folder / FLEET_CSV, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    columns = ["robot", "date", "joint", "fc", "fv", "Ia", "fc_sigmas_above_median",
+               "validation_rmse", "validation_r2"]  # fmt: skip
+    flagged = [r for r in rows if r["outlier"] or r["trend"]]
+    lines = [
+        f"# Fleet report: {len({r['robot'] for r in rows})} robots, {len(runs)} logs",
+        "",
+        f"Flags: Coulomb friction fc more than {k:g} σ above the fleet median of its joint "
+        f"(outlier, latest log per robot) or risen by more than {k:g} σ since the robot's first "
+        f"log (trend); σ = 1.4826 MAD, at least {min_spread:g} × median. fc, fv, Ia in Nm, "
+        "Nm·s/rad, kg·m²; validation on each log's held-out tail.",
+        "",
+        f"## Flagged joints ({len(flagged)})",
+        "",
+        *markdown_table(
+            [*columns, "flag"],
+            [
+                [format_cell(r[c], COMPACT) for c in columns]
+                + [", ".join(f for f in ("outlier", "trend") if r[f])]
+                for r in flagged
+            ],
+        ),  # fmt: skip
+        "",
+        f"![fc per joint and robot]({FLEET_PLOT})",
+        "",
+        "## Every robot and joint",
+        "",
+        *markdown_table(columns, [[format_cell(r[c], COMPACT) for c in columns] for r in rows]),
+        "",
+    ]
+    (folder / FLEET_MARKDOWN).write_text("\n".join(lines))
+    plot_fleet(rows, k, folder / FLEET_PLOT)
+    return rows
+
+
+def plot_fleet(rows: list[dict[str, Any]], k: float, path: Path) -> None:
+    """fc of each robot (latest log) per joint, the fleet median and its k σ limit; flagged
+    joints in red."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    latest: dict[tuple[str, str], dict] = {}
+    for row in sorted(rows, key=lambda r: r["date"]):
+        latest[(row["robot"], row["joint"])] = row
+    joints = list(dict.fromkeys(row["joint"] for row in rows))
+    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(joints)), 4.8))
+    rng = np.random.default_rng(0)
+    for j, joint in enumerate(joints):
+        points = [r for (_, name), r in latest.items() if name == joint]
+        median, sigma = points[0]["fleet_median_fc"], points[0]["fleet_sigma_fc"]
+        ax.hlines([median, median + k * sigma], j - 0.35, j + 0.35, colors=["k", "tab:orange"],
+                  linestyles=["-", "--"])  # fmt: skip
+        x = j + rng.uniform(-0.25, 0.25, len(points))
+        flagged = np.array([r["outlier"] or r["trend"] for r in points])
+        values = np.array([r["fc"] for r in points])
+        ax.scatter(x[~flagged], values[~flagged], s=14, color="tab:blue")
+        ax.scatter(x[flagged], values[flagged], s=40, color="tab:red", marker="^")
+        for xi, r in zip(x[flagged], [p for p, f in zip(points, flagged, strict=True) if f],
+                         strict=True):  # fmt: skip
+            ax.annotate(r["robot"], (xi, r["fc"]), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")  # fmt: skip
+    ax.set_xticks(range(len(joints)), [name.replace("_joint", "") for name in joints])
+    ax.set_ylabel("Coulomb friction fc [Nm]")
+    ax.set_title(f"Fleet: fc per joint (latest log per robot); median (black), +{k:g} σ (orange)")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

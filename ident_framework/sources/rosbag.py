@@ -1,0 +1,147 @@
+"""Built-in data source `rosbag`: joint states recorded in a ROS 2 bag (rosbag2 folder,
+`.mcap`, `.db3`) or a ROS 1 `.bag` (see `data/rosbag_log.read_rosbag_log`).
+
+Serves `source=rosbag` (`source.path=BAG`) and `validation=rosbag` (`validation.path=BAG`).
+`effort=torque` (default) takes JointState.effort as joint torque in Nm: what UR's ROS 2
+driver publishes with `use_currents_as_efforts:=false` on PolyScope >= 5.23. `effort=current`
+takes it as motor current in A (the ROS 2 driver's long-standing default and the ROS 1
+driver's) times `current_to_torque` (Nm/A). Under `torque`, efforts far smaller than the
+gravity torque the robot model predicts at the recorded poses are reported as a warning: they
+look like currents.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ident_framework.data.dataset import Dataset
+from ident_framework.data.rosbag_log import EFFORTS, STAMPS, read_rosbag_log
+from ident_framework.hookspecs import hookimpl
+from ident_framework.launch_path import resolve_launch_path
+
+log = logging.getLogger(__name__)
+CONFIG_PREFIX = {"identification": "source.", "validation": "validation."}
+# effort / gravity torque below this (least-squares scale over the joints gravity loads) under
+# effort=torque: the efforts look like motor currents (UR motor constants are 4-14 Nm/A)
+CURRENT_LIKE_SCALE = 0.4
+_GRAVITY_SAMPLES = 200  # poses at which the gravity torque is compared
+
+
+@dataclass
+class RosbagSourceParams:
+    """path: the bag (rosbag2 folder, .mcap, .db3, or ROS 1 .bag); topic: its
+    sensor_msgs/msg/JointState topic; effort: torque (Nm) | current (A, times
+    current_to_torque in Nm/A per joint, robot joint order); joint_prefix: prefix of the bag's
+    joint names (null: exact names, or the one common prefix found, e.g. a tf_prefix `ur_`);
+    stamp: header (header.stamp) | receive (the bag's receive time)."""
+
+    path: str | None = None
+    topic: str = "/joint_states"
+    effort: str = "torque"
+    current_to_torque: list[float] | None = None
+    joint_prefix: str | None = None
+    stamp: str = "header"
+
+    def __post_init__(self) -> None:
+        if not self.path:
+            raise ValueError("path is required (the bag to read)")
+        self.path = str(self.path)
+        if not isinstance(self.topic, str) or not self.topic.startswith("/"):
+            raise ValueError(
+                f"topic must be a ROS topic name such as /joint_states, got {self.topic!r}"
+            )
+        if self.effort not in EFFORTS:
+            raise ValueError(f"effort must be one of {list(EFFORTS)}, got {self.effort!r}")
+        if self.stamp not in STAMPS:
+            raise ValueError(f"stamp must be one of {list(STAMPS)}, got {self.stamp!r}")
+        if self.effort == "current" and self.current_to_torque is None:
+            raise ValueError(
+                "effort=current needs current_to_torque=[k_0,...] (motor constants, Nm/A)"
+            )
+        if self.current_to_torque is not None:
+            try:
+                gains = [float(k) for k in self.current_to_torque]
+            except (TypeError, ValueError):
+                raise ValueError(
+                    "current_to_torque must be a list of motor constants in Nm/A, got "
+                    f"{self.current_to_torque!r}"
+                ) from None
+            if not all(math.isfinite(k) and k > 0 for k in gains):
+                raise ValueError(
+                    f"current_to_torque must hold finite positive values (Nm/A), got {gains}"
+                )
+            self.current_to_torque = gains
+
+
+class RosbagSource:
+    """Reads a bag; never moves a robot, so the engine designs no trajectory for it."""
+
+    moves_robot = False
+
+    def __init__(self, params: RosbagSourceParams):
+        self.params = params
+
+    def acquire(
+        self,
+        robot: Any,
+        trajectory: Any = None,
+        role: str = "identification",
+        *,
+        min_samples: int = 2,
+    ) -> Dataset:
+        """Read `params.path` for `robot.joint_names`; `trajectory` is ignored. role is
+        "identification" or "validation" (it picks the config key named in messages)."""
+        del trajectory
+        prefix = CONFIG_PREFIX.get(role, "source.")
+        params = self.params
+        data = read_rosbag_log(
+            resolve_launch_path(params.path or ""),
+            tuple(robot.joint_names),
+            topic=params.topic,
+            effort=params.effort,
+            current_to_torque=params.current_to_torque,
+            joint_prefix=params.joint_prefix,
+            stamp=params.stamp,
+            min_samples=min_samples,
+            config_prefix=prefix,
+        )
+        if params.effort == "torque":
+            scale = effort_to_gravity_scale(robot, data)
+            data.metadata["effort_to_gravity_scale"] = scale
+            if scale is not None and scale < CURRENT_LIKE_SCALE:
+                log.warning(
+                    "%s: the efforts on %s are %.3g x the gravity torque the robot model "
+                    "predicts at the recorded poses: they look like motor currents (A), not "
+                    "torques (Nm). If so, run with %seffort=current "
+                    "%scurrent_to_torque=[k_0,...] (Nm/A), or record with the UR driver's "
+                    "use_currents_as_efforts:=false (PolyScope >= 5.23).",
+                    params.path, params.topic, scale, prefix, prefix,
+                )  # fmt: skip
+        return data
+
+
+def effort_to_gravity_scale(robot: Any, data: Dataset) -> float | None:
+    """Least-squares scale s minimising |tau - s g(q)| over the joints that gravity loads
+    (g: the robot model's gravity torque, Nm, at up to 200 recorded poses); ~1 for torques,
+    ~1/k (k: motor constant, Nm/A) for currents. None when gravity loads no joint (a
+    horizontal arm)."""
+    rows = np.linspace(0, data.n_samples - 1, min(_GRAVITY_SAMPLES, data.n_samples)).astype(int)
+    q = data.q[rows]
+    zero = np.zeros_like(q)
+    gravity = robot.inverse_dynamics(q, zero, zero)
+    loaded = np.sqrt(np.mean(gravity**2, axis=0))
+    joints = loaded > 0.1 * loaded.max() if loaded.max() > 1e-6 else np.zeros_like(loaded, bool)
+    if not joints.any():
+        return None
+    g, tau = gravity[:, joints].ravel(), data.tau[rows][:, joints].ravel()
+    return float(np.dot(g, tau) / np.dot(g, g))
+
+
+@hookimpl
+def register_data_sources(register) -> None:
+    register("rosbag", RosbagSource, RosbagSourceParams)
