@@ -29,7 +29,7 @@ class TuningSettings:
     sweeps: passes over the joints when choosing each joint's friction shape."""
 
     method: str = "cv"
-    sources: list[str] = field(default_factory=lambda: ["csv", "rtde"])
+    sources: list[str] = field(default_factory=lambda: ["csv", "rtde", "rosbag"])
     folds: int = 5
     guard_s: float = 0.1
     max_samples: int = 20000
