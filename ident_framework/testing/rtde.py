@@ -103,8 +103,9 @@ class RecordingControl:
     def waitPeriod(self, start):  # noqa: N802
         """Like ur_rtde's: sleep most of the rest of the period, then spin to its end."""
         end = start + self.period
-        if end - time.monotonic() > 3e-4:
-            time.sleep(end - time.monotonic() - 3e-4)
+        rest = end - time.monotonic()  # read once: a second read may already be past the end
+        if rest > 3e-4:
+            time.sleep(rest - 3e-4)
         while time.monotonic() < end:
             pass
 
