@@ -95,7 +95,9 @@ def concatenate(datasets: list[Dataset]) -> Dataset:
     the same as identifying on the union of the recordings. Timestamps are shifted so that
     each recording starts one sample step (its own median step, s) after the previous one
     ends: they stay strictly increasing. Optional columns are kept only when every recording
-    has them. Metadata are the first recording's, plus `recordings` (how many are stacked)."""
+    has them. Metadata are the first recording's, plus `recordings` (how many are stacked) and
+    `recording_lengths` (the samples of each, in order: the residual learner holds recordings
+    out by them)."""
     if not datasets:
         raise ValueError("no datasets to concatenate")
     first = datasets[0]
@@ -120,9 +122,12 @@ def concatenate(datasets: list[Dataset]) -> Dataset:
         values = [getattr(data, name) for data in datasets]
         columns[name] = None if any(v is None for v in values) else np.concatenate(values)
     recordings = sum(data.metadata.get("recordings", 1) for data in datasets)
+    lengths = [
+        n for data in datasets for n in data.metadata.get("recording_lengths", [data.n_samples])
+    ]
     return Dataset(
         joint_names=first.joint_names,
-        metadata={**first.metadata, "recordings": recordings},
+        metadata={**first.metadata, "recordings": recordings, "recording_lengths": lengths},
         parallel_filter=ParallelFilter.concatenate([data.parallel_filter for data in datasets]),
         **columns,
     )

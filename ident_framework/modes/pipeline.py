@@ -149,9 +149,12 @@ def identify(
         predictions = predict_physical(builder, data.splits(), theta, chunk_size)
     residual = plugins["residual"].create()
     out_of_range: dict[str, dict[str, Any]] = {}
+    residual_report = None
     if residual.active:
         with timer("residual"):
-            out_of_range = fuse_residual(residual, data.splits(), predictions)
+            out_of_range, residual_report = fuse_residual(
+                residual, builder, theta, chunk_size, data.splits(), predictions
+            )
 
     metrics: dict[str, Any] = {
         "identifiability": identifiability_metrics(
@@ -164,6 +167,8 @@ def identify(
             for name, split in data.splits().items()
         },
     }
+    if residual_report is not None:
+        metrics["residual"] = residual_report
     # Simulated robots know their true parameters: how far is the fit from the truth?
     truth_theta, truth_section = truth_metrics(
         builder, truth, validation, metrics["validation"]["physical"]["rmse"], chunk_size,

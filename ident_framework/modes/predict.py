@@ -25,7 +25,7 @@ from ident_framework.errors import UserError
 from ident_framework.extension_points import conform
 from ident_framework.identify.linear_problem import predict_torque
 from ident_framework.identify.metrics import fusion_gain, torque_metrics
-from ident_framework.identify.prediction import out_of_range
+from ident_framework.identify.prediction import learner_figures, residual_inputs
 from ident_framework.interfaces import ResidualLearner
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model import friction_terms
@@ -134,10 +134,11 @@ def run_prediction(config: RunConfig, out_dir: Path) -> dict[str, Any]:
         "physical": torque_metrics(data.tau, physical),
     }
     if model.residual is not None:
-        fusion = physical + model.residual.predict(data.q, data.dq, data.ddq)
+        inputs = residual_inputs(model.builder, data, model.theta, physical, config.chunk_size)
+        fusion = physical + model.residual.predict(inputs)
         metrics["fusion"] = torque_metrics(data.tau, fusion)
         metrics["fusion_gain"] = fusion_gain(metrics["physical"], metrics["fusion"])
-        metrics["fusion"].update(out_of_range(model.residual) or {})
+        metrics["fusion"].update(learner_figures(model.residual) or {})
     stem = Path(str(recorded.metadata.get("path", "recording"))).stem
     write_prediction_outputs(out_dir, stem, data, physical, fusion, metrics, config.plots)
     return metrics
