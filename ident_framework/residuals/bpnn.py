@@ -4,7 +4,9 @@ judged on held-out motion before they are used, and shrunk where they do not kno
 Inputs (`features`, `inputs`; `bpnn_features.py`): joint j's network maps its standardised
 features — by default its own velocity and acceleration and the physical model's friction
 torque (chosen by held-out acceptance, see README) — to its standardised residual
-tau_meas_j − tau_physical_j (Nm). The scalers come from all identification samples.
+tau_meas_j − tau_physical_j (Nm). The input scalers come from all identification samples
+(inputs only), the output scaler from the samples some fold trains on (no held-out target
+reaches the training).
 
 Held-out acceptance (`bpnn_folds.py`): with several identification recordings, each fold
 holds one recording out and trains on the others; with one, a fold holds out, per joint, the
@@ -317,12 +319,13 @@ class BpnnResidual(ResidualLearnerDefaults):
         self.x_mean_ = features.mean(axis=1)
         x_std = features.std(axis=1)
         self.x_std_ = np.where(x_std > _STD_FLOOR, x_std, 1.0)
-        self.y_mean_ = target.mean(axis=1)
-        y_std = target.std(axis=1)
-        self.y_std_ = np.where(y_std > _STD_FLOOR, y_std, 1.0)
         standardised = self._standardise(features)
 
         folds = folds_for(recording, standardised, p.holdout_fraction, p.seed)
+        seen = np.any([fold.fit for fold in folds], axis=0)  # (n, N): trained on by a fold
+        self.y_mean_ = np.array([target[j, seen[j]].mean() for j in range(len(target))])
+        y_std = np.array([target[j, seen[j]].std() for j in range(len(target))])
+        self.y_std_ = np.where(y_std > _STD_FLOOR, y_std, 1.0)
         self.n_folds_ = len(folds)
         self.n_members_ = max(1, math.ceil(p.ensemble_size / self.n_folds_))
         self.folds_ = [fold.kind for fold in folds]
