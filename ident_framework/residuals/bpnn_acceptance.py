@@ -41,13 +41,13 @@ def _reason(accepted: bool, count: int, reduction: float | None, margin: float, 
         return "refused: no held-out samples to judge it on"
     if accepted:
         return f"accepted: held-out RMSE {reduction:.1f} % lower (margin {100 * margin:.1f} %)"
-    if reduction < 0:
-        return f"refused: the correction made held-out RMSE {-reduction:.1f} % worse"
-    if reduction == 0:
+    if abs(reduction) < 1e-6:
         return (
             "refused: no correction applied on held-out samples (all shrunk to zero: they are "
             "unlike the training data)"
         )
+    if reduction < 0:
+        return f"refused: the correction made held-out RMSE {-reduction:.1f} % worse"
     return (
         f"refused: held-out RMSE only {reduction:.1f} % lower, below the margin "
         f"{100 * margin:.1f} %"
