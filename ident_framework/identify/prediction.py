@@ -11,7 +11,7 @@ import numpy as np
 
 from ident_framework.data.dataset import Dataset
 from ident_framework.identify.linear_problem import predict_torque
-from ident_framework.identify.result import TorquePredictions
+from ident_framework.identify.result import IdentificationData, TorquePredictions
 from ident_framework.interfaces import ResidualInputs, ResidualLearner
 from ident_framework.model.regressor import RegressorBuilder
 
@@ -80,13 +80,14 @@ def fuse_residual(
     learner: ResidualLearner,
     builder: RegressorBuilder,
     theta: np.ndarray,
-    chunk_size: int,
-    splits: dict[str, Dataset],
+    data: IdentificationData,
     predictions: dict[str, TorquePredictions],
-) -> tuple[dict[str, dict[str, Any]], dict[str, Any] | None]:
+    chunk_size: int,
+) -> dict[str, dict[str, Any]]:
     """Train `learner` on the "train" residual (measured − physical, Nm; one entry per
     recording stacked in it), set each prediction's fusion. Returns the learner's figures per
-    dataset (those it reports) and its training report (metrics.json `residual`)."""
+    dataset (those it reports; its training report is `residual_metrics`)."""
+    splits = data.splits()
     inputs = {
         name: residual_inputs(builder, data, theta, predictions[name].physical, chunk_size)
         for name, data in splits.items()
@@ -100,4 +101,11 @@ def fuse_residual(
         reported = learner_figures(learner)
         if reported is not None:
             figures[name] = reported
-    return figures, learner.report_
+    return figures
+
+
+def residual_metrics(learner: ResidualLearner) -> dict[str, Any]:
+    """metrics.json `residual`: the trained learner's own report (e.g. its held-out
+    acceptance), when it is active and gives one."""
+    report = learner.report_ if learner.active else None
+    return {} if report is None else {"residual": report}

@@ -22,7 +22,7 @@ from ident_framework.identify.friction_fit import fit_nonlinear_friction
 from ident_framework.identify.linear_problem import build_problem
 from ident_framework.identify.metrics import data_metrics, fit_metrics, identifiability_metrics
 from ident_framework.identify.physical_check import physical_check
-from ident_framework.identify.prediction import fuse_residual, predict_physical
+from ident_framework.identify.prediction import fuse_residual, predict_physical, residual_metrics
 from ident_framework.identify.result import (
     Diagnostics,
     IdentificationData,
@@ -149,12 +149,9 @@ def identify(
         predictions = predict_physical(builder, data.splits(), theta, chunk_size)
     residual = plugins["residual"].create()
     out_of_range: dict[str, dict[str, Any]] = {}
-    residual_report = None
     if residual.active:
         with timer("residual"):
-            out_of_range, residual_report = fuse_residual(
-                residual, builder, theta, chunk_size, data.splits(), predictions
-            )
+            out_of_range = fuse_residual(residual, builder, theta, data, predictions, chunk_size)
 
     metrics: dict[str, Any] = {
         "identifiability": identifiability_metrics(
@@ -166,9 +163,8 @@ def identify(
             )
             for name, split in data.splits().items()
         },
+        **residual_metrics(residual),
     }
-    if residual_report is not None:
-        metrics["residual"] = residual_report
     # Simulated robots know their true parameters: how far is the fit from the truth?
     truth_theta, truth_section = truth_metrics(
         builder, truth, validation, metrics["validation"]["physical"]["rmse"], chunk_size,

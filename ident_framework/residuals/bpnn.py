@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,143 +60,19 @@ from ident_framework.interfaces import (
     ResidualLearnerDefaults,
 )
 from ident_framework.residuals import bpnn_acceptance, bpnn_files, bpnn_trust
-from ident_framework.residuals.bpnn_features import check_features, raw_features
+from ident_framework.residuals.bpnn_batches import gather, gather_flags
+from ident_framework.residuals.bpnn_features import raw_features
 from ident_framework.residuals.bpnn_files import PLOT_FILE
 from ident_framework.residuals.bpnn_folds import early_stopping_part, folds_for
-from ident_framework.residuals.bpnn_torch import (
-    DEVICE_PATTERN,
-    forward,
-    require_torch,
-    resolve_device,
-    torch_settings,
-)
+from ident_framework.residuals.bpnn_params import DEFAULT_FEATURES, BpnnParams
+from ident_framework.residuals.bpnn_torch import forward, resolve_device, torch_settings
 from ident_framework.residuals.bpnn_training import pointwise_loss, train_networks
 
 if TYPE_CHECKING:
     import torch
 
 _STD_FLOOR = 1e-12  # a feature or residual with a smaller std is not scaled (std taken as 1)
-DEFAULT_FEATURES = ["velocity", "acceleration", "friction"]
-
-
-@dataclass
-class BpnnParams:
-    """Parameters of the `bpnn` residual learner.
-
-    features: input names per joint (`bpnn_features.FEATURES`: position, velocity,
-    acceleration, load, gravity, inertial, friction). inputs: "joint" (network j sees joint j's
-    features) or "full" (every network sees all joints'). hidden_width, hidden_layers: MLP size
-    (ReLU). ensemble_size: members per joint (split over the folds, at least one per fold).
-    epochs: maximum training epochs. learning_rate: Adam step size. weight_decay: Adam's L2
-    penalty. batch_size: samples per minibatch. seed: weights, minibatch order, k-means.
-    device: "cpu", "cuda", "cuda:<i>" or "mps". validation_fraction: last fraction (in time)
-    of each network's training samples kept for early stopping, in [0, 1) (0: the last epoch
-    is kept). patience: epochs without a better early-stopping loss before training stops (0:
-    never early). acceptance: judge each joint on held-out motion (false: accept every joint,
-    for experiments). acceptance_margin: the held-out RMSE reduction (fraction) a joint must
-    reach to be corrected. holdout_fraction: share of the samples held out per joint when there
-    is one recording (the region fold). disagreement_weight: κ of the ensemble shrinkage (0:
-    none). trust_radius, refuse_radius: distance to the nearest training sample
-    (standardised units) up to which corrections apply fully / beyond which they are 0;
-    refuse_radius null: no distance shrinkage. range_margin: per-feature guard margin m (≥ 0)
-    in units of each feature's training span; None: no guard. loss: "mse" or "huber"
-    (quadratic up to huber_delta_nm, Nm). progress: tqdm bar over the epochs on stderr.
-    """
-
-    features: list[str] = field(default_factory=lambda: list(DEFAULT_FEATURES))
-    inputs: str = "joint"
-    hidden_width: int = 32
-    hidden_layers: int = 2
-    ensemble_size: int = 2
-    epochs: int = 150
-    learning_rate: float = 3e-3
-    weight_decay: float = 1e-4
-    batch_size: int = 512
-    seed: int = 0
-    device: str = "cpu"
-    validation_fraction: float = 0.2
-    patience: int = 15
-    acceptance: bool = True
-    acceptance_margin: float = 0.02
-    holdout_fraction: float = 0.2
-    disagreement_weight: float = 1.0
-    trust_radius: float = 0.25
-    refuse_radius: float | None = 1.0
-    range_margin: float | None = 0.1
-    loss: str = "mse"
-    huber_delta_nm: float = 0.5
-    progress: bool = True
-
-    def __post_init__(self) -> None:
-        def integer(name: str, minimum: int) -> None:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer):
-                raise ValueError(f"{name} must be an integer, got {value!r}")
-            if value < minimum:
-                raise ValueError(f"{name} must be >= {minimum}, got {value}")
-            setattr(self, name, int(value))
-
-        def number(name: str) -> float:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
-                raise ValueError(f"{name} must be a number, got {value!r}")
-            if not math.isfinite(value):
-                raise ValueError(f"{name} must be finite, got {value}")
-            setattr(self, name, float(value))
-            return float(value)
-
-        def flag(name: str) -> None:
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
-
-        require_torch()  # before any job runs: the learner cannot train or load without it
-        self.features = check_features(
-            list(self.features) if not isinstance(self.features, str) else self.features
-        )
-        if self.inputs not in ("joint", "full"):
-            raise ValueError(f"inputs must be 'joint' or 'full', got {self.inputs!r}")
-        for name in ("hidden_width", "hidden_layers", "ensemble_size", "epochs", "batch_size"):
-            integer(name, 1)
-        integer("seed", 0)
-        integer("patience", 0)
-        if not number("learning_rate") > 0.0:
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if not number("weight_decay") >= 0.0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
-        if not 0.0 <= number("validation_fraction") < 1.0:
-            raise ValueError(
-                f"validation_fraction must be in [0, 1), got {self.validation_fraction}"
-            )
-        flag("acceptance")
-        if not 0.0 <= number("acceptance_margin") < 1.0:
-            raise ValueError(f"acceptance_margin must be in [0, 1), got {self.acceptance_margin}")
-        if not 0.0 < number("holdout_fraction") <= 0.5:
-            raise ValueError(f"holdout_fraction must be in (0, 0.5], got {self.holdout_fraction}")
-        if not number("disagreement_weight") >= 0.0:
-            raise ValueError(f"disagreement_weight must be >= 0, got {self.disagreement_weight}")
-        if not number("trust_radius") >= 0.0:
-            raise ValueError(f"trust_radius must be >= 0, got {self.trust_radius}")
-        if self.refuse_radius is not None and not number("refuse_radius") > self.trust_radius:
-            raise ValueError(
-                f"refuse_radius must be > trust_radius ({self.trust_radius}) or null, got "
-                f"{self.refuse_radius}"
-            )
-        if self.range_margin is not None and not number("range_margin") >= 0.0:
-            raise ValueError(f"range_margin must be >= 0 or null, got {self.range_margin}")
-        if not isinstance(self.device, str) or not DEVICE_PATTERN.match(self.device):
-            raise ValueError(
-                f"device must be 'cpu', 'cuda', 'cuda:<index>' or 'mps', got {self.device!r}"
-            )
-        if self.device != "cpu":  # fail when the config is validated, before any job runs
-            try:
-                resolve_device(self.device)
-            except UserError as error:
-                raise ValueError(str(error).rstrip(".")) from None
-        if self.loss not in ("mse", "huber"):
-            raise ValueError(f"loss must be 'mse' or 'huber', got {self.loss!r}")
-        if not number("huber_delta_nm") > 0.0:
-            raise ValueError(f"huber_delta_nm must be > 0, got {self.huber_delta_nm}")
-        flag("progress")
+__all__ = ["DEFAULT_FEATURES", "BpnnParams", "BpnnResidual", "register_residual_learners"]
 
 
 def _stack(recordings: list[ResidualInputs]) -> ResidualInputs:
@@ -282,102 +157,123 @@ class BpnnResidual(ResidualLearnerDefaults):
     ) -> BpnnResidual:
         """Train on identification recordings (a list of `ResidualInputs`, or one) and their
         residuals tau_meas − tau_physical (Nm, (N_r, n) each, in time order). Returns self."""
-        import torch
-
         if isinstance(recordings, ResidualInputs):
             recordings, residuals = [recordings], [residuals]
+        features, target, recording = self._checked_data(recordings, residuals)
+        start = time.perf_counter()
+        self.x_mean_ = features.mean(axis=1)
+        x_std = features.std(axis=1)
+        self.x_std_ = np.where(x_std > _STD_FLOOR, x_std, 1.0)
+        standardised = self._standardise(features)
+        folds = folds_for(recording, standardised, self.params.holdout_fraction, self.params.seed)
+        self._set_folds(folds, features, target, standardised)
+        self._train(folds, features, target, standardised)
+
+        members = self._member_outputs(standardised)  # (n, F, M, N) Nm
+        self.accepted_ = np.ones(self.n_joints_, dtype=bool)
+        corrections = [
+            self._factor(members[:, f], standardised, features, f) * members[:, f].mean(axis=1)
+            for f in range(self.n_folds_)
+        ]
+        p = self.params
+        self.report_ = bpnn_acceptance.judge(
+            target, corrections, folds, p.acceptance_margin, p.acceptance
+        )
+        self.accepted_ = np.array(self.report_["accepted"], dtype=bool)
+        self.training_time_s_ = time.perf_counter() - start
+        self.report_.update(self._training_summary(target.shape[1], len(recordings)))
+        return self
+
+    def _checked_data(
+        self, recordings: list[ResidualInputs], residuals: list[np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(raw features (n, N, f), residual (n, N) Nm, recording id (N,)) of the stacked
+        recordings; UserError for data the learner cannot train on."""
         if not recordings or len(recordings) != len(residuals):
             raise UserError(
                 f"The bpnn residual learner got {len(recordings)} recordings and "
                 f"{len(residuals)} residuals; give one residual per recording."
             )
-        p = self.params
         for data, residual in zip(recordings, residuals, strict=True):
             self._check_inputs(data, residual, None)
         widths = {np.shape(r.q)[1] for r in recordings}
         if len(widths) != 1:
             raise UserError(f"The bpnn residual learner got recordings of {sorted(widths)} joints.")
-        data = _stack(recordings)
-        target_rows = np.concatenate([np.asarray(r, dtype=np.float64) for r in residuals])
+        target = np.concatenate([np.asarray(r, dtype=np.float64) for r in residuals])
         recording = np.concatenate([np.full(r.n_samples, i) for i, r in enumerate(recordings)])
-        n_samples = self._check_inputs(data, target_rows, None)
-        self.n_joints_ = int(np.shape(data.q)[1])
-        features = self._features(data)  # (n, N, f)
-        if not np.all(np.isfinite(features)) or not np.all(np.isfinite(target_rows)):
+        self.n_joints_ = int(widths.pop())
+        features = self._features(_stack(recordings))  # (n, N, f)
+        if not np.all(np.isfinite(features)) or not np.all(np.isfinite(target)):
             raise UserError(
                 "The bpnn residual learner got non-finite values (NaN or inf) in its inputs "
                 "or the residual; clean the recording (preprocessing) first."
             )
-        if n_samples < 20:
+        if len(target) < 20:
             raise UserError(
-                f"The bpnn residual learner got {n_samples} samples: too few to hold some out "
+                f"The bpnn residual learner got {len(target)} samples: too few to hold some out "
                 "and train on the rest. Record a longer motion."
             )
-        device = resolve_device(p.device)
-        start = time.perf_counter()
-        target = target_rows.T  # (n, N)
-        self.x_mean_ = features.mean(axis=1)
-        x_std = features.std(axis=1)
-        self.x_std_ = np.where(x_std > _STD_FLOOR, x_std, 1.0)
-        standardised = self._standardise(features)
+        return features, target.T, recording
 
-        folds = folds_for(recording, standardised, p.holdout_fraction, p.seed)
-        seen = np.any([fold.fit for fold in folds], axis=0)  # (n, N): trained on by a fold
-        self.y_mean_ = np.array([target[j, seen[j]].mean() for j in range(len(target))])
-        y_std = np.array([target[j, seen[j]].std() for j in range(len(target))])
-        self.y_std_ = np.where(y_std > _STD_FLOOR, y_std, 1.0)
+    def _set_folds(
+        self, folds: list, features: np.ndarray, target: np.ndarray, standardised: np.ndarray
+    ) -> None:
+        """Fold counts, the output scaler (from the samples some fold trains on), each fold's
+        training range and distance support."""
+        p, n = self.params, self.n_joints_
         self.n_folds_ = len(folds)
         self.n_members_ = max(1, math.ceil(p.ensemble_size / self.n_folds_))
         self.folds_ = [fold.kind for fold in folds]
-        n, F, M = self.n_joints_, self.n_folds_, self.n_members_
+        seen = np.any([fold.fit for fold in folds], axis=0)  # (n, N)
+        self.y_mean_ = np.array([target[j, seen[j]].mean() for j in range(n)])
+        y_std = np.array([target[j, seen[j]].std() for j in range(n)])
+        self.y_std_ = np.where(y_std > _STD_FLOOR, y_std, 1.0)
+        ranges = [[(features[j, f.fit[j]].min(0), features[j, f.fit[j]].max(0)) for j in range(n)]
+                  for f in folds]  # fmt: skip
+        self.fold_min_ = np.array([[r[0] for r in fold] for fold in ranges]).transpose(1, 0, 2)
+        self.fold_max_ = np.array([[r[1] for r in fold] for fold in ranges]).transpose(1, 0, 2)
+        self.x_min_, self.x_max_ = self.fold_min_.min(axis=1), self.fold_max_.max(axis=1)
+        size = min(bpnn_trust.support_size(fold.fit) for fold in folds)
+        rows = [bpnn_trust.support_rows(fold.fit, size)[:, :, None] for fold in folds]
+        support = [np.take_along_axis(standardised, r, axis=1) for r in rows]
+        self.support_ = np.concatenate(support, axis=1).astype(np.float32)  # fold f: [f·S, (f+1)·S)
+        self.support_per_fold_ = size
+
+    def _train(
+        self, folds: list, features: np.ndarray, target: np.ndarray, standardised: np.ndarray
+    ) -> None:
+        """Train every network on its fold's training part, early stopping on the tail."""
+        import torch
+
+        p, F, M = self.params, self.n_folds_, self.n_members_
         stop = [early_stopping_part(fold.fit, p.validation_fraction) for fold in folds]
         train = [fold.fit & ~s for fold, s in zip(folds, stop, strict=True)]
         if min(int(t.sum(axis=1).min()) for t in train) < 2 or (
             p.validation_fraction > 0 and min(int(s.sum(axis=1).min()) for s in stop) < 1
         ):
             raise UserError(
-                f"The bpnn residual learner got {n_samples} samples: too few for a training "
-                f"part and an early-stopping part of residual.validation_fraction="
+                f"The bpnn residual learner got {target.shape[1]} samples: too few for a "
+                "training part and an early-stopping part of residual.validation_fraction="
                 f"{p.validation_fraction} in every fold. Record a longer motion."
             )
-        # Per fold and joint: training range and the distance support (raw/standardised).
-        self.fold_min_ = np.stack(
-            [[features[j, f.fit[j]].min(axis=0) for j in range(n)] for f in folds], axis=1
-        )
-        self.fold_max_ = np.stack(
-            [[features[j, f.fit[j]].max(axis=0) for j in range(n)] for f in folds], axis=1
-        )
-        self.x_min_, self.x_max_ = self.fold_min_.min(axis=1), self.fold_max_.max(axis=1)
-        size = min(bpnn_trust.support_size(fold.fit) for fold in folds)
-        self.support_ = np.concatenate(
-            [
-                np.take_along_axis(
-                    standardised, bpnn_trust.support_rows(fold.fit, size)[:, :, None], axis=1
-                )
-                for fold in folds
-            ],
-            axis=1,
-        ).astype(np.float32)  # (n, F·S, f): fold f's support is [:, f·S:(f+1)·S]
-        self.support_per_fold_ = size
-
-        y_std = ((target - self.y_mean_[:, None]) / self.y_std_[:, None]).astype(np.float32)
-        x_train, y_train, _ = self._gather(standardised, y_std, train)
-        x_stop, y_stop, w_stop = self._gather(standardised, y_std, stop)
-        refused_stop = self._refused_stop(features, stop)
+        y = ((target - self.y_mean_[:, None]) / self.y_std_[:, None]).astype(np.float32)
+        x_train, y_train, _ = gather(standardised, y, train, M)
+        x_stop, y_stop, w_stop = gather(standardised, y, stop, M)
+        outside = [self._outside(features, f) for f in range(F)]
+        refused_stop = gather_flags(outside, stop, M)
         if p.validation_fraction == 0:  # no early stopping: empty early-stopping parts
             x_stop, y_stop, w_stop = x_stop[:, :0], y_stop[:, :0], w_stop[:, :0]
             refused_stop = refused_stop[:, :0]
         zero = np.repeat(-self.y_mean_ / self.y_std_, F * M)
-
+        device = resolve_device(p.device)
         with torch_settings(p.seed):
             generator = torch.Generator(device="cpu").manual_seed(p.seed)
             layers = self._initial_layers(generator, device)
             loss = pointwise_loss(p.loss, np.repeat(p.huber_delta_nm / self.y_std_, F * M), device)
-            tensors = [
-                torch.from_numpy(a).to(device) for a in (x_train, y_train, x_stop, y_stop, w_stop)
-            ]
+            arrays = (x_train, y_train, x_stop, y_stop, w_stop)
+            tensors = tuple(torch.from_numpy(a).to(device) for a in arrays)
             best, best_epoch, history, epoch = train_networks(
-                p, layers, generator, tuple(tensors), refused_stop, zero, loss, device
+                p, layers, generator, tensors, refused_stop, zero, loss, device
             )
         self._state = {
             name: tensor.detach().cpu().contiguous()
@@ -386,18 +282,6 @@ class BpnnResidual(ResidualLearnerDefaults):
         self.history_ = self._per_joint_history(history)
         self.best_epoch_ = [int(e) for e in best_epoch]
         self.epochs_run_ = int(epoch)
-
-        members = self._member_outputs(standardised)  # (n, F, M, N) Nm
-        self.accepted_ = np.ones(n, dtype=bool)
-        factors = [self._factor(members[:, f], standardised, features, f) for f in range(F)]
-        corrections = [factors[f] * members[:, f].mean(axis=1) for f in range(F)]
-        self.report_ = bpnn_acceptance.judge(
-            target, corrections, folds, p.acceptance_margin, p.acceptance
-        )
-        self.accepted_ = np.array(self.report_["accepted"], dtype=bool)
-        self.training_time_s_ = time.perf_counter() - start
-        self.report_.update(self._training_summary(n_samples, len(recordings)))
-        return self
 
     def _training_summary(self, n_samples: int, n_recordings: int) -> dict[str, Any]:
         p = self.params
@@ -412,49 +296,6 @@ class BpnnResidual(ResidualLearnerDefaults):
             "epochs_run": self.epochs_run_,
             "training_time_s": self.training_time_s_,
         }
-
-    def _index(self, masks: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """Per joint and fold the samples of `masks[fold][joint]`, padded to one length L by
-        repeating them: index (n, F, L) and weight (n, F, L) (1 for a sample, 0 padding)."""
-        n = self.n_joints_
-        length = max(1, max(int(m.sum(axis=1).max()) for m in masks))
-        index = np.zeros((n, len(masks), length), dtype=np.int64)
-        weight = np.zeros((n, len(masks), length), dtype=np.float32)
-        for f, mask in enumerate(masks):
-            for j in range(n):
-                rows = np.flatnonzero(mask[j])
-                if rows.size:
-                    weight[j, f, : rows.size] = 1.0
-                    index[j, f] = np.resize(rows, length)
-        return index, weight
-
-    def _per_network(self, values: np.ndarray) -> np.ndarray:
-        """(n, F, L, ...) per joint and fold -> (K, L, ...) per network (members repeated)."""
-        repeated = np.repeat(values[:, :, None], self.n_members_, axis=2)
-        return np.ascontiguousarray(repeated.reshape(-1, *values.shape[2:]))
-
-    def _gather(
-        self, x: np.ndarray, y: np.ndarray, masks: list[np.ndarray]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per network its samples: x (K, L, f) of `x` (n, N, f), y (K, L, 1) of `y` (n, N),
-        w (K, L, 1) their weights (0: padding)."""
-        index, weight = self._index(masks)
-        joint = np.arange(self.n_joints_)[:, None, None]
-        return (
-            self._per_network(x[joint, index]),
-            self._per_network(y[joint, index][..., None]),
-            self._per_network(weight[..., None]),
-        )
-
-    def _refused_stop(self, features: np.ndarray, stop: list[np.ndarray]) -> np.ndarray:
-        """(K, L, 1) bool: each network's early-stopping samples (as `_gather` orders them)
-        outside its fold's range guard."""
-        index, _ = self._index(stop)
-        joint = np.arange(self.n_joints_)[:, None]
-        refused = np.stack(
-            [self._outside(features, f)[joint, index[:, f]] for f in range(self.n_folds_)], axis=1
-        )  # (n, F, L)
-        return self._per_network(refused[..., None])
 
     def _per_joint_history(self, history: dict[str, list]) -> dict[str, list]:
         """The history with each joint's mean over its networks in the per-joint lists."""

@@ -72,12 +72,8 @@ def train_networks(
         parameters, lr=params.learning_rate, weight_decay=params.weight_decay, fused=True
     )
     best = [t.detach().clone() for t in parameters]
-    history: dict[str, list] = {
-        "train_loss": [None],
-        "val_loss": [],
-        "train_loss_per_joint": [None],
-        "val_loss_per_joint": [],
-    }
+    names = ("train_loss", "val_loss", "train_loss_per_joint", "val_loss_per_joint")
+    history: dict[str, list] = {name: [None] if name.startswith("train") else [] for name in names}
     refused_val = torch.from_numpy(refused).to(device)
     zero_val = torch.from_numpy(zero.astype(np.float32)).to(device)[:, None, None]
 
@@ -91,13 +87,9 @@ def train_networks(
     history["val_loss"].append(best_loss.mean().item() if n_val else None)
     history["val_loss_per_joint"].append(best_loss.tolist() if n_val else None)
     bar = tqdm(
-        range(1, params.epochs + 1),
-        desc="bpnn residual",
-        unit="epoch",
-        file=sys.stderr,
-        disable=None if params.progress else True,  # None: off when not a TTY
-        leave=False,
-    )
+        range(1, params.epochs + 1), desc="bpnn residual", unit="epoch", file=sys.stderr,
+        disable=None if params.progress else True, leave=False,  # None: off when not a TTY
+    )  # fmt: skip
     epoch = 0
     for epoch in bar:
         train_loss = _epoch(layers, optimizer, loss, x_train, y_train, params.batch_size, generator)
