@@ -124,21 +124,27 @@ def test_a_correction_that_does_not_carry_over_to_another_recording_is_refused()
     np.testing.assert_array_equal(learner.predict(inputs(q, dq, ddq)), 0.0)
 
 
-def test_one_recording_holds_out_a_region_never_trained_on():
-    """One recording: the held-out region depends only on the inputs; changing the residual
-    there changes the acceptance but not one trained weight (the networks never saw it)."""
+def test_one_recording_holds_out_a_region_and_the_time_tail():
+    """One recording: two folds, the input-space region farthest from the centre (it depends
+    only on the inputs) and the last 20 % in time. A residual changed only where both folds
+    hold out changes the acceptance but not one trained weight (no network saw it)."""
     q, dq, ddq = motion(3000, phase_seed=0)
     residual = stribeck(q, dq)
     params = BpnnParams(**{**FAST, "epochs": 10, "patience": 0})
     learner = BpnnResidual(params).fit([inputs(q, dq, ddq)], [residual])
-    assert learner.folds_ == ["region"]
+    assert learner.folds_ == ["region", "time tail"]
+    region = region_fold(learner._standardise(learner._features(inputs(q, dq, ddq))), 0.2, 0)
+    tail = np.zeros_like(region.held_out)
+    tail[:, 2400:] = True
     held = np.array(learner.report_["held_out_samples"])
-    assert np.all((held > 0.1 * len(q)) & (held < 0.4 * len(q)))
+    assert held.tolist() == (region.held_out.sum(axis=1) + 600).tolist()
+    assert np.all(region.held_out.sum(axis=1) > 0.1 * len(q))
+    assert len(learner.report_["held_out_reduction_percent_per_fold"]) == 2
 
-    fold = region_fold(learner._standardise(learner._features(inputs(q, dq, ddq))), 0.2, 0)
-    assert fold.held_out.sum(axis=1).tolist() == held.tolist()
+    never_seen = region.held_out & tail
+    assert never_seen.sum(axis=1).min() > 0
     changed = residual.copy()
-    changed[fold.held_out.T] += 5.0
+    changed[never_seen.T] += 5.0
     other = BpnnResidual(params).fit([inputs(q, dq, ddq)], [changed])
     for name, tensor in learner._state.items():
         assert torch.equal(tensor, other._state[name]), name

@@ -55,7 +55,7 @@ def test_fusion_does_no_harm_and_reloads_exactly(exact_physics_logs, tmp_path: P
     assert len(metrics["validation"]["fusion_gain"]["rmse_reduction_percent"]) == 6
     report = metrics["residual"]
     assert len(report["accepted"]) == len(report["reason"]) == 6
-    assert report["held_out"].startswith("region")  # one recording
+    assert report["held_out"].startswith("one recording")
     shares = metrics["validation"]["fusion"]
     total = shares["corrected_fraction"] + shares["shrunk_fraction"] + shares["refused_fraction"]
     assert total == pytest.approx(1.0)

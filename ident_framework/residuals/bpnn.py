@@ -9,13 +9,14 @@ tau_meas_j − tau_physical_j (Nm). The input scalers come from all identificati
 reaches the training).
 
 Held-out acceptance (`bpnn_folds.py`): with several identification recordings, each fold
-holds one recording out and trains on the others; with one, a fold holds out, per joint, the
-region of the input space farthest from the data's centre (a periodic excitation's time
-blocks are repeats of the same motion, no test). Per joint, the fold networks' corrections
-(shrunk as below) are scored on the samples they never saw: a joint whose held-out RMSE does
-not drop by at least `acceptance_margin` (fraction, default 2 %) keeps the physical model
-alone (its correction is 0 everywhere). `report_` (metrics.json `residual`) gives per joint
-the held-out and the training-part RMSE with and without correction, the verdict and why.
+holds one recording out and trains on the others; with one, one fold holds out, per joint,
+the region of the input space farthest from the data's centre (a periodic excitation's time
+blocks are repeats of the same motion, no test on their own) and a second fold the time tail.
+Per joint, the fold networks' corrections (shrunk as below) are scored on the samples they
+never saw: a joint whose held-out RMSE does not drop by at least `acceptance_margin`
+(fraction, default 2 %) in every fold keeps the physical model alone (its correction is 0
+everywhere). `report_` (metrics.json `residual`) gives per joint the held-out and the
+training-part RMSE with and without correction, the verdict and why.
 
 Ensemble and trust (`bpnn_trust.py`): each fold trains ceil(`ensemble_size` / folds)
 members (different initial weights); a prediction uses every fold's members: mean μ and

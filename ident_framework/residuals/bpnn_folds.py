@@ -2,13 +2,16 @@
 each fold's networks may train on and which they are judged on.
 
 Several recordings: fold r holds recording r out and trains on the others (leave one recording
-out), so the learner is judged on motions it never saw. One recording: its time blocks are
-no test (a periodic excitation repeats the same states: the tail of a Fourier recording is a
-copy of its first period), so one fold holds out a *region of the input space* instead: per
-joint, the samples' standardised features are clustered (k-means, k = round(1 /
-holdout_fraction), seeded) and the cluster whose centre lies farthest from the mean is held
-out — states at the edge of what was recorded, which the networks must extrapolate to, as a
-motion over the full workspace asks of them (spatial block cross-validation).
+out), so the learner is judged on motions it never saw. One recording: its time blocks alone
+are no test (a periodic excitation repeats the same states: the tail of a Fourier recording is
+a copy of its first period), so one fold holds out a *region of the input space*: per joint,
+the samples' standardised features are clustered (k-means, k = round(1 / holdout_fraction),
+seeded) and the cluster whose centre lies farthest from the mean is held out — states at the
+edge of what was recorded, which the networks must extrapolate to, as a motion over the full
+workspace asks of them (spatial block cross-validation). A second fold holds out the last
+`holdout_fraction` of the recording in time: on a periodic excitation a weak test, but on a
+long real log a later part of the session (friction that drifts as the joints warm up). A
+joint must pass every fold (`bpnn_acceptance.py`).
 """
 
 from __future__ import annotations
@@ -56,13 +59,25 @@ def region_fold(standardised: np.ndarray, holdout_fraction: float, seed: int) ->
     return Fold(~held, held, "region")
 
 
+def time_fold(n_joints: int, n_samples: int, holdout_fraction: float) -> Fold:
+    """Hold out the last `holdout_fraction` of the samples in time (every joint)."""
+    held = np.zeros((n_joints, n_samples), dtype=bool)
+    held[:, int(round(n_samples * (1.0 - holdout_fraction))) :] = True
+    return Fold(~held, held, "time tail")
+
+
 def folds_for(
     recording: np.ndarray, standardised: np.ndarray, holdout_fraction: float, seed: int
 ) -> list[Fold]:
-    """Leave-one-recording-out folds when there are several recordings, else the region fold."""
+    """Leave-one-recording-out folds when there are several recordings, else the region fold
+    and the time-tail fold."""
     if np.unique(recording).size > 1:
         return recording_folds(recording, standardised.shape[0])
-    return [region_fold(standardised, holdout_fraction, seed)]
+    n, n_samples, _ = standardised.shape
+    return [
+        region_fold(standardised, holdout_fraction, seed),
+        time_fold(n, n_samples, holdout_fraction),
+    ]
 
 
 def early_stopping_part(fit: np.ndarray, fraction: float) -> np.ndarray:
