@@ -29,7 +29,7 @@ def _pooled(target: np.ndarray, corrections: list[np.ndarray], masks: list[np.nd
 def _reduction(plain: np.ndarray, fused: np.ndarray) -> list[float | None]:
     """100 (1 − fused / plain) per joint; None without samples or without error."""
     return [
-        100.0 * (1.0 - f / p) if np.isfinite(p) and p > 0 else None
+        float(100.0 * (1.0 - f / p)) if np.isfinite(p) and p > 0 else None
         for p, f in zip(plain, fused, strict=True)
     ]
 
