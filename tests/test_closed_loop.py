@@ -57,7 +57,7 @@ def test_concatenate_stacks_rows_in_order_with_increasing_time():
     # each recording keeps its own sample steps; the seam is one of its own steps
     np.testing.assert_allclose(np.diff(union.timestamp[5:12]), 0.01)
     assert union.timestamp[5] - union.timestamp[4] == pytest.approx(0.01)
-    assert union.metadata == {"source": "rec5", "recordings": 3}
+    assert union.metadata == {"source": "rec5", "recordings": 3, "recording_lengths": [5, 7, 3]}
     assert concatenate([first, _recording(4, 0.0, 0.002, with_ddq=False)]).ddq is None
 
 
