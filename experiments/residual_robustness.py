@@ -27,6 +27,7 @@ from ident_framework.config.registry import get_registry
 from ident_framework.config.run_config import validate_config
 from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.identify.metrics import torque_metrics
+from ident_framework.identify.prediction import residual_inputs
 from ident_framework.modes.pipeline import run_pipeline
 from ident_framework.residuals.bpnn import BpnnResidual
 
@@ -72,8 +73,15 @@ def main() -> None:
                     fused = result.predictions["validation"].fusion
                 else:
                     learner = BpnnResidual(dataclasses.replace(params, seed=learner_seed))
-                    learner.fit(train.q, train.dq, train.ddq, residual)
-                    fused = physical + learner.predict(validation.q, validation.dq, validation.ddq)
+                    model, size = result.model, config.chunk_size
+                    train_inputs = residual_inputs(
+                        model.builder, train, model.theta, result.predictions["train"].physical,
+                        size,
+                    )  # fmt: skip
+                    learner.fit([train_inputs], [residual])
+                    fused = physical + learner.predict(
+                        residual_inputs(model.builder, validation, model.theta, physical, size)
+                    )
                 p = torque_metrics(validation.tau, physical)
                 f = torque_metrics(validation.tau, fused)
                 row = {

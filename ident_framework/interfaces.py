@@ -241,25 +241,68 @@ class EstimatorDefaults:
         """Nothing to add to the run directory."""
 
 
+@dataclass(frozen=True)
+class ResidualInputs:
+    """What a residual learner may use per sample, each (N, n) in time order: the joint state
+    q (rad), dq (rad/s), ddq (rad/s²) and the identified physical model's joint torque (Nm)
+    split into its parts: `tau_physical` (the whole prediction, the load the joint carries),
+    `tau_gravity` (at rest: Y(q, 0, 0) θ, with a torque offset when identified),
+    `tau_friction` (the friction columns' share) and `tau_inertial` (the rest: M(q) ddq with
+    rotor inertia, Coriolis and centrifugal). The torque parts are None when not computed
+    (a learner needing them raises a UserError)."""
+
+    q: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    tau_physical: np.ndarray | None = None
+    tau_gravity: np.ndarray | None = None
+    tau_inertial: np.ndarray | None = None
+    tau_friction: np.ndarray | None = None
+
+    @property
+    def n_samples(self) -> int:
+        return int(np.shape(self.q)[0])
+
+    def select(self, rows: slice | np.ndarray) -> ResidualInputs:
+        """The same inputs at the given rows only."""
+        return ResidualInputs(
+            *(None if getattr(self, name) is None else getattr(self, name)[rows]
+              for name in RESIDUAL_INPUT_FIELDS)
+        )  # fmt: skip
+
+
+RESIDUAL_INPUT_FIELDS = (
+    "q", "dq", "ddq", "tau_physical", "tau_gravity", "tau_inertial", "tau_friction"
+)  # fmt: skip
+
+
 class ResidualLearner(Protocol):
-    """Learns tau_meas - tau_physical (Nm) from the joint state q (rad), dq (rad/s), ddq
-    (rad/s²), each (N, n). `active` is False for the built-in `none`, in which case the engine
+    """Learns tau_meas - tau_physical (Nm) from `ResidualInputs` (joint state and the physical
+    model's torque parts). `active` is False for the built-in `none`, in which case the engine
     reports no fusion stage (and calls nothing else).
 
-    `save(folder)` writes the fitted learner into the run directory's `residual/` folder;
-    `load(folder)` returns the learner saved there (`mode=predict`; it may be a classmethod).
+    `fit(recordings, residuals)` trains on one or several identification recordings (a list of
+    `ResidualInputs` and the list of their residuals, (N_r, n) Nm each; a learner may hold one
+    recording out to judge itself). `save(folder)` writes the fitted learner into the run
+    directory's `residual/` folder; `load(folder)` returns the learner saved there
+    (`mode=predict`; it may be a classmethod).
     Optional (defaults in `ResidualLearnerDefaults`): `write_outputs(folder)` (extra files and
-    plots in the run directory, written with `plots=true`), and a range guard's results after
+    plots in the run directory, written with `plots=true`); a range guard's results after
     `predict`: `out_of_range_fraction_` (share of samples with a joint outside the training
-    range) and `out_of_range_per_joint_` (per joint); None when the learner has no guard."""
+    range) and `out_of_range_per_joint_` (per joint), None when the learner has no guard;
+    `report_` (after `fit`: a JSON-safe dict for metrics.json `residual`, e.g. which joints
+    passed a held-out acceptance) and `prediction_report_` (after `predict`: JSON-safe figures
+    of that prediction, merged into the dataset's `fusion` metrics); None when it has none."""
 
     active: bool
     out_of_range_fraction_: float | None  # optional
     out_of_range_per_joint_: list[float] | None  # optional
+    report_: dict[str, Any] | None  # optional
+    prediction_report_: dict[str, Any] | None  # optional
 
-    def fit(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, residual: np.ndarray) -> Any: ...
+    def fit(self, recordings: list[ResidualInputs], residuals: list[np.ndarray]) -> Any: ...
 
-    def predict(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+    def predict(self, inputs: ResidualInputs) -> np.ndarray:
         """(N, n) predicted residual torque (Nm)."""
         ...
 
@@ -277,6 +320,8 @@ class ResidualLearnerDefaults:
 
     out_of_range_fraction_: float | None = None
     out_of_range_per_joint_: list[float] | None = None
+    report_: dict[str, Any] | None = None
+    prediction_report_: dict[str, Any] | None = None
 
     def write_outputs(self, folder: Path) -> None:
         """Nothing to add to the run directory."""

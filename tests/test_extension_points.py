@@ -83,9 +83,9 @@ def test_optional_members_get_their_defaults_and_missing_ones_are_named():
     class NoSave:
         active = True
 
-        def fit(self, q, dq, ddq, residual): ...
+        def fit(self, recordings, residuals): ...
 
-        def predict(self, q, dq, ddq): ...
+        def predict(self, inputs): ...
 
     with pytest.raises(UserError, match=r"does not implement \['load', 'save'\].*ResidualLearner"):
         conform("residual", NoSave(), "nosave", "ident-nosave")
@@ -104,7 +104,8 @@ def test_public_face_exports_what_plugin_authors_and_users_import():
 
 LEARNER = '''
 """A third-party residual learner implementing exactly ident_framework's ResidualLearner
-protocol (no optional member): per joint, least squares on [q_j, dq_j, ddq_j, 1]."""
+protocol (no optional member): per joint, least squares on [q_j, dq_j, ddq_j, 1] over all
+its identification recordings."""
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,20 +125,23 @@ class LinearResidual:
         self.params = params
 
     @staticmethod
-    def _features(q, dq, ddq, j):
-        return np.column_stack([q[:, j], dq[:, j], ddq[:, j], np.ones(len(q))])
+    def _features(inputs, j):
+        ones = np.ones(len(inputs.q))
+        return np.column_stack([inputs.q[:, j], inputs.dq[:, j], inputs.ddq[:, j], ones])
 
-    def fit(self, q, dq, ddq, residual):
+    def fit(self, recordings, residuals):
+        residual = np.concatenate(residuals)
         self.coef = np.array([
-            np.linalg.lstsq(self._features(q, dq, ddq, j), residual[:, j], rcond=None)[0]
-            for j in range(q.shape[1])
+            np.linalg.lstsq(
+                np.concatenate([self._features(r, j) for r in recordings]), residual[:, j],
+                rcond=None,
+            )[0]
+            for j in range(residual.shape[1])
         ])
         return self
 
-    def predict(self, q, dq, ddq):
-        return np.column_stack(
-            [self._features(q, dq, ddq, j) @ c for j, c in enumerate(self.coef)]
-        )
+    def predict(self, inputs):
+        return np.column_stack([self._features(inputs, j) @ c for j, c in enumerate(self.coef)])
 
     def save(self, folder):
         folder = Path(folder)

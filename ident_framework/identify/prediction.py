@@ -4,14 +4,15 @@ the physical prediction (fusion)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
-from ident_framework.data.dataset import Dataset
+from ident_framework.data.dataset import Dataset, recording_rows
 from ident_framework.identify.linear_problem import KeptRows, predict_torque
-from ident_framework.identify.result import TorquePredictions
-from ident_framework.interfaces import ResidualLearner
+from ident_framework.identify.result import IdentificationData, TorquePredictions
+from ident_framework.interfaces import ResidualInputs, ResidualLearner
 from ident_framework.model.regressor import RegressorBuilder
 
 
@@ -30,32 +31,80 @@ def predict_physical(
     }
 
 
-def out_of_range(learner: ResidualLearner) -> dict[str, Any] | None:
-    """The learner's range guard after its last `predict` (None: it has none)."""
+def residual_inputs(
+    builder: RegressorBuilder,
+    data: Dataset,
+    theta: np.ndarray,
+    physical: np.ndarray,
+    chunk_size: int,
+) -> ResidualInputs:
+    """The residual learner's inputs on `data`: its joint state and the physical model's
+    torque `physical` (Nm) split into gravity Y(q, 0, 0) θ (with the offset, if any), the
+    friction columns' share and the rest (inertial: M(q) ddq, rotor inertia, Coriolis)."""
+    zeros = np.zeros_like(data.dq)
+    at_rest = dataclasses.replace(data, dq=zeros, ddq=zeros, parallel_filter=None)
+    gravity = predict_torque(builder, at_rest, theta, chunk_size)
+    k = len(builder.friction.parameter_names)
+    frictionless = np.array(theta, dtype=float, copy=True)
+    for j in range(builder.robot.n_joints):
+        frictionless[builder.own_columns(j)[:k]] = 0.0
+    friction = physical - predict_torque(builder, data, frictionless, chunk_size)
+    return ResidualInputs(
+        q=data.q, dq=data.dq, ddq=data.ddq, tau_physical=physical, tau_gravity=gravity,
+        tau_inertial=physical - gravity - friction, tau_friction=friction,
+    )  # fmt: skip
+
+
+def recordings(inputs: ResidualInputs, residual: np.ndarray, data: Dataset):
+    """The identification data as the recordings stacked in it (`Dataset.recording_index`;
+    pieces of one file between gaps are one recording): lists of inputs and residuals."""
+    parts = [rows for _, rows in recording_rows(data.recording_index)] or [slice(None)]
+    return [inputs.select(rows) for rows in parts], [residual[rows] for rows in parts]
+
+
+def learner_figures(learner: ResidualLearner) -> dict[str, Any] | None:
+    """The learner's figures after its last `predict` (range guard and its own report);
+    None when it reports none."""
+    figures: dict[str, Any] = {}
     fraction = learner.out_of_range_fraction_
-    if fraction is None:
-        return None
-    per_joint = learner.out_of_range_per_joint_
-    return {
-        "out_of_range_fraction": float(fraction),
-        "out_of_range_per_joint": None if per_joint is None else list(per_joint),
-    }
+    if fraction is not None:
+        per_joint = learner.out_of_range_per_joint_
+        figures["out_of_range_fraction"] = float(fraction)
+        figures["out_of_range_per_joint"] = None if per_joint is None else list(per_joint)
+    figures.update(learner.prediction_report_ or {})
+    return figures or None
 
 
 def fuse_residual(
     learner: ResidualLearner,
-    splits: dict[str, Dataset],
+    builder: RegressorBuilder,
+    theta: np.ndarray,
+    data: IdentificationData,
     predictions: dict[str, TorquePredictions],
+    chunk_size: int,
 ) -> dict[str, dict[str, Any]]:
-    """Train `learner` on the "train" residual (measured − physical, Nm), set each
-    prediction's fusion; returns the range guard's figures per dataset (those it reports)."""
+    """Train `learner` on the "train" residual (measured − physical, Nm; one entry per
+    recording stacked in it), set each prediction's fusion. Returns the learner's figures per
+    dataset (those it reports; its training report is `residual_metrics`)."""
+    splits = data.splits()
+    inputs = {
+        name: residual_inputs(builder, data, theta, predictions[name].physical, chunk_size)
+        for name, data in splits.items()
+    }
     train = splits["train"]
-    learner.fit(train.q, train.dq, train.ddq, train.tau - predictions["train"].physical)
-    guard: dict[str, dict[str, Any]] = {}
-    for name, data in splits.items():
+    learner.fit(*recordings(inputs["train"], train.tau - predictions["train"].physical, train))
+    figures: dict[str, dict[str, Any]] = {}
+    for name in splits:
         prediction = predictions[name]
-        prediction.fusion = prediction.physical + learner.predict(data.q, data.dq, data.ddq)
-        figures = out_of_range(learner)
-        if figures is not None:
-            guard[name] = figures
-    return guard
+        prediction.fusion = prediction.physical + learner.predict(inputs[name])
+        reported = learner_figures(learner)
+        if reported is not None:
+            figures[name] = reported
+    return figures
+
+
+def residual_metrics(learner: ResidualLearner) -> dict[str, Any]:
+    """metrics.json `residual`: the trained learner's own report (e.g. its held-out
+    acceptance), when it is active and gives one."""
+    report = learner.report_ if learner.active else None
+    return {} if report is None else {"residual": report}

@@ -23,7 +23,7 @@ from ident_framework.identify.friction_fit import fit_nonlinear_friction
 from ident_framework.identify.linear_problem import build_problem
 from ident_framework.identify.metrics import data_metrics, fit_metrics, identifiability_metrics
 from ident_framework.identify.physical_check import physical_check
-from ident_framework.identify.prediction import fuse_residual, predict_physical
+from ident_framework.identify.prediction import fuse_residual, predict_physical, residual_metrics
 from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.result import (
     Diagnostics,
@@ -150,7 +150,7 @@ def identify(
     out_of_range: dict[str, dict[str, Any]] = {}
     if residual.active:
         with timer("residual"):
-            out_of_range = fuse_residual(residual, data.splits(), predictions)
+            out_of_range = fuse_residual(residual, builder, theta, data, predictions, chunk_size)
 
     metrics: dict[str, Any] = {
         "identifiability": identifiability_metrics(
@@ -162,6 +162,7 @@ def identify(
             )
             for name, split in data.splits().items()
         },
+        **residual_metrics(residual),
     }
     # Simulated robots know their true parameters: how far is the fit from the truth?
     truth_theta, truth_section = truth_metrics(

@@ -33,7 +33,7 @@ from ident_framework.identify.metrics import (
     recording_metrics,
     torque_metrics,
 )
-from ident_framework.identify.prediction import out_of_range
+from ident_framework.identify.prediction import learner_figures, residual_inputs
 from ident_framework.identify.result import TorquePredictions
 from ident_framework.interfaces import ResidualLearner
 from ident_framework.launch_path import resolve_launch_path
@@ -150,10 +150,11 @@ def run_prediction(config: RunConfig, out_dir: Path) -> dict[str, Any]:
         "physical": torque_metrics(measured, physical),
     }
     if model.residual is not None:
-        fusion = physical + model.residual.predict(data.q, data.dq, data.ddq)
+        inputs = residual_inputs(model.builder, data, model.theta, physical, config.chunk_size)
+        fusion = physical + model.residual.predict(inputs)
         metrics["fusion"] = torque_metrics(measured, fusion)
         metrics["fusion_gain"] = fusion_gain(metrics["physical"], metrics["fusion"])
-        metrics["fusion"].update(out_of_range(model.residual) or {})
+        metrics["fusion"].update(learner_figures(model.residual) or {})
     metrics["recordings"] = recording_metrics(data, TorquePredictions(physical, fusion))
     paths = data.recording_paths
     stem = Path(paths[0]).stem if len(paths) == 1 else "recordings"  # several: one table

@@ -230,13 +230,31 @@ def fusion_table(result: IdentificationResult) -> list[str]:
     validation = result.metrics["validation"]
     if "fusion" not in validation:
         return []
-    return fusion_lines(
-        list(result.model.robot.joint_names),
-        validation["physical"],
-        validation["fusion"],
-        validation["fusion_gain"],
+    joints = list(result.model.robot.joint_names)
+    lines = acceptance_lines(joints, result.metrics.get("residual"))
+    return lines + fusion_lines(
+        joints, validation["physical"], validation["fusion"], validation["fusion_gain"],
         "validation",
-    )
+    )  # fmt: skip
+
+
+def acceptance_lines(joints: list[str], report: dict[str, Any] | None) -> list[str]:
+    """The residual learner's held-out acceptance per joint (metrics.json `residual`), when
+    it reports one."""
+    if not report or "accepted" not in report:
+        return []
+    lines = [
+        f"residual learner judged on held-out motion ({report['held_out']}): a joint is "
+        f"corrected only when its held-out RMSE drops by >= {report['margin_percent']:.1f} %",
+        "joint                 held-out reduction %  training-part reduction %  verdict",
+    ]
+    for j, joint in enumerate(joints):
+        lines.append(
+            f"{joint:<20}{format_cell(report['held_out_reduction_percent'][j], '>22.2f')}"
+            f"{format_cell(report['training_reduction_percent'][j], '>27.2f')}  "
+            f"{report['reason'][j]}"
+        )
+    return lines
 
 
 def fusion_lines(
@@ -260,6 +278,13 @@ def fusion_lines(
         if per_joint is not None:
             line += format_cell(100 * per_joint[j], ">27.2f")
         lines.append(line)
+    if fusion.get("corrected_fraction") is not None:
+        lines.append(
+            f"{data} sample-joints corrected {100 * fusion['corrected_fraction']:.1f} %, shrunk "
+            f"{100 * fusion['shrunk_fraction']:.1f} % (the learner is unsure or far from its "
+            f"training data), refused {100 * fusion['refused_fraction']:.1f} % (physical "
+            "model only)"
+        )
     fraction = fusion.get("out_of_range_fraction")
     if fraction is not None:
         lines.append(

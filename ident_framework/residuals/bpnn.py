@@ -1,46 +1,53 @@
-"""Built-in residual learner `bpnn`: one small MLP (ReLU) per joint on the physical residual.
+"""Built-in residual learner `bpnn`: small MLPs (ReLU) per joint on the physical residual,
+judged on held-out motion before they are used, and shrunk where they do not know.
 
-As in the source study, joint j's network maps its standardised state [q_j, dq_j, ddq_j]
-(rad, rad/s, rad/s²; z-score from the training part) to its standardised residual
-tau_meas_j − tau_physical_j (Nm; un-standardised at prediction). `inputs: full` feeds all
-joints' states to every joint's network. The n networks are trained together as one batched
-computation (weights shaped (n, in, out), `torch.baddbmm`), which is still one independent
-MLP per joint: the loss is the sum of the per-joint mean losses, so each network's
-gradient is that of its own loss (and Adam is element-wise).
+Inputs (`features`, `inputs`; `bpnn_features.py`): joint j's network maps its standardised
+features — by default its own velocity and acceleration and the physical model's friction
+torque (chosen by held-out acceptance, see README) — to its standardised residual
+tau_meas_j − tau_physical_j (Nm). The input scalers come from all identification samples
+(inputs only), the output scaler from the samples some fold trains on (no held-out target
+reaches the training).
 
-Training: the data given to `fit` are split in time — the last `validation_fraction` of the
-samples are the validation part (never trained on; minibatches are shuffled inside the training
-part with a seeded generator). Scalers and training ranges come from the training part. Adam
-with weight decay (L2), MSE or Huber loss (`loss`), early stopping on the validation loss *per
-joint* (computed as the learner is used, refused samples predicting 0): each joint keeps the
-weights of its own best epoch, and training stops when no joint improved for `patience`
-epochs. The last layer starts so that "epoch 0" (the untrained network) predicts residual 0 Nm:
-a joint whose residual does not generalise to the validation part (noise, nothing learnable)
-keeps the physical model alone. Deterministic given `seed` on the CPU (one thread,
-deterministic algorithms, seeded generators; the process's torch settings are restored
-afterwards).
+Held-out acceptance (`bpnn_folds.py`): with several identification recordings, each fold
+holds one recording out and trains on the others; with one, one fold holds out, per joint,
+the region of the input space farthest from the data's centre (a periodic excitation's time
+blocks are repeats of the same motion, no test on their own) and a second fold the time tail.
+Per joint, the fold networks' corrections (shrunk as below) are scored on the samples they
+never saw: a joint whose held-out RMSE does not drop by at least `acceptance_margin`
+(fraction, default 2 %) in every fold keeps the physical model alone (its correction is 0
+everywhere). `report_` (metrics.json `residual`) gives per joint the held-out and the
+training-part RMSE with and without correction, the verdict and why.
 
-Extrapolation guard: `fit` records each raw input feature's training range [min, max]. At
-prediction a joint's network refuses a sample (predicts residual 0: the physical model alone)
-when any of its input features lies outside [min − m·span, max + m·span], m = `range_margin`,
-span = max − min. `predict` reports `out_of_range_fraction_` (fraction of samples refused by
-at least one joint's network) and `out_of_range_per_joint_` (fraction refused per joint).
+Ensemble and trust (`bpnn_trust.py`): each fold trains ceil(`ensemble_size` / folds)
+members (different initial weights); a prediction uses every fold's members: mean μ and
+spread σ, scaled by s = μ²/(μ² + κσ²) · s_dist (κ = `disagreement_weight`; s_dist falls
+from 1 at `trust_radius` to 0 at `refuse_radius`, the distance in standardised input space
+to the nearest training sample), and 0 outside the per-feature range guard (`range_margin`).
+After `predict`, `prediction_report_` gives the fractions of sample-joints corrected,
+shrunk and refused.
 
-Files (`save`/`load`): `bpnn_weights.pt` (state dict of tensors only, read back with
-`torch.load(..., weights_only=True)`) and `bpnn_model.json` (architecture, parameters,
-scalers, training ranges, best epochs, loss history, torch version). A reloaded model
-reproduces the predictions bitwise on the CPU.
+Training (`bpnn_training.py`): all networks (joints × folds × members) train together as one
+batched computation (weights shaped (K, in, out), `torch.baddbmm`); each is still an
+independent MLP. Adam with weight decay, MSE or Huber loss, early stopping per network on
+the last `validation_fraction` (in time) of its own training samples. The last layer starts at
+"residual 0 Nm", so an untrained network changes nothing. Deterministic given `seed` on the
+CPU (one thread, deterministic algorithms, seeded generators and k-means; torch's settings
+are restored afterwards).
 
-torch is an optional dependency (the `bpnn` extra): it is imported only inside the functions
-that need it (this module is imported at every start of the command line), and validating a
-`residual=bpnn` config without it is a UserError naming the install command.
+Files (`bpnn_files.py`): `bpnn_weights.pt` (tensors only, read back with
+`torch.load(..., weights_only=True)`: the layers and the distance support) and
+`bpnn_model.json` (architecture, parameters, scalers, ranges, acceptance, history). A
+reloaded model reproduces the predictions bitwise on the CPU.
+
+torch is an optional dependency (the `bpnn` extra), imported only inside the functions that
+need it; validating a `residual=bpnn` config without it is a UserError naming the install
+command.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,121 +55,46 @@ import numpy as np
 
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import hookimpl
-from ident_framework.interfaces import ResidualLearnerDefaults
-from ident_framework.residuals import bpnn_files
-from ident_framework.residuals.bpnn_files import PLOT_FILE
-from ident_framework.residuals.bpnn_torch import (
-    DEVICE_PATTERN,
-    forward,
-    require_torch,
-    resolve_device,
-    torch_settings,
+from ident_framework.interfaces import (
+    RESIDUAL_INPUT_FIELDS,
+    ResidualInputs,
+    ResidualLearnerDefaults,
 )
+from ident_framework.residuals import bpnn_acceptance, bpnn_files, bpnn_trust
+from ident_framework.residuals.bpnn_batches import gather, gather_flags
+from ident_framework.residuals.bpnn_features import raw_features
+from ident_framework.residuals.bpnn_files import PLOT_FILE
+from ident_framework.residuals.bpnn_folds import early_stopping_part, folds_for
+from ident_framework.residuals.bpnn_params import DEFAULT_FEATURES, BpnnParams
+from ident_framework.residuals.bpnn_torch import forward, resolve_device, torch_settings
 from ident_framework.residuals.bpnn_training import pointwise_loss, train_networks
 
 if TYPE_CHECKING:
     import torch
 
 _STD_FLOOR = 1e-12  # a feature or residual with a smaller std is not scaled (std taken as 1)
+__all__ = ["DEFAULT_FEATURES", "BpnnParams", "BpnnResidual", "register_residual_learners"]
 
 
-@dataclass
-class BpnnParams:
-    """Parameters of the `bpnn` residual learner.
-
-    inputs: "joint" (network j sees [q_j, dq_j, ddq_j]) or "full" (every network sees all
-    joints' states). hidden_width: neurons per hidden layer. hidden_layers: hidden layers
-    (ReLU). epochs: maximum training epochs. learning_rate: Adam step size. weight_decay:
-    Adam's L2 penalty on the (standardised) weights. batch_size: samples per minibatch.
-    seed: initial weights and minibatch order. device: "cpu", "cuda", "cuda:<i>" or "mps".
-    validation_fraction: last fraction of the samples (in time) held out for early stopping,
-    in [0, 1); 0: no early stopping, the last epoch is kept. patience: epochs without a
-    better validation loss before training stops (0: never stop early).
-    range_margin: extrapolation guard margin m (≥ 0) in units of each feature's training span;
-    None: no guard. loss: "mse" or "huber" (quadratic up to huber_delta_nm, in Nm, linear
-    beyond: robust to stick-slip spikes in the residual). progress: tqdm bar over the epochs on
-    stderr.
-    """
-
-    inputs: str = "joint"
-    hidden_width: int = 64
-    hidden_layers: int = 2
-    epochs: int = 300
-    learning_rate: float = 2e-3
-    weight_decay: float = 1e-4
-    batch_size: int = 512
-    seed: int = 0
-    device: str = "cpu"
-    validation_fraction: float = 0.2
-    patience: int = 25
-    range_margin: float | None = 0.1
-    loss: str = "mse"
-    huber_delta_nm: float = 0.5
-    progress: bool = True
-
-    def __post_init__(self) -> None:
-        def integer(name: str, minimum: int) -> None:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer):
-                raise ValueError(f"{name} must be an integer, got {value!r}")
-            if value < minimum:
-                raise ValueError(f"{name} must be >= {minimum}, got {value}")
-            setattr(self, name, int(value))
-
-        def number(name: str) -> float:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
-                raise ValueError(f"{name} must be a number, got {value!r}")
-            if not math.isfinite(value):
-                raise ValueError(f"{name} must be finite, got {value}")
-            setattr(self, name, float(value))
-            return float(value)
-
-        require_torch()  # before any job runs: the learner cannot train or load without it
-        if self.inputs not in ("joint", "full"):
-            raise ValueError(f"inputs must be 'joint' or 'full', got {self.inputs!r}")
-        integer("hidden_width", 1)
-        integer("hidden_layers", 1)
-        integer("epochs", 1)
-        integer("batch_size", 1)
-        integer("seed", 0)
-        integer("patience", 0)
-        if not number("learning_rate") > 0.0:
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if not number("weight_decay") >= 0.0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
-        if not 0.0 <= number("validation_fraction") < 1.0:
-            raise ValueError(
-                f"validation_fraction must be in [0, 1), got {self.validation_fraction}"
-            )
-        if self.range_margin is not None and not number("range_margin") >= 0.0:
-            raise ValueError(f"range_margin must be >= 0 or null, got {self.range_margin}")
-        if not isinstance(self.device, str) or not DEVICE_PATTERN.match(self.device):
-            raise ValueError(
-                f"device must be 'cpu', 'cuda', 'cuda:<index>' or 'mps', got {self.device!r}"
-            )
-        if self.device != "cpu":  # fail when the config is validated, before any job runs
-            try:
-                resolve_device(self.device)
-            except UserError as error:
-                raise ValueError(str(error).rstrip(".")) from None
-        if self.loss not in ("mse", "huber"):
-            raise ValueError(f"loss must be 'mse' or 'huber', got {self.loss!r}")
-        if not number("huber_delta_nm") > 0.0:
-            raise ValueError(f"huber_delta_nm must be > 0, got {self.huber_delta_nm}")
-        if not isinstance(self.progress, bool):
-            raise ValueError(f"progress must be true or false, got {self.progress!r}")
+def _stack(recordings: list[ResidualInputs]) -> ResidualInputs:
+    """One `ResidualInputs` holding the rows of all recordings (a field missing in one is
+    missing in all)."""
+    columns = []
+    for name in RESIDUAL_INPUT_FIELDS:
+        values = [getattr(r, name) for r in recordings]
+        columns.append(None if any(v is None for v in values) else np.concatenate(values))
+    return ResidualInputs(*columns)
 
 
 class BpnnResidual(ResidualLearnerDefaults):
-    """Per-joint MLP residual learner (see the module docstring).
+    """Per-joint MLP ensemble residual learner (see the module docstring).
 
-    After `fit`: `history_` (dict of per-epoch lists: "train_loss", "val_loss" — means over the
-    joints — and "train_loss_per_joint", "val_loss_per_joint"; MSE (or Huber) of the standardised
-    residual, dimensionless; entry 0 is the untrained network, val only), `best_epoch_`
-    (per joint, 0 = untrained), `epochs_run_`, `training_time_s_` (s), `n_train_`,
-    `n_validation_` (samples of the time-ordered split: validation = samples [n_train_:]).
-    After `predict`: `out_of_range_fraction_`, `out_of_range_per_joint_`.
+    After `fit`: `report_` (acceptance per joint: metrics.json `residual`), `accepted_` (n,
+    bool), `history_` (per-epoch "train_loss", "val_loss" — means over the networks — and
+    "..._per_joint", each joint's mean over its networks; entry 0 is the untrained network),
+    `best_epoch_` (per network), `epochs_run_`, `training_time_s_` (s), `n_folds_`,
+    `n_members_` (per fold). After `predict`: `prediction_report_` (fractions corrected /
+    shrunk / refused), `out_of_range_fraction_`, `out_of_range_per_joint_`.
     """
 
     active = True
@@ -170,22 +102,39 @@ class BpnnResidual(ResidualLearnerDefaults):
     def __init__(self, params: BpnnParams):
         self.params = params
         self.n_joints_: int | None = None
+        self.n_folds_: int = 1
+        self.n_members_: int = params.ensemble_size
         self._state: dict[str, Any] | None = None  # name -> tensor, on the CPU
+        self.report_: dict[str, Any] | None = None
+        self.prediction_report_: dict[str, Any] | None = None
         self.out_of_range_fraction_: float | None = None
         self.out_of_range_per_joint_: list[float] | None = None
 
     # ----------------------------------------------------------------------------- features
     @property
     def n_features_(self) -> int:
-        """Input features per network: 3 ("joint") or 3n ("full")."""
+        """Input features per network: len(features) ("joint") or n·len(features) ("full")."""
         assert self.n_joints_ is not None
-        return 3 if self.params.inputs == "joint" else 3 * self.n_joints_
+        k = len(self.params.features)
+        return k if self.params.inputs == "joint" else k * self.n_joints_
+
+    @property
+    def n_networks_(self) -> int:
+        """Networks in all: joints × folds × members (joint-major)."""
+        assert self.n_joints_ is not None
+        return self.n_joints_ * self.n_folds_ * self.n_members_
 
     @staticmethod
-    def _check_arrays(arrays: dict[str, np.ndarray], n_joints: int | None) -> int:
+    def _check_inputs(
+        data: ResidualInputs, residual: np.ndarray | None, n_joints: int | None
+    ) -> int:
         """Check that the arrays share one shape (N, n) (n = n_joints when given); return N."""
+        arrays = {name: getattr(data, name) for name in RESIDUAL_INPUT_FIELDS}
+        arrays = {name: value for name, value in arrays.items() if value is not None}
+        if residual is not None:
+            arrays["residual"] = residual
         shapes = {name: np.shape(value) for name, value in arrays.items()}
-        first = next(iter(shapes.values()))
+        first = shapes["q"]
         if len(first) != 2 or any(shape != first for shape in shapes.values()):
             raise UserError(
                 f"The bpnn residual learner needs arrays of one shape (samples, joints); got "
@@ -198,87 +147,172 @@ class BpnnResidual(ResidualLearnerDefaults):
             )
         return int(first[0])
 
-    def _raw_features(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """(n, N, f) raw input features of each joint's network (rad, rad/s, rad/s²)."""
-        state = np.stack([q, dq, ddq], axis=-1).astype(np.float64)  # (N, n, 3)
-        if self.params.inputs == "joint":
-            return np.ascontiguousarray(state.transpose(1, 0, 2))
-        full = state.reshape(state.shape[0], -1)  # (N, 3n): q_0, dq_0, ddq_0, q_1, ...
-        return np.broadcast_to(full, (self.n_joints_, *full.shape))
+    def _features(self, data: ResidualInputs) -> np.ndarray:
+        return raw_features(data, self.params.features, self.params.inputs)
 
     # ---------------------------------------------------------------------------------- fit
     def fit(
-        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, residual: np.ndarray
+        self,
+        recordings: list[ResidualInputs] | ResidualInputs,
+        residuals: list[np.ndarray] | np.ndarray,
     ) -> BpnnResidual:
-        """Train on joint states q (rad), dq (rad/s), ddq (rad/s²) and residual (Nm), each
-        (N, n) in time order. Returns self."""
+        """Train on identification recordings (a list of `ResidualInputs`, or one) and their
+        residuals tau_meas − tau_physical (Nm, (N_r, n) each, in time order). Returns self."""
+        if isinstance(recordings, ResidualInputs):
+            recordings, residuals = [recordings], [residuals]
+        features, target, recording = self._checked_data(recordings, residuals)
+        start = time.perf_counter()
+        self.x_mean_ = features.mean(axis=1)
+        x_std = features.std(axis=1)
+        self.x_std_ = np.where(x_std > _STD_FLOOR, x_std, 1.0)
+        standardised = self._standardise(features)
+        folds = folds_for(recording, standardised, self.params.holdout_fraction, self.params.seed)
+        self._set_folds(folds, features, target, standardised)
+        self._train(folds, features, target, standardised)
+
+        members = self._member_outputs(standardised)  # (n, F, M, N) Nm
+        self.accepted_ = np.ones(self.n_joints_, dtype=bool)
+        corrections = [
+            self._factor(members[:, f], standardised, features, f) * members[:, f].mean(axis=1)
+            for f in range(self.n_folds_)
+        ]
+        p = self.params
+        self.report_ = bpnn_acceptance.judge(
+            target, corrections, folds, p.acceptance_margin, p.acceptance
+        )
+        self.accepted_ = np.array(self.report_["accepted"], dtype=bool)
+        self.training_time_s_ = time.perf_counter() - start
+        self.report_.update(self._training_summary(target.shape[1], len(recordings)))
+        return self
+
+    def _checked_data(
+        self, recordings: list[ResidualInputs], residuals: list[np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(raw features (n, N, f), residual (n, N) Nm, recording id (N,)) of the stacked
+        recordings; UserError for data the learner cannot train on."""
+        if not recordings or len(recordings) != len(residuals):
+            raise UserError(
+                f"The bpnn residual learner got {len(recordings)} recordings and "
+                f"{len(residuals)} residuals; give one residual per recording."
+            )
+        for data, residual in zip(recordings, residuals, strict=True):
+            self._check_inputs(data, residual, None)
+        widths = {np.shape(r.q)[1] for r in recordings}
+        if len(widths) != 1:
+            raise UserError(f"The bpnn residual learner got recordings of {sorted(widths)} joints.")
+        target = np.concatenate([np.asarray(r, dtype=np.float64) for r in residuals])
+        recording = np.concatenate([np.full(r.n_samples, i) for i, r in enumerate(recordings)])
+        self.n_joints_ = int(widths.pop())
+        features = self._features(_stack(recordings))  # (n, N, f)
+        if not np.all(np.isfinite(features)) or not np.all(np.isfinite(target)):
+            raise UserError(
+                "The bpnn residual learner got non-finite values (NaN or inf) in its inputs "
+                "or the residual; clean the recording (preprocessing) first."
+            )
+        if len(target) < 20:
+            raise UserError(
+                f"The bpnn residual learner got {len(target)} samples: too few to hold some out "
+                "and train on the rest. Record a longer motion."
+            )
+        return features, target.T, recording
+
+    def _set_folds(
+        self, folds: list, features: np.ndarray, target: np.ndarray, standardised: np.ndarray
+    ) -> None:
+        """Fold counts, the output scaler (from the samples some fold trains on), each fold's
+        training range and distance support."""
+        p, n = self.params, self.n_joints_
+        self.n_folds_ = len(folds)
+        self.n_members_ = max(1, math.ceil(p.ensemble_size / self.n_folds_))
+        self.folds_ = [fold.kind for fold in folds]
+        seen = np.any([fold.fit for fold in folds], axis=0)  # (n, N)
+        self.y_mean_ = np.array([target[j, seen[j]].mean() for j in range(n)])
+        y_std = np.array([target[j, seen[j]].std() for j in range(n)])
+        self.y_std_ = np.where(y_std > _STD_FLOOR, y_std, 1.0)
+        ranges = [[(features[j, f.fit[j]].min(0), features[j, f.fit[j]].max(0)) for j in range(n)]
+                  for f in folds]  # fmt: skip
+        self.fold_min_ = np.array([[r[0] for r in fold] for fold in ranges]).transpose(1, 0, 2)
+        self.fold_max_ = np.array([[r[1] for r in fold] for fold in ranges]).transpose(1, 0, 2)
+        self.x_min_, self.x_max_ = self.fold_min_.min(axis=1), self.fold_max_.max(axis=1)
+        size = min(bpnn_trust.support_size(fold.fit) for fold in folds)
+        rows = [bpnn_trust.support_rows(fold.fit, size)[:, :, None] for fold in folds]
+        support = [np.take_along_axis(standardised, r, axis=1) for r in rows]
+        self.support_ = np.concatenate(support, axis=1).astype(np.float32)  # fold f: [f·S, (f+1)·S)
+        self.support_per_fold_ = size
+
+    def _train(
+        self, folds: list, features: np.ndarray, target: np.ndarray, standardised: np.ndarray
+    ) -> None:
+        """Train every network on its fold's training part, early stopping on the tail."""
         import torch
 
-        p = self.params
-        arrays = {"q": q, "dq": dq, "ddq": ddq, "residual": residual}
-        n_samples = self._check_arrays(arrays, None)
-        if not all(np.all(np.isfinite(a)) for a in arrays.values()):
+        p, F, M = self.params, self.n_folds_, self.n_members_
+        stop = [early_stopping_part(fold.fit, p.validation_fraction) for fold in folds]
+        train = [fold.fit & ~s for fold, s in zip(folds, stop, strict=True)]
+        if min(int(t.sum(axis=1).min()) for t in train) < 2 or (
+            p.validation_fraction > 0 and min(int(s.sum(axis=1).min()) for s in stop) < 1
+        ):
             raise UserError(
-                "The bpnn residual learner got non-finite values (NaN or inf) in the joint "
-                "states or the residual; clean the recording (preprocessing) first."
+                f"The bpnn residual learner got {target.shape[1]} samples: too few for a "
+                "training part and an early-stopping part of residual.validation_fraction="
+                f"{p.validation_fraction} in every fold. Record a longer motion."
             )
-        n_train = int(round(n_samples * (1.0 - p.validation_fraction)))
-        n_val = n_samples - n_train
-        if n_train < 2 or (p.validation_fraction > 0 and n_val < 1):
-            raise UserError(
-                f"The bpnn residual learner got {n_samples} samples: too few for a training "
-                f"part and a validation part of residual.validation_fraction="
-                f"{p.validation_fraction}. Record a longer motion."
-            )
+        y = ((target - self.y_mean_[:, None]) / self.y_std_[:, None]).astype(np.float32)
+        x_train, y_train, _ = gather(standardised, y, train, M)
+        x_stop, y_stop, w_stop = gather(standardised, y, stop, M)
+        outside = [self._outside(features, f) for f in range(F)]
+        refused_stop = gather_flags(outside, stop, M)
+        if p.validation_fraction == 0:  # no early stopping: empty early-stopping parts
+            x_stop, y_stop, w_stop = x_stop[:, :0], y_stop[:, :0], w_stop[:, :0]
+            refused_stop = refused_stop[:, :0]
+        zero = np.repeat(-self.y_mean_ / self.y_std_, F * M)
         device = resolve_device(p.device)
-        start = time.perf_counter()
-        self.n_joints_ = int(np.shape(q)[1])
-        features = self._raw_features(q, dq, ddq)  # (n, N, f)
-        target = np.asarray(residual, dtype=np.float64).T[:, :, None]  # (n, N, 1)
-
-        # Scalers and ranges from the training part only (the tail is unseen data).
-        train_x = features[:, :n_train]
-        self.x_mean_ = train_x.mean(axis=1)  # (n, f)
-        x_std = train_x.std(axis=1)
-        self.x_std_ = np.where(x_std > _STD_FLOOR, x_std, 1.0)
-        self.x_min_ = train_x.min(axis=1)
-        self.x_max_ = train_x.max(axis=1)
-        self.y_mean_ = target[:, :n_train, 0].mean(axis=1)  # (n,)
-        y_std = target[:, :n_train, 0].std(axis=1)
-        self.y_std_ = np.where(y_std > _STD_FLOOR, y_std, 1.0)
-
-        x_all = torch.from_numpy(self._standardise(features)).to(device)
-        y_all = torch.from_numpy(
-            ((target - self.y_mean_[:, None, None]) / self.y_std_[:, None, None]).astype(np.float32)
-        ).to(device)
-        x_train, y_train = x_all[:, :n_train], y_all[:, :n_train]
-        x_val, y_val = x_all[:, n_train:], y_all[:, n_train:]
-        self.n_train_, self.n_validation_ = n_train, n_val
-
         with torch_settings(p.seed):
             generator = torch.Generator(device="cpu").manual_seed(p.seed)
             layers = self._initial_layers(generator, device)
-            loss = pointwise_loss(p.loss, p.huber_delta_nm / self.y_std_, device)
+            loss = pointwise_loss(p.loss, np.repeat(p.huber_delta_nm / self.y_std_, F * M), device)
+            arrays = (x_train, y_train, x_stop, y_stop, w_stop)
+            tensors = tuple(torch.from_numpy(a).to(device) for a in arrays)
             best, best_epoch, history, epoch = train_networks(
-                p,
-                layers,
-                generator,
-                (x_train, y_train, x_val, y_val),
-                self.refused(features[:, n_train:])[:, :, None],
-                -self.y_mean_ / self.y_std_,
-                loss,
-                device,
+                p, layers, generator, tensors, refused_stop, zero, loss, device
             )
-
         self._state = {
             name: tensor.detach().cpu().contiguous()
             for name, tensor in zip(self._parameter_names(), best, strict=True)
         }
-        self.history_ = history
+        self.history_ = self._per_joint_history(history)
         self.best_epoch_ = [int(e) for e in best_epoch]
         self.epochs_run_ = int(epoch)
-        self.training_time_s_ = time.perf_counter() - start
-        return self
+
+    def _training_summary(self, n_samples: int, n_recordings: int) -> dict[str, Any]:
+        p = self.params
+        return {
+            "features": list(p.features),
+            "inputs": p.inputs,
+            "recordings": n_recordings,
+            "samples": n_samples,
+            "folds": self.folds_,
+            "members_per_fold": self.n_members_,
+            "networks": self.n_networks_,
+            "epochs_run": self.epochs_run_,
+            "training_time_s": self.training_time_s_,
+        }
+
+    def _per_joint_history(self, history: dict[str, list]) -> dict[str, list]:
+        """The history with each joint's mean over its networks in the per-joint lists."""
+        n = self.n_joints_
+
+        def per_joint(values: list | None) -> list | None:
+            return (
+                None if values is None else np.asarray(values).reshape(n, -1).mean(axis=1).tolist()
+            )
+
+        return {
+            "train_loss": history["train_loss"],
+            "val_loss": history["val_loss"],
+            "train_loss_per_joint": [per_joint(v) for v in history["train_loss_per_joint"]],
+            "val_loss_per_joint": [per_joint(v) for v in history["val_loss_per_joint"]],
+        }
 
     def _parameter_names(self) -> list[str]:
         names = []
@@ -287,30 +321,32 @@ class BpnnResidual(ResidualLearnerDefaults):
         return names
 
     def _shapes(self) -> dict[str, tuple[int, ...]]:
-        """Tensor shapes of the state dict: weight (n, in, out), bias (n, 1, out)."""
-        n, width = self.n_joints_, self.params.hidden_width
+        """Tensor shapes of the state dict: weight (K, in, out), bias (K, 1, out) for the K
+        networks, and `support` (n, F·S, f), the standardised training samples of the distance."""
+        k_networks, width = self.n_networks_, self.params.hidden_width
         sizes = [self.n_features_] + [width] * self.params.hidden_layers + [1]
         shapes: dict[str, tuple[int, ...]] = {}
         for k in range(len(sizes) - 1):
-            shapes[f"layer{k}.weight"] = (n, sizes[k], sizes[k + 1])
-            shapes[f"layer{k}.bias"] = (n, 1, sizes[k + 1])
+            shapes[f"layer{k}.weight"] = (k_networks, sizes[k], sizes[k + 1])
+            shapes[f"layer{k}.bias"] = (k_networks, 1, sizes[k + 1])
         return shapes
 
     def _initial_layers(
         self, generator: torch.Generator, device: torch.device
     ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """PyTorch's Linear initialisation U(±1/sqrt(in)) per joint; the last layer's weights
-        at zero and its bias at the standardised 0 Nm, so the untrained network predicts
+        """PyTorch's Linear initialisation U(±1/sqrt(in)) per network; the last layer's weights
+        at zero and its bias at the standardised 0 Nm, so an untrained network predicts
         residual 0 (the physical model alone)."""
         import torch
 
         shapes = list(self._shapes().values())
+        zero = np.repeat(-self.y_mean_ / self.y_std_, self.n_folds_ * self.n_members_)
         layers = []
         for k in range(0, len(shapes), 2):
             w_shape, b_shape = shapes[k], shapes[k + 1]
             if k == len(shapes) - 2:  # output -y_mean/y_std: residual 0 in Nm
                 weight = torch.zeros(w_shape)
-                bias = torch.from_numpy(-self.y_mean_ / self.y_std_).float().view(b_shape)
+                bias = torch.from_numpy(zero).float().view(b_shape)
             else:
                 bound = 1.0 / math.sqrt(w_shape[1])
                 weight = (torch.rand(w_shape, generator=generator) * 2 - 1) * bound
@@ -319,22 +355,16 @@ class BpnnResidual(ResidualLearnerDefaults):
         return layers
 
     def _standardise(self, features: np.ndarray) -> np.ndarray:
-        """(n, N, f) raw -> standardised float32."""
-        return ((features - self.x_mean_[:, None, :]) / self.x_std_[:, None, :]).astype(np.float32)
+        """(n, N, f) raw -> standardised float32 (non-finite values set to 0)."""
+        x = ((features - self.x_mean_[:, None, :]) / self.x_std_[:, None, :]).astype(np.float32)
+        x[~np.isfinite(x)] = 0.0  # refused by the range guard anyway; keeps NaN out of the nets
+        return x
 
-    # ------------------------------------------------------------------------------ predict
-    def predict(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """(N, n) predicted residual (Nm) at joint states q (rad), dq (rad/s), ddq (rad/s²);
-        0 where a joint's network refuses the sample (outside its training range)."""
+    def _member_outputs(self, x: np.ndarray) -> np.ndarray:
+        """(n, F, M, N) every network's residual (Nm) at standardised inputs x (n, N, f)."""
         import torch
 
-        if self._state is None:
-            raise RuntimeError("BpnnResidual.predict called before fit or load")
-        n_samples = self._check_arrays({"q": q, "dq": dq, "ddq": ddq}, self.n_joints_)
-        features = self._raw_features(q, dq, ddq)
-        refused = self.refused(features)  # (n, N)
-        x = self._standardise(features)
-        x[~np.isfinite(x)] = 0.0  # refused anyway; keeps NaN out of the network
+        n, F, M = self.n_joints_, self.n_folds_, self.n_members_
         device = resolve_device(self.params.device)
         with torch_settings(), torch.no_grad():
             layers = [
@@ -344,27 +374,66 @@ class BpnnResidual(ResidualLearnerDefaults):
                 )
                 for k in range(self.params.hidden_layers + 1)
             ]
-            out = forward(torch.from_numpy(x).to(device), layers).cpu().numpy()[:, :, 0]
-        prediction = out.astype(np.float64) * self.y_std_[:, None] + self.y_mean_[:, None]
-        prediction[refused] = 0.0
-        self.out_of_range_per_joint_ = (
-            refused.mean(axis=1).tolist() if n_samples else [0.0] * self.n_joints_
-        )
-        self.out_of_range_fraction_ = float(refused.any(axis=0).mean()) if n_samples else 0.0
-        return np.ascontiguousarray(prediction.T)
+            inputs = torch.from_numpy(np.ascontiguousarray(x)).to(device)
+            inputs = inputs.repeat_interleave(F * M, dim=0)
+            out = forward(inputs, layers).cpu().numpy()[:, :, 0].astype(np.float64)
+        out = out.reshape(n, F, M, -1)
+        return out * self.y_std_[:, None, None, None] + self.y_mean_[:, None, None, None]
 
-    def refused(self, features: np.ndarray) -> np.ndarray:
-        """(n, N) bool: sample outside network j's training range (by more than the margin)."""
+    def _outside(self, features: np.ndarray, fold: int | None) -> np.ndarray:
+        """(n, N) bool: outside the range guard of `fold` (None: of all folds' training data)."""
+        low = self.x_min_ if fold is None else self.fold_min_[:, fold]
+        high = self.x_max_ if fold is None else self.fold_max_[:, fold]
         if self.params.range_margin is None:
             return ~np.all(np.isfinite(features), axis=2)
-        margin = self.params.range_margin * (self.x_max_ - self.x_min_)
-        low = (self.x_min_ - margin)[:, None, :]
-        high = (self.x_max_ + margin)[:, None, :]
-        inside = (features >= low) & (features <= high)  # NaN counts as outside
-        return ~np.all(inside, axis=2)
+        margin = self.params.range_margin * (high - low)
+        inside = (features >= (low - margin)[:, None, :]) & (
+            features <= (high + margin)[:, None, :]
+        )
+        return ~np.all(inside, axis=2)  # NaN counts as outside
+
+    def _factor(
+        self, members: np.ndarray, x: np.ndarray, features: np.ndarray, fold: int | None
+    ) -> np.ndarray:
+        """(n, N) share s of the members' (n, M', N) mean correction applied (`bpnn_trust`),
+        with the support and range of `fold` (None: all folds)."""
+        p = self.params
+        mean = members.mean(axis=1)
+        spread = members.std(axis=1) if members.shape[1] > 1 else np.zeros_like(mean)
+        factor = bpnn_trust.disagreement_factor(mean, spread, p.disagreement_weight)
+        if p.refuse_radius is not None:
+            size = self.support_per_fold_
+            support = (
+                self.support_ if fold is None else self.support_[:, fold * size : (fold + 1) * size]
+            )
+            distance = bpnn_trust.nearest_distance(support, x)
+            factor = factor * bpnn_trust.distance_factor(distance, p.trust_radius, p.refuse_radius)
+        factor[self._outside(features, fold)] = 0.0
+        return factor
+
+    # ------------------------------------------------------------------------------ predict
+    def predict(self, inputs: ResidualInputs) -> np.ndarray:
+        """(N, n) predicted residual (Nm): the ensemble mean scaled by its trust factor; 0 for
+        a joint that failed the held-out acceptance, outside the range guard, or far from
+        the training data."""
+        if self._state is None:
+            raise RuntimeError("BpnnResidual.predict called before fit or load")
+        n_samples = self._check_inputs(inputs, None, self.n_joints_)
+        features = self._features(inputs)
+        x = self._standardise(features)
+        members = self._member_outputs(x).reshape(self.n_joints_, -1, n_samples)
+        factor = self._factor(members, x, features, None)
+        factor[~self.accepted_] = 0.0
+        outside = self._outside(features, None)
+        self.out_of_range_per_joint_ = (
+            outside.mean(axis=1).tolist() if n_samples else [0.0] * self.n_joints_
+        )
+        self.out_of_range_fraction_ = float(outside.any(axis=0).mean()) if n_samples else 0.0
+        self.prediction_report_ = bpnn_trust.classify(factor)
+        return np.ascontiguousarray((factor * members.mean(axis=1)).T)
 
     def describe(self) -> dict[str, Any]:
-        """Plain (JSON-safe) description of the fitted model: everything but the weights."""
+        """Plain (JSON-safe) description of the fitted model: everything but the tensors."""
         return bpnn_files.describe(self)
 
     def save(self, folder: Path) -> None:
@@ -384,8 +453,7 @@ class BpnnResidual(ResidualLearnerDefaults):
         self.plot_training(Path(folder) / PLOT_FILE)
 
     def plot_training(self, path: Path) -> None:
-        """Train and validation loss per epoch (mean over joints and per joint), best epochs
-        marked."""
+        """Train and early-stopping loss per epoch (mean over networks and per joint)."""
         bpnn_files.plot_training(self, path)
 
 

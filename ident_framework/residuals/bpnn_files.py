@@ -1,6 +1,8 @@
 """Files of the `bpnn` residual learner: `bpnn_weights.pt` (a state dict of tensors only,
-read back with `torch.load(..., weights_only=True)`), `bpnn_model.json` (architecture,
-parameters, scalers, training ranges, best epochs, loss history, torch version), checked when
+read back with `torch.load(..., weights_only=True)`: the networks' layers and `support`, the
+standardised training samples of the distance guard), `bpnn_model.json` (architecture,
+parameters, scalers, training ranges, acceptance, best epochs, loss history, torch version),
+checked when
 read back (a reloaded model reproduces the predictions bitwise on the CPU), and the training
 plot `plots/bpnn_training.png`."""
 
@@ -19,7 +21,8 @@ from ident_framework.residuals.bpnn_torch import DEVICE_PATTERN, resolve_device
 WEIGHTS_FILE = "bpnn_weights.pt"
 MODEL_FILE = "bpnn_model.json"
 PLOT_FILE = "plots/bpnn_training.png"
-FORMAT = "ident_framework.bpnn/1"
+FORMAT = "ident_framework.bpnn/2"
+SUPPORT = "support"  # the state dict's distance support (n, folds x S, f)
 
 
 def describe(model: Any) -> dict[str, Any]:
@@ -28,14 +31,21 @@ def describe(model: Any) -> dict[str, Any]:
         raise RuntimeError("BpnnResidual is not fitted")
     import torch
 
+    from ident_framework.residuals.bpnn_features import describe_order
+
     return {
         "format": FORMAT,
         "plugin": "bpnn",
         "architecture": {
             "n_joints": model.n_joints_,
             "inputs": model.params.inputs,
+            "features": list(model.params.features),
             "n_features": model.n_features_,
-            "feature_order": "per joint j: q_j (rad), dq_j (rad/s), ddq_j (rad/s^2)",
+            "feature_order": describe_order(model.params.features, model.params.inputs),
+            "n_folds": model.n_folds_,
+            "members_per_fold": model.n_members_,
+            "network_order": "joint-major: network (j, fold, member) is j*F*M + fold*M + member",
+            "support_per_fold": model.support_per_fold_,
             "hidden_width": model.params.hidden_width,
             "hidden_layers": model.params.hidden_layers,
             "activation": "relu",
@@ -45,11 +55,13 @@ def describe(model: Any) -> dict[str, Any]:
         "input_scaler": {"mean": model.x_mean_.tolist(), "std": model.x_std_.tolist()},
         "output_scaler": {"mean": model.y_mean_.tolist(), "std": model.y_std_.tolist()},
         "training_range": {"min": model.x_min_.tolist(), "max": model.x_max_.tolist()},
+        "fold_range": {"min": model.fold_min_.tolist(), "max": model.fold_max_.tolist()},
+        "folds": model.folds_,
+        "accepted": [bool(a) for a in model.accepted_],
+        "acceptance": model.report_,
         "best_epoch": model.best_epoch_,
         "epochs_run": model.epochs_run_,
         "history": model.history_,
-        "n_train": model.n_train_,
-        "n_validation": model.n_validation_,
         "training_time_s": model.training_time_s_,
         "torch_version": torch.__version__,
     }
@@ -62,7 +74,8 @@ def save_model(model: Any, folder: Path) -> None:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     document = describe(model)
-    torch.save(dict(model._state), folder / WEIGHTS_FILE)
+    state = {**model._state, SUPPORT: torch.from_numpy(np.ascontiguousarray(model.support_))}
+    torch.save(state, folder / WEIGHTS_FILE)
     (folder / MODEL_FILE).write_text(json.dumps(document, indent=1))
 
 
@@ -94,7 +107,9 @@ def load_model(cls: type, params_type: type, folder: Path, device: str | None = 
             f"The bpnn residual weights file {weights_path} cannot be read as a state dict "
             f"of tensors ({type(error).__name__}: {str(error).splitlines()[0]}); {redo}."
         ) from None
-    model._state = _checked_state(model, state, model_path, weights_path, redo)
+    checked = _checked_state(model, state, model_path, weights_path, redo)
+    model.support_ = checked.pop(SUPPORT).numpy()
+    model._state = checked
     return model
 
 
@@ -113,9 +128,12 @@ def _from_document(
         model.params.device = saved_device if device is None else device
         architecture = document["architecture"]
         model.n_joints_ = int(architecture["n_joints"])
+        model.n_folds_ = int(architecture["n_folds"])
+        model.n_members_ = int(architecture["members_per_fold"])
+        model.support_per_fold_ = int(architecture["support_per_fold"])
         if architecture["n_features"] != model.n_features_:
             raise ValueError("n_features does not match inputs and n_joints")
-        n, f = model.n_joints_, model.n_features_
+        n, f, folds = model.n_joints_, model.n_features_, model.n_folds_
 
         def array(value: Any, shape: tuple[int, ...]) -> np.ndarray:
             result = np.asarray(value, dtype=np.float64)
@@ -129,11 +147,16 @@ def _from_document(
         model.y_std_ = array(document["output_scaler"]["std"], (n,))
         model.x_min_ = array(document["training_range"]["min"], (n, f))
         model.x_max_ = array(document["training_range"]["max"], (n, f))
+        model.fold_min_ = array(document["fold_range"]["min"], (n, folds, f))
+        model.fold_max_ = array(document["fold_range"]["max"], (n, folds, f))
+        model.folds_ = [str(kind) for kind in document["folds"]]
+        model.accepted_ = np.array([bool(a) for a in document["accepted"]], dtype=bool)
+        if model.accepted_.shape != (n,):
+            raise ValueError(f"accepted has {model.accepted_.size} entries, not {n}")
+        model.report_ = document["acceptance"]
         model.best_epoch_ = [int(e) for e in document["best_epoch"]]
         model.epochs_run_ = int(document["epochs_run"])
         model.history_ = document["history"]
-        model.n_train_ = int(document["n_train"])
-        model.n_validation_ = int(document["n_validation"])
         model.training_time_s_ = float(document["training_time_s"])
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise UserError(
@@ -150,7 +173,10 @@ def _checked_state(
     tensors' names, shapes, float32 and finite."""
     import torch
 
-    expected = model._shapes()
+    expected = {
+        **model._shapes(),
+        SUPPORT: (model.n_joints_, model.n_folds_ * model.support_per_fold_, model.n_features_),
+    }
     problem = None
     if not isinstance(state, dict) or set(state) != set(expected):
         problem = f"its tensors {sorted(state) if isinstance(state, dict) else type(state)}"
@@ -187,17 +213,21 @@ def plot_training(model: Any, path: Path) -> None:
     train = [np.nan if v is None else v for v in history["train_loss"]]
     ax.semilogy(epochs, train, label="train", color="tab:gray")
     if history["val_loss"][0] is not None:
-        ax.semilogy(epochs, history["val_loss"], label="validation (tail)", color="tab:blue")
+        ax.semilogy(
+            epochs,
+            history["val_loss"],
+            label="early stopping (tail of each fold's training part)",
+            color="tab:blue",
+        )
         per_joint = np.asarray(history["val_loss_per_joint"])
         for j in range(per_joint.shape[1]):
-            line = ax_joint.semilogy(epochs, per_joint[:, j], lw=0.9, label=f"joint {j}")
-            best = model.best_epoch_[j]
-            ax_joint.plot(best, per_joint[best, j], "o", color=line[0].get_color())
+            verdict = "corrected" if model.accepted_[j] else "refused"
+            ax_joint.semilogy(epochs, per_joint[:, j], lw=0.9, label=f"joint {j} ({verdict})")
         ax_joint.legend(fontsize=8)
     for best in sorted(set(model.best_epoch_)):
         ax.axvline(best, color="tab:red", lw=0.6, alpha=0.6)
-    ax.set_title("bpnn residual: mean loss over joints (red: best epochs)", fontsize=9)
-    ax_joint.set_title("validation loss per joint (dot: kept epoch)", fontsize=9)
+    ax.set_title("bpnn residual: mean loss over networks (red: kept epochs)", fontsize=9)
+    ax_joint.set_title("early-stopping loss per joint (mean of its networks)", fontsize=9)
     for a in (ax, ax_joint):
         a.set_xlabel("epoch (0: untrained)")
         a.set_ylabel("MSE of the standardised residual")

@@ -1,8 +1,9 @@
-"""Training of the `bpnn` residual learner's per-joint networks: Adam on minibatches shuffled
-with a seeded generator, the loss summed over the joints (each network's gradient is its own
-loss's), and early stopping on the validation loss per joint (each joint keeps the weights of
-its own best epoch; training stops when no joint improved for `patience` epochs). Runs inside
-`bpnn_torch.torch_settings`; see `bpnn.py` for the whole method."""
+"""Training of the `bpnn` residual learner's networks (one per joint, fold and ensemble member,
+batched): Adam on minibatches shuffled with a seeded generator, the loss summed over the
+networks (each network's gradient is its own loss's), and early stopping on each network's
+early-stopping loss (each keeps the weights of its own best epoch; training stops when none
+improved for `patience` epochs). Runs inside `bpnn_torch.torch_settings`; see `bpnn.py` for
+the whole method."""
 
 from __future__ import annotations
 
@@ -46,21 +47,24 @@ def train_networks(
     params: Any,
     layers: Layers,
     generator: torch.Generator,
-    data: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+    data: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
     refused: np.ndarray,
     zero: np.ndarray,
     loss: Loss,
     device: torch.device,
 ) -> tuple[list[torch.Tensor], torch.Tensor, dict[str, list], int]:
-    """Train `layers` in place on data = (x_train, y_train, x_val, y_val) (standardised, (n, N,
-    f) and (n, N, 1)) with the `BpnnParams` `params`. The validation loss is that of the learner
-    as used: samples `refused` (n, N_val, 1) predict `zero` (n,), the standardised 0 Nm.
-    Returns (the kept tensors, the epoch each joint kept, the loss history, epochs run)."""
+    """Train `layers` in place on data = (x_train, y_train, x_val, y_val, w_val) (standardised,
+    (K, N, f) and (K, N, 1) per network; w_val (K, N_val, 1) the weight of each early-stopping
+    sample: 0 for padding) with the `BpnnParams` `params`. The early-stopping loss is that of
+    the network as used: samples `refused` (K, N_val, 1) predict `zero` (K,), the standardised
+    0 Nm. Returns (the kept tensors, the epoch each network kept, the loss history per
+    network, epochs run)."""
     import torch
     from tqdm import tqdm
 
-    x_train, y_train, x_val, y_val = data
+    x_train, y_train, x_val, y_val, w_val = data
     n, n_val = x_train.shape[0], x_val.shape[1]
+    w_total = w_val.sum(dim=(1, 2)).clamp_min(1.0)
     parameters = [t for layer in layers for t in layer]
     for t in parameters:
         t.requires_grad_(True)
@@ -68,32 +72,24 @@ def train_networks(
         parameters, lr=params.learning_rate, weight_decay=params.weight_decay, fused=True
     )
     best = [t.detach().clone() for t in parameters]
-    history: dict[str, list] = {
-        "train_loss": [None],
-        "val_loss": [],
-        "train_loss_per_joint": [None],
-        "val_loss_per_joint": [],
-    }
+    names = ("train_loss", "val_loss", "train_loss_per_joint", "val_loss_per_joint")
+    history: dict[str, list] = {name: [None] if name.startswith("train") else [] for name in names}
     refused_val = torch.from_numpy(refused).to(device)
     zero_val = torch.from_numpy(zero.astype(np.float32)).to(device)[:, None, None]
 
     def validation_loss() -> torch.Tensor:
         with torch.no_grad():
             prediction = torch.where(refused_val, zero_val, forward(x_val, layers))
-            return loss(prediction - y_val).mean(dim=(1, 2))
+            return (loss(prediction - y_val) * w_val).sum(dim=(1, 2)) / w_total
 
     best_loss = validation_loss().cpu() if n_val else torch.full((n,), math.inf)
     best_epoch = torch.zeros(n, dtype=torch.long)
     history["val_loss"].append(best_loss.mean().item() if n_val else None)
     history["val_loss_per_joint"].append(best_loss.tolist() if n_val else None)
     bar = tqdm(
-        range(1, params.epochs + 1),
-        desc="bpnn residual",
-        unit="epoch",
-        file=sys.stderr,
-        disable=None if params.progress else True,  # None: off when not a TTY
-        leave=False,
-    )
+        range(1, params.epochs + 1), desc="bpnn residual", unit="epoch", file=sys.stderr,
+        disable=None if params.progress else True, leave=False,  # None: off when not a TTY
+    )  # fmt: skip
     epoch = 0
     for epoch in bar:
         train_loss = _epoch(layers, optimizer, loss, x_train, y_train, params.batch_size, generator)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ident_framework.hookspecs import hookimpl
-from ident_framework.interfaces import ResidualLearnerDefaults
+from ident_framework.interfaces import ResidualInputs, ResidualLearnerDefaults
 
 
 @dataclass
@@ -24,11 +24,11 @@ class NoResidual(ResidualLearnerDefaults):
     def __init__(self, params: NoResidualParams):
         del params
 
-    def fit(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, residual: np.ndarray):
+    def fit(self, recordings: list[ResidualInputs], residuals: list[np.ndarray]):
         return self
 
-    def predict(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        return np.zeros_like(q)
+    def predict(self, inputs: ResidualInputs) -> np.ndarray:
+        return np.zeros_like(inputs.q)
 
     def save(self, folder: Path) -> None:
         """Nothing to save."""
