@@ -15,6 +15,7 @@ from omegaconf import DictConfig
 from .base_parameters import METHODS
 from .errors import UserError
 from .friction_terms import check_friction_model
+from .online.settings import OnlineSettings, online_settings
 from .plugin_config import build_params, group_values, validate_plugin_config
 from .plugins import PluginInfo, PluginRegistry
 from .preprocessing import PreprocessingParams
@@ -31,7 +32,7 @@ PLUGIN_GROUPS = {
 SPLIT = "split"  # the validation option that holds out the tail of the identification data
 # identify: the pipeline; predict: apply a saved run to data; rehearse: the pipeline on the robot
 # model with planted changes, checked against them (rehearsal.py)
-MODES = ("identify", "predict", "rehearse")
+MODES = ("identify", "predict", "rehearse", "online")  # online: online/ (streaming service)
 LOOP_DESIGNS = ("seeded", "aimed")  # how the closed loop's later rounds design their excitation
 
 
@@ -156,6 +157,7 @@ class RunConfig:
     run: str | None = None  # mode=predict: the run directory of an identification
     rehearsal: RehearsalSettings = field(default_factory=RehearsalSettings)
     loop: LoopSettings = field(default_factory=LoopSettings)
+    online: OnlineSettings = field(default_factory=OnlineSettings)
 
 
 def _section(cfg: DictConfig, key: str) -> dict[str, Any]:
@@ -239,6 +241,7 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
         run=str(run) if run else None,
         rehearsal=rehearsal,
         loop=loop,
+        online=online_settings(_section(cfg, "online")),
     )
 
 

@@ -291,6 +291,11 @@ class RtdeSource:
         )
         return self._dataset(robot, path, summary, motion, role)
 
+    def connect(self) -> tuple[Any, str | None, str]:
+        """A connected receive interface for listening only (mode=online): the interface, how
+        torque is read ("getter", "side" or None: from the currents) and its description."""
+        return self._connect()
+
     # ------------------------------------------------------------------ helpers
     def _connect(self, with_torque: bool | None = None) -> tuple[Any, str | None, str]:
         """A connected receive interface, how torque is recorded ("getter", "side" or None)

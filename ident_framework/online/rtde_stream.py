@@ -1,0 +1,179 @@
+"""Listening to a running UR robot over RTDE (source=rtde in mode=online; nothing is commanded).
+
+The same reception as a recording (`rtde_recorder.SegmentRecorder`): `ur_rtde`'s receive
+interface polled for new controller timestamps, each row read consistently, the torque
+(`actual_current_as_torque`) joined from a second RTDE connection of our own when the binding
+has no getter, or the currents times `source.current_to_torque`. Every complete row is
+written to `online/recording.csv` (the CSV contract: identify it later with `source=csv`) and
+handed to the estimator; `arrival` is the instant the row was complete. Samples the poller
+never saw (the receive interface keeps only the newest package) count as skipped updates.
+A lost connection is re-established up to `source.reconnect_attempts` times.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..csv_log import CsvLogWriter
+from ..errors import UserError
+from ..rtde_recorder import (
+    ConnectionLost,
+    Segment,
+    SegmentRecorder,
+    TorqueSideChannel,
+    column_groups,
+)
+from ..rtde_torque_stream import TorqueStream, TorqueStreamError
+from ..source_rtde import RtdeSource
+from .streams import Sample
+
+_POLL_S = 0.00025
+
+
+class _ForwardingWriter:
+    """A CSV writer that also keeps each written row for the stream (bounded)."""
+
+    def __init__(self, writer: CsvLogWriter):
+        self.writer = writer
+        self.rows: deque[tuple[np.ndarray, float]] = deque(maxlen=10_000)
+
+    def write(self, row: np.ndarray) -> None:
+        self.writer.write(row)
+        self.rows.append((np.asarray(row, dtype=float), time.perf_counter()))
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+
+class RtdeStream:
+    """Samples of a running robot (see the module docstring); iterate until `stop()`."""
+
+    def __init__(self, source: RtdeSource, n_joints: int, recording: Path, log=print):
+        self.source, self.n, self.log = source, n_joints, log
+        params = source.params
+        if params.confirm_motion:
+            raise UserError(
+                "mode=online only listens to the robot and never moves it, but "
+                "source.confirm_motion=true asks for motion. Drop source.confirm_motion (the "
+                "robot keeps doing its own work while the service listens)."
+            )
+        self.rate_hz = float(params.frequency_hz)
+        self.receive, self.torque_mode, self.torque_source = source.connect()
+        self.log(f"RTDE: listening to {params.host} at {self.rate_hz:g} Hz; torque from "
+                 f"{self.torque_source}")  # fmt: skip
+        recording.parent.mkdir(parents=True, exist_ok=True)
+        self.path = recording
+        self._writer = _ForwardingWriter(
+            CsvLogWriter(
+                str(recording),
+                column_groups(n_joints, self.torque_mode is not None),
+                params.flush_interval_s,
+            )
+        )
+        self.segments: list[Segment] = []
+        self._recorder = self._new_recorder(-math.inf)
+        self._stopping = False
+        self.received = 0
+
+    def _side(self) -> Any:
+        if self.torque_mode != "side":
+            return None
+        try:
+            return TorqueStream(self.source.params.host, self.n, self.rate_hz)
+        except TorqueStreamError as error:
+            self.log(f"note: no torque connection of our own ({error}); using ur_rtde's recorder")
+            return TorqueSideChannel(self.receive, f"{self.path}.torque_side.csv", self.n)
+
+    def _new_recorder(self, last_written: float) -> SegmentRecorder:
+        recorder = SegmentRecorder(
+            self.receive, self._writer, self.n, self.torque_mode, self._side(),
+            self.source.params.timeout_s, last_written,
+        )  # fmt: skip
+        self.segments.append(recorder.segment)
+        return recorder
+
+    @property
+    def skipped(self) -> int:
+        """Samples the controller sent that no complete row holds (missed, invalid, no torque)."""
+        return sum(max(s.expected(self.rate_hz) - s.written, 0) for s in self.segments)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "source": "rtde",
+            "host": self.source.params.host,
+            "rate_hz": self.rate_hz,
+            "torque_source": self.torque_source,
+            "recording": str(self.path),
+        }
+
+    def stop(self) -> None:
+        self._stopping = True
+
+    def __iter__(self) -> Iterator[Sample]:
+        n = self.n
+        gains = self.source.params.current_to_torque
+        torque_columns = slice(1 + 2 * n, 1 + 3 * n)
+        rows = self._writer.rows
+        while not self._stopping:
+            try:
+                fresh = self._recorder.poll()
+            except ConnectionLost as error:
+                if not self._reconnect(str(error)):
+                    return
+                continue
+            while rows:
+                row, arrival = rows.popleft()
+                tau = row[torque_columns]
+                if self.torque_mode is None:
+                    tau = tau * np.asarray(gains, dtype=float)
+                self.received += 1
+                yield Sample(float(row[0]), row[1 : 1 + n], row[1 + n : 1 + 2 * n], tau, arrival)
+            if not fresh:
+                time.sleep(_POLL_S)
+
+    def _reconnect(self, error: str) -> bool:
+        self._recorder.finish(f"connection lost: {error}")
+        self.log(f"RTDE connection lost ({error})")
+        params = self.source.params
+        for attempt in range(1, params.reconnect_attempts + 1):
+            time.sleep(params.reconnect_delay_s)
+            if self._stopping:
+                return False
+            try:
+                self.receive, self.torque_mode, _ = self.source.connect()
+            except UserError as failure:
+                self.log(f"reconnect attempt {attempt} failed: {failure}")
+                continue
+            last = max((s.last for s in self.segments if s.last is not None), default=-math.inf)
+            self._recorder = self._new_recorder(last)
+            self.log(f"reconnected (attempt {attempt})")
+            return True
+        return False
+
+    def close(self) -> dict[str, Any]:
+        try:
+            self._recorder.finish("completed")
+        except Exception:  # noqa: BLE001 (the connection may already be gone)
+            pass
+        self._writer.writer.close()
+        try:
+            self.receive.disconnect()
+        except RuntimeError:
+            pass
+        expected = sum(s.expected(self.rate_hz) for s in self.segments)
+        written = sum(s.written for s in self.segments)
+        return {
+            "samples_expected": expected,
+            "samples_written": written,
+            "dropped_samples": expected - written,
+            "dropped_fraction": (expected - written) / expected if expected else None,
+            "reconnects": max(len(self.segments) - 1, 0),
+            "recording": str(self.path),
+        }
