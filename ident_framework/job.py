@@ -32,6 +32,11 @@ def run_one_job(cfg: DictConfig) -> float:
         return float(final["rmse"])
     if config.mode == "rehearse":
         return run_rehearsal_job(config, cfg, run_dir)
+    if config.mode == "online":
+        from .online.service import run_online  # the web stack only for this mode
+        from .online.summary import print_online_summary
+
+        return print_online_summary(run_online(config, cfg, run_dir), run_dir)
     with staged_outputs(run_dir) as stage:
         if config.loop.active:
             loop = run_closed_loop(config)

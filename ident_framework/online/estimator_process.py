@@ -26,6 +26,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from ..errors import UserError
+from ..plain_data import to_plain
 from ..pipeline import design_excitation, robot_and_regressor
 from ..plugins import get_registry
 from ..run_config import RunConfig, validate_config
@@ -53,7 +54,7 @@ def estimator_main(cfg: dict, run_dir: str, outbox: Any, commands: Any, stop: An
     session = None
     try:
         session = OnlineSession(cfg, Path(run_dir), outbox)
-        outbox.put({"kind": "ready", **session.describe()})
+        outbox.put(to_plain({"kind": "ready", **session.describe()}))
         session.run(commands, stop)
     except UserError as error:
         outbox.put({"kind": "error", "message": str(error)})
@@ -62,7 +63,7 @@ def estimator_main(cfg: dict, run_dir: str, outbox: Any, commands: Any, stop: An
     finally:
         if session is not None and session.started:
             try:
-                outbox.put({"kind": "final", "summary": session.finish()})
+                outbox.put({"kind": "final", "summary": to_plain(session.finish())})
             except BaseException:  # noqa: BLE001
                 outbox.put({"kind": "error", "message": traceback.format_exc(), "internal": True})
         outbox.close()

@@ -1,0 +1,41 @@
+"""The dashboard's panels, in one list: the page builds itself from it (`GET /api/panels`).
+
+A panel is one ES module in `static/panels/`, exporting `create(element, context)` that
+returns an object with `onHistory(history)` (the kept past, on (re)load and after dropped
+frames) and `onFrame(frame)` (every SSE frame), and optionally `onResize()` and `onView(view)`
+(the shared time window: live or paused at a time, and its width). `context` holds the
+service's info (robot, joints, parameter names, stream), uPlot, and the shared view helpers
+(`static/app.js`). To add a panel: write its module and add one `Panel` line below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Panel:
+    """id: DOM id; title: shown above it; module: file in static/panels/; span: grid columns
+    it takes (of 3); rows: grid rows (of the dashboard's rows)."""
+
+    id: str
+    title: str
+    module: str
+    span: int = 1
+    rows: int = 1
+
+
+PANELS = (
+    Panel("torque", "Joint torque: measured (as recorded) vs a-priori prediction", "torque.js",
+          span=2, rows=2),
+    Panel("status", "Service", "status.js"),
+    Panel("twin", "Digital twin", "twin.js"),
+    Panel("fit", "Sliding fit per joint (R² and RMSE)", "fit.js", span=2),
+    Panel("events", "Events", "events.js"),
+    Panel("convergence", "Parameter convergence", "convergence.js", span=2),
+    Panel("drift", "Drift detector (CUSUM / threshold)", "drift.js"),
+)  # fmt: skip
+
+
+def panel_list() -> list[dict]:
+    return [asdict(panel) for panel in PANELS]
