@@ -152,6 +152,11 @@ class OnlineSession:
         self._decimation_count = 0
         self.drift_events: list[dict[str, Any]] = []
         self.stop_reason = "stream ended"
+        if online.twin.every_s is not None:  # started now, not in the middle of the stream
+            self.twin_executor = ProcessPoolExecutor(
+                1, multiprocessing.get_context("spawn"), init_worker, (cfg, str(run_dir))
+            )
+            self.twin_executor.submit(time.sleep, 0).result(timeout=300)
 
     # ------------------------------------------------------------------ setup
     def _stream(self, name: str) -> Any:
@@ -224,11 +229,6 @@ class OnlineSession:
         next_twin = None
         decimation = online.twin.decimation
         self.event({"kind": "start", "stream": self.stream.describe(), "initial": self.initial})
-        if twin_every is not None:
-            self.twin_executor = ProcessPoolExecutor(
-                1, multiprocessing.get_context("spawn"), init_worker,
-                (self.cfg, str(self.run_dir)),
-            )  # fmt: skip
         stream = iter(self.stream)
         with identifier.rls.single_threaded():
             for sample in stream:
@@ -268,6 +268,7 @@ class OnlineSession:
                         self.stop_reason = "the web process ended"
                         break
                     publisher.send(self.frame())
+        self._wall_end, self._cpu_end = time.perf_counter(), _cpu_s()
 
     def _commands(self, commands: Any) -> bool:
         """Apply queued commands; True when asked to stop."""
@@ -301,6 +302,7 @@ class OnlineSession:
                      "sigma_Nm": float(sigma[joint]), "joint_name": self.robot.joint_names[joint]}  # fmt: skip
             self.drift_events.append(event)
             self.event(event)
+        self.twin_rows.clear()  # the next twin is fitted on data after the change only
         self.event({"kind": "response", "t": result.t, "response": self.settings.drift.response})
 
     def _parameter_row(self, t: float) -> None:
@@ -386,6 +388,8 @@ class OnlineSession:
     def finish(self) -> dict[str, Any]:
         """Final twin, parameters.yaml and summary.json; closes everything."""
         identifier = self.identifier
+        if not hasattr(self, "_wall_end"):
+            self._wall_end, self._cpu_end = time.perf_counter(), _cpu_s()
         stream_summary = self.stream.close() or {}
         t_end = identifier.rls.time_
         if self.twin_executor is not None:
@@ -397,7 +401,7 @@ class OnlineSession:
             self.twin_executor.shutdown(wait=True, cancel_futures=True)
         if t_end is not None:
             self._parameter_row(t_end)
-        wall = time.perf_counter() - self._wall0
+        wall = self._wall_end - self._wall0
         summary = {
             "stop_reason": self.stop_reason,
             "initial": self.initial,
@@ -408,7 +412,7 @@ class OnlineSession:
             "skipped_updates": self.skipped_updates,
             "samples_received": self.stream.received,
             "failed_updates": identifier.failed_updates,
-            "cpu_share_of_one_core": (_cpu_s() - self._cpu0) / wall if wall > 0 else None,
+            "cpu_share_of_one_core": (self._cpu_end - self._cpu0) / wall if wall > 0 else None,
             "latency_prediction": identifier.latency_prediction.summary(),
             "latency_update": identifier.latency_update.summary(),
             "sliding": {"rmse": identifier.fit.rmse, "r2": identifier.fit.r2,

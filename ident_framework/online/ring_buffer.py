@@ -39,6 +39,10 @@ class RingBuffer:
         self._count = min(self._count + m, self.capacity)
         self.total += m
 
+    def clear(self) -> None:
+        self._head = 0
+        self._count = 0
+
     def oldest(self) -> np.ndarray:
         """The oldest row (a view, valid until the next append)."""
         if not self._count:

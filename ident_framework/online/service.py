@@ -15,9 +15,11 @@ Shutdown: Ctrl-C or SIGTERM (uvicorn's handlers), `POST /api/stop`, the end of
 from __future__ import annotations
 
 import asyncio
+import itertools
 import multiprocessing
 import queue
 import secrets
+import signal
 import socket
 import threading
 import time
@@ -166,7 +168,14 @@ def run_online(config: RunConfig, cfg: DictConfig, run_dir: Path) -> dict[str, A
             flush=True,
         )
     print("Ctrl-C stops the service and saves the run directory.", flush=True)
-    asyncio.run(_serve(server, sock, state, clients, settings.dashboard.publish_hz))
+    previous = signal.signal(signal.SIGTERM, _raise_stop)
+    try:
+        # uvicorn catches SIGINT / SIGTERM while serving and re-raises them once it stopped
+        asyncio.run(_serve(server, sock, state, clients, settings.dashboard.publish_hz))
+    except (KeyboardInterrupt, _Stop):
+        print("stopping: saving the run directory", flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     link.shutdown()
     reader.join(timeout=10)
     if link.error is not None:
@@ -176,6 +185,14 @@ def run_online(config: RunConfig, cfg: DictConfig, run_dir: Path) -> dict[str, A
     if link.final is None:
         raise RuntimeError("the estimator process ended without its final summary")
     return link.final
+
+
+class _Stop(Exception):
+    """SIGTERM, after uvicorn has stopped serving."""
+
+
+def _raise_stop(signum: int, frame: Any) -> None:
+    raise _Stop
 
 
 def _read_frames(link: EstimatorLink, state: ServiceState) -> None:
@@ -205,13 +222,17 @@ async def _serve(
 ) -> None:
     from .web_app import encode
 
+    sequence = itertools.count()
+
     async def broadcast() -> None:
         period = 1.0 / rate
         while not server.should_exit:
             await asyncio.sleep(period)
             frames = state.take_pending()
             if frames:
-                clients.offer(encode(merge_frames(frames)))
+                frame = merge_frames(frames)
+                frame["seq"] = next(sequence)  # the clients' sequence: a gap is a dropped frame
+                clients.offer(encode(frame))
             if state.status != "running":
                 server.should_exit = True
         for client in list(clients.clients.values()):  # end the event streams: shutdown

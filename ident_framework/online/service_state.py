@@ -111,12 +111,10 @@ class ServiceState:
             events = list(self.events)[-_RECENT_EVENTS:]
             status = self.status
         document: dict[str, Any] = {key: latest.get(key) for key in STATE_KEYS}
+        document.update({k: v for k, v in latest.items() if k not in ("trace", "kind", "theta")})
         document["events"] = events
         for key in ("updates", "skipped_updates", "samples_received"):
             document[key] = latest.get(key, 0)
-        for key in ("pooled_r2", "pooled_rmse", "latency_ms", "cpu_share", "twin",
-                    "twin_pending", "frames_deferred", "forgetting", "drift_statistic"):  # fmt: skip
-            document[key] = latest.get(key)
         document.update(status=status, robot=self.info["robot"],
                         joint_names=self.info["joint_names"], stream=self.info["stream"])  # fmt: skip
         return document

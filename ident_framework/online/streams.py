@@ -103,6 +103,11 @@ class MujocoStream:
         self.pacer = Pacer(time_factor, max_lag_s)
         self.payload_change = payload_change
         self._changed = False
+        self._changed_model = None
+        if payload_change is not None:  # built now: the switch itself is a few array copies
+            params = replace(settings.perturbation, payload_mass_kg=payload_change.mass_kg)
+            changed, _ = perturb_robot(nominal, params, settings.seed)
+            self._changed_model = simulation_model(changed, settings.sim_rate_hz)
         self.skipped = 0
         self.received = 0
         self.log = log
@@ -119,12 +124,8 @@ class MujocoStream:
         }
 
     def _apply_payload_change(self) -> None:
-        change = self.payload_change
-        assert change is not None
-        params = replace(self.arm.settings.perturbation, payload_mass_kg=change.mass_kg)
-        changed, _ = perturb_robot(self.nominal, params, self.arm.settings.seed)
-        other = simulation_model(changed, self.arm.settings.sim_rate_hz)
-        model = self.arm.model
+        other, model = self._changed_model, self.arm.model
+        assert other is not None
         for name in ("body_mass", "body_inertia", "body_ipos", "body_iquat"):
             getattr(model, name)[:] = getattr(other, name)
         mujoco.mj_setConst(model, self.arm.data)
