@@ -1,0 +1,188 @@
+"""Unit tests of mode=online's building blocks: causal filter (analytic signals, exact delay),
+ring buffer, sliding fit, CUSUM (false-alarm rate, detection delay), client queues, settings."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from ident_framework.errors import UserError
+from ident_framework.online.causal_filter import CausalPolynomialFilter, window_samples
+from ident_framework.online.client_queues import ClientQueues
+from ident_framework.online.drift import CusumDetector
+from ident_framework.online.ring_buffer import RingBuffer
+from ident_framework.online.settings import online_settings
+from ident_framework.online.sliding_metrics import SlidingFit
+
+
+def run_filter(t: np.ndarray, x: np.ndarray, window: int, order: int = 3):
+    filt = CausalPolynomialFilter(x.shape[1], window, order)
+    outputs = [(k, filt.push(float(tk), xk)) for k, (tk, xk) in enumerate(zip(t, x, strict=True))]
+    return filt, [(k, out) for k, out in outputs if out is not None]
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.3])
+def test_causal_filter_matches_an_analytic_signal_at_its_delayed_sample(jitter):
+    """sin(2 pi f t) and its derivative, recovered at exactly the sample `delay` back, with
+    uniform and jittery (±30 % of a step) timestamps; the output time is that sample's time."""
+    rng = np.random.default_rng(0)
+    rate, f = 500.0, 1.5
+    t = np.arange(2000) / rate + rng.uniform(-jitter, jitter, 2000) / rate
+    t = np.sort(t)
+    x = np.column_stack([np.sin(2 * np.pi * f * t), 3.0 * np.cos(2 * np.pi * f * t)])
+    window = window_samples(0.05, rate, 3)
+    filt, outputs = run_filter(t, x, window)
+    h = filt.delay_samples
+    assert h == (window - 1) // 2 == 12
+    assert len(outputs) == len(t) - window + 1
+    for k, out in outputs:
+        centre = k - h
+        assert out.t == t[centre]  # causal: the newest sample is k, the output is k - h
+        np.testing.assert_array_equal(out.raw, x[centre])
+        w = 2 * np.pi * f
+        truth = np.array([np.sin(w * out.t), 3.0 * np.cos(w * out.t)])
+        derivative = np.array([w * np.cos(w * out.t), -3.0 * w * np.sin(w * out.t)])
+        # smoothing bias of a cubic over 48 ms at 1.5 Hz ~1e-5 of the amplitude; pairing the
+        # output with the wrong sample would be off by w dt A = 0.06 (600x the tolerance)
+        np.testing.assert_allclose(out.value, truth, atol=1e-4 * 3.0)
+        np.testing.assert_allclose(out.derivative, derivative, atol=2e-3 * w * 3.0)
+    assert filt.delay_s == pytest.approx(t[-1] - t[-1 - h])
+
+
+def test_causal_filter_uses_no_future_sample():
+    """Changing a sample after the output was produced cannot change that output: outputs up
+    to sample k depend on samples <= k only (a step is seen only once it has arrived)."""
+    t = np.arange(200) * 0.002
+    x = np.zeros((200, 1))
+    x[150:] = 1.0
+    _, outputs = run_filter(t, x, 25)
+    for k, out in outputs:
+        if k < 150:
+            assert np.all(out.value == 0.0) and np.all(out.derivative == 0.0)
+
+
+def test_a_quadratic_is_reproduced_exactly_and_its_derivative_is_aligned():
+    """Delay compensation: value and derivative refer to the same (centre) instant, so a
+    torque-like channel and a position-like channel stay paired (no half-sample offset)."""
+    t = np.arange(100) * 0.002
+    q = 0.5 * 7.0 * t**2 + 0.3 * t
+    _, outputs = run_filter(t, q[:, None], 11, order=2)
+    for _, out in outputs:
+        assert out.value[0] == pytest.approx(0.5 * 7.0 * out.t**2 + 0.3 * out.t, abs=1e-12)
+        assert out.derivative[0] == pytest.approx(7.0 * out.t + 0.3, abs=1e-9)
+
+
+def test_ring_buffer_keeps_the_newest_rows_in_order():
+    ring = RingBuffer(5, 2)
+    for k in range(12):
+        ring.append([k, 10 * k])
+    assert len(ring) == 5 and ring.total == 12
+    np.testing.assert_array_equal(ring.to_array()[:, 0], [7, 8, 9, 10, 11])
+    np.testing.assert_array_equal(ring.latest(2)[:, 0], [10, 11])
+    np.testing.assert_array_equal(ring.oldest(), [7, 70])
+    np.testing.assert_array_equal(ring.since(9.0)[:, 0], [10, 11])
+    ring.extend(np.array([[20, 0], [21, 0], [22, 0], [23, 0], [24, 0], [25, 0], [26, 0]]))
+    np.testing.assert_array_equal(ring.to_array()[:, 0], [22, 23, 24, 25, 26])
+    ring.clear()
+    assert len(ring) == 0
+
+
+def test_sliding_fit_equals_the_definition_on_its_window():
+    rng = np.random.default_rng(1)
+    fit = SlidingFit(3, 50)
+    tau = rng.normal(size=(400, 3)) * [1.0, 5.0, 0.1] + [0.0, 20.0, -3.0]
+    pred = tau + rng.normal(size=(400, 3)) * 0.1
+    for a, b in zip(tau, pred, strict=True):
+        fit.update(a, b)
+    last, last_pred = tau[-50:], pred[-50:]
+    e = last - last_pred
+    sst = ((last - last.mean(axis=0)) ** 2).sum(axis=0)
+    np.testing.assert_allclose(fit.rmse, np.sqrt((e**2).mean(axis=0)), rtol=1e-9)
+    np.testing.assert_allclose(fit.r2, 1 - (e**2).sum(axis=0) / sst, rtol=1e-9)
+    assert fit.pooled_r2 == pytest.approx(1 - (e**2).sum() / sst.sum(), rel=1e-9)
+
+
+def detector(**kw) -> CusumDetector:
+    args = dict(n_joints=6, rate_hz=500.0, allowance_sigma=4.0, threshold_sigma=200.0,
+                sigma_window_s=30.0, warmup_s=10.0, holdoff_s=10.0)  # fmt: skip
+    args.update(kw)
+    return CusumDetector(**args)
+
+
+def test_cusum_gives_no_false_alarm_in_ten_minutes_of_noise():
+    """600 s at 500 Hz of Gaussian residuals (per joint scale) with heavy-tailed bursts: the
+    thresholds in sigma units keep the detector quiet."""
+    rng = np.random.default_rng(2)
+    det = detector()
+    scale = np.array([0.3, 0.5, 0.3, 0.1, 0.1, 0.05])
+    alarms = 0
+    for block in range(60):
+        e = rng.standard_t(df=5, size=(5000, 6)) * scale
+        for k in range(5000):
+            alarms += det.update((block * 5000 + k) / 500.0, e[k]).size
+    assert alarms == 0
+
+
+def test_cusum_detects_a_step_of_a_few_sigma_within_a_known_delay():
+    """A mean shift of 10 sigma on joint 2 is detected after about h / (10 - k) samples."""
+    rng = np.random.default_rng(3)
+    det = detector()
+    scale = np.full(6, 0.2)
+    fired_at = None
+    for k in range(20 * 500):
+        e = rng.normal(size=6) * scale
+        if k >= 15 * 500:
+            e[1] += 10 * 0.2
+        fired = det.update(k / 500.0, e)
+        if fired.size:
+            fired_at = (k, fired)
+            break
+    assert fired_at is not None and list(fired_at[1]) == [1]
+    delay = fired_at[0] - 15 * 500
+    assert 20 <= delay <= 60  # h / (10 - 4) = 33 samples expected
+
+
+def test_a_resting_joint_is_not_watched():
+    det = detector(min_speed=0.05)
+    for k in range(15 * 500):
+        residual = np.full(6, 0.01) * np.sin(k)
+        det.update(k / 500.0, residual, np.full(6, 1.0))
+    for k in range(15 * 500, 16 * 500):  # a large residual, but joint 3 stands still
+        residual = np.zeros(6)
+        residual[2] = 5.0
+        speed = np.full(6, 1.0)
+        speed[2] = 0.0
+        assert det.update(k / 500.0, residual, speed).size == 0
+
+
+def test_client_queues_drop_the_oldest_frame_and_time_out_a_stalled_client():
+    async def scenario():
+        queues = ClientQueues(capacity=3, timeout_s=1.0)
+        reader, stalled = queues.add(), queues.add()
+        for k in range(10):
+            queues.offer(f"frame {k}", now=0.1 * k)
+            await reader.queue.get()  # this one reads
+        assert reader.dropped == 0 and stalled.dropped == 7
+        assert [stalled.queue.get_nowait() for _ in range(3)] == ["frame 7", "frame 8", "frame 9"]
+        for k in range(10, 40):  # never reads again: full for more than the timeout
+            queues.offer(f"frame {k}", now=0.1 * k)
+            await reader.queue.get()
+        assert stalled.closed and stalled.id not in queues.clients
+        assert reader.id in queues.clients and queues.clients_timed_out == 1
+
+    asyncio.run(scenario())
+
+
+def test_online_settings_errors_name_the_key():
+    with pytest.raises(UserError, match="online.port"):
+        online_settings({"port": 70000})
+    with pytest.raises(UserError, match="allow_remote"):
+        online_settings({"host": "0.0.0.0"})
+    with pytest.raises(UserError, match="online.drift"):
+        online_settings({"drift": {"threshold": 3}})
+    with pytest.raises(UserError, match="online.payload_change"):
+        online_settings({"payload_change": {"t_s": 1.0}})
+    settings = online_settings({"host": "0.0.0.0", "allow_remote": True, "port": 0})
+    assert not settings.loopback and settings.port == 0
