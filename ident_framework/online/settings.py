@@ -66,7 +66,7 @@ class DriftSettings:
     level h (sigma units); sigma_window_s: time constant of the residual's running sigma;
     warmup_s: no alarm before this much data (sigma settles); holdoff_s: no new alarm this long
     after one (the estimator re-converges); min_speed_rad_s: a joint slower than this is not
-    watched (stiction regime, outside the friction model); response: reset_covariance (P <- alpha I, theta
+    watched (stiction regime, outside the friction model); response: reset_covariance (P <- 1000 P, theta
     kept) | lower_forgetting (forgetting `response_forgetting` for `response_s`) | none."""
 
     allowance_sigma: float = 4.0

@@ -33,6 +33,9 @@ from .sliding_metrics import SlidingFit
 from .streams import Sample
 
 
+RESET_GAIN = 1.0e3  # covariance inflation of the drift response
+
+
 @dataclass
 class StepResult:
     """One processed sample (the filter's centre sample, time t in s)."""
@@ -136,8 +139,10 @@ class StreamingIdentifier:
         return drift.response
 
     def reset_covariance(self) -> None:
-        """P <- alpha I, the estimate kept (more weight to the data that follow)."""
-        self.rls.set_state(self.rls.coef_)
+        """P <- P x `RESET_GAIN` (capped by the trace bound), the estimate kept: the directions
+        the data had pinned down become adaptive again, in the proportions the data gave them
+        (a reset to alpha I would treat the base parameters' very different scales alike)."""
+        self.rls.set_state(self.rls.coef_, self.rls.covariance_ * RESET_GAIN)
 
     def restart(self) -> None:
         """Back to the starting parameters and covariance (dashboard's reset)."""

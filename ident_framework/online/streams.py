@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from ..dataset import Dataset
@@ -128,7 +127,7 @@ class MujocoStream:
         assert other is not None
         for name in ("body_mass", "body_inertia", "body_ipos", "body_iquat"):
             getattr(model, name)[:] = getattr(other, name)
-        mujoco.mj_setConst(model, self.arm.data)
+        # no mj_setConst: it re-derives qpos0-dependent constants and jolted the arm (330 Nm)
         self._changed = True
 
     def __iter__(self) -> Iterator[Sample]:

@@ -1,0 +1,221 @@
+"""mode=online end to end: the real CLI with a simulated robot, a replayed CSV and the RTDE
+emulator (real ur_rtde client); the HTTP/SSE contract with a real HTTP client; a client that
+never reads."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import mujoco
+import numpy as np
+import pytest
+import yaml
+
+from online_support import FAST, running_service, start_service
+from rtde_support import running_emulator
+
+pytestmark = pytest.mark.slow
+
+
+def run_online(tmp_path, *overrides: str, timeout: float = 300) -> tuple[int, str]:
+    command = [sys.executable, "-m", "ident_framework", "mode=online", *FAST, *overrides,
+               f"hydra.run.dir={tmp_path / 'run'}"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    return done.returncode, done.stdout + done.stderr
+
+
+def summary_of(run) -> dict:
+    return json.loads((run / "online" / "summary.json").read_text())
+
+
+def test_simulated_robot_with_a_payload_change_leaves_its_run_directory(tmp_path):
+    """20 s of source time as fast as possible, a payload change 1.5 -> 3.5 kg at 12 s: one drift
+    event just after it, none before; every sample updates the estimator; the run directory
+    holds the contract files and a twin that MuJoCo loads."""
+    code, output = run_online(
+        tmp_path, "online.time_factor=null", "online.duration_s=20", "online.twin.every_s=6",
+        "online.payload_change={t_s: 12.0, mass_kg: 3.5}",
+    )  # fmt: skip
+    assert code == 0, output
+    run = tmp_path / "run"
+    summary = summary_of(run)
+    assert summary["skipped_updates"] == 0
+    window = 25  # 0.05 s at 500 Hz
+    assert summary["updates"] == summary["samples_received"] - (window - 1)
+    drifts = summary["drift_events"]
+    assert drifts and all(12.0 - 0.03 <= e["t"] <= 12.5 for e in drifts), drifts
+    rows = (run / "online" / "parameters.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    assert header[:6] == ["t_s", "updates", "samples_received", "skipped_updates",
+                          "pooled_rmse_Nm", "pooled_r2"]  # fmt: skip
+    assert 19 <= len(rows) - 1 <= 23  # one row per second of source time, and the last
+    assert float(rows[-2].split(",")[5]) > 0.99  # pooled sliding R² before the end
+    events = [json.loads(line) for line in (run / "online" / "events.jsonl").read_text().splitlines()]
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "start" and kinds[-1] == "end" and "drift" in kinds and "response" in kinds
+    twins = [e for e in events if e["kind"] == "twin"]
+    assert any(e["valid"] for e in twins)
+    parameters = yaml.safe_load((run / "parameters.yaml").read_text())
+    assert len(parameters["standard_parameters"]) == 72 and parameters["base_parameters"]
+    mujoco.MjModel.from_xml_path(str(run / "twin.xml"))
+    assert "drift events 1" in output or "drift events" in output
+
+
+def write_recording(path, seconds: float = 8.0):
+    """A CSV in the contract, recorded from the simulated robot along the default motion."""
+    from ident_framework.robot_model import load_robot
+    from ident_framework.source_mujoco import MujocoSource, MujocoSourceParams
+    from ident_framework.trajectory_file import default_motion
+
+    robot = load_robot("ur12e")
+    motion = default_motion(robot, period_s=seconds)
+    data = MujocoSource(MujocoSourceParams()).acquire(robot, motion)
+    n = robot.n_joints
+    header = ["timestamp", *[f"actual_q_{j}" for j in range(n)],
+              *[f"actual_qd_{j}" for j in range(n)],
+              *[f"actual_current_as_torque_{j}" for j in range(n)]]  # fmt: skip
+    table = np.column_stack([data.timestamp, data.q, data.dq, data.tau])
+    np.savetxt(path, table, delimiter=",", header=",".join(header), comments="", fmt="%.10g")
+    return len(table)
+
+
+def test_csv_replay_at_its_own_rate(tmp_path):
+    csv = tmp_path / "log.csv"
+    rows = write_recording(csv)
+    start = time.monotonic()
+    code, output = run_online(
+        tmp_path, "source=csv", f"source.path={csv}", "online.time_factor=2",
+        "online.twin.every_s=null",
+    )  # fmt: skip
+    assert code == 0, output
+    summary = summary_of(tmp_path / "run")
+    assert summary["stop_reason"] == "stream ended"
+    assert summary["samples_received"] == rows and summary["skipped_updates"] == 0
+    assert summary["updates"] == rows - 24
+    assert summary["wall_s"] >= 8.0 / 2 * 0.95  # paced: not faster than 2x its own rate
+    assert time.monotonic() - start < 120
+
+
+def test_rtde_source_listens_to_the_emulator(tmp_path):
+    host = "127.0.15.1"
+    with running_emulator(host):
+        code, output = run_online(
+            tmp_path, "source=rtde", f"source.host={host}", "online.duration_s=8",
+            "online.twin.every_s=null",
+        )  # fmt: skip
+    assert code == 0, output
+    summary = summary_of(tmp_path / "run")
+    stream = summary["stream"]
+    assert stream["source"] == "rtde" and stream["dropped_fraction"] < 0.05, stream
+    assert summary["updates"] > 0.9 * 8 * 500
+    recording = (tmp_path / "run" / "online" / "recording.csv").read_text().splitlines()
+    assert recording[0].startswith("timestamp,actual_q_0") and len(recording) > 0.9 * 8 * 500
+
+
+def test_sse_and_state_contract_with_a_real_client(tmp_path):
+    with running_service(tmp_path / "run", "online.twin.every_s=null") as service:
+        url = service.url
+        frames = []
+        with httpx.stream("GET", url + "events", timeout=30) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            for line in response.iter_lines():
+                if line.startswith("data:"):
+                    frame = json.loads(line[5:])
+                    if frame.get("kind") == "frame":
+                        frames.append(frame)
+                if len(frames) >= 12:
+                    break
+        n = 6
+        for frame in frames:
+            assert isinstance(frame["t"], float) and isinstance(frame["events"], list)
+            for key in ("tau_meas", "tau_pred", "rmse", "r2"):
+                assert len(frame[key]) == n, key
+        times = [f["t"] for f in frames]
+        assert times == sorted(times) and times[-1] > times[0]
+        assert [f["seq"] for f in frames] == list(range(frames[0]["seq"], frames[0]["seq"] + 12))
+        state = httpx.get(url + "api/state", timeout=10).json()
+        for key in ("t", "tau_meas", "tau_pred", "rmse", "r2", "events", "updates",
+                    "skipped_updates", "samples_received"):  # fmt: skip
+            assert key in state, key
+        assert state["updates"] > 0 and state["skipped_updates"] == 0
+        page = httpx.get(url, timeout=10).text
+        assert "/static/app.js" in page and "http" not in page.replace("http-equiv", "")
+        assert httpx.get(url + "static/vendor/uplot/LICENSE", timeout=10).status_code == 200
+        assert httpx.post(url + "api/reset", timeout=10).status_code == 403  # no CSRF header
+        ok = httpx.post(url + "api/reset", headers={"X-Requested-With": "ident-online"})
+        assert ok.status_code == 200
+        time.sleep(1.0)
+        kinds = [e["kind"] for e in httpx.get(url + "api/state", timeout=10).json()["events"]]
+        assert "reset" in kinds
+        stop = httpx.post(url + "api/stop", headers={"X-Requested-With": "ident-online"})
+        assert stop.status_code == 200
+        assert service.wait(120) == 0, service.output
+    assert (tmp_path / "run" / "parameters.yaml").is_file()
+
+
+def test_a_client_that_never_reads_is_dropped_and_does_not_slow_the_estimator(tmp_path):
+    with running_service(
+        tmp_path / "run", "online.twin.every_s=null", "online.dashboard.client_timeout_s=2",
+    ) as service:  # fmt: skip
+        url = service.url
+        host, port = url.split("//")[1].rstrip("/").split(":")
+        before = httpx.get(url + "api/state", timeout=10).json()
+        stalled = socket.socket()
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+        stalled.connect((host, int(port)))
+        stalled.sendall(f"GET /events HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        timed_out = False
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 60:
+            time.sleep(1.0)
+            state = httpx.get(url + "api/state", timeout=10).json()
+            if state["clients"]["timed_out"] >= 1:
+                timed_out = True
+                break
+        elapsed = time.monotonic() - t0
+        after = httpx.get(url + "api/state", timeout=10).json()
+        stalled.close()
+        assert timed_out, after["clients"]
+        assert after["skipped_updates"] == 0
+        rate = (after["updates"] - before["updates"]) / (after["wall_s"] - before["wall_s"])
+        assert rate > 0.95 * 500, (rate, elapsed)
+
+
+def test_port_in_use_and_bad_options_are_user_errors(tmp_path):
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen(1)
+    port = blocker.getsockname()[1]
+    command = [sys.executable, "-m", "ident_framework", "mode=online", f"online.port={port}",
+               f"hydra.run.dir={tmp_path / 'run'}"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    blocker.close()
+    assert done.returncode == 2 and "online.port" in done.stderr and "Traceback" not in done.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "ident_framework", "mode=online", "online.host=0.0.0.0",
+         f"hydra.run.dir={tmp_path / 'run2'}"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and "allow_remote" in done.stderr
+    assert not (tmp_path / "run").exists() or not (tmp_path / "run" / "online").exists()
+
+
+def test_service_restart_keeps_the_port(tmp_path):
+    """Stopping with SIGTERM saves the run; a new service can take the same port at once."""
+    service = start_service(tmp_path / "a", "online.twin.every_s=null")
+    deadline = time.monotonic() + 240
+    while not service.url and time.monotonic() < deadline:
+        time.sleep(0.1)
+    port = service.url.rsplit(":", 1)[1].rstrip("/")
+    time.sleep(2)
+    import signal
+
+    assert service.stop(signal.SIGTERM) == 0, service.output
+    assert (tmp_path / "a" / "parameters.yaml").is_file()
+    with running_service(tmp_path / "b", f"online.port={port}", "online.twin.every_s=null") as again:
+        assert again.url.endswith(f":{port}/")
