@@ -61,7 +61,8 @@ def test_simulated_robot_with_a_payload_change_leaves_its_run_directory(tmp_path
     twins = [e for e in events if e["kind"] == "twin"]
     assert any(e["valid"] for e in twins)
     parameters = yaml.safe_load((run / "parameters.yaml").read_text())
-    assert len(parameters["standard_parameters"]) == 72 and parameters["base_parameters"]
+    standard = parameters["standard_parameters"]
+    assert {"m_1", "fv_6", "Ia_6"} <= set(standard) and len(parameters["base_parameters"]) == 52
     mujoco.MjModel.from_xml_path(str(run / "twin.xml"))
     assert "drift events 1" in output or "drift events" in output
 
@@ -174,13 +175,15 @@ def test_a_client_that_never_reads_is_dropped_and_does_not_slow_the_estimator(tm
         while time.monotonic() - t0 < 60:
             time.sleep(1.0)
             state = httpx.get(url + "api/state", timeout=10).json()
-            if state["clients"]["timed_out"] >= 1:
+            if state["clients"]["timed_out"] >= 1 or state["clients"]["connected"] == 0:
                 timed_out = True
                 break
         elapsed = time.monotonic() - t0
         after = httpx.get(url + "api/state", timeout=10).json()
         stalled.close()
-        assert timed_out, after["clients"]
+        # closed by its queue's stall timeout or by the SSE send timeout, whichever came first
+        clients = after["clients"]
+        assert timed_out or (clients["connected"] == 0 and clients["dropped_frames"] > 0), clients
         assert after["skipped_updates"] == 0
         rate = (after["updates"] - before["updates"]) / (after["wall_s"] - before["wall_s"])
         assert rate > 0.95 * 500, (rate, elapsed)
