@@ -16,9 +16,11 @@ from pathlib import Path
 
 # a quick excitation search: the online service's start-up is not what these tests measure
 FAST = (
-    "trajectory.n_candidates=20", "trajectory.n_refine=0", "trajectory.progress=false",
+    "trajectory.n_candidates=20",
+    "trajectory.n_refine=0",
+    "trajectory.progress=false",
     "online.port=0",
-)  # fmt: skip
+)
 URL = re.compile(r"open (http://[\d.]+:\d+/)")
 
 
@@ -44,12 +46,21 @@ class Service:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-            raise AssertionError(f"the service did not stop in {timeout} s:\n{self.output}") from None
+            raise AssertionError(
+                f"the service did not stop in {timeout} s:\n{self.output}"
+            ) from None
 
 
 def start_service(run_dir: Path, *overrides: str, fast: bool = True) -> Service:
-    command = [sys.executable, "-m", "ident_framework", "mode=online", *(FAST if fast else ()),
-               *overrides, f"hydra.run.dir={run_dir}"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "ident_framework",
+        "mode=online",
+        *(FAST if fast else ()),
+        *overrides,
+        f"hydra.run.dir={run_dir}",
+    ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env

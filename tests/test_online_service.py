@@ -23,8 +23,15 @@ pytestmark = pytest.mark.slow
 
 
 def run_online(tmp_path, *overrides: str, timeout: float = 300) -> tuple[int, str]:
-    command = [sys.executable, "-m", "ident_framework", "mode=online", *FAST, *overrides,
-               f"hydra.run.dir={tmp_path / 'run'}"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "ident_framework",
+        "mode=online",
+        *FAST,
+        *overrides,
+        f"hydra.run.dir={tmp_path / 'run'}",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     return done.returncode, done.stdout + done.stderr
 
@@ -38,9 +45,12 @@ def test_simulated_robot_with_a_payload_change_leaves_its_run_directory(tmp_path
     event just after it, none before; every sample updates the estimator; the run directory
     holds the contract files and a twin that MuJoCo loads."""
     code, output = run_online(
-        tmp_path, "online.time_factor=null", "online.duration_s=20", "online.twin.every_s=6",
+        tmp_path,
+        "online.time_factor=null",
+        "online.duration_s=20",
+        "online.twin.every_s=6",
         "online.payload_change={t_s: 12.0, mass_kg: 3.5}",
-    )  # fmt: skip
+    )
     assert code == 0, output
     run = tmp_path / "run"
     summary = summary_of(run)
@@ -51,11 +61,19 @@ def test_simulated_robot_with_a_payload_change_leaves_its_run_directory(tmp_path
     assert drifts and all(12.0 - 0.03 <= e["t"] <= 12.5 for e in drifts), drifts
     rows = (run / "online" / "parameters.csv").read_text().splitlines()
     header = rows[0].split(",")
-    assert header[:6] == ["t_s", "updates", "samples_received", "skipped_updates",
-                          "pooled_rmse_Nm", "pooled_r2"]  # fmt: skip
+    assert header[:6] == [
+        "t_s",
+        "updates",
+        "samples_received",
+        "skipped_updates",
+        "pooled_rmse_Nm",
+        "pooled_r2",
+    ]
     assert 19 <= len(rows) - 1 <= 23  # one row per second of source time, and the last
     assert float(rows[-2].split(",")[5]) > 0.99  # pooled sliding R² before the end
-    events = [json.loads(line) for line in (run / "online" / "events.jsonl").read_text().splitlines()]
+    events = [
+        json.loads(line) for line in (run / "online" / "events.jsonl").read_text().splitlines()
+    ]
     kinds = [e["kind"] for e in events]
     assert kinds[0] == "start" and kinds[-1] == "end" and "drift" in kinds and "response" in kinds
     twins = [e for e in events if e["kind"] == "twin"]
@@ -77,9 +95,12 @@ def write_recording(path, seconds: float = 8.0):
     motion = default_motion(robot, period_s=seconds)
     data = MujocoSource(MujocoSourceParams()).acquire(robot, motion)
     n = robot.n_joints
-    header = ["timestamp", *[f"actual_q_{j}" for j in range(n)],
-              *[f"actual_qd_{j}" for j in range(n)],
-              *[f"actual_current_as_torque_{j}" for j in range(n)]]  # fmt: skip
+    header = [
+        "timestamp",
+        *[f"actual_q_{j}" for j in range(n)],
+        *[f"actual_qd_{j}" for j in range(n)],
+        *[f"actual_current_as_torque_{j}" for j in range(n)],
+    ]
     table = np.column_stack([data.timestamp, data.q, data.dq, data.tau])
     np.savetxt(path, table, delimiter=",", header=",".join(header), comments="", fmt="%.10g")
     return len(table)
@@ -90,9 +111,12 @@ def test_csv_replay_at_its_own_rate(tmp_path):
     rows = write_recording(csv)
     start = time.monotonic()
     code, output = run_online(
-        tmp_path, "source=csv", f"source.path={csv}", "online.time_factor=2",
+        tmp_path,
+        "source=csv",
+        f"source.path={csv}",
+        "online.time_factor=2",
         "online.twin.every_s=null",
-    )  # fmt: skip
+    )
     assert code == 0, output
     summary = summary_of(tmp_path / "run")
     assert summary["stop_reason"] == "stream ended"
@@ -106,9 +130,12 @@ def test_rtde_source_listens_to_the_emulator(tmp_path):
     host = "127.0.15.1"
     with running_emulator(host):
         code, output = run_online(
-            tmp_path, "source=rtde", f"source.host={host}", "online.duration_s=8",
+            tmp_path,
+            "source=rtde",
+            f"source.host={host}",
+            "online.duration_s=8",
             "online.twin.every_s=null",
-        )  # fmt: skip
+        )
     assert code == 0, output
     summary = summary_of(tmp_path / "run")
     stream = summary["stream"]
@@ -140,8 +167,17 @@ def test_sse_and_state_contract_with_a_real_client(tmp_path):
         assert times == sorted(times) and times[-1] > times[0]
         assert [f["seq"] for f in frames] == list(range(frames[0]["seq"], frames[0]["seq"] + 12))
         state = httpx.get(url + "api/state", timeout=10).json()
-        for key in ("t", "tau_meas", "tau_pred", "rmse", "r2", "events", "updates",
-                    "skipped_updates", "samples_received"):  # fmt: skip
+        for key in (
+            "t",
+            "tau_meas",
+            "tau_pred",
+            "rmse",
+            "r2",
+            "events",
+            "updates",
+            "skipped_updates",
+            "samples_received",
+        ):
             assert key in state, key
         assert state["updates"] > 0 and state["skipped_updates"] == 0
         page = httpx.get(url, timeout=10).text
@@ -161,8 +197,10 @@ def test_sse_and_state_contract_with_a_real_client(tmp_path):
 
 def test_a_client_that_never_reads_is_dropped_and_does_not_slow_the_estimator(tmp_path):
     with running_service(
-        tmp_path / "run", "online.twin.every_s=null", "online.dashboard.client_timeout_s=2",
-    ) as service:  # fmt: skip
+        tmp_path / "run",
+        "online.twin.every_s=null",
+        "online.dashboard.client_timeout_s=2",
+    ) as service:
         url = service.url
         host, port = url.split("//")[1].rstrip("/").split(":")
         before = httpx.get(url + "api/state", timeout=10).json()
@@ -194,16 +232,30 @@ def test_port_in_use_and_bad_options_are_user_errors(tmp_path):
     blocker.bind(("127.0.0.1", 0))
     blocker.listen(1)
     port = blocker.getsockname()[1]
-    command = [sys.executable, "-m", "ident_framework", "mode=online", f"online.port={port}",
-               f"hydra.run.dir={tmp_path / 'run'}"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "ident_framework",
+        "mode=online",
+        f"online.port={port}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     blocker.close()
     assert done.returncode == 2 and "online.port" in done.stderr and "Traceback" not in done.stderr
     done = subprocess.run(
-        [sys.executable, "-m", "ident_framework", "mode=online", "online.host=0.0.0.0",
-         f"hydra.run.dir={tmp_path / 'run2'}"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ident_framework",
+            "mode=online",
+            "online.host=0.0.0.0",
+            f"hydra.run.dir={tmp_path / 'run2'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "allow_remote" in done.stderr
     assert not (tmp_path / "run").exists() or not (tmp_path / "run" / "online").exists()
 
@@ -220,5 +272,7 @@ def test_service_restart_keeps_the_port(tmp_path):
 
     assert service.stop(signal.SIGTERM) == 0, service.output
     assert (tmp_path / "a" / "parameters.yaml").is_file()
-    with running_service(tmp_path / "b", f"online.port={port}", "online.twin.every_s=null") as again:
+    with running_service(
+        tmp_path / "b", f"online.port={port}", "online.twin.every_s=null"
+    ) as again:
         assert again.url.endswith(f":{port}/")

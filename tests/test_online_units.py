@@ -105,8 +105,15 @@ def test_sliding_fit_equals_the_definition_on_its_window():
 
 
 def detector(**kw) -> CusumDetector:
-    args = dict(n_joints=6, rate_hz=500.0, allowance_sigma=4.0, threshold_sigma=200.0,
-                sigma_window_s=30.0, warmup_s=10.0, holdoff_s=10.0)  # fmt: skip
+    args = dict(
+        n_joints=6,
+        rate_hz=500.0,
+        allowance_sigma=4.0,
+        threshold_sigma=200.0,
+        sigma_window_s=30.0,
+        warmup_s=10.0,
+        holdoff_s=10.0,
+    )
     args.update(kw)
     return CusumDetector(**args)
 

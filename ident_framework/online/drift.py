@@ -15,7 +15,8 @@ the last alarm (the estimator re-converges after its response); the statistics r
 after an alarm. A joint slower than `min_speed` (rad/s) is not updated at all (statistics and
 sigma held): near rest the joint friction is outside any sign-based model (MuJoCo's and a real
 joint's stiction regime), and the residual there says nothing about a change of the robot. A
-change that happens while a joint stands still is therefore seen once it moves. All per-joint work is vectorised: constant time per sample.
+change that happens while a joint stands still is therefore seen once it moves.
+All per-joint work is vectorised: constant time per sample.
 """
 
 from __future__ import annotations

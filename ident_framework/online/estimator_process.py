@@ -26,11 +26,12 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from ..errors import UserError
-from ..plain_data import to_plain
 from ..pipeline import design_excitation, robot_and_regressor
+from ..plain_data import to_plain
 from ..plugins import get_registry
 from ..run_config import RunConfig, validate_config
 from ..trajectory_file import default_motion
+from .publisher import Publisher
 from .ring_buffer import RingBuffer
 from .run_files import (
     ONLINE_FOLDER,
@@ -41,7 +42,6 @@ from .run_files import (
 )
 from .sample_regressor import SampleRegressor, check_streamable, structural_base
 from .streaming_estimator import StepResult, StreamingIdentifier
-from .publisher import Publisher
 from .twin_worker import fit_twin, init_worker
 
 STREAMING_SOURCES = ("mujoco", "csv", "rtde")
@@ -117,9 +117,12 @@ class OnlineSession:
             )
         _log("structural base parameters from random states within the limits")
         self.base = structural_base(
-            builder, online.estimator.structural_samples, config.base_parameters.tolerance,
-            config.base_parameters.method, seed=config.seed,
-        )  # fmt: skip
+            builder,
+            online.estimator.structural_samples,
+            config.base_parameters.tolerance,
+            config.base_parameters.method,
+            seed=config.seed,
+        )
         if online.initial_run:
             standard0 = load_initial_parameters(online.initial_run, builder.parameter_names)
             self.initial = str(online.initial_run)
@@ -130,9 +133,12 @@ class OnlineSession:
             self.initial = "nominal"
         self.stream = self._stream(source_name)
         self.identifier = StreamingIdentifier(
-            SampleRegressor(builder, self.base), self.base.names, self.base.to_base(standard0),
-            online, self.stream.rate_hz,
-        )  # fmt: skip
+            SampleRegressor(builder, self.base),
+            self.base.names,
+            self.base.to_base(standard0),
+            online,
+            self.stream.rate_hz,
+        )
         folder = run_dir / ONLINE_FOLDER
         self.parameters_log = ParametersLog(folder, self.base.names)
         self.events = EventLog(folder)
@@ -177,9 +183,14 @@ class OnlineSession:
             else:
                 trajectory = default_motion(robot)
             return MujocoStream(
-                robot, trajectory, params, online.time_factor, online.max_lag_s,
-                online.payload_change, _log,
-            )  # fmt: skip
+                robot,
+                trajectory,
+                params,
+                online.time_factor,
+                online.max_lag_s,
+                online.payload_change,
+                _log,
+            )
         if name == "csv":
             from .streams import CsvStream
 
@@ -298,8 +309,13 @@ class OnlineSession:
         identifier = self.identifier
         sigma = identifier.drift.sigma
         for joint in result.drift_joints.tolist():
-            event = {"kind": "drift", "joint": int(joint), "t": result.t,
-                     "sigma_Nm": float(sigma[joint]), "joint_name": self.robot.joint_names[joint]}  # fmt: skip
+            event = {
+                "kind": "drift",
+                "joint": int(joint),
+                "t": result.t,
+                "sigma_Nm": float(sigma[joint]),
+                "joint_name": self.robot.joint_names[joint],
+            }
             self.drift_events.append(event)
             self.event(event)
         self.twin_rows.clear()  # the next twin is fitted on data after the change only
@@ -308,9 +324,12 @@ class OnlineSession:
     def _parameter_row(self, t: float) -> None:
         fit, identifier = self.identifier.fit, self.identifier
         self.parameters_log.write(
-            t, (identifier.updates, self.stream.received, self.skipped_updates),
-            fit.pooled_rmse, fit.pooled_r2, identifier.rls.coef_,
-        )  # fmt: skip
+            t,
+            (identifier.updates, self.stream.received, self.skipped_updates),
+            fit.pooled_rmse,
+            fit.pooled_r2,
+            identifier.rls.coef_,
+        )
 
     @property
     def skipped_updates(self) -> int:
@@ -320,8 +339,14 @@ class OnlineSession:
     def _submit_twin(self, t: float, requested: bool = False) -> None:
         if self.twin_executor is None:
             if requested:
-                self.event({"kind": "twin", "t": t, "valid": False,
-                            "reasons": ["twin re-injection is off (online.twin.every_s=null)"]})  # fmt: skip
+                self.event(
+                    {
+                        "kind": "twin",
+                        "t": t,
+                        "valid": False,
+                        "reasons": ["twin re-injection is off (online.twin.every_s=null)"],
+                    }
+                )
             return
         if self.twin_future is not None or len(self.twin_rows) < 50:
             return  # one fit at a time; enough data first
@@ -334,8 +359,12 @@ class OnlineSession:
         try:
             result = future.result(timeout=wait_s)
         except Exception as error:  # noqa: BLE001 (a worker failure is an event, not a crash)
-            result = {"kind": "twin", "t": self.identifier.rls.time_, "valid": False,
-                      "reasons": [f"twin worker failed: {error!r}"]}  # fmt: skip
+            result = {
+                "kind": "twin",
+                "t": self.identifier.rls.time_,
+                "valid": False,
+                "reasons": [f"twin worker failed: {error!r}"],
+            }
         self.twin_future = None
         self.twin_count += 1
         standard = result.pop("standard", None)
@@ -370,9 +399,11 @@ class OnlineSession:
             "skipped_updates": self.skipped_updates,
             "samples_received": self.stream.received,
             "latency_ms": {
-                "prediction_median": 1e3 * pred_median, "prediction_p99": 1e3 * pred_p99,
-                "update_median": 1e3 * upd_median, "update_p99": 1e3 * upd_p99,
-            },  # fmt: skip
+                "prediction_median": 1e3 * pred_median,
+                "prediction_p99": 1e3 * pred_p99,
+                "update_median": 1e3 * upd_median,
+                "update_p99": 1e3 * upd_p99,
+            },
             "cpu_share": self.cpu_share,
             "wall_s": wall - self._wall0,
             "frames_deferred": self.publisher.frames_deferred,
@@ -415,8 +446,11 @@ class OnlineSession:
             "cpu_share_of_one_core": (self._cpu_end - self._cpu0) / wall if wall > 0 else None,
             "latency_prediction": identifier.latency_prediction.summary(),
             "latency_update": identifier.latency_update.summary(),
-            "sliding": {"rmse": identifier.fit.rmse, "r2": identifier.fit.r2,
-                        "pooled_r2": identifier.fit.pooled_r2},  # fmt: skip
+            "sliding": {
+                "rmse": identifier.fit.rmse,
+                "r2": identifier.fit.r2,
+                "pooled_r2": identifier.fit.pooled_r2,
+            },
             "drift_events": self.drift_events,
             "twin_updates": self.twin_count,
             "twin_last": self.twin_last,
@@ -444,13 +478,19 @@ class OnlineSession:
             entries.append(entry)
         standard = base.to_standard(theta)
         plugins = {
-            group: {"plugin": s.info.name, "distribution": s.info.distribution,
-                    "version": s.info.version}
+            group: {
+                "plugin": s.info.name,
+                "distribution": s.info.distribution,
+                "version": s.info.version,
+            }
             for group, s in self.config.plugins.items()
-        }  # fmt: skip
+        }
         return {
-            "robot": {"name": self.robot.name, "model": self.config.robot.model,
-                      "joint_names": list(self.robot.joint_names)},  # fmt: skip
+            "robot": {
+                "name": self.robot.name,
+                "model": self.config.robot.model,
+                "joint_names": list(self.robot.joint_names),
+            },
             "plugins": plugins,
             "online": {
                 "estimator": "rls (streaming, per sample)",

@@ -26,15 +26,20 @@ class Panel:
 
 
 PANELS = (
-    Panel("torque", "Joint torque: measured (as recorded) vs a-priori prediction", "torque.js",
-          span=2, rows=2),
+    Panel(
+        "torque",
+        "Joint torque: measured (as recorded) vs a-priori prediction",
+        "torque.js",
+        span=2,
+        rows=2,
+    ),
     Panel("status", "Service", "status.js"),
     Panel("twin", "Digital twin", "twin.js"),
     Panel("fit", "Sliding fit per joint (R² and RMSE)", "fit.js", span=2),
     Panel("events", "Events", "events.js"),
     Panel("convergence", "Parameter convergence", "convergence.js", span=2),
     Panel("drift", "Drift detector (CUSUM / threshold)", "drift.js"),
-)  # fmt: skip
+)
 
 
 def panel_list() -> list[dict]:

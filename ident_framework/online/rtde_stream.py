@@ -66,8 +66,10 @@ class RtdeStream:
             )
         self.rate_hz = float(params.frequency_hz)
         self.receive, self.torque_mode, self.torque_source = source.connect()
-        self.log(f"RTDE: listening to {params.host} at {self.rate_hz:g} Hz; torque from "
-                 f"{self.torque_source}")  # fmt: skip
+        self.log(
+            f"RTDE: listening to {params.host} at {self.rate_hz:g} Hz; torque from "
+            f"{self.torque_source}"
+        )
         recording.parent.mkdir(parents=True, exist_ok=True)
         self.path = recording
         self._writer = _ForwardingWriter(
@@ -93,9 +95,14 @@ class RtdeStream:
 
     def _new_recorder(self, last_written: float) -> SegmentRecorder:
         recorder = SegmentRecorder(
-            self.receive, self._writer, self.n, self.torque_mode, self._side(),
-            self.source.params.timeout_s, last_written,
-        )  # fmt: skip
+            self.receive,
+            self._writer,
+            self.n,
+            self.torque_mode,
+            self._side(),
+            self.source.params.timeout_s,
+            last_written,
+        )
         self.segments.append(recorder.segment)
         return recorder
 

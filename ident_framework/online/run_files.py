@@ -37,14 +37,22 @@ class ParametersLog:
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / PARAMETERS_CSV
         self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
-        header = ["t_s", "updates", "samples_received", "skipped_updates",
-                  "pooled_rmse_Nm", "pooled_r2", *names]  # fmt: skip
+        header = [
+            "t_s",
+            "updates",
+            "samples_received",
+            "skipped_updates",
+            "pooled_rmse_Nm",
+            "pooled_r2",
+            *names,
+        ]
         self._file.write(",".join(header) + "\n")
         self._file.flush()
         self.rows = 0
 
-    def write(self, t: float, counters: tuple[int, int, int], rmse: float, r2: float,
-              theta: np.ndarray) -> None:  # fmt: skip
+    def write(
+        self, t: float, counters: tuple[int, int, int], rmse: float, r2: float, theta: np.ndarray
+    ) -> None:
         values = [f"{t:.6f}", *map(str, counters), f"{rmse:.6g}", f"{r2:.6g}"]
         values += [f"{v:.10g}" for v in theta]
         self._file.write(",".join(values) + "\n")

@@ -36,8 +36,10 @@ def structural_base(
     dq = rng.uniform(-1.0, 1.0, (n_states, n)) * robot.limits.velocity
     ddq = rng.uniform(-1.0, 1.0, (n_states, n)) * robot.limits.acceleration
     tau = np.zeros((n_states, n))
-    chunks = [(q[s : s + 500], dq[s : s + 500], ddq[s : s + 500], tau[s : s + 500])
-              for s in range(0, n_states, 500)]  # fmt: skip
+    chunks = [
+        (q[s : s + 500], dq[s : s + 500], ddq[s : s + 500], tau[s : s + 500])
+        for s in range(0, n_states, 500)
+    ]
     factors, _ = accumulate_joint_factors(builder, chunks)
     base, _, _ = project_to_base(factors, builder.parameter_names, tolerance, method)
     return base

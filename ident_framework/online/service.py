@@ -46,8 +46,8 @@ def _web_stack() -> tuple[Any, Any]:
     except ModuleNotFoundError as error:
         raise UserError(
             f"mode=online needs the web packages of the 'online' extra ({error.name} is not "
-            "installed): pip install \"ident-framework[online]\" (from a checkout: "
-            "pip install -e \".[online]\")."
+            'installed): pip install "ident-framework[online]" (from a checkout: '
+            'pip install -e ".[online]").'
         ) from None
     return uvicorn, web_app
 
@@ -66,8 +66,7 @@ def bind(host: str, port: int) -> socket.socket:
             "Another program (perhaps another online service) uses that port: stop it, or pick "
             "another with online.port=PORT (online.port=0 takes a free one)."
             if error.errno == 98
-            else "Check online.host: it must be an address of this computer (127.0.0.1 by "
-            "default)."
+            else "Check online.host: it must be an address of this computer (127.0.0.1 by default)."
         )
         raise UserError(
             f"The online service cannot listen on {host}:{port} (online.host, online.port): "
@@ -145,9 +144,12 @@ def run_online(config: RunConfig, cfg: DictConfig, run_dir: Path) -> dict[str, A
     app = web_app.build_app(state, clients, link.commands.put, token)
     server = uvicorn.Server(
         uvicorn.Config(
-            app, log_level="warning", access_log=False, lifespan="off",
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
             timeout_graceful_shutdown=3,
-        )  # fmt: skip
+        )
     )
     reader = threading.Thread(target=_read_frames, args=(link, state), daemon=True)
     reader.start()

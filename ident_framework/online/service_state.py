@@ -82,9 +82,13 @@ class ServiceState:
             if frame.get("t") is not None:
                 self.fit.append(
                     np.concatenate(
-                        [[frame["t"]], _floats(frame["rmse"]), _floats(frame["r2"]),
-                         [_float(frame["pooled_r2"])]]
-                    )  # fmt: skip
+                        [
+                            [frame["t"]],
+                            _floats(frame["rmse"]),
+                            _floats(frame["r2"]),
+                            [_float(frame["pooled_r2"])],
+                        ]
+                    )
                 )
                 if frame.get("theta") is not None:
                     self.theta.append(np.concatenate([[frame["t"]], frame["theta"]]))
@@ -115,8 +119,12 @@ class ServiceState:
         document["events"] = events
         for key in ("updates", "skipped_updates", "samples_received"):
             document[key] = latest.get(key, 0)
-        document.update(status=status, robot=self.info["robot"],
-                        joint_names=self.info["joint_names"], stream=self.info["stream"])  # fmt: skip
+        document.update(
+            status=status,
+            robot=self.info["robot"],
+            joint_names=self.info["joint_names"],
+            stream=self.info["stream"],
+        )
         return document
 
     def history(self, seconds: float | None = None) -> dict[str, Any]:
@@ -131,13 +139,20 @@ class ServiceState:
             theta = theta[theta[:, 0] >= t_end - seconds] if len(theta) else theta
         n = self.n
         return {
-            "trace": {"t": trace[:, 0].tolist(), "tau_meas": trace[:, 1 : 1 + n].T.tolist(),
-                      "tau_pred": trace[:, 1 + n :].T.tolist()},
-            "fit": {"t": fit[:, 0].tolist(), "rmse": fit[:, 1 : 1 + n].T.tolist(),
-                    "r2": fit[:, 1 + n : 1 + 2 * n].T.tolist(), "pooled_r2": fit[:, -1].tolist()},
+            "trace": {
+                "t": trace[:, 0].tolist(),
+                "tau_meas": trace[:, 1 : 1 + n].T.tolist(),
+                "tau_pred": trace[:, 1 + n :].T.tolist(),
+            },
+            "fit": {
+                "t": fit[:, 0].tolist(),
+                "rmse": fit[:, 1 : 1 + n].T.tolist(),
+                "r2": fit[:, 1 + n : 1 + 2 * n].T.tolist(),
+                "pooled_r2": fit[:, -1].tolist(),
+            },
             "theta": {"t": theta[:, 0].tolist(), "values": theta[:, 1:].T.tolist()},
             "events": events,
-        }  # fmt: skip
+        }
 
 
 def _float(value: Any) -> float:

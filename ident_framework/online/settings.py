@@ -66,8 +66,9 @@ class DriftSettings:
     level h (sigma units); sigma_window_s: time constant of the residual's running sigma;
     warmup_s: no alarm before this much data (sigma settles); holdoff_s: no new alarm this long
     after one (the estimator re-converges); min_speed_rad_s: a joint slower than this is not
-    watched (stiction regime, outside the friction model); response: reset_covariance (P <- 1000 P, theta
-    kept) | lower_forgetting (forgetting `response_forgetting` for `response_s`) | none."""
+    watched (stiction regime, outside the friction model); response: reset_covariance
+    (P <- 1000 P, theta kept) | lower_forgetting (forgetting `response_forgetting` for
+    `response_s`) | none."""
 
     allowance_sigma: float = 4.0
     threshold_sigma: float = 200.0
@@ -84,7 +85,9 @@ class DriftSettings:
         if self.warmup_s < 0 or self.holdoff_s < 0 or self.min_speed_rad_s < 0:
             raise ValueError("warmup_s, holdoff_s and min_speed_rad_s must be >= 0")
         if self.response not in DRIFT_RESPONSES:
-            raise ValueError(f"response must be one of {list(DRIFT_RESPONSES)}, got {self.response!r}")
+            raise ValueError(
+                f"response must be one of {list(DRIFT_RESPONSES)}, got {self.response!r}"
+            )
         if not 0.9 <= self.response_forgetting < 1.0:
             raise ValueError(
                 f"response_forgetting must be in [0.9, 1), got {self.response_forgetting}"
@@ -196,7 +199,9 @@ def online_settings(values: dict[str, Any]) -> OnlineSettings:
     for name, schema in _SUBSECTIONS.items():
         section = values.pop(name, None) or {}
         if not isinstance(section, dict):
-            raise UserError(f"Config key 'online.{name}' must be a section of keys, got {section!r}.")
+            raise UserError(
+                f"Config key 'online.{name}' must be a section of keys, got {section!r}."
+            )
         sections[name] = build_params(schema, section, f"online.{name}", f"online {name} settings")
     change = values.pop("payload_change", None)
     if change is not None:
@@ -219,7 +224,9 @@ def _check(settings: OnlineSettings) -> None:
         return UserError(f"Bad value for config key 'online.{key}': {message}.")
 
     if not isinstance(settings.port, int) or not 0 <= settings.port <= 65535:
-        raise bad("port", f"a TCP port in [0, 65535] is needed (0: a free one), got {settings.port}")
+        raise bad(
+            "port", f"a TCP port in [0, 65535] is needed (0: a free one), got {settings.port}"
+        )
     host = str(settings.host).strip()
     if not host:
         raise bad("host", "give an address to listen on, e.g. 127.0.0.1")

@@ -32,7 +32,6 @@ from .settings import OnlineSettings
 from .sliding_metrics import SlidingFit
 from .streams import Sample
 
-
 RESET_GAIN = 1.0e3  # covariance inflation of the drift response
 
 
@@ -70,19 +69,27 @@ class StreamingIdentifier:
         self.forgetting = est.forgetting
         self.rls = RecursiveLeastSquares(
             RecursiveLeastSquaresParams(
-                forgetting=est.forgetting, alpha=est.alpha, checkpoint_s=1e12,
+                forgetting=est.forgetting,
+                alpha=est.alpha,
+                checkpoint_s=1e12,
                 running_window_s=settings.window_s,
             )
-        )  # fmt: skip
+        )
         self.rls.reset(len(theta0), parameter_names)
         self.rls.set_state(theta0)
         self.theta0 = np.asarray(theta0, dtype=float).copy()
         self.fit = SlidingFit(n, max(int(round(settings.window_s * rate_hz)), 2))
         drift = settings.drift
         self.drift = CusumDetector(
-            n, rate_hz, drift.allowance_sigma, drift.threshold_sigma, drift.sigma_window_s,
-            drift.warmup_s, drift.holdoff_s, drift.min_speed_rad_s,
-        )  # fmt: skip
+            n,
+            rate_hz,
+            drift.allowance_sigma,
+            drift.threshold_sigma,
+            drift.sigma_window_s,
+            drift.warmup_s,
+            drift.holdoff_s,
+            drift.min_speed_rad_s,
+        )
         self.latency_prediction = LatencyStats()
         self.latency_update = LatencyStats()
         self.updates = 0

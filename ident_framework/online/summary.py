@@ -23,14 +23,21 @@ def print_online_summary(summary: dict[str, Any], run_dir: Path) -> float:
         f"latency sample -> a-priori prediction median {pred['median_ms']:.3f} ms, p99 "
         f"{pred['p99_ms']:.3f} ms; -> updated estimate median {upd['median_ms']:.3f} ms, p99 "
         f"{upd['p99_ms']:.3f} ms",
-        "sliding R² per joint " + " ".join("-" if v is None else f"{v:.4f}" for v in r2)
+        "sliding R² per joint "
+        + " ".join("-" if v is None else f"{v:.4f}" for v in r2)
         + ("" if sliding.get("pooled_r2") is None else f" (pooled {sliding['pooled_r2']:.4f})"),
         f"drift events {len(drifts)}"
-        + (": " + ", ".join(f"joint {e['joint'] + 1} at {e['t']:.2f} s" for e in drifts[:6])
-           if drifts else ""),  # fmt: skip
+        + (
+            ": " + ", ".join(f"joint {e['joint'] + 1} at {e['t']:.2f} s" for e in drifts[:6])
+            if drifts
+            else ""
+        ),
         f"twin updates {summary['twin_updates']}"
-        + (f", last valid at {summary['twin_last']['t']:.1f} s"
-           if summary.get("twin_last") and summary["twin_last"].get("valid") else ""),  # fmt: skip
+        + (
+            f", last valid at {summary['twin_last']['t']:.1f} s"
+            if summary.get("twin_last") and summary["twin_last"].get("valid")
+            else ""
+        ),
         f"outputs in {run_dir} (online/parameters.csv, online/events.jsonl, parameters.yaml"
         + (", twin.xml)" if (run_dir / "twin.xml").exists() else ")"),
     ]

@@ -72,8 +72,12 @@ def fit_twin(t_end: float, rows: np.ndarray) -> dict[str, Any]:
         )
         estimator = ConsistentEstimator(_consistent_params(config)).fit(problem)
     except (UserError, ValueError, np.linalg.LinAlgError) as error:
-        return {**result, "valid": False, "reasons": [str(error)],
-                "solve_s": time.perf_counter() - start}  # fmt: skip
+        return {
+            **result,
+            "valid": False,
+            "reasons": [str(error)],
+            "solve_s": time.perf_counter() - start,
+        }
     theta = estimator.standard_coef_
     dynamics = identified_dynamics(robot, builder.parameter_names, theta)
     problems = twin_problems(robot, dynamics)
@@ -92,5 +96,9 @@ def fit_twin(t_end: float, rows: np.ndarray) -> dict[str, Any]:
     partial = latest.with_suffix(".xml.partial")
     partial.write_text(twin.mjcf)
     os.replace(partial, latest)
-    return {**result, "valid": True, "path": str(snapshot),
-            "standard": dict(zip(builder.parameter_names, map(float, theta), strict=True))}  # fmt: skip
+    return {
+        **result,
+        "valid": True,
+        "path": str(snapshot),
+        "standard": dict(zip(builder.parameter_names, map(float, theta), strict=True)),
+    }

@@ -81,7 +81,10 @@ def build_app(
 
         async def stream():
             try:
-                yield {"event": "hello", "data": encode({"client": client.id, "status": state.status})}
+                yield {
+                    "event": "hello",
+                    "data": encode({"client": client.id, "status": state.status}),
+                }
                 while not client.closed:
                     try:
                         payload = await asyncio.wait_for(client.queue.get(), 1.0)
@@ -95,9 +98,11 @@ def build_app(
                 clients.remove(client)
 
         return EventSourceResponse(
-            stream(), ping=10, send_timeout=clients.timeout_s,
+            stream(),
+            ping=10,
+            send_timeout=clients.timeout_s,
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-        )  # fmt: skip
+        )
 
     async def command(request: Request) -> Response:
         name = request.path_params["name"]
@@ -105,11 +110,13 @@ def build_app(
             return JSONResponse({"error": f"unknown command {name}"}, status_code=404)
         if request.headers.get(CSRF_HEADER[0]) != CSRF_HEADER[1]:
             return JSONResponse(
-                {"error": f"state-changing requests need the header {CSRF_HEADER[0]}: "
-                          f"{CSRF_HEADER[1]}"}, status_code=403)  # fmt: skip
-        if token is not None and not hmac.compare_digest(
-            request.headers.get("x-token", ""), token
-        ):
+                {
+                    "error": f"state-changing requests need the header {CSRF_HEADER[0]}: "
+                    f"{CSRF_HEADER[1]}"
+                },
+                status_code=403,
+            )
+        if token is not None and not hmac.compare_digest(request.headers.get("x-token", ""), token):
             return JSONResponse({"error": "missing or wrong X-Token"}, status_code=401)
         if state.status != "running":
             return JSONResponse({"error": f"the service has {state.status}"}, status_code=409)

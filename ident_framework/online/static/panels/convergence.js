@@ -12,7 +12,7 @@ export function create(el, ctx) {
     width: 600, height: 190, legend: { show: false }, cursor: { drag: { x: false, y: false }, points: { show: false } },
     scales: { x: { time: false }, y: { distr: 3 } },
     axes: [{ ...axisStyle, size: 28 }, { ...axisStyle, size: 56, label: "|Δθ| / |θ now|", labelSize: 12 }],
-    series: [{}, { stroke: "#ffffff", width: 2 }, { stroke: "#b197fc", width: 1.3 }],
+    series: [{}, { stroke: "#ffffff", width: 2, points: { show: false } }, { stroke: "#b197fc", width: 1.3, points: { show: false } }],
     plugins: [markerPlugin(ctx, null)],
   }, [[], [], []], el.querySelector(".plot"));
   function resize() { plot.setSize({ width: Math.max(300, el.clientWidth - 4), height: Math.max(140, el.clientHeight - 40) }); }
