@@ -77,13 +77,19 @@ def sustained(out: Path, minutes: float) -> None:
     )
 
 
-def service_with_clients(run: Path, seconds: float, stalled: int, readers: int) -> dict:
+def service_with_clients(
+    run: Path, seconds: float, stalled: int, readers: int, *extra: str
+) -> dict:
     import httpx
 
     from online_support import running_service
 
     with running_service(
-        run, "online.time_factor=1", f"online.duration_s={seconds:g}", "online.twin.every_s=30"
+        run,
+        "online.time_factor=1",
+        f"online.duration_s={seconds:g}",
+        "online.twin.every_s=30",
+        *extra,
     ) as service:
         host, port = service.url.split("//")[1].rstrip("/").split(":")
         sockets, stop = [], threading.Event()
@@ -110,20 +116,24 @@ def service_with_clients(run: Path, seconds: float, stalled: int, readers: int) 
     return json.loads((run / "online" / "summary.json").read_text())
 
 
-def realtime_and_clients(out: Path, clients: bool) -> None:
-    base = service_with_clients(out / "rt", 60, 0, 0)
+def realtime_and_clients(out: Path, clients: bool, priority: int | None) -> None:
+    extra = () if priority is None else (f"online.realtime_priority={priority}",)
+    tag = "normal scheduling" if priority is None else f"SCHED_FIFO {priority}"
+    out = out / tag.replace(" ", "_")
+    base = service_with_clients(out / "rt", 60, 0, 0, *extra)
     print(
-        f"[realtime] 60 s at real time: CPU {100 * base['cpu_share_of_one_core']:.1f} % of one "
-        f"core, updates {base['updates']}, skipped {base['skipped_updates']}; {latency(base)}"
+        f"[realtime, {tag}] 60 s at real time: CPU "
+        f"{100 * base['cpu_share_of_one_core']:.1f} % of one core, updates {base['updates']}, "
+        f"skipped {base['skipped_updates']}; {latency(base)}"
     )
     if not clients:
         return
     for name, stalled, readers in (("never-reading client", 1, 0), ("ten clients", 0, 10)):
-        s = service_with_clients(out / name.replace(" ", "_"), 60, stalled, readers)
+        s = service_with_clients(out / name.replace(" ", "_"), 60, stalled, readers, *extra)
         ratio_u = s["updates"] / base["updates"]
         ratio_p = s["latency_update"]["p99_ms"] / base["latency_update"]["p99_ms"]
         print(
-            f"[clients] {name}: updates {s['updates']} ({ratio_u:.3f} x baseline), skipped "
+            f"[clients, {tag}] {name}: updates {s['updates']} ({ratio_u:.3f} x baseline), skipped "
             f"{s['skipped_updates']}, update p99 {s['latency_update']['p99_ms']:.3f} ms "
             f"({ratio_p:.2f} x baseline); {latency(s)}"
         )
@@ -183,13 +193,6 @@ def convergence(out: Path) -> None:
     folder = out / "convergence"
     folder.mkdir(parents=True, exist_ok=True)
     train, val = folder / "train.csv", folder / "validation.csv"
-    # batch identification writes both recordings: the excitation and a different motion
-    batch = folder / "batch"
-    subprocess.run(
-        [sys.executable, "-m", "ident_framework", *FAST, f"hydra.run.dir={batch}", "plots=false"],
-        check=True,
-        capture_output=True,
-    )
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base=None):
         cfg = compose("config", overrides=FAST)
     config = validate_config(cfg, get_registry())
@@ -277,26 +280,18 @@ def rtde(out: Path) -> None:
             "online.duration_s=60",
             "online.twin.every_s=30",
         )
-    with running_emulator(host):
-        rec = out / "rtde_record"
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ident_framework",
-                "source=rtde",
-                f"source.host={host}",
-                "source.duration_s=60",
-                "validation=split",
-                f"hydra.run.dir={rec}",
-                "plots=false",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=600,
+    from ident_framework.robot_model import load_robot
+    from ident_framework.source_rtde import RtdeSource, RtdeSourceParams
+
+    with running_emulator(host):  # the recorder of source=rtde (dry run: it only listens)
+        params = RtdeSourceParams(
+            host=host, duration_s=60.0, recording_path=str(out / "rtde_record.csv")
         )
-    acquisition = json.loads((rec / "metrics.json").read_text())
-    acq = _find(acquisition, "dropped_samples")
+        data = RtdeSource(params).acquire(load_robot("ur12e"), None)
+    acq = {
+        k: data.metadata["acquisition"][k]
+        for k in ("samples_written", "samples_expected", "dropped_samples", "dropped_fraction")
+    }
     st = s["stream"]
     print(
         f"[rtde] online 60 s: {st['samples_written']} of {st['samples_expected']} samples, "
@@ -304,25 +299,6 @@ def rtde(out: Path) -> None:
         f"{s['updates']}, skipped {s['skipped_updates']}; {latency(s)}"
     )
     print(f"[rtde] recording mode 60 s: {acq}")
-
-
-def _find(document, key):
-    if isinstance(document, dict):
-        if key in document:
-            return {
-                k: document.get(k)
-                for k in (
-                    "samples_written",
-                    "samples_expected",
-                    "dropped_samples",
-                    "dropped_fraction",
-                )
-            }
-        for value in document.values():
-            found = _find(value, key)
-            if found:
-                return found
-    return None
 
 
 def main() -> None:
@@ -337,13 +313,14 @@ def main() -> None:
     if "sustained" in parts:
         sustained(out, args.minutes)
     if "realtime" in parts or "clients" in parts:
-        realtime_and_clients(out, "clients" in parts)
+        for priority in (None, 10):
+            realtime_and_clients(out, "clients" in parts, priority)
     if "drift" in parts:
         drift(out)
-    if "convergence" in parts:
-        convergence(out)
     if "rtde" in parts:
         rtde(out)
+    if "convergence" in parts:
+        convergence(out)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ never reads."""
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 import yaml
 
-from online_support import FAST, running_service, start_service
+from online_support import FAST, running_service
 from rtde_support import running_emulator
 
 pytestmark = pytest.mark.slow
@@ -225,6 +226,12 @@ def test_a_client_that_never_reads_is_dropped_and_does_not_slow_the_estimator(tm
         assert after["skipped_updates"] == 0
         rate = (after["updates"] - before["updates"]) / (after["wall_s"] - before["wall_s"])
         assert rate > 0.95 * 500, (rate, elapsed)
+        assert service.stop(signal.SIGTERM) == 0, service.output  # SIGTERM: a clean stop
+    assert (tmp_path / "run" / "parameters.yaml").is_file()
+    assert (
+        "stopped"
+        in json.loads((tmp_path / "run" / "online" / "summary.json").read_text())["stop_reason"]
+    )
 
 
 def test_port_in_use_and_bad_options_are_user_errors(tmp_path):
@@ -258,21 +265,3 @@ def test_port_in_use_and_bad_options_are_user_errors(tmp_path):
     )
     assert done.returncode == 2 and "allow_remote" in done.stderr
     assert not (tmp_path / "run").exists() or not (tmp_path / "run" / "online").exists()
-
-
-def test_service_restart_keeps_the_port(tmp_path):
-    """Stopping with SIGTERM saves the run; a new service can take the same port at once."""
-    service = start_service(tmp_path / "a", "online.twin.every_s=null")
-    deadline = time.monotonic() + 240
-    while not service.url and time.monotonic() < deadline:
-        time.sleep(0.1)
-    port = service.url.rsplit(":", 1)[1].rstrip("/")
-    time.sleep(2)
-    import signal
-
-    assert service.stop(signal.SIGTERM) == 0, service.output
-    assert (tmp_path / "a" / "parameters.yaml").is_file()
-    with running_service(
-        tmp_path / "b", f"online.port={port}", "online.twin.every_s=null"
-    ) as again:
-        assert again.url.endswith(f":{port}/")

@@ -158,6 +158,7 @@ class OnlineSession:
         self._decimation_count = 0
         self.drift_events: list[dict[str, Any]] = []
         self.stop_reason = "stream ended"
+        self.scheduling = "normal (SCHED_OTHER)"
         if online.twin.every_s is not None:  # started now, not in the middle of the stream
             self.twin_executor = ProcessPoolExecutor(
                 1, multiprocessing.get_context("spawn"), init_worker, (cfg, str(run_dir))
@@ -228,6 +229,8 @@ class OnlineSession:
     def run(self, commands: Any, stop: Any) -> None:
         self.started = True
         online = self.settings
+        if online.realtime_priority is not None:
+            self.scheduling = _realtime(online.realtime_priority)
         identifier, publisher = self.identifier, self.publisher
         parent = os.getppid()
         self._wall0 = time.perf_counter()
@@ -435,6 +438,7 @@ class OnlineSession:
         wall = self._wall_end - self._wall0
         summary = {
             "stop_reason": self.stop_reason,
+            "scheduling": self.scheduling,
             "initial": self.initial,
             "stream": {**self.stream.describe(), **stream_summary},
             "t_end_s": t_end,
@@ -512,6 +516,20 @@ class OnlineSession:
                 "standard_parameters": self.twin_valid.get("standard"),
             },
         }
+
+
+def _realtime(priority: int) -> str:
+    """Real-time scheduling (SCHED_FIFO) of the estimator thread: the OS then wakes it on time
+    even on a loaded machine. Needs root or CAP_SYS_NICE / an rtprio limit; else a note."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except (PermissionError, OSError) as error:
+        _log(
+            f"note: online.realtime_priority={priority} not applied ({error.strerror}): needs "
+            "root, CAP_SYS_NICE or an rtprio limit (ulimit -r); running with normal scheduling"
+        )
+        return "normal (SCHED_OTHER): real-time priority refused"
+    return f"SCHED_FIFO priority {priority}"
 
 
 def _cpu_s() -> float:

@@ -34,6 +34,7 @@ from .client_queues import ClientQueues
 from .estimator_process import estimator_main
 from .service_state import ServiceState, merge_frames
 
+SEND_BUFFER_BYTES = 65536
 _READY_TIMEOUT_S = 600.0  # excitation design and model building
 _FINAL_TIMEOUT_S = 300.0  # the estimator's last twin fit and files
 
@@ -58,6 +59,9 @@ def bind(host: str, port: int) -> socket.socket:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # accepted connections inherit it: ~1 s of frames in the kernel per client, so a client
+        # that stops reading blocks its sends (and is dropped) within seconds, not megabytes
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
         sock.bind((host, port))
         sock.listen(64)
     except OSError as error:

@@ -158,6 +158,7 @@ class OnlineSettings:
     time_factor: float | None = 1.0
     initial_run: str | None = None
     max_lag_s: float = 1.0
+    realtime_priority: int | None = None
     window_s: float = 5.0
     parameters_every_s: float = 1.0
     trajectory: str = "excitation"
@@ -246,6 +247,9 @@ def _check(settings: OnlineSettings) -> None:
             f"a factor > 0 (1: real time, 10: ten times faster) or null (as fast as possible), "
             f"got {settings.time_factor}",
         )
+    priority = settings.realtime_priority
+    if priority is not None and not 1 <= priority <= 99:
+        raise bad("realtime_priority", f"a SCHED_FIFO priority in [1, 99] or null, got {priority}")
     if settings.trajectory not in TRAJECTORIES:
         raise bad("trajectory", f"one of {list(TRAJECTORIES)}, got {settings.trajectory!r}")
     for key in ("max_lag_s", "window_s", "parameters_every_s"):
