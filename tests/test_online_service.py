@@ -86,6 +86,39 @@ def test_simulated_robot_with_a_payload_change_leaves_its_run_directory(tmp_path
     assert "drift events 1" in output or "drift events" in output
 
 
+def test_initial_run_starts_from_an_earlier_runs_parameters(tmp_path):
+    """A second run from the first one's parameters.yaml predicts well from its first samples;
+    a missing run directory is a user error naming online.initial_run."""
+    first = tmp_path / "first"
+    code, output = run_online(
+        first,
+        "online.time_factor=null",
+        "online.duration_s=20",
+        "online.twin.every_s=null",
+        "online.parameters_every_s=0.5",
+    )
+    assert code == 0, output
+    second = tmp_path / "second"
+    code, output = run_online(
+        second,
+        "online.time_factor=null",
+        "online.duration_s=2",
+        "online.twin.every_s=null",
+        "online.parameters_every_s=0.5",
+        f"online.initial_run={first / 'run'}",
+    )
+    assert code == 0, output
+    assert summary_of(second / "run")["initial"] == str(first / "run")
+
+    def rmse_at_one_second(run):
+        rows = np.genfromtxt(run / "online" / "parameters.csv", delimiter=",", names=True)
+        return float(rows["pooled_rmse_Nm"][np.searchsorted(rows["t_s"], 1.0)])
+
+    assert rmse_at_one_second(second / "run") < 0.5 * rmse_at_one_second(first / "run")
+    code, output = run_online(tmp_path / "third", f"online.initial_run={tmp_path / 'nowhere'}")
+    assert code == 2 and "online.initial_run" in output and "Traceback" not in output
+
+
 def write_recording(path, seconds: float = 8.0):
     """A CSV in the contract, recorded from the simulated robot along the default motion."""
     from ident_framework.robot_model import load_robot

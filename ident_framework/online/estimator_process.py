@@ -78,7 +78,10 @@ def load_initial_parameters(run: str, parameter_names: list[str]) -> np.ndarray:
     """Standard parameters of an earlier run (`online.initial_run=DIR`)."""
     from ..prediction import load_saved_model
 
-    saved = load_saved_model(run)
+    try:
+        saved = load_saved_model(run)
+    except UserError as error:
+        raise UserError(f"online.initial_run={run}: {error}") from None
     if list(saved.builder.parameter_names) != list(parameter_names):
         raise UserError(
             f"The run {run} (online.initial_run) was identified with other regressor columns "
@@ -201,9 +204,8 @@ class OnlineSession:
 
         source = config.plugins["source"].create()
         source.log = _log
-        return RtdeStream(
-            source, robot.n_joints, self.run_dir / ONLINE_FOLDER / "recording.csv", _log
-        )
+        recording = self.run_dir / ONLINE_FOLDER / "recording.csv"
+        return RtdeStream(source, robot.n_joints, recording, online.max_lag_s, _log)
 
     def describe(self) -> dict[str, Any]:
         filt = self.identifier.filter

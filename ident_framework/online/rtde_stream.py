@@ -61,7 +61,9 @@ class _ForwardingWriter:
 class RtdeStream:
     """Samples of a running robot (see the module docstring); iterate until `stop()`."""
 
-    def __init__(self, source: RtdeSource, n_joints: int, recording: Path, log=print):
+    def __init__(
+        self, source: RtdeSource, n_joints: int, recording: Path, max_lag_s: float, log=print
+    ):
         self.source, self.n, self.log = source, n_joints, log
         params = source.params
         if params.confirm_motion:
@@ -91,6 +93,8 @@ class RtdeStream:
         self._recorder = self._new_recorder(-math.inf)
         self._stopping = False
         self._rows: queue.SimpleQueue = queue.SimpleQueue()
+        self._max_queue = max(int(max_lag_s * self.rate_hz), 1)
+        self.behind = 0  # rows dropped because the estimator was more than max_lag_s behind
         self.received = 0
 
     def _side(self) -> Any:
@@ -117,8 +121,10 @@ class RtdeStream:
 
     @property
     def skipped(self) -> int:
-        """Samples the controller sent that no complete row holds (missed, invalid, no torque)."""
-        return sum(max(s.expected(self.rate_hz) - s.written, 0) for s in self.segments)
+        """Samples the controller sent that no complete row holds (missed, invalid, no torque),
+        and rows dropped because the estimator was more than max_lag_s behind."""
+        missed = sum(max(s.expected(self.rate_hz) - s.written, 0) for s in self.segments)
+        return missed + self.behind
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -171,7 +177,11 @@ class RtdeStream:
                         return
                     continue
                 while rows:
-                    out.put(rows.popleft())
+                    item = rows.popleft()
+                    if out.qsize() >= self._max_queue:  # the estimator is too far behind
+                        self.behind += 1
+                        continue
+                    out.put(item)
                 if not fresh:
                     time.sleep(_POLL_S)
         finally:
