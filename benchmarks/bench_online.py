@@ -36,6 +36,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 FAST = ["trajectory.n_candidates=200", "trajectory.n_refine=500", "trajectory.progress=false"]
+EXTRA: list[str] = []  # --override KEY=VALUE: added to every online run
 
 
 def cli(run: Path, *overrides: str, timeout: float = 7200) -> dict:
@@ -46,6 +47,7 @@ def cli(run: Path, *overrides: str, timeout: float = 7200) -> dict:
         "mode=online",
         *FAST,
         *overrides,
+        *EXTRA,
         f"hydra.run.dir={run}",
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
@@ -323,7 +325,9 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--parts", default="sustained,realtime,clients,drift,convergence,rtde")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--override", action="append", default=[], help="KEY=VALUE (repeat)")
     args = parser.parse_args()
+    EXTRA.extend(args.override)
     out = Path(args.out or tempfile.mkdtemp(prefix="bench_online_"))
     parts = args.parts.split(",")
     print(f"load average {os.getloadavg()}; outputs in {out}", flush=True)

@@ -18,7 +18,7 @@ export function create(el, ctx) {
       cursor: { drag: { x: false, y: false }, points: { show: false } },
       scales: { x: { time: false } },
       axes: [{ ...axisStyle, size: 28 }, { ...axisStyle, size: 46, label: "Nm", labelSize: 12 }],
-      series: [{}, { stroke: "#7fb3ff", width: 1.2 }, { stroke: "#ffa94d", width: 1.4 }],
+      series: [{}, { stroke: "#7fb3ff", width: 2.4 }, { stroke: "#ffa94d", width: 1.1 }],
       plugins: [markerPlugin(ctx, j)],
     };
     const plot = new uPlot(opts, [[], [], []], cell.querySelector(".plot"));
