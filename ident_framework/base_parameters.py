@@ -23,6 +23,9 @@ import scipy.linalg
 from scipy.linalg.lapack import dgeqrf
 
 DEFAULT_TOLERANCE = 1e-8
+# identifiable_share within this of 1 counts as identifiable alone, below it as not at all: far
+# above rounding (~1e-15), far below any share the data could estimate
+SHARE_TOLERANCE = 1e-6
 METHODS = ("svd", "qr")
 
 
@@ -70,10 +73,17 @@ class BaseParameters:
             out.append(" ".join(terms))
         return out
 
+    def identifiable_share(self) -> np.ndarray:
+        """(p,) per standard parameter, the norm of its unit vector's projection onto the
+        identifiable subspace: 1 identifiable on its own, 0 no torque of the data depends on
+        it (its value in `to_standard` is then zero up to rounding), between: identified only
+        in combination with others."""
+        svd_basis = np.linalg.svd(self.combination, full_matrices=False)[2].T
+        return np.linalg.norm(svd_basis, axis=1)
+
     def identifiable_alone(self) -> np.ndarray:
         """(p,) True where a standard parameter is identifiable on its own."""
-        svd_basis = np.linalg.svd(self.combination, full_matrices=False)[2].T
-        return np.linalg.norm(svd_basis, axis=1) > 1.0 - 1e-6
+        return self.identifiable_share() > 1.0 - SHARE_TOLERANCE
 
     @classmethod
     def from_r_factor(

@@ -27,6 +27,7 @@ import numpy as np
 
 from .dataset import UNITS, Dataset
 from .errors import UserError
+from .suggestions import closest
 
 TORQUE_COLUMNS = ("actual_current_as_torque", "actual_current", "target_moment")
 TARGET_GROUPS = {"target_q": "q_target", "target_qd": "dq_target", "target_qdd": "ddq_target"}
@@ -116,8 +117,9 @@ def read_csv_log(
         f"actual_current_0..{n - 1} (A) with {config_prefix}current_to_torque=[k_0,...] (Nm/A)."
     )
     torque_group, hint = _choose_torque(groups, torque_column, gains, n, config_prefix, where_path)
-    missing = [] if time_column in layout.names else [time_column]
-    missing += [
+    if time_column not in layout.names:
+        raise UserError(_missing_time_message(layout, time_column, where_path, config_prefix))
+    missing = [
         f"{group}_0..{group}_{n - 1}"
         for group in ("actual_q", "actual_qd", torque_group)
         if group is not None and group not in groups
@@ -125,21 +127,26 @@ def read_csv_log(
     if torque_group is None:
         missing.append(f"actual_current_as_torque_0..actual_current_as_torque_{n - 1}")
     if missing:
+        wanted = [
+            f"{g}_0" for g in ("actual_q", "actual_qd", torque_group) if g and g not in groups
+        ]
+        lookalikes = _lookalikes(layout, wanted, time_column)
         raise UserError(
             f"{where_path} lacks the column(s) {', '.join(missing)} needed for the {n}-joint "
-            f"robot {list(joint_names)}. Columns found: {found}. {hint}{contract}".rstrip()
+            f"robot {list(joint_names)}.{lookalikes} Columns found: {found}. "
+            f"{hint}{contract}".rstrip()
         )
     assert torque_group is not None
     used_groups = ["actual_q", "actual_qd", torque_group]
     used_groups += [g for g in TARGET_GROUPS if g in groups]
+    same = len({tuple(sorted(groups[g])) for g in used_groups[:3]}) == 1
     for group in used_groups:
         indices = sorted(groups[group])
         if indices != list(range(n)):
             raise UserError(
-                f"{where_path} has {len(indices)} '{group}_*' column(s) "
-                f"({_ranges(group, indices)}) but the robot has {n} joints "
-                f"{list(joint_names)}, so {group}_0..{group}_{n - 1} are expected. Record the "
-                "log from the robot you identify, or pick the matching robot= option."
+                _joint_columns_message(
+                    layout, indices, group, joint_names, time_column, where_path, same
+                )
             )
 
     # -- parse the needed columns only (numpy C parser: ~0.4 s for 1e5 rows x 31 columns) -----
@@ -288,6 +295,96 @@ def _group_columns(names: list[str]) -> tuple[dict[str, dict[int, int]], list[st
         if match:
             groups.setdefault(match.group(1), {})[int(match.group(2))] = column
     return groups, duplicates
+
+
+def _unrecognised(layout: _Layout, time_column: str) -> list[str]:
+    """Header names that are neither the time column nor a column of the contract."""
+    return [n for n in layout.names if n != time_column and not _GROUP_RE.match(n)]
+
+
+def _column_number(layout: _Layout, name: str) -> int:
+    return layout.names.index(name) + 1
+
+
+def _lookalikes(layout: _Layout, wanted: list[str], time_column: str) -> str:
+    """ " The header has 'actual_qdot_0' (column 8) close to actual_qd_0: ..." for the wanted
+    columns with a close unrecognised header name ('' when none)."""
+    pool = _unrecognised(layout, time_column)
+    found = []
+    for name in wanted:
+        match = closest(name, pool)
+        if match:
+            found.append(f"'{match}' (column {_column_number(layout, match)}) close to {name}")
+    if not found:
+        return ""
+    return f" The header has {'; '.join(found)}: a misspelt column name?"
+
+
+def _missing_time_message(layout: _Layout, time_column: str, where: str, prefix: str) -> str:
+    """No time column: the closest header name and the key that names the time column."""
+    pool = _unrecognised(layout, time_column)
+    timelike = [name for name in pool if "time" in name.lower() or name.lower() in ("t", "ts")]
+    match = closest(time_column, pool) or (timelike[0] if timelike else None)
+    if match:
+        advice = (
+            f"The closest header name is '{match}' (column {_column_number(layout, match)}): if "
+            f"it holds the time in s, pass {prefix}time_column={match}, or rename it to "
+            f"'{time_column}'."
+        )
+    else:
+        advice = (
+            f"If the time (s) is in a column of another name, pass {prefix}time_column=NAME; "
+            f"the header (line {layout.header_line}) is: {_summarise_columns(layout.names)}."
+        )
+    return (
+        f"{where} has no time column '{time_column}' ({prefix}time_column; the CSV contract "
+        f"names it 'timestamp', in s). {advice}"
+    )
+
+
+def _joint_columns_message(
+    layout: _Layout,
+    indices: list[int],
+    group: str,
+    joint_names: Sequence[str],
+    time_column: str,
+    where: str,
+    same_in_every_group: bool,
+) -> str:
+    """A group whose joint indices are not 0..n-1: the missing columns (and the closest
+    present header names) or the extra ones, and, when no misspelling explains it and every
+    group has the same columns, that the log looks like another robot's."""
+    n = len(joint_names)
+    absent = [f"{group}_{j}" for j in range(n) if j not in indices]
+    extra = [f"{group}_{j}" for j in indices if j >= n]
+    robot = f"the {n}-joint robot {list(joint_names)}"
+    text = (
+        f"{where} has {len(indices)} '{group}_*' column(s) ({_ranges(group, indices)}) but "
+        f"{robot} needs {group}_0..{group}_{n - 1}"
+    )
+    pool = _unrecognised(layout, time_column)
+    lookalikes = [(name, closest(name, pool)) for name in absent]
+    shown = [(name, match) for name, match in lookalikes if match]
+    if absent:
+        text += f": {', '.join(absent)} {'is' if len(absent) == 1 else 'are'} missing"
+    if len(shown) == 1:
+        ((name, match),) = shown
+        text += (
+            f". The header has '{match}' (column {_column_number(layout, match)}) where {name} "
+            f"is expected: a misspelt name? Rename that column to {name}"
+        )
+    elif shown:
+        listed = "; ".join(f"'{m}' (column {_column_number(layout, m)}) for {n}" for n, m in shown)
+        text += f". The header has {listed}: misspelt names? Rename those columns"
+    if extra:
+        verb = "belongs" if len(extra) == 1 else "belong"
+        text += f"{'; and ' if absent else ': '}{', '.join(extra)} {verb} to no joint"
+    if indices == list(range(len(indices))) and not shown and same_in_every_group:
+        text += (
+            f". The log looks like a {len(indices)}-joint robot's: record it from the robot you "
+            "identify, or pick the matching robot= option"
+        )
+    return text + "."
 
 
 def _choose_torque(

@@ -25,7 +25,6 @@ one small solve with one block replaced.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,8 +38,6 @@ from .base_parameters import BaseParameters
 from .dataset import Dataset
 from .identification import chunk_slices, joint_row_spaces, stack_factors
 from .regressor import RegressorBuilder
-
-log = logging.getLogger(__name__)
 
 COULOMB_DEAD_BAND = 0.01  # rad/s, sign(dq) of the Coulomb-viscous start (as the built-in's default)
 RELATIVE_STEP = 1e-6  # forward-difference step, relative to the parameter value
@@ -377,7 +374,12 @@ def fit_nonlinear_friction(
         fit = SeparableFit(builder, data, chunk_size, tolerance)
         n, m, names = fit.n, fit.m, fit.names
         x0, start_index = fit.best_start()
-        bar = tqdm(desc="friction fit", unit="eval", disable=not progress, leave=False)
+        bar = tqdm(
+            desc="friction fit",
+            unit="eval",
+            disable=None if progress else True,  # None: off when stderr is no terminal
+            leave=False,
+        )
 
         def residual(flat: np.ndarray) -> np.ndarray:
             bar.update()
@@ -403,8 +405,7 @@ def fit_nonlinear_friction(
         for i in range(m)
         if min(values[j, i] - fit.lower[i], fit.upper[i] - values[j, i]) <= 1e-6 * span[i]
     ]
-    if at_bounds:
-        log.warning("nonlinear friction parameters on a bound: %s", at_bounds)
+    # (reported once, in the summary's friction table, and in metrics.json friction_fit)
     return FrictionFit(
         names=names,
         values=values,

@@ -85,7 +85,12 @@ def accumulate_joint_factors(
     # Small QR factorisations: BLAS threads only contend (100x slower on a loaded 2-core box).
     with threadpool_limits(limits=1, user_api="blas"):
         for chunk in tqdm(
-            chunks, total=total, desc="regressor", unit="chunk", disable=not progress, leave=False
+            chunks,
+            total=total,
+            desc="regressor",
+            unit="chunk",
+            disable=None if progress else True,  # None: off when stderr is no terminal
+            leave=False,
         ):
             q, dq, ddq, tau = chunk[:4]
             rigid = builder.rigid_body(q, dq, ddq)

@@ -65,6 +65,8 @@ class FrictionModel(Protocol):
     also depends on parameters it is not linear in implements `NonlinearFrictionModel` too."""
 
     parameter_names: tuple[str, ...]  # per joint, e.g. ("fv", "fc")
+    # Optional: `parameter_units`, a dict name -> unit ("Nm", "rad/s") for the summary's tables;
+    # conventional names (fc, fs, fv, v_s, sigma0, ...) have theirs in `report.PARAMETER_UNITS`.
 
     def basis(self, dq: np.ndarray) -> np.ndarray:
         """(N, n, k) friction torque (Nm) of joint j per unit of its k-th parameter, at joint

@@ -13,7 +13,7 @@ from .pipeline import run_pipeline
 from .plugins import get_registry
 from .prediction import run_prediction
 from .rehearsal import run_rehearsal_job
-from .report import print_summary, write_run_directory
+from .report import prediction_summary_lines, print_summary, write_run_directory
 from .run_config import validate_config
 from .run_directory import staged_outputs
 
@@ -27,8 +27,10 @@ def run_one_job(cfg: DictConfig) -> float:
     if config.mode == "predict":
         with staged_outputs(run_dir) as stage:
             metrics = run_prediction(config, stage)
+            lines = prediction_summary_lines(metrics)
+            (stage / "summary.txt").write_text("\n".join(lines) + "\n")
+        print("\n".join([*lines, f"outputs in {run_dir}"]))
         final = metrics.get("fusion") or metrics["physical"]
-        print(f"prediction RMSE {final['rmse']:.4f} Nm, R² {final['r2']:.5f}; outputs in {run_dir}")
         return float(final["rmse"])
     if config.mode == "rehearse":
         return run_rehearsal_job(config, cfg, run_dir)

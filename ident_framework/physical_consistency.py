@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .base_parameters import SHARE_TOLERANCE
+
 if TYPE_CHECKING:
     from .interfaces import StandardModel
 
@@ -65,9 +67,16 @@ def com_inertia(params: np.ndarray) -> np.ndarray:
     return rotational_inertia(params) - (h @ h * np.eye(3) - np.outer(h, h)) / mass
 
 
-def check_link(params: np.ndarray, tolerance: float = 1e-12) -> list[str]:
+def check_link(params: np.ndarray, tolerance: float = 1e-12, mass_share: float = 1.0) -> list[str]:
     """Violated physical conditions of one link's 10 parameters, each with its values; empty
-    when the link is valid. `tolerance` is relative to the link's largest inertia (or mass)."""
+    when the link is valid. `tolerance` is relative to the link's largest inertia (or mass).
+
+    `mass_share` (`BaseParameters.identifiable_share` of the mass, when the parameters come
+    from base parameters): 0 means no torque of the data depends on the mass, so its value is
+    zero up to rounding and says nothing about the robot: that is reported as "not
+    identifiable", not as a negative mass, and the conditions on the centre of mass (which
+    divide by the mass) are not checked. A mass identified only in combination with others
+    that comes out <= 0 is still a violation, saying so."""
     params = np.asarray(params, dtype=float)
     if params.shape != (N_LINK,):
         return [f"expected {N_LINK} inertial parameters, got shape {params.shape}"]
@@ -75,8 +84,17 @@ def check_link(params: np.ndarray, tolerance: float = 1e-12) -> list[str]:
         return [f"non-finite parameters {params.tolist()}"]
     problems = []
     mass = params[0]
-    if not mass > 0.0:
-        problems.append(f"mass {mass:.6g} kg is not > 0")
+    if mass_share < SHARE_TOLERANCE:
+        problems.append(
+            f"mass not identifiable from this data (≈ 0 in the minimum-norm solution, {mass:.2g} "
+            "kg: no joint torque depends on it)"
+        )
+    elif not mass > 0.0:
+        alone = mass_share > 1.0 - SHARE_TOLERANCE
+        problems.append(
+            f"mass {mass:.6g} kg is not > 0"
+            + ("" if alone else " (identified only in combination with other parameters)")
+        )
     else:
         moments = np.linalg.eigvalsh(com_inertia(params))
         scale = max(float(np.abs(moments).max()), np.finfo(float).tiny)
@@ -106,18 +124,21 @@ def check_parameters(
     standard: StandardModel,
     link_names: list[str] | None = None,
     tolerance: float = 1e-12,
+    identifiable_share: np.ndarray | None = None,
 ) -> dict[str, list[str]]:
     """Violations per link (key: `link_names[j]`, default `link_1` ...), and under "friction"
     (friction parameters >= 0) and "armature" (rotor inertia >= 0); every list is empty when
-    `theta` (standard parameters in `standard.names` order) is physically consistent."""
+    `theta` (standard parameters in `standard.names` order) is physically consistent.
+    `identifiable_share` (p,): see `check_link` (None: every parameter counts as identified)."""
     theta = np.asarray(theta, dtype=float)
     if theta.shape != (len(standard.names),):
         raise ValueError(f"theta has shape {theta.shape}, expected ({len(standard.names)},)")
     names = link_names or [f"link_{j + 1}" for j in range(standard.n_links)]
     if len(names) != standard.n_links:
         raise ValueError(f"{len(names)} link names given for {standard.n_links} links")
+    shares = np.ones(len(theta)) if identifiable_share is None else identifiable_share
     report = {
-        name: check_link(theta[N_LINK * j : N_LINK * (j + 1)], tolerance)
+        name: check_link(theta[N_LINK * j : N_LINK * (j + 1)], tolerance, shares[N_LINK * j])
         for j, name in enumerate(names)
     }
     for kind, unit in (("friction", ""), ("armature", " kg·m²")):

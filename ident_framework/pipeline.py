@@ -9,7 +9,6 @@ Each step is one call into the module (or plugin) that does it; `job.py` writes 
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,8 +35,6 @@ from .run_config import RunConfig
 from .truth import true_builder, true_friction_physical, true_standard_parameters
 from .twin_check import twin_metrics
 from .twin_export import identified_dynamics, twin_model, twin_problems
-
-log = logging.getLogger(__name__)
 
 
 class StepTimer:
@@ -110,17 +107,13 @@ def _require_samples(data: Dataset, n_parameters: int, role: str) -> None:
 def uncertainty_summary(
     names: list[str], values: np.ndarray, std: np.ndarray | None, bound_percent: float
 ) -> dict[str, Any]:
-    """Relative standard deviations (%) and the base parameters above `bound_percent`."""
+    """Relative standard deviations (%) and the base parameters above `bound_percent` (the
+    summary warns about those; nothing is logged here, so the warning appears once)."""
     if std is None:
         return {"relative_std_percent": None, "poorly_identified": None}
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(values != 0, 100.0 * np.asarray(std) / np.abs(values), np.inf)
     poor = [name for name, r in zip(names, relative, strict=True) if r > bound_percent]
-    if poor:
-        log.warning(
-            "%d of %d base parameters have a relative std above %g %%: %s",
-            len(poor), len(names), bound_percent, ", ".join(poor),
-        )  # fmt: skip
     return {
         "relative_std_percent": relative.tolist(),
         "poorly_identified": poor,
@@ -322,14 +315,18 @@ def identify(
         metrics["friction_fit"] = friction_fit.to_dict(list(robot.joint_names))
         metrics["friction"] = friction_comparison(builder, theta, truth)
     # Which physical conditions the identified standard parameters break (none: valid links).
+    # Parameters from base parameters leave what no torque depends on at zero: a link mass of
+    # that kind is reported as not identifiable, not as a negative mass.
+    share = base.identifiable_share() if standard is None else None
     violations = physical_violations(
-        check_parameters(theta, problem.standard, list(robot.joint_names))
+        check_parameters(theta, problem.standard, list(robot.joint_names), 1e-12, share)
     )
     metrics["identifiability"]["physically_consistent"] = not violations
 
     # Write-back: the twin carries the identified parameters when they are physically valid.
     dynamics = identified_dynamics(robot, builder.parameter_names, theta)
-    twin_refused = twin_problems(robot, dynamics)
+    mass_share = None if share is None else share[: 10 * robot.n_joints : 10]
+    twin_refused = twin_problems(robot, dynamics, mass_share)
     twin = None
     if not twin_refused:
         with timer("twin"):

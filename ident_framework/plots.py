@@ -1,7 +1,9 @@
-"""PNG plots of a run: validation torques, per-joint RMSE, the excitation trajectory."""
+"""PNG plots of a run: validation torques, per-joint RMSE, the excitation trajectory (and for
+mode=predict the first two for the predicted recording)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 if TYPE_CHECKING:
+    from .dataset import Dataset
     from .pipeline import PipelineResult
 
 
@@ -20,8 +23,16 @@ def _grid(n: int) -> tuple[int, int]:
     return (n + cols - 1) // cols, cols
 
 
-def plot_validation_torque(path: Path, result: PipelineResult) -> None:
-    data, stage = result.validation, result.predictions["validation"]
+def plot_torque(
+    path: Path,
+    data: Dataset,
+    physical: np.ndarray,
+    fusion: np.ndarray | None,
+    title: str,
+) -> None:
+    """Measured vs predicted joint torque (Nm) over time, one panel per joint; each panel's
+    title gives the RMSE of the final prediction (fusion when present)."""
+    final = physical if fusion is None else fusion
     t = data.timestamp - data.timestamp[0]
     rows, cols = _grid(data.n_joints)
     fig, axes = plt.subplots(rows, cols, figsize=(13, 2.6 * rows), sharex=True, squeeze=False)
@@ -30,45 +41,66 @@ def plot_validation_torque(path: Path, result: PipelineResult) -> None:
             ax.set_visible(False)
             continue
         ax.plot(t, data.tau[:, j], color="0.2", lw=0.8, label="measured")
-        ax.plot(t, stage.physical[:, j], color="tab:blue", lw=0.9, label="physical model")
-        if stage.fusion is not None:
-            ax.plot(t, stage.fusion[:, j], color="tab:orange", lw=0.9, label="fusion")
-        rmse = np.sqrt(np.mean((data.tau[:, j] - stage.final[:, j]) ** 2))
+        ax.plot(t, physical[:, j], color="tab:blue", lw=0.9, label="physical model")
+        if fusion is not None:
+            ax.plot(t, fusion[:, j], color="tab:orange", lw=0.9, label="fusion")
+        rmse = np.sqrt(np.mean((data.tau[:, j] - final[:, j]) ** 2))
         ax.set_title(f"{data.joint_names[j]}  (RMSE {rmse:.3f} Nm)", fontsize=9)
         ax.set_ylabel("torque [Nm]")
         ax.grid(alpha=0.3)
     for ax in axes[-1]:
         ax.set_xlabel("time [s]")
     axes.flat[0].legend(fontsize=8, loc="upper right")
-    fig.suptitle("Validation trajectory: measured vs predicted joint torque")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_validation_torque(path: Path, result: PipelineResult) -> None:
+    stage = result.predictions["validation"]
+    title = "Validation trajectory: measured vs predicted joint torque"
+    plot_torque(path, result.validation, stage.physical, stage.fusion, title)
+
+
+def plot_rmse_bars(
+    path: Path,
+    joint_names: Sequence[str],
+    bars: Sequence[tuple[str, Sequence[float], str]],
+    title: str = "Torque RMSE per joint",
+    reference: tuple[str, Sequence[float]] | None = None,
+) -> None:
+    """Grouped bars of RMSE (Nm) per joint: `bars` is (label, values, colour) per group;
+    `reference` (label, values) is drawn as a tick over the last group."""
+    x = np.arange(len(joint_names))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.76 / len(bars)
+    offsets = (np.arange(len(bars)) - (len(bars) - 1) / 2) * width
+    for offset, (label, values, color) in zip(offsets, bars, strict=True):
+        ax.bar(x + offset, values, width, label=label, color=color)
+    if reference is not None:
+        ax.scatter(x + offsets[-1], reference[1], color="black", marker="_", s=300, zorder=3,
+                   label=reference[0])  # fmt: skip
+    ax.set_xticks(x, [n.replace("_joint", "") for n in joint_names], rotation=20)
+    ax.set_ylabel("RMSE [Nm]")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
 def plot_rmse_per_joint(path: Path, result: PipelineResult) -> None:
-    names = result.robot.joint_names
-    x = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(8, 4))
-    width = 0.38
-    for offset, split, color in (
-        (-width / 2, "train", "tab:gray"),
-        (width / 2, "validation", "tab:blue"),
-    ):
+    bars = []
+    for split, color in (("train", "tab:gray"), ("validation", "tab:blue")):
         values = result.metrics[split].get("fusion") or result.metrics[split]["physical"]
-        ax.bar(x + offset, values["rmse_per_joint"], width, label=split, color=color)
+        bars.append((split, values["rmse_per_joint"], color))
+    reference = None
     if "truth" in result.metrics:
         true_rmse = result.metrics["truth"]["validation_rmse_per_joint_true_parameters"]
-        ax.scatter(x + width / 2, true_rmse, color="black", marker="_", s=300, zorder=3,
-                   label="true parameters (validation)")  # fmt: skip
-    ax.set_xticks(x, [n.replace("_joint", "") for n in names], rotation=20)
-    ax.set_ylabel("RMSE [Nm]")
-    ax.set_title("Torque RMSE per joint")
-    ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+        reference = ("true parameters (validation)", true_rmse)
+    plot_rmse_bars(path, result.robot.joint_names, bars, reference=reference)
 
 
 def plot_excitation(path: Path, result: PipelineResult) -> None:
@@ -89,6 +121,27 @@ def plot_excitation(path: Path, result: PipelineResult) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def write_prediction_plots(
+    folder: Path,
+    data: Dataset,
+    physical: np.ndarray,
+    fusion: np.ndarray | None,
+    metrics: dict,
+    label: str,
+) -> None:
+    """mode=predict: the plots an identification writes for its validation data, for the
+    recording `label` predicted with a saved model (same file names)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    title = f"{label}: measured vs predicted joint torque (saved model)"
+    plot_torque(folder / "validation_torque.png", data, physical, fusion, title)
+    bars = [("physical model", metrics["physical"]["rmse_per_joint"], "tab:blue")]
+    if "fusion" in metrics:
+        bars.append(("fusion", metrics["fusion"]["rmse_per_joint"], "tab:orange"))
+    plot_rmse_bars(
+        folder / "rmse_per_joint.png", data.joint_names, bars, f"Torque RMSE per joint: {label}"
+    )
 
 
 def write_plots(folder: Path, result: PipelineResult) -> None:

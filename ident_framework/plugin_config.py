@@ -8,26 +8,34 @@ names, the types (from the dataclass annotations) and the plugin's own range che
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
+from collections.abc import Iterable
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from .errors import UserError
-from .plugins import KINDS, PluginInfo, PluginRegistry
+from .plugins import DISTRIBUTION, KINDS, PluginInfo, PluginRegistry
+from .suggestions import closest
 
 
 def group_values(node: Any, key: str) -> dict[str, Any]:
     """The resolved plain dict of a group's config, or a UserError naming the key."""
     if not isinstance(node, DictConfig):
-        raise UserError(f"The config '{key}' must be a mapping with a 'plugin' key, got {node!r}.")
+        raise UserError(
+            f"The config '{key}' must be a section of keys (set them one by one with "
+            f"{key}.KEY=VALUE), got {node!r}."
+        )
     try:
-        return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
+        return OmegaConf.to_container(node, resolve=True, throw_on_missing=True)  # type: ignore[return-value]
     except MissingMandatoryValue as error:
         missing = getattr(error, "full_key", None) or key
-        raise UserError(f"The config key '{missing}' needs a value: give {missing}=...") from None
+        raise UserError(
+            f"The config key '{missing}' needs a value: give {missing}=VALUE on the command line."
+        ) from None
     except Exception as error:  # interpolation errors of OmegaConf
         raise UserError(f"Cannot resolve the config '{key}': {error}") from None
 
@@ -45,31 +53,64 @@ def validate_plugin_config(
             f"Installed {label} plugins: {registry.names(kind)}."
         )
     info = registry.get(kind, str(name))
-    return info, build_params(info.schema, values, key, f"{label} plugin '{info.name}'")
+    origin = "" if info.distribution == DISTRIBUTION else f" from {info.distribution}"
+    owner = f"the {label} plugin '{info.name}'{origin}"
+    return info, build_params(info.schema, values, key, owner)
 
 
-def build_params(schema: type, values: dict[str, Any], key: str, owner: str) -> Any:
-    """Instantiate `schema` from `values`, checking names, types and the schema's own checks."""
+def build_params(
+    schema: type, values: dict[str, Any], key: str, owner: str, *, name_owner: bool = True
+) -> Any:
+    """Instantiate `schema` from `values`, checking names, types and the schema's own checks.
+
+    `key` is the config path of the section ("" for a nested value), `owner` what it belongs
+    to in messages ("the friction plugin 'stribeck'"); `name_owner`: say so in value errors
+    (for plugins; a core section's key says enough)."""
     fields = {field.name: field for field in dataclasses.fields(schema)}
+    prefix = f"{key}." if key else ""
     unknown = sorted(set(values) - set(fields))
     if unknown:
+        shown = ", ".join(f"'{prefix}{name}'" for name in unknown)
+        match = closest(unknown[0], fields)
+        hint = f" Did you mean '{prefix}{match}'?" if match else ""
         raise UserError(
-            f"Unknown key(s) {[f'{key}.{name}' for name in unknown]} for the {owner}; "
-            f"its keys are {sorted(fields)}."
+            f"Unknown config key{'s' if len(unknown) > 1 else ''} {shown} for {owner}.{hint} "
+            "Its keys are: "
+            f"{', '.join(sorted(fields))}."
         )
+    note = f" ({owner})" if name_owner else ""
     hints = typing.get_type_hints(schema)
     checked = {}
     for name, value in values.items():
         try:
             checked[name] = _check_type(value, hints[name])
-        except TypeError as error:
-            raise UserError(
-                f"Bad value for config key '{key}.{name}' of the {owner}: {error}."
-            ) from None
+        except TypeError:
+            expected = _describe(hints[name])
+            raise UserError(f"{prefix}{name} must be {expected}, got {value!r}{note}.") from None
     try:
         return schema(**checked)
     except (ValueError, TypeError) as error:
-        raise UserError(f"Bad value in config '{key}' of the {owner}: {error}.") from None
+        text = str(error).rstrip(".")
+        qualified = _qualify(text, fields, key)
+        if qualified == text and f"{prefix}" not in text:  # the message names no key
+            raise UserError(f"Bad value in {owner} ({key or schema.__name__}): {text}.") from None
+        raise UserError(f"{qualified}{note}.") from None
+
+
+def _qualify(message: str, fields: Iterable[str], key: str) -> str:
+    """`message` with the field names in it written as config keys (`lowpass_hz` ->
+    `preprocessing.lowpass_hz`): the message's first word when it is a field, and any field
+    with an underscore in its name (a plain word such as `device` may be meant as English);
+    names already after a dot are left alone."""
+    if not key:
+        return message
+    names = sorted(fields, key=len, reverse=True)
+    first = "|".join(re.escape(name) for name in names)
+    message = re.sub(rf"^({first})(?!\w)", rf"{key}.\1", message)
+    named = "|".join(re.escape(name) for name in names if "_" in name)
+    if not named:
+        return message
+    return re.sub(rf"(?<![\w.])({named})(?!\w)", rf"{key}.\1", message)
 
 
 def _check_type(value: Any, annotation: Any) -> Any:
@@ -85,7 +126,7 @@ def _check_type(value: Any, annotation: Any) -> Any:
                 return _check_type(value, option)
             except TypeError as error:
                 errors.append(str(error))
-        raise TypeError(f"{value!r} is not {_name(annotation)}")
+        raise TypeError(f"{value!r} is not {_describe(annotation)}")
     if annotation is type(None):
         if value is None:
             return None
@@ -122,5 +163,28 @@ def _check_type(value: Any, annotation: Any) -> Any:
     return value
 
 
-def _name(annotation: Any) -> str:
-    return str(annotation).replace("typing.", "").replace("NoneType", "null")
+_KINDS_OF_VALUE = {
+    float: ("a number", "numbers"),
+    int: ("an integer", "integers"),
+    bool: ("true or false", "true/false values"),
+    str: ("a string", "strings"),
+    dict: ("a mapping", "mappings"),
+    type(None): ("null", "nulls"),
+}
+
+
+def _describe(annotation: Any, plural: bool = False) -> str:
+    """What a value of `annotation` is, in words: 'a number or null', 'a list of numbers'."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(option, plural) for option in args)
+    if origin in (list, tuple) or annotation in (list, tuple):
+        return ("lists" if plural else "a list") + (
+            f" of {_describe(args[0], plural=True)}" if args and args[0] is not Any else ""
+        )
+    if origin is dict:
+        annotation = dict
+    if dataclasses.is_dataclass(annotation):
+        return "mappings" if plural else "a mapping"
+    singular, many = _KINDS_OF_VALUE.get(annotation, ("a value", "values"))
+    return many if plural else singular

@@ -4,7 +4,8 @@
 physical model of the run in DIR (its resolved config.yaml and the standard parameters in its
 parameters.yaml) and, when that run trained a residual learner, the learner saved in
 DIR/residual/; it then predicts the joint torques of FILE and writes
-`predictions_<file stem>.csv` and `metrics_<file stem>.json` into this run's directory.
+`predictions_<file stem>.csv`, `metrics_<file stem>.json`, `summary.txt` and (with `plots`)
+`plots/validation_torque.png`, `plots/rmse_per_joint.png` into this run's directory.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .launch_path import resolve_launch_path
 from .metrics import fusion_gain, torque_metrics
 from .pipeline import robot_and_regressor
 from .plain_data import to_plain
+from .plots import write_prediction_plots
 from .plugins import get_registry
 from .preprocessing import preprocess
 from .regressor import RegressorBuilder
@@ -32,6 +34,7 @@ from .robot_model import RobotModel
 from .run_config import RunConfig, validate_config
 
 RESIDUAL_FOLDER = "residual"
+MODEL_GROUPS = ("estimator", "friction", "residual")  # named in the metrics and the summary
 
 
 @dataclass
@@ -110,18 +113,31 @@ def run_prediction(config: RunConfig, out_dir: Path) -> dict[str, Any]:
     recorded = source.acquire(model.robot, None, "identification")
     data = preprocess(recorded, model.config.preprocessing)
     physical = predict_torque(model.builder, data, model.theta, config.chunk_size)
-    final = physical
+    fusion = None
+    plugins = model.config.plugins
     metrics: dict[str, Any] = {
         "run": str(model.run_dir),
+        "models": {group: plugins[group].info.name for group in MODEL_GROUPS},
+        "data": {
+            "path": str(recorded.metadata.get("path", "recording")),
+            "samples": data.n_samples,
+            "recorded_samples": recorded.n_samples,
+            "duration_s": data.duration,
+            "resampled": bool(data.metadata.get("preprocessing", {}).get("resampled", False)),
+            "joint_names": list(data.joint_names),
+        },
         "physical": torque_metrics(data.tau, physical),
     }
     if model.residual is not None:
-        final = physical + model.residual.predict(data.q, data.dq, data.ddq)
-        metrics["fusion"] = torque_metrics(data.tau, final)
+        fusion = physical + model.residual.predict(data.q, data.dq, data.ddq)
+        metrics["fusion"] = torque_metrics(data.tau, fusion)
         metrics["fusion_gain"] = fusion_gain(metrics["physical"], metrics["fusion"])
         fraction = getattr(model.residual, "out_of_range_fraction_", None)
         if fraction is not None:
             metrics["fusion"]["out_of_range_fraction"] = float(fraction)
+            per_joint = getattr(model.residual, "out_of_range_per_joint_", None)
+            metrics["fusion"]["out_of_range_per_joint"] = per_joint
+    final = physical if fusion is None else fusion
     stem = Path(str(recorded.metadata.get("path", "recording"))).stem
     n = data.n_joints
     header = ["timestamp"] + [
@@ -136,4 +152,6 @@ def run_prediction(config: RunConfig, out_dir: Path) -> dict[str, Any]:
         fmt="%.9g",
     )
     (out_dir / f"metrics_{stem}.json").write_text(json.dumps(to_plain(metrics), indent=2))
+    if config.plots:
+        write_prediction_plots(out_dir / "plots", data, physical, fusion, metrics, stem)
     return metrics

@@ -15,11 +15,13 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.utils import get_args_parser
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.errors import HydraException, MissingConfigException
-from omegaconf.errors import OmegaConfBaseException
+from hydra.errors import ConfigCompositionException, HydraException, MissingConfigException
+from omegaconf import DictConfig
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
+from .config_keys import unknown_key_message
 from .errors import UserError
-from .plugins import get_registry
+from .plugins import PluginRegistry, get_registry
 from .run_config import RunConfig, validate_config
 
 CONFIG_MODULE = "ident_framework.conf"
@@ -55,7 +57,7 @@ def check_command_line(argv: list[str]) -> list[RunConfig]:
         with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
             configs = []
             for job in _job_overrides(list(args.overrides), bool(args.multirun)):
-                cfg = compose(CONFIG_NAME, overrides=[o for o in job if _is_job_override(o)])
+                cfg = _compose_job([o for o in job if _is_job_override(o)], registry)
                 configs.append(validate_config(cfg, registry))
             return configs
     except MissingConfigException as error:
@@ -67,6 +69,42 @@ def check_command_line(argv: list[str]) -> list[RunConfig]:
         ) from None
     finally:
         GlobalHydra.instance().clear()
+
+
+def _unknown_key(error: ConfigCompositionException, overrides: list[str]) -> str | None:
+    """The override Hydra refused because its key does not exist (None: another error)."""
+    if not isinstance(error.__cause__, ConfigAttributeError | ConfigKeyError):
+        return None
+    match = re.match(r"Could not override '([^']+)'", str(error))
+    if match is None:
+        return None
+    return next((o for o in overrides if o.split("=", 1)[0] == match.group(1)), None)
+
+
+def _compose_job(overrides: list[str], registry: PluginRegistry) -> DictConfig:
+    """The job's composed config. An override of a key that does not exist gets, instead of
+    Hydra's advice to add it with +, the valid keys of its section and the closest one: the
+    config is composed again without it (and any further unknown one) to know them."""
+    remaining, unknown = list(overrides), []
+    while True:
+        try:
+            cfg = compose(CONFIG_NAME, overrides=remaining)
+        except ConfigCompositionException as error:
+            override = _unknown_key(error, remaining)
+            if override is None:
+                if not unknown:
+                    raise
+                cfg = compose(CONFIG_NAME, overrides=[o for o in remaining if "." not in o])
+                break
+            unknown.append(override)
+            remaining.remove(override)
+            continue
+        break
+    if unknown:
+        raise UserError(
+            " ".join(unknown_key_message(cfg, o.split("=", 1)[0], o, registry) for o in unknown)
+        )
+    return cfg
 
 
 def _unknown_option_message(error: MissingConfigException) -> str:

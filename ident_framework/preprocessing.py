@@ -66,7 +66,9 @@ class PreprocessingParams:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.lowpass_hz) and self.lowpass_hz > 0):
-            raise ValueError(f"lowpass_hz must be a positive cut-off in Hz, got {self.lowpass_hz}")
+            raise ValueError(
+                f"lowpass_hz must be > 0 Hz (a cut-off frequency), got {self.lowpass_hz:g}"
+            )
         if int(self.filter_order) != self.filter_order or not 1 <= self.filter_order <= 10:
             raise ValueError(f"filter_order must be an integer in 1..10, got {self.filter_order}")
         self.filter_order = int(self.filter_order)

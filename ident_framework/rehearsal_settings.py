@@ -96,9 +96,9 @@ class RehearsalSettings:
             _require(name, getattr(self, name), lambda v: v > 0.0, "> 0 (percent)")
         if not self.plants_anything():
             raise ValueError(
-                "it plants no change (payload_mass_kg 0, link_scale 1 and no joint dynamics "
-                "added), and a rehearsal that recovers unchanged parameters proves nothing: "
-                "plant at least one change"
+                "the rehearsal plants no change (payload_mass_kg 0, link_scale 1, no joint "
+                "dynamics added), and a rehearsal that recovers unchanged parameters proves "
+                "nothing: plant at least one change"
             )
 
     def plants_anything(self) -> bool:

@@ -17,9 +17,40 @@ from .physical_consistency import com_inertia
 from .pipeline import PipelineResult
 from .plain_data import to_plain
 from .plots import write_plots
-from .plugins import get_registry
+from .plugins import DISTRIBUTION, get_registry
 from .prediction import RESIDUAL_FOLDER
 from .twin_export import TWIN_MJCF, TWIN_URDF, write_twin
+
+# Units of the per-joint parameters by their conventional names (a friction plugin may declare
+# its own as `parameter_units`, a dict name -> unit); "" means dimensionless.
+PARAMETER_UNITS = {
+    "fv": "Nm·s/rad",
+    "fc": "Nm",
+    "fs": "Nm",
+    "fc_pos": "Nm",
+    "fc_neg": "Nm",
+    "fs_pos": "Nm",
+    "fs_neg": "Nm",
+    "v_s": "rad/s",
+    "sigma0": "Nm/rad",
+    "sigma1": "Nm·s/rad",
+    "z_ss": "rad",
+    "fs_ratio": "",
+    "delta": "",
+    "Ia": "kg·m²",
+    "offset": "Nm",
+}
+
+
+def parameter_unit(name: str, friction: Any = None) -> str | None:
+    """The unit of a per-joint parameter (None: not known)."""
+    declared = getattr(friction, "parameter_units", None) or {}
+    return declared.get(name, PARAMETER_UNITS.get(name))
+
+
+def _with_unit(name: str, friction: Any) -> str:
+    unit = parameter_unit(name, friction)
+    return f"{name} [{unit}]" if unit else name
 
 
 def joint_parameters(result: PipelineResult) -> list[dict[str, Any]]:
@@ -208,19 +239,10 @@ def summary_lines(result: PipelineResult) -> list[str]:
     lines = [
         f"robot {result.robot.name}: {ident['n_base']} base parameters of {ident['n_standard']},"
         f" cond(W_base) = {ident['cond']:.1f}",
+        models_line(result),
     ]
     for split in ("train", "validation"):
-        for stage in ("physical", "fusion"):
-            if stage not in m[split]:
-                continue
-            values = m[split][stage]
-            per_joint = " ".join(
-                f"{v:.4f}" if v is not None else "nan" for v in values["r2_per_joint"]
-            )
-            lines.append(
-                f"{split:>10} {stage:<8} RMSE {values['rmse']:.4f} Nm  R² {values['r2']:.5f}"
-                f"  (per joint R²: {per_joint})"
-            )
+        lines += metric_lines(split, m[split])
     poor = ident.get("poorly_identified")
     if poor:
         lines.append(
@@ -240,6 +262,71 @@ def summary_lines(result: PipelineResult) -> list[str]:
     if "loop" in m:
         lines += ["closed loop (every round; the lines above are the last one's):"]
         lines += loop_table(m["loop"])
+    return lines
+
+
+def _option(selected: Any) -> str:
+    """'stribeck (ident-stribeck 0.1.0)' for a plugin of another distribution, else 'ls'."""
+    info = selected.info
+    if info.distribution == DISTRIBUTION:
+        return info.name
+    return f"{info.name} ({info.distribution} {info.version})"
+
+
+def models_line(result: PipelineResult) -> str:
+    """Which estimator, friction model and residual learner made these figures, and from
+    which data."""
+    plugins, validation = result.config.plugins, result.config.validation
+    held_out = (
+        f"split (last {100 * validation.split.fraction:g} %)"
+        if validation.split is not None
+        else _option(validation.source)
+    )
+    return (
+        f"estimator {_option(plugins['estimator'])}, friction {_option(plugins['friction'])}, "
+        f"residual {_option(plugins['residual'])}; data: source {_option(plugins['source'])}, "
+        f"validation {held_out}"
+    )
+
+
+def metric_lines(label: str, metrics: dict[str, Any], width: int = 10) -> list[str]:
+    """Pooled RMSE and R² with the per-joint R², of the physical model and (when present) the
+    fusion, as the summary prints them for `label` (train, validation, a recording)."""
+    lines = []
+    for stage in ("physical", "fusion"):
+        if stage not in metrics:
+            continue
+        values = metrics[stage]
+        per_joint = " ".join(f"{v:.4f}" if v is not None else "nan" for v in values["r2_per_joint"])
+        lines.append(
+            f"{label:>{width}} {stage:<8} RMSE {values['rmse']:.4f} Nm  R² {values['r2']:.5f}"
+            f"  (per joint R²: {per_joint})"
+        )
+    return lines
+
+
+def prediction_summary_lines(metrics: dict[str, Any]) -> list[str]:
+    """mode=predict: which saved model predicted which recording, and how well, in the same
+    form as an identification's summary (physical and fused; pooled and per joint)."""
+    data, models = metrics["data"], metrics["models"]
+    how = "filter edges trimmed" + (", resampled to a uniform grid" if data["resampled"] else "")
+    lines = [
+        f"prediction with the model of run {metrics['run']} (estimator {models['estimator']}, "
+        f"friction {models['friction']}, residual {models['residual']})",
+        f"on {data['path']}: {data['samples']} samples ({data['duration_s']:.2f} s) predicted of "
+        f"{data['recorded_samples']} recorded ({how})",
+    ]
+    lines += metric_lines("recording", metrics, width=9)
+    per_joint = " ".join(f"{v:.4f}" for v in metrics["physical"]["rmse_per_joint"])
+    lines.append(f"physical model RMSE per joint (Nm): {per_joint}")
+    if "fusion" in metrics:
+        lines += fusion_lines(
+            data["joint_names"],
+            metrics["physical"],
+            metrics["fusion"],
+            metrics["fusion_gain"],
+            "recording",
+        )
     return lines
 
 
@@ -282,25 +369,60 @@ def twin_lines(result: PipelineResult) -> list[str]:
 
 
 def fusion_table(result: PipelineResult) -> list[str]:
-    """Per joint on the validation data: physical vs fused RMSE, RMSE reduction and R² gain."""
+    """Per joint on the validation data: physical vs fused RMSE, RMSE reduction, R² gain and,
+    for a learner with a range guard, the share of samples outside its training range."""
     validation = result.metrics["validation"]
     if "fusion" not in validation:
         return []
-    gain = validation["fusion_gain"]
-    lines = ["joint                 RMSE physical  RMSE fusion  reduction %  R² gain %"]
-    for j, joint in enumerate(result.robot.joint_names):
-        lines.append(
-            f"{joint:<20}{validation['physical']['rmse_per_joint'][j]:>14.4f}"
-            f"{validation['fusion']['rmse_per_joint'][j]:>13.4f}"
+    return fusion_lines(
+        list(result.robot.joint_names),
+        validation["physical"],
+        validation["fusion"],
+        validation["fusion_gain"],
+        "validation",
+    )
+
+
+def fusion_lines(
+    joints: list[str],
+    physical: dict[str, Any],
+    fusion: dict[str, Any],
+    gain: dict[str, Any],
+    data: str,
+) -> list[str]:
+    """The per-joint fusion table of `data` (a name for the recording) from its metrics."""
+    per_joint = fusion.get("out_of_range_per_joint")
+    header = "joint                 RMSE physical  RMSE fusion  reduction %  R² gain %"
+    lines = [header + ("  outside training range %" if per_joint is not None else "")]
+    for j, joint in enumerate(joints):
+        line = (
+            f"{joint:<20}{physical['rmse_per_joint'][j]:>14.4f}"
+            f"{fusion['rmse_per_joint'][j]:>13.4f}"
             f"{gain['rmse_reduction_percent'][j]:>13.2f}{gain['r2_gain_percent'][j]:>11.3f}"
         )
-    fraction = validation["fusion"].get("out_of_range_fraction")
+        if per_joint is not None:
+            line += f"{100 * per_joint[j]:>27.2f}"
+        lines.append(line)
+    fraction = fusion.get("out_of_range_fraction")
     if fraction is not None:
         lines.append(
-            f"validation samples outside the learner's training range (physical model only): "
-            f"{100 * fraction:.2f} %"
+            f"{data} samples with at least one joint outside the residual learner's training "
+            f"range: {100 * fraction:.2f} % (a joint outside it gets no correction there: "
+            "physical model only; per joint in the table)"
         )
     return lines
+
+
+def _table(joints: list[str], headers: list[str], cells: list[list[str]]) -> list[str]:
+    """Rows of `cells` (one list per joint) under `headers`, right-aligned, each column as wide
+    as its widest entry plus two spaces."""
+    widths = [max(len(h), *(len(row[i]) for row in cells)) + 2 for i, h in enumerate(headers)]
+    first = max(len("joint"), *map(len, joints)) + 1
+
+    def line(name: str, texts: list[str]) -> str:
+        return name.ljust(first) + "".join(t.rjust(w) for t, w in zip(texts, widths, strict=True))
+
+    return [line("joint", headers)] + [line(j, row) for j, row in zip(joints, cells, strict=True)]
 
 
 def friction_table(result: PipelineResult) -> list[str]:
@@ -317,12 +439,13 @@ def friction_table(result: PipelineResult) -> list[str]:
     ]
     names = list(comparison["identified"])
     true = comparison.get("true", {})
-    width = 24 if true else 12
-    lines.append(
-        "joint".ljust(20)
-        + "".join((f"{k} (true, err %)" if k in true else k).rjust(width) for k in names)
-    )
-    for j, joint in enumerate(result.robot.joint_names):
+    friction = result.builder.friction
+    headers = [
+        f"{_with_unit(k, friction)} (true, err %)" if k in true else _with_unit(k, friction)
+        for k in names
+    ]
+    rows = []
+    for j in range(result.robot.n_joints):
         cells = []
         for name in names:
             text = f"{comparison['identified'][name][j]:.4g}"
@@ -330,8 +453,9 @@ def friction_table(result: PipelineResult) -> list[str]:
                 error = comparison["error_percent"][name][j]
                 shown = "-" if error is None else f"{error:+.1f}"
                 text += f" ({true[name][j]:.4g}, {shown})"
-            cells.append(text.rjust(width))
-        lines.append(joint.ljust(20) + "".join(cells))
+            cells.append(text)
+        rows.append(cells)
+    lines += _table(list(result.robot.joint_names), headers, rows)
     if fit.at_bounds:
         shown = ", ".join(f"{result.robot.joint_names[j]}.{name}" for j, name in fit.at_bounds)
         lines.append(f"warning: on a bound of the friction plugin's config: {shown}")
@@ -345,20 +469,22 @@ def joint_parameter_table(result: PipelineResult) -> list[str]:
     if not keys:
         return []
     truth = result.truth_theta is not None
-    header = "joint".ljust(20) + "".join(
-        (f"{k} (true)" if truth else k).rjust(22 if truth else 12) for k in keys
-    )
-    lines = [header]
+    friction = result.builder.friction
+    headers = [
+        f"{_with_unit(k, friction)} (true)" if truth else _with_unit(k, friction) for k in keys
+    ]
+    cells = []
     for row in rows:
-        cells = []
+        texts = []
         for key in keys:
             entry = row[key]
             mark = "" if entry["identifiable_alone"] else "*"
             text = f"{entry['value']:.4g}{mark}"
             if truth:
                 text += f" ({entry['true']:.4g})"
-            cells.append(text.rjust(22 if truth else 12))
-        lines.append(row["joint"].ljust(20) + "".join(cells))
+            texts.append(text)
+        cells.append(texts)
+    lines = _table([row["joint"] for row in rows], headers, cells)
     if any(not row[k]["identifiable_alone"] for row in rows for k in keys):
         lines.append("* not identifiable on its own (merged into a base parameter)")
     return lines

@@ -31,8 +31,9 @@ Files (`save`/`load`): `bpnn_weights.pt` (state dict of tensors only, read back 
 scalers, training ranges, best epochs, loss history, torch version). A reloaded model
 reproduces the predictions bitwise on the CPU.
 
-torch is imported only inside the methods that need it (this module is imported at every
-start of the command line).
+torch is an optional dependency (the `bpnn` extra): it is imported only inside the functions
+that need it (this module is imported at every start of the command line), and validating a
+`residual=bpnn` config without it is a UserError naming the install command.
 """
 
 from __future__ import annotations
@@ -65,6 +66,24 @@ FORMAT = "ident_framework.bpnn/1"
 N_THREADS = 1
 _DEVICE_PATTERN = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 _STD_FLOOR = 1e-12  # a feature or residual with a smaller std is not scaled (std taken as 1)
+TORCH_BUILDS_URL = "https://pytorch.org/get-started/locally/"
+
+
+def require_torch() -> None:
+    """Import torch, or raise a UserError saying how to install it (the `bpnn` extra)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError as error:
+        raise UserError(
+            f"residual=bpnn needs PyTorch, which this Python environment ({sys.executable}) "
+            f'cannot import ({error}). Install the bpnn extra: `pip install -e ".[bpnn]"` in '
+            'a clone of ident_framework, `pip install "ident-framework[bpnn]"` otherwise. That '
+            "installs PyTorch's default build for this platform (on Linux a CUDA build of "
+            "several GB); to choose the build, install torch first: the CPU build with "
+            "`pip install torch --index-url https://download.pytorch.org/whl/cpu`, a CUDA build "
+            "with `--index-url https://download.pytorch.org/whl/cu<version>` (the versions are "
+            f"listed at {TORCH_BUILDS_URL}). Or run without the residual learner: residual=none."
+        ) from None
 
 
 @dataclass
@@ -119,6 +138,7 @@ class BpnnParams:
             setattr(self, name, float(value))
             return float(value)
 
+        require_torch()  # before any job runs: the learner cannot train or load without it
         if self.inputs not in ("joint", "full"):
             raise ValueError(f"inputs must be 'joint' or 'full', got {self.inputs!r}")
         integer("hidden_width", 1)
@@ -368,7 +388,7 @@ class BpnnResidual:
                 desc="bpnn residual",
                 unit="epoch",
                 file=sys.stderr,
-                disable=not p.progress,
+                disable=None if p.progress else True,  # None: off when not a TTY
                 leave=False,
             )
             epoch = 0

@@ -20,6 +20,8 @@ from .plugin_config import build_params, group_values, validate_plugin_config
 from .plugins import PluginInfo, PluginRegistry
 from .preprocessing import PreprocessingParams
 from .rehearsal_settings import RehearsalSettings, check_rehearsal_sources
+from .required_values import missing_values_message
+from .suggestions import did_you_mean
 
 # config group -> extension point
 PLUGIN_GROUPS = {
@@ -160,12 +162,32 @@ class RunConfig:
     online: OnlineSettings = field(default_factory=OnlineSettings)
 
 
+# core config sections (not plugin groups) -> their schema
+SECTION_SCHEMAS: dict[str, type] = {
+    "robot": RobotSettings,
+    "preprocessing": PreprocessingParams,
+    "regressor": RegressorSettings,
+    "base_parameters": BaseParameterSettings,
+    "rehearsal": RehearsalSettings,
+    "loop": LoopSettings,
+}
+
+
 def _section(cfg: DictConfig, key: str) -> dict[str, Any]:
     return group_values(cfg[key], key) if key in cfg and cfg[key] is not None else {}
 
 
+def _settings(cfg: DictConfig, key: str) -> Any:
+    """The validated schema instance of the core section `key`."""
+    schema = SECTION_SCHEMAS[key]
+    return build_params(schema, _section(cfg, key), key, f"the {key} settings", name_owner=False)
+
+
 def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
     """Check a composed config; raise UserError naming the first bad key."""
+    missing = missing_values_message(cfg)
+    if missing:
+        raise UserError(missing)
     plugins = {}
     for group, kind in PLUGIN_GROUPS.items():
         if group not in cfg:
@@ -181,7 +203,9 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
     if validation_values.get("plugin") == SPLIT:
         validation_values.pop("plugin")
         validation = ValidationChoice(
-            split=build_params(SplitSettings, validation_values, "validation", "split validation")
+            split=build_params(
+                SplitSettings, validation_values, "validation", "validation=split", name_owner=False
+            )
         )
     else:
         trajectory_values = validation_values.pop("trajectory", None)
@@ -199,41 +223,32 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
 
     mode = str(cfg.get("mode", "identify"))
     if mode not in MODES:
-        raise UserError(f"Unknown mode '{mode}' (config key 'mode'); available: {list(MODES)}.")
+        raise UserError(
+            f"mode={mode} is not a mode;{did_you_mean(mode, MODES)} Use one of {list(MODES)}."
+        )
     run = cfg.get("run")
     if mode == "predict" and not run:
         raise UserError(
             "mode=predict applies a saved identification to a new recording: give "
             "run=DIR (the run directory of that identification) and source=csv source.path=FILE."
         )
-    rehearsal = build_params(
-        RehearsalSettings, _section(cfg, "rehearsal"), "rehearsal", "rehearsal settings"
-    )
+    rehearsal = _settings(cfg, "rehearsal")
     if mode == "rehearse":
         check_rehearsal_sources(plugins["source"], validation)
-    loop = build_params(LoopSettings, _section(cfg, "loop"), "loop", "closed loop")
+    loop = _settings(cfg, "loop")
     _check_loop(loop, mode, plugins["source"])
     seed, chunk_size = cfg.get("seed", 0), cfg.get("chunk_size", 2000)
     if not isinstance(seed, int) or isinstance(seed, bool):
-        raise UserError(f"Config key 'seed' must be an integer, got {seed!r}.")
+        raise UserError(f"seed must be an integer, got {seed!r}.")
     if not isinstance(chunk_size, int) or chunk_size < 1:
-        raise UserError(f"Config key 'chunk_size' must be a positive integer, got {chunk_size!r}.")
+        raise UserError(f"chunk_size must be an integer >= 1 (samples), got {chunk_size!r}.")
     return RunConfig(
-        robot=build_params(RobotSettings, _section(cfg, "robot"), "robot", "robot"),
+        robot=_settings(cfg, "robot"),
         plugins=plugins,
         validation=validation,
-        preprocessing=build_params(
-            PreprocessingParams, _section(cfg, "preprocessing"), "preprocessing", "preprocessing"
-        ),
-        regressor=build_params(
-            RegressorSettings, _section(cfg, "regressor"), "regressor", "regressor"
-        ),
-        base_parameters=build_params(
-            BaseParameterSettings,
-            _section(cfg, "base_parameters"),
-            "base_parameters",
-            "base parameters",
-        ),
+        preprocessing=_settings(cfg, "preprocessing"),
+        regressor=_settings(cfg, "regressor"),
+        base_parameters=_settings(cfg, "base_parameters"),
         seed=seed,
         chunk_size=chunk_size,
         plots=bool(cfg.get("plots", True)),

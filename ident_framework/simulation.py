@@ -39,7 +39,8 @@ from .simulated_robot import SimulatedTruth, truth_from_robot
 from .true_friction import TrueFriction
 from .ur_description import UR_JOINTS
 
-# PD gains that track a UR e-Series arm to ~5e-5 rad at 1 kHz (DESIGN.md), base to wrist 3.
+# PD gains that track a UR e-Series arm to ~5e-5 rad at 1 kHz (measured with computed-torque
+# feed-forward; wrist joints go unstable above kd ≈ 30 Nm·s/rad), base to wrist 3.
 UR_KP = (2000.0, 2000.0, 1500.0, 600.0, 600.0, 400.0)  # Nm/rad
 UR_KD = (100.0, 100.0, 80.0, 15.0, 10.0, 5.0)  # Nm·s/rad
 ENCODER_RESOLUTION = 2.0 * math.pi / 2**20  # rad, a 20-bit absolute encoder
@@ -142,7 +143,7 @@ def default_gains(
     """(kp Nm/rad, kd Nm·s/rad) per joint, tuned on the robot being driven (as a real
     controller is tuned on the real arm).
 
-    UR arms: the DESIGN.md gains (tuned at 1 kHz; kd scaled by rate/1 kHz and kp by its square
+    UR arms: UR_KP, UR_KD (tuned at 1 kHz; kd scaled by rate/1 kHz and kp by its square
     below 1 kHz). Other arms: a PD of bandwidth 0.1·sim rate rad/s and damping ratio 0.7 on the
     largest diagonal joint inertia M_jj (kg·m², rotor inertia included) along the reference.
     Both are then lowered, per joint, as far as the explicit integrator needs to stay stable:
@@ -287,7 +288,8 @@ def simulate(
     ddq = np.empty((n_rows, n))
     step = mujoco.mj_step
     with tqdm(
-        total=n_steps, desc="MuJoCo", unit="step", file=sys.stderr, disable=not progress,
+        total=n_steps, desc="MuJoCo", unit="step", file=sys.stderr,
+        disable=None if progress else True,  # None: off when stderr is no terminal
         leave=False,
     ) as bar:  # fmt: skip
         for start in range(0, n_rows, _PROGRESS_CHUNK // ratio or 1):

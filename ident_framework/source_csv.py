@@ -33,9 +33,7 @@ class CsvSourceParams:
 
     def __post_init__(self) -> None:
         if not self.path:
-            raise ValueError(
-                "path is required: give source.path=FILE (validation.path=FILE for validation)"
-            )
+            raise ValueError("path is required (the CSV file to read)")
         self.path = str(self.path)
         if self.torque_column not in TORQUE_COLUMNS:
             raise ValueError(

@@ -524,7 +524,7 @@ class FourierGenerator:
             total=params.n_candidates + search.refine_evaluations(params.n_refine),
             desc="fourier excitation",
             file=sys.stderr,
-            disable=not params.progress,
+            disable=None if params.progress else True,  # None: off when not a TTY
             mininterval=0.5,
         ) as bar:
             search.bar = bar

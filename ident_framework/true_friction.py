@@ -21,6 +21,7 @@ import numpy as np
 
 from . import friction_terms
 from .errors import UserError
+from .suggestions import closest
 
 
 @dataclass(frozen=True)
@@ -112,9 +113,11 @@ def parse_true_friction(values: dict[str, Any] | None, key: str) -> TrueFriction
     names = friction_terms.physical_names(model)
     unknown = sorted(set(given) - set(names))
     if unknown:
+        match = closest(unknown[0], names)
+        hint = f" Did you mean '{key}.parameters.{match}'?" if match else ""
         raise UserError(
             f"Unknown true friction parameter(s) {[f'{key}.parameters.{n}' for n in unknown]} "
-            f"for the friction plugin '{info.name}'; its parameters are {list(names)}."
+            f"for the friction plugin '{info.name}'.{hint} Its parameters are {list(names)}."
         )
     for name, value in given.items():
         ok = _number(value) or (

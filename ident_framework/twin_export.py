@@ -69,13 +69,17 @@ def identified_dynamics(
     )
 
 
-def twin_problems(robot: RobotModel, dynamics: TwinDynamics) -> list[str]:
+def twin_problems(
+    robot: RobotModel, dynamics: TwinDynamics, mass_share: np.ndarray | None = None
+) -> list[str]:
     """Why these parameters cannot be written (empty: they can): each link that breaks a
-    physical condition (`physical_consistency.check_link`), and negative joint terms."""
+    physical condition (`physical_consistency.check_link`; `mass_share` (n,) per link, the
+    identifiable share of its mass, None: all identified), and negative joint terms."""
     problems = []
     for j, joint in enumerate(robot.joint_names):
         link = dynamics.inertial[N_INERTIAL * j : N_INERTIAL * (j + 1)]
-        problems += [f"link of {joint}: {problem}" for problem in check_link(link)]
+        share = 1.0 if mass_share is None else float(mass_share[j])
+        problems += [f"link of {joint}: {problem}" for problem in check_link(link, 1e-12, share)]
     for label, values, unit in (
         ("rotor inertia", dynamics.armature, "kg·m²"),
         ("viscous friction", dynamics.damping, "Nm·s/rad"),

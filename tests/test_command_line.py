@@ -50,18 +50,19 @@ def test_unknown_option_lists_installed_ones(tmp_path: Path):
 
 def test_bad_plugin_value_names_the_key(tmp_path: Path):
     result = run_cli("friction.dead_band=-0.5", f"hydra.run.dir={tmp_path / 'run'}")
-    assert_user_error(result, "friction", "dead_band must be >= 0")
+    assert_user_error(result, "friction.dead_band must be >= 0 rad/s, got -0.5")
     assert not (tmp_path / "run").exists()
 
 
 def test_wrong_type_names_the_key(tmp_path: Path):
     result = run_cli("friction.dead_band=fast", f"hydra.run.dir={tmp_path / 'run'}")
-    assert_user_error(result, "friction.dead_band", "not a number")
+    assert_user_error(result, "friction.dead_band must be a number, got 'fast'")
 
 
 def test_unknown_key_is_refused(tmp_path: Path):
     result = run_cli("friction.deadband=0.1", f"hydra.run.dir={tmp_path / 'run'}")
-    assert_user_error(result, "friction.deadband")
+    assert_user_error(result, "'friction.deadband'", "Did you mean 'friction.dead_band'?")
+    assert "+friction" not in result.stderr
 
 
 def test_sweep_with_one_bad_job_fails_before_any_job_runs(tmp_path: Path):

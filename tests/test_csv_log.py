@@ -163,12 +163,55 @@ def _case_currents_without_constants(tmp_path):
 
 def _case_too_many_joints(tmp_path):
     path = write_csv(tmp_path / "log.csv", make_columns(n_joints=4))
-    return path, {}, ["actual_q_0..actual_q_3", "3 joints", "actual_q_0..actual_q_2"]
+    return path, {}, ["actual_q_0..actual_q_3", "3-joint robot", "actual_q_0..actual_q_2",
+                      "actual_q_3 belongs to no joint", "looks like a 4-joint robot's"]  # fmt: skip
 
 
 def _case_too_few_joints(tmp_path):
     path = write_csv(tmp_path / "log.csv", make_columns(n_joints=2))
-    return path, {}, ["actual_q_0..actual_q_1", "3 joints"]
+    return path, {}, ["actual_q_0..actual_q_1", "3-joint robot", "actual_q_2 is missing",
+                      "looks like a 2-joint robot's"]  # fmt: skip
+
+
+def _rename_column(path: Path, old: str, new: str) -> Path:
+    lines = path.read_text().splitlines()
+    names = lines[0].split(",")
+    assert old in names
+    lines[0] = ",".join(new if name == old else name for name in names)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _case_misspelt_velocity_column(tmp_path):
+    # before: "has 2 'actual_qd_*' column(s) ... but the robot has 3 joints ... Record the log
+    # from the robot you identify, or pick the matching robot= option."
+    path = _rename_column(_good(tmp_path), "actual_qd_1", "actual_qdd_1")
+    return path, {}, ["actual_qd_1 is missing", "'actual_qdd_1' (column 6)",
+                      "Rename that column to actual_qd_1"]  # fmt: skip
+
+
+def _case_misspelt_velocity_group(tmp_path):
+    path = _good(tmp_path)
+    for j in range(3):
+        _rename_column(path, f"actual_qd_{j}", f"actual_qdot_{j}")
+    return path, {}, ["actual_qd_0..actual_qd_2", "'actual_qdot_0' (column 5) close to actual_qd_0"]
+
+
+def _case_renamed_time_column(tmp_path):
+    # before: "lacks the column(s) timestamp needed for the 3-joint robot ..."
+    path = _rename_column(_good(tmp_path), "timestamp", "time_s")
+    return path, {}, ["no time column 'timestamp'", "'time_s' (column 1)",
+                      "source.time_column=time_s"]  # fmt: skip
+
+
+def _case_unnamed_time_column(tmp_path):
+    path = _rename_column(_good(tmp_path), "timestamp", "abc")
+    return path, {}, ["no time column 'timestamp'", "source.time_column=NAME", "abc, actual_q_0"]
+
+
+def _case_validation_time_column(tmp_path):
+    path = _rename_column(_good(tmp_path), "timestamp", "Timestamps")
+    return path, {"config_prefix": "validation."}, ["validation.time_column=Timestamps"]
 
 
 def _case_wrong_constant_count(tmp_path):
@@ -245,6 +288,11 @@ ERROR_CASES = [
     _case_currents_without_constants,
     _case_too_many_joints,
     _case_too_few_joints,
+    _case_misspelt_velocity_column,
+    _case_misspelt_velocity_group,
+    _case_renamed_time_column,
+    _case_unnamed_time_column,
+    _case_validation_time_column,
     _case_wrong_constant_count,
     _case_non_numeric,
     _case_ragged_row,
@@ -292,7 +340,7 @@ def test_plausible_radians_are_accepted_up_to_the_limits(tmp_path):
 
 # --- the `csv` data source plugin ------------------------------------------------------------
 def test_params_validation():
-    with pytest.raises(ValueError, match="path is required: give source.path=FILE"):
+    with pytest.raises(ValueError, match="path is required"):
         CsvSourceParams()
     with pytest.raises(ValueError, match="torque_column"):
         CsvSourceParams(path="x.csv", torque_column="actual_torque")

@@ -1,23 +1,52 @@
-"""Non-editable install and third-party plugins, in a fresh virtual environment.
+"""Non-editable install, torch absent, third-party plugins: in a fresh virtual environment.
 
-The project is built as a wheel and installed (without dependencies: the venv sees the system
-site-packages for numpy, Pinocchio, MuJoCo, Hydra) into a new venv; the command line then runs
-from an unrelated directory, so conf/ must come from the installed package. A tiny plugin
-distribution written here, exactly as a third party would, adds a friction option.
+The project is built as a wheel from a copy of the checkout in a temporary folder (so the
+checkout is left as it was) and installed without dependencies into a new venv. That venv sees
+the site-packages of the interpreter running the tests (a `.pth` file adds them, so it works the
+same from a global interpreter and from inside any venv) for numpy, Pinocchio, MuJoCo, Hydra —
+but not torch, which an import blocker in the venv hides, as it is an optional extra. The
+command line then runs from an unrelated directory, so conf/ must come from the installed
+package. A tiny plugin distribution written here, exactly as a third party would, adds a
+friction option. The last test checks that none of this wrote into the checkout.
 """
 
 from __future__ import annotations
 
+import pkgutil
+import shutil
+import site
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from pathlib import Path
 
 import pytest
 
+import ident_framework
+
 from conftest import REPO, run_cli
 
 pytestmark = pytest.mark.slow
+
+# What a build or a run leaves in a checkout, not copied into the build folder.
+NOT_BUILT_FROM = (".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache",
+                  ".ruff_cache", "outputs", "multirun", "runs")  # fmt: skip
+# Imported by every python of the venv (a .pth line): `import torch` fails as if not installed.
+NO_TORCH_MODULE = """
+import importlib.abc
+import sys
+
+
+class NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, NoTorch())
+"""
 
 TINY_PYPROJECT = """
 [build-system]
@@ -90,7 +119,8 @@ packages = ["ident_broken_plugin"]
 
 
 def _wheel(project: Path, folder: Path) -> Path:
-    """Build a project's wheel with this interpreter's setuptools (no download)."""
+    """Build a project's wheel with this interpreter's setuptools (no download). setuptools
+    builds in the project folder (build/, *.egg-info): give it a copy, not a checkout."""
     before = set(folder.glob("*.whl")) if folder.exists() else set()
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
@@ -102,10 +132,12 @@ def _wheel(project: Path, folder: Path) -> Path:
 
 
 def _install(python: Path, project: Path, wheels: Path | None = None) -> None:
-    """Install a project into the venv as a user would: from its built wheel."""
+    """Install a project into the venv as a user would: from its built wheel. The venv also
+    sees this interpreter's packages (a development install of the project among them):
+    --ignore-installed installs the wheel into the venv and leaves those alone."""
     wheel = _wheel(project, wheels or project.parent / f"{project.name}-wheels")
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--no-deps",
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--ignore-installed",
          "--disable-pip-version-check", str(wheel)],
         check=True,
     )  # fmt: skip
@@ -119,15 +151,114 @@ def _write(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def venv_python(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("venv")
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", str(root / "env")], check=True
-    )
-    python = root / "env" / "bin" / "python"
-    _install(python, REPO, root / "wheels")
+def site_directories() -> list[str]:
+    """This interpreter's site-packages folders, in sys.path order: a venv's own (and the base
+    interpreter's when it was made with --system-site-packages), the user site when enabled,
+    or the global interpreter's."""
+    site_dirs = {*site.getsitepackages(), sysconfig.get_path("purelib")}
+    site_dirs.add(sysconfig.get_path("platlib"))
+    if site.ENABLE_USER_SITE:
+        site_dirs.add(site.getusersitepackages())
+    return list(dict.fromkeys(path for path in sys.path if path in site_dirs))
+
+
+def make_venv(root: Path, hide_torch: bool) -> Path:
+    """A new venv whose python also sees this interpreter's site-packages (after its own,
+    their .pth files processed), optionally with torch hidden; returns its python."""
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
+    python = root / "bin" / "python"
+    own = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    lines = [f"import site; site.addsitedir({path!r})" for path in site_directories()]
+    if hide_torch:
+        (Path(own) / "_ident_test_no_torch.py").write_text(NO_TORCH_MODULE)
+        lines.insert(0, "import _ident_test_no_torch")
+    (Path(own) / "_ident_test_parent_site.pth").write_text("\n".join(lines) + "\n")
     return python
+
+
+def checkout_state() -> set[str] | None:
+    """`git status` of the checkout, untracked and ignored files included (bytecode caches
+    left out); None when it is not a git checkout."""
+    if shutil.which("git") is None:
+        return None
+    status = subprocess.run(
+        ["git", "-C", str(REPO), "status", "--porcelain", "--ignored", "--untracked-files=all"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if status.returncode != 0:
+        return None
+    lines = set(status.stdout.splitlines())
+    return {line for line in lines if "__pycache__" not in line and ".pytest_cache" not in line}
+
+
+@pytest.fixture(scope="module")
+def checkout_before() -> set[str] | None:
+    return checkout_state()
+
+
+@pytest.fixture(scope="module")
+def venv_python(checkout_before, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("venv")
+    python = make_venv(root / "env", hide_torch=True)
+    source = root / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*NOT_BUILT_FROM))
+    _install(python, source, root / "wheels")
+    return python
+
+
+def test_venv_sees_the_test_interpreters_packages_but_not_torch(venv_python: Path):
+    probe = (
+        "import hydra, mujoco, pinocchio\n"
+        "try:\n    import torch\nexcept ModuleNotFoundError as e:\n    print('absent', e.name)\n"
+    )
+    result = subprocess.run([str(venv_python), "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "absent torch"
+
+
+def test_every_module_imports_without_torch(venv_python: Path, tmp_path: Path):
+    """No import path of the package needs torch (only training or loading bpnn does)."""
+    names = sorted(
+        info.name
+        for info in pkgutil.walk_packages(ident_framework.__path__, "ident_framework.")
+        if not info.name.startswith("ident_framework.conf")
+    )
+    assert "ident_framework.residual_bpnn" in names and "ident_framework.__main__" in names
+    code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)"
+    result = subprocess.run(
+        [str(venv_python), "-c", code, "ident_framework", *names],
+        cwd=tmp_path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_default_run_needs_no_torch(venv_python: Path, tmp_path: Path):
+    run = tmp_path / "run"
+    result = run_cli(
+        "trajectory.n_candidates=40", "trajectory.n_refine=0", "trajectory.progress=false",
+        f"hydra.run.dir={run}", cwd=tmp_path, python=str(venv_python),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (run / "metrics.json").is_file() and (run / "plots").is_dir()
+    assert "R²" in result.stdout
+
+
+def test_bpnn_without_torch_says_how_to_install_it(venv_python: Path, tmp_path: Path):
+    result = run_cli(
+        "residual=bpnn", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path,
+        python=str(venv_python),
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr[-3000:]
+    message = result.stderr.strip()
+    assert "Traceback" not in message and len(message.splitlines()) == 1, message
+    assert "residual=bpnn needs PyTorch" in message and "No module named 'torch'" in message
+    assert 'pip install -e ".[bpnn]"' in message and "ident-framework[bpnn]" in message
+    assert "--index-url https://download.pytorch.org/whl/cpu" in message
+    assert "whl/cu<version>" in message and "residual=none" in message
+    assert not (tmp_path / "run").exists()  # refused before anything ran
 
 
 def test_wheel_install_runs_from_any_directory(venv_python: Path, tmp_path: Path):
@@ -199,3 +330,12 @@ def test_third_party_plugin_appears_without_core_change(venv_python: Path, tmp_p
     failed = run_cli("--cfg", "job", cwd=tmp_path, python=python)
     assert failed.returncode == 2
     assert "ident-broken-plugin" in failed.stderr and "Traceback" not in failed.stderr
+
+
+def test_the_checkout_is_left_unchanged(venv_python: Path, checkout_before: set[str] | None):
+    """Building the project's wheel and the venv wrote only to temporary folders (runs last in
+    this module: the wheel was built and installed by the fixture, the plugins by the tests)."""
+    if checkout_before is None:
+        pytest.skip("not a git checkout")
+    after = checkout_state()
+    assert after == checkout_before, sorted(after ^ checkout_before)

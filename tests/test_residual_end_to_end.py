@@ -90,20 +90,37 @@ def test_wrong_device_is_a_user_error(tmp_path: Path):
 
 
 def test_fusion_corrects_an_unmodelled_effect_on_a_different_motion(tmp_path: Path):
-    """The simulated robot has position-dependent friction the physical model lacks; the
-    validation motion is a different (random Fourier) motion inside the identification's
-    workspace. The fused model beats the physical one on it (measured 1.4694 -> 1.4487 Nm with
-    the defaults; joints 2, 3 and 6 improve, joint 4 gets worse: see experiments/README.md)."""
+    """The simulated robot has position-dependent friction the physical model lacks, three
+    times the default size (`source.unmodelled_scale=3`); the validation motion is a different
+    (random Fourier) motion inside the identification's workspace. The fused model beats the
+    physical one on it: measured 2.4751 -> 2.3941 Nm (-3.3 %), joints 1, 2, 3, 5 and 6 better.
+
+    Why this case (experiments/README.md, residual_robustness): the excitation is the best of
+    the Monte-Carlo candidates, without the CMA-ES refinement (`trajectory.n_refine=0`). The
+    refinement turns the last bits of OpenBLAS's CPU-specific kernels into a different
+    excitation: with the default search and the default effect size this test measured
+    1.4694 -> 1.4487 Nm here (AVX-512 kernels) and 1.4733 -> 1.9899 Nm with
+    OPENBLAS_CORETYPE=Haswell (the figures issue 11 reported from a fresh venv). Without
+    refinement the data are identical under the SkylakeX, Haswell and Sandybridge kernels, and
+    the per-joint gains agree within 0.2 % points under those, with torch 2.13.0 and 2.14.1 and
+    with ATen's generic CPU kernels (ATEN_CPU_CAPABILITY=default). Across data seeds 0-5 x
+    learner seeds 0-2 the gain is not robust at the default effect size (fused worse on 16 of 18
+    without refinement, 5 of 23 with it) nor, with refinement, at three times the size (2 of 18;
+    5 of 18 with the Haswell kernels); three times the size without refinement, fused was
+    better on all 18 (-0.6 to -9.3 %) under two kernels. Issue 14 rebuilds the learner with
+    held-out acceptance."""
     run = tmp_path / "run"
     box = "[[-1,1],[-1,1],[-1,1],[-1,1],[-1,1],[-1,1]]"
     result = run_cli(
-        "source.unmodelled=position", "residual=bpnn", "residual.progress=false",
-        "validation=mujoco_fourier", f"trajectory.position_limits={box}",
-        "trajectory.progress=false", "plots=false", f"hydra.run.dir={run}", cwd=tmp_path,
+        "source.unmodelled=position", "source.unmodelled_scale=3", "residual=bpnn",
+        "residual.progress=false", "validation=mujoco_fourier",
+        f"trajectory.position_limits={box}", "trajectory.n_refine=0", "trajectory.progress=false",
+        "plots=false", f"hydra.run.dir={run}", cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     validation = json.loads((run / "metrics.json").read_text())["validation"]
     physical, fusion = validation["physical"]["rmse"], validation["fusion"]["rmse"]
-    print(f"validation RMSE physical {physical:.4f} Nm, fused {fusion:.4f} Nm")
+    gains = validation["fusion_gain"]["rmse_reduction_percent"]
+    print(f"validation RMSE physical {physical:.4f} Nm, fused {fusion:.4f} Nm; gains {gains}")
     assert fusion < physical
-    assert sum(g > 0 for g in validation["fusion_gain"]["rmse_reduction_percent"]) >= 2
+    assert sum(gain > 1.0 for gain in gains) >= 3  # percent; a kept untrained network is ~0

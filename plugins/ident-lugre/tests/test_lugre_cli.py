@@ -91,9 +91,23 @@ def test_option_listed_and_composed(tmp_path: Path):
 def test_bad_config_value_names_key_and_plugin(tmp_path: Path):
     run = tmp_path / "run"
     result = run_cli("friction=lugre", "friction.z_ss=0.5", f"hydra.run.dir={run}", cwd=tmp_path)
-    assert_user_error(result, "'friction' of the friction plugin 'lugre'", "z_ss_bounds")
+    assert_user_error(
+        result,
+        "friction.z_ss (0.5) must lie within friction.z_ss_bounds",
+        "(the friction plugin 'lugre' from ident-lugre)",
+    )
     result = run_cli("friction=lugre", "friction.v_s=fast", f"hydra.run.dir={run}", cwd=tmp_path)
-    assert_user_error(result, "friction.v_s", "not a number")
+    assert_user_error(result, "friction.v_s must be a number, got 'fast'")
+    # a misspelt key: the plugin's keys (from its schema) and the closest, no advice to add it
+    result = run_cli("friction=lugre", "friction.v_ss=0.1", f"hydra.run.dir={run}", cwd=tmp_path)
+    message = assert_user_error(
+        result,
+        "Unknown config key 'friction.v_ss'",
+        "Did you mean 'friction.v_s'?",
+        "the friction plugin 'lugre' from ident-lugre",
+        "fs_ratio_bounds",
+    )
+    assert "+friction" not in message
     # the same plugin as the simulated robot's true friction: its parameter names are checked
     result = run_cli(
         "source.true_friction.plugin=lugre", "+source.true_friction.parameters.sigma2=1.0",
