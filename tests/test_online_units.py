@@ -1,5 +1,5 @@
 """Unit tests of mode=online's building blocks: causal filter (analytic signals, exact delay),
-ring buffer, sliding fit, CUSUM (false-alarm rate, detection delay), client queues, settings."""
+ring buffer, sliding fit, sliding-window LS against a batch solve, CUSUM (false-alarm rate, detection delay), client queues, settings."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ident_framework.online.client_queues import ClientQueues
 from ident_framework.online.drift import CusumDetector
 from ident_framework.online.ring_buffer import RingBuffer
 from ident_framework.online.settings import online_settings
+from ident_framework.online.sliding_ls import SlidingWindowLeastSquares
 from ident_framework.online.sliding_metrics import SlidingFit
 
 
@@ -102,6 +103,52 @@ def test_sliding_fit_equals_the_definition_on_its_window():
     np.testing.assert_allclose(fit.rmse, np.sqrt((e**2).mean(axis=0)), rtol=1e-9)
     np.testing.assert_allclose(fit.r2, 1 - (e**2).sum(axis=0) / sst, rtol=1e-9)
     assert fit.pooled_r2 == pytest.approx(1 - (e**2).sum() / sst.sum(), rel=1e-9)
+
+
+def batch_solution(phi, y, ridge, prior):
+    """argmin ||y - phi theta||² + ridge ||theta - prior||² over stacked rows (numpy lstsq)."""
+    r = phi.shape[-1]
+    a = np.vstack([phi.reshape(-1, r), np.sqrt(ridge) * np.eye(r)])
+    b = np.concatenate([y.reshape(-1), np.sqrt(ridge) * prior])
+    return np.linalg.lstsq(a, b, rcond=None)[0]
+
+
+def test_sliding_ls_equals_a_batch_solve_over_its_window_and_forgets_what_left_it():
+    """Samples of n = 3 rows and r = 5 parameters whose true value changes at sample 600:
+    after each update the estimate is the batch LS of exactly the samples the window holds
+    (completed blocks of 20 plus the current one), and 400 samples after the change it is
+    the new value; restart_window keeps the estimate; shorten uses the newest blocks only."""
+    rng = np.random.default_rng(3)
+    m, n, r, window, block, ridge = 1200, 3, 5, 200, 20, 1e-3
+    phi = rng.normal(size=(m, n, r)) * [1.0, 10.0, 0.1, 3.0, 1.0]
+    before, after = rng.normal(size=r), rng.normal(size=r)
+    truth = np.where(np.arange(m)[:, None] < 600, before, after)
+    y = np.einsum("knr,kr->kn", phi, truth) + 0.01 * rng.normal(size=(m, n))
+    prior = np.zeros(r)
+    ls = SlidingWindowLeastSquares(prior, window, block, ridge)
+    for k in range(m):
+        error = ls.update(phi[k], y[k], 0.002 * k)
+        if k in (5, 199, 250, 777, m - 1):
+            held = ls.samples
+            start = k + 1 - held
+            assert window <= held <= window + block or k < window
+            np.testing.assert_allclose(error, y[k] - phi[k] @ previous, atol=1e-12)
+            expected = batch_solution(phi[start : k + 1], y[start : k + 1], ridge, prior)
+            np.testing.assert_allclose(ls.coef_, expected, rtol=1e-8, atol=1e-10)
+        previous = ls.coef_
+    np.testing.assert_allclose(ls.coef_, after, atol=1e-2)
+    assert ls.coef_std_ is not None and np.all(ls.coef_std_ < 1e-2)
+    kept = ls.coef_
+    ls.restart_window()
+    assert ls.samples == 0
+    np.testing.assert_array_equal(ls.coef_, kept)
+    for k in range(100):
+        ls.update(phi[k], y[k], 3.0 + 0.002 * k)
+    ls.shorten(2)
+    ls.update(phi[100], y[100], 3.2)
+    assert ls.samples == 2 * block + 1
+    expected = batch_solution(phi[60:101], y[60:101], ridge, kept)
+    np.testing.assert_allclose(ls.coef_, expected, rtol=1e-8, atol=1e-10)
 
 
 def detector(**kw) -> CusumDetector:

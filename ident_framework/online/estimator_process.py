@@ -31,6 +31,7 @@ from ..plain_data import to_plain
 from ..plugins import get_registry
 from ..run_config import RunConfig, validate_config
 from ..trajectory_file import default_motion
+from .estimators import single_threaded
 from .publisher import Publisher
 from .ring_buffer import RingBuffer
 from .run_files import (
@@ -236,8 +237,8 @@ class OnlineSession:
         identifier, publisher = self.identifier, self.publisher
         parent = os.getppid()
         self._wall0 = time.perf_counter()
-        self._cpu0 = _cpu_s()
-        self._cpu_mark = (self._wall0, self._cpu0)
+        self._cpu0 = self._cpu()
+        self._cpu_mark = (self._wall0, self._cpu0[0] - self._cpu0[1])
         self.cpu_share = float("nan")
         t_first: float | None = None
         next_row = -np.inf
@@ -246,7 +247,7 @@ class OnlineSession:
         decimation = online.twin.decimation
         self.event({"kind": "start", "stream": self.stream.describe(), "initial": self.initial})
         stream = iter(self.stream)
-        with identifier.rls.single_threaded():
+        with single_threaded():
             for sample in stream:
                 if t_first is None:
                     t_first = sample.t
@@ -284,7 +285,7 @@ class OnlineSession:
                         self.stop_reason = "the web process ended"
                         break
                     publisher.send(self.frame())
-        self._wall_end, self._cpu_end = time.perf_counter(), _cpu_s()
+        self._wall_end, self._cpu_end = time.perf_counter(), self._cpu()
 
     def _commands(self, commands: Any) -> bool:
         """Apply queued commands; True when asked to stop."""
@@ -294,7 +295,7 @@ class OnlineSession:
             except queue.Empty:
                 return False
             name = command.get("cmd")
-            t = self.identifier.rls.time_
+            t = self.identifier.estimator.time_
             if name == "stop":
                 self.stop_reason = "stop requested from the dashboard"
                 self.event({"kind": "stop", "t": t})
@@ -333,7 +334,7 @@ class OnlineSession:
             (identifier.updates, self.stream.received, self.skipped_updates),
             fit.pooled_rmse,
             fit.pooled_r2,
-            identifier.rls.coef_,
+            identifier.estimator.coef_,
         )
 
     @property
@@ -366,7 +367,7 @@ class OnlineSession:
         except Exception as error:  # noqa: BLE001 (a worker failure is an event, not a crash)
             result = {
                 "kind": "twin",
-                "t": self.identifier.rls.time_,
+                "t": self.identifier.estimator.time_,
                 "valid": False,
                 "reasons": [f"twin worker failed: {error!r}"],
             }
@@ -385,7 +386,8 @@ class OnlineSession:
         wall = time.perf_counter()
         last_wall, last_cpu = self._cpu_mark
         if wall - last_wall >= 1.0:
-            cpu = _cpu_s()
+            process, source = self._cpu()
+            cpu = process - source  # the estimator's own work, not the simulated robot's
             self.cpu_share = (cpu - last_cpu) / (wall - last_wall)
             self._cpu_mark = (wall, cpu)
         pred_median, pred_p99 = identifier.latency_prediction.recent()
@@ -414,8 +416,9 @@ class OnlineSession:
             "frames_deferred": self.publisher.frames_deferred,
             "drift_statistic": identifier.drift.statistic.tolist(),
             "residual_sigma": identifier.drift.sigma.tolist(),
-            "forgetting": identifier.rls.params.forgetting,
-            "theta": identifier.rls.coef_.tolist() if send_theta else None,
+            "estimator": identifier.estimator.method,
+            "memory_s": identifier.estimator.memory_s,
+            "theta": identifier.estimator.coef_.tolist() if send_theta else None,
             "twin": self.twin_last,
             "twin_pending": self.twin_future is not None,
         }
@@ -425,9 +428,9 @@ class OnlineSession:
         """Final twin, parameters.yaml and summary.json; closes everything."""
         identifier = self.identifier
         if not hasattr(self, "_wall_end"):
-            self._wall_end, self._cpu_end = time.perf_counter(), _cpu_s()
+            self._wall_end, self._cpu_end = time.perf_counter(), self._cpu()
         stream_summary = self.stream.close() or {}
-        t_end = identifier.rls.time_
+        t_end = identifier.estimator.time_
         if self.twin_executor is not None:
             self._poll_twin(wait_s=_FINAL_TWIN_TIMEOUT_S)
             if t_end is not None and len(self.twin_rows) >= 50:
@@ -449,7 +452,7 @@ class OnlineSession:
             "skipped_updates": self.skipped_updates,
             "samples_received": self.stream.received,
             "failed_updates": identifier.failed_updates,
-            "cpu_share_of_one_core": (self._cpu_end - self._cpu0) / wall if wall > 0 else None,
+            **self._cpu_shares(wall),
             "latency_prediction": identifier.latency_prediction.summary(),
             "latency_update": identifier.latency_update.summary(),
             "sliding": {
@@ -472,9 +475,33 @@ class OnlineSession:
         write_summary(self.run_dir, summary)
         return summary
 
+    def _cpu(self) -> tuple[float, float]:
+        """(CPU s of this process, of which the stream's own: simulation, RTDE reception)."""
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime, float(self.stream.cpu_s)
+
+    def _cpu_shares(self, wall: float) -> dict[str, float | None]:
+        """Shares of one core over the run: the process, the stream, the estimator (the
+        difference: filter, regressor, update, fit, drift, frames)."""
+        if wall <= 0:
+            return {"cpu_share_of_one_core": None}
+        process = (self._cpu_end[0] - self._cpu0[0]) / wall
+        source = (self._cpu_end[1] - self._cpu0[1]) / wall
+        return {
+            "cpu_share_of_one_core": process,
+            "source_cpu_share": source,
+            "estimator_cpu_share": process - source,
+        }
+
+    def _estimator_settings(self) -> dict[str, float]:
+        est = self.settings.estimator
+        if est.method == "sliding_ls":
+            return {"window_s": est.window_s, "ridge": 1.0 / est.alpha}
+        return {"forgetting": est.forgetting, "alpha": est.alpha}
+
     def parameters_document(self) -> dict[str, Any]:
-        rls, base = self.identifier.rls, self.base
-        theta, std = rls.coef_, rls.coef_std_
+        estimator, base = self.identifier.estimator, self.base
+        theta, std = estimator.coef_, estimator.coef_std_
         combos = base.combinations()
         entries = []
         for i, name in enumerate(base.names):
@@ -499,11 +526,11 @@ class OnlineSession:
             },
             "plugins": plugins,
             "online": {
-                "estimator": "rls (streaming, per sample)",
-                "forgetting": self.settings.estimator.forgetting,
+                "estimator": f"{estimator.method} (streaming, per sample)",
+                **self._estimator_settings(),
                 "initial": self.initial,
                 "updates": self.identifier.updates,
-                "t_end_s": rls.time_,
+                "t_end_s": estimator.time_,
                 "base": "structural (random states within the limits)",
             },
             "base_parameters": entries,
@@ -532,8 +559,3 @@ def _realtime(priority: int) -> str:
         )
         return "normal (SCHED_OTHER): real-time priority refused"
     return f"SCHED_FIFO priority {priority}"
-
-
-def _cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime

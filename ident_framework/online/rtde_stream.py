@@ -96,6 +96,7 @@ class RtdeStream:
         self._max_queue = max(int(max_lag_s * self.rate_hz), 1)
         self.behind = 0  # rows dropped because the estimator was more than max_lag_s behind
         self.received = 0
+        self.cpu_s = 0.0  # the reception thread's CPU time, s
 
     def _side(self) -> Any:
         if self.torque_mode != "side":
@@ -168,8 +169,10 @@ class RtdeStream:
     def _receive(self) -> None:
         """The reception loop (its own thread: polling never waits for the estimator)."""
         rows, out = self._writer.rows, self._rows
+        cpu0 = time.thread_time()
         try:
             while not self._stopping:
+                self.cpu_s = time.thread_time() - cpu0
                 try:
                     fresh = self._recorder.poll()
                 except ConnectionLost as error:

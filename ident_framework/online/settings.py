@@ -16,6 +16,7 @@ from ..errors import UserError
 from ..plugin_config import build_params
 
 DRIFT_RESPONSES = ("reset_covariance", "lower_forgetting", "none")
+ESTIMATOR_METHODS = ("rls", "sliding_ls")
 
 
 def _positive(owner: Any, *names: str) -> None:
@@ -42,19 +43,27 @@ class FilterSettings:
 
 @dataclass
 class EstimatorSettings:
-    """Recursive least squares per sample (`estimators` rls, `update(phi, y)`).
-    forgetting: lambda per sample (memory 1/(1 - lambda) samples: 0.9995 at 500 Hz ~ 4 s);
-    alpha: P0 = alpha I around the starting parameters (small: trust them);
+    """The per-sample estimator (`estimators.py`). method: rls (recursive least squares with
+    forgetting) | sliding_ls (least squares over the last window_s s, re-solved per sample);
+    forgetting (rls): lambda per sample (memory 1/(1 - lambda) samples: 0.9995 at 500 Hz ~
+    4 s); window_s (sliding_ls): s of data in the window; alpha: rls P0 = alpha I around the
+    starting parameters, sliding_ls a ridge 1/alpha towards them (small alpha: trust them);
     structural_samples: random states whose regressor defines the base parameters."""
 
+    method: str = "rls"
     forgetting: float = 0.9995
+    window_s: float = 5.0
     alpha: float = 100.0
     structural_samples: int = 3000
 
     def __post_init__(self) -> None:
+        if self.method not in ESTIMATOR_METHODS:
+            raise ValueError(
+                f"method must be one of {list(ESTIMATOR_METHODS)}, got {self.method!r}"
+            )
         if not 0.9 <= self.forgetting <= 1.0:
             raise ValueError(f"forgetting must be in [0.9, 1], got {self.forgetting}")
-        _positive(self, "alpha")
+        _positive(self, "alpha", "window_s")
         if self.structural_samples < 200:
             raise ValueError(f"structural_samples must be >= 200, got {self.structural_samples}")
 
@@ -67,8 +76,9 @@ class DriftSettings:
     warmup_s: no alarm before this much data (sigma settles); holdoff_s: no new alarm this long
     after one (the estimator re-converges); min_speed_rad_s: a joint slower than this is not
     watched (stiction regime, outside the friction model); response: reset_covariance
-    (P <- 1000 P, theta kept) | lower_forgetting (forgetting `response_forgetting` for
-    `response_s`) | none."""
+    (forget the past, theta kept: rls P <- 1000 P, sliding_ls the window restarts) |
+    lower_forgetting (for `response_s`: rls forgetting `response_forgetting`, sliding_ls a
+    window of that memory) | none."""
 
     allowance_sigma: float = 4.0
     threshold_sigma: float = 200.0

@@ -6,8 +6,8 @@ For each incoming sample (t, q, dq, tau):
    torque of the sample `delay` back (the same filter on all of them: aligned);
 2. the base regressor rows phi (n, r) of that sample (`sample_regressor.py`);
 3. the a-priori prediction tau_pred = phi theta_{k-1}, before the update (latency measured);
-4. the RLS update with forgetting (`estimator_rls.RecursiveLeastSquares.update`) on the
-   smoothed torque (latency measured);
+4. the estimator's update on the smoothed torque (`estimators.py`: rls with forgetting, or
+   the sliding-window LS; latency measured);
 5. sliding RMSE and R² per joint of the prediction against the torque *as recorded* at that
    sample (`sliding_metrics.py`);
 6. the CUSUM detector on the a-priori residual (`drift.py`); an alarm triggers the response:
@@ -23,16 +23,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..estimator_rls import RecursiveLeastSquares, RecursiveLeastSquaresParams
 from .causal_filter import CausalPolynomialFilter, window_samples
 from .drift import CusumDetector
+from .estimators import OnlineEstimator, online_estimator
 from .latency import LatencyStats
 from .sample_regressor import SampleRegressor
 from .settings import OnlineSettings
 from .sliding_metrics import SlidingFit
 from .streams import Sample
-
-RESET_GAIN = 1.0e3  # covariance inflation of the drift response
 
 
 @dataclass
@@ -65,19 +63,9 @@ class StreamingIdentifier:
         self.rate_hz = rate_hz
         window = window_samples(settings.filter.window_s, rate_hz, settings.filter.polyorder)
         self.filter = CausalPolynomialFilter(3 * n, window, settings.filter.polyorder)
-        est = settings.estimator
-        self.forgetting = est.forgetting
-        self.rls = RecursiveLeastSquares(
-            RecursiveLeastSquaresParams(
-                forgetting=est.forgetting,
-                alpha=est.alpha,
-                checkpoint_s=1e12,
-                running_window_s=settings.window_s,
-            )
+        self.estimator: OnlineEstimator = online_estimator(
+            theta0, parameter_names, settings, rate_hz
         )
-        self.rls.reset(len(theta0), parameter_names)
-        self.rls.set_state(theta0)
-        self.theta0 = np.asarray(theta0, dtype=float).copy()
         self.fit = SlidingFit(n, max(int(round(settings.window_s * rate_hz)), 2))
         drift = settings.drift
         self.drift = CusumDetector(
@@ -94,12 +82,12 @@ class StreamingIdentifier:
         self.latency_update = LatencyStats()
         self.updates = 0
         self.failed_updates = 0
-        self._forgetting_until = -np.inf
+        self._short_memory_until: float | None = None
         self._buffer = np.empty(3 * n)
 
     @property
     def theta(self) -> np.ndarray:
-        return self.rls.coef_
+        return self.estimator.coef_
 
     @property
     def delay_s(self) -> float | None:
@@ -115,10 +103,11 @@ class StreamingIdentifier:
         q, dq, tau_f = out.value[:n], out.value[n : 2 * n], out.value[2 * n :]
         ddq = out.derivative[n : 2 * n]
         phi = self.regressor.rows(q, dq, ddq)
-        tau_pred = phi @ self.rls.coef_  # a priori: theta_{k-1}
+        estimator = self.estimator
+        tau_pred = phi @ estimator.coef_  # a priori: theta_{k-1}
         predicted = time.perf_counter()
         try:
-            residual = self.rls.update(phi, tau_f, out.t)
+            residual = estimator.update(phi, tau_f, out.t)
         except (ValueError, FloatingPointError):
             self.failed_updates += 1  # non-finite sample: state unchanged
             return None
@@ -129,29 +118,24 @@ class StreamingIdentifier:
         tau_meas = out.raw[2 * n :]
         self.fit.update(tau_meas, tau_pred)
         fired = self.drift.update(out.t, residual, np.abs(dq))
-        if out.t >= self._forgetting_until and self.rls.params.forgetting != self.forgetting:
-            self.rls.params.forgetting = self.forgetting
+        if self._short_memory_until is not None and out.t >= self._short_memory_until:
+            estimator.shorten_memory(False)
+            self._short_memory_until = None
         if fired.size:
             self.respond_to_drift(out.t)
         return StepResult(out.t, q, dq, ddq, tau_f, tau_meas, tau_pred, fired)
 
     def respond_to_drift(self, t: float) -> str:
-        """Apply the configured response; returns its name."""
+        """Apply the configured response (`estimators.py`); returns its name."""
         drift = self.settings.drift
         if drift.response == "reset_covariance":
-            self.reset_covariance()
+            self.estimator.forget()
         elif drift.response == "lower_forgetting":
-            self.rls.params.forgetting = drift.response_forgetting
-            self._forgetting_until = t + drift.response_s
+            self.estimator.shorten_memory(True)
+            self._short_memory_until = t + drift.response_s
         return drift.response
 
-    def reset_covariance(self) -> None:
-        """P <- P x `RESET_GAIN` (capped by the trace bound), the estimate kept: the directions
-        the data had pinned down become adaptive again, in the proportions the data gave them
-        (a reset to alpha I would treat the base parameters' very different scales alike)."""
-        self.rls.set_state(self.rls.coef_, self.rls.covariance_ * RESET_GAIN)
-
     def restart(self) -> None:
-        """Back to the starting parameters and covariance (dashboard's reset)."""
-        self.rls.set_state(self.theta0)
+        """Back to the starting parameters and uncertainty (dashboard's reset)."""
+        self.estimator.restart()
         self.drift.reset_statistics()

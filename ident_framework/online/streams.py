@@ -10,6 +10,9 @@ None as fast as possible (each sample is then due when it was produced).
 
 When the service falls more than `max_lag_s` behind the source, samples are skipped to catch up
 (counted in `skipped`, reported as skipped updates) rather than growing an unbounded queue.
+
+`cpu_s` is the CPU time (s) the stream itself used in the estimator process (the simulated
+robot's physics; RTDE reception), so that the estimator's own CPU share can be told apart.
 """
 
 from __future__ import annotations
@@ -109,6 +112,7 @@ class MujocoStream:
             self._changed_model = simulation_model(changed, settings.sim_rate_hz)
         self.skipped = 0
         self.received = 0
+        self.cpu_s = 0.0
         self.log = log
         self.nominal = nominal
 
@@ -140,10 +144,12 @@ class MujocoStream:
                 and t >= self.payload_change.t_s
             ):
                 self._apply_payload_change()
+            cpu0 = time.thread_time()
             fields = arm.advance()
             tau = np.asarray(fields["actual_current_as_torque"], dtype=float)
             if self._noise is not None:
                 tau = tau + self._rng.normal(size=tau.shape) * self._noise
+            self.cpu_s += time.thread_time() - cpu0
             due, late = self.pacer.wait(float(fields["timestamp"]))
             self.received += 1
             if late:
@@ -172,6 +178,7 @@ class CsvStream:
         self.pacer = Pacer(time_factor, max_lag_s)
         self.skipped = 0
         self.received = 0
+        self.cpu_s = 0.0  # indexing a loaded recording: nothing worth measuring
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -13,13 +13,14 @@ def print_online_summary(summary: dict[str, Any], run_dir: Path) -> float:
     sliding = summary["sliding"]
     r2 = sliding.get("r2") or []
     drifts = summary["drift_events"]
-    cpu = summary.get("cpu_share_of_one_core")
+    cpu, source = summary.get("estimator_cpu_share"), summary.get("source_cpu_share")
     lines = [
         f"online run ended ({summary['stop_reason']}) after {summary['wall_s']:.1f} s "
         f"(source time {summary['t_end_s'] or 0.0:.1f} s)",
         f"samples received {summary['samples_received']}, estimator updates "
         f"{summary['updates']}, skipped updates {summary['skipped_updates']}"
-        + (f", CPU {100 * cpu:.0f} % of one core" if cpu is not None else ""),
+        + (f", estimator CPU {100 * cpu:.0f} % of one core" if cpu is not None else "")
+        + (f" (the stream's own: {100 * source:.0f} %)" if source else ""),
         f"latency sample -> a-priori prediction median {pred['median_ms']:.3f} ms, p99 "
         f"{pred['p99_ms']:.3f} ms; -> updated estimate median {upd['median_ms']:.3f} ms, p99 "
         f"{upd['p99_ms']:.3f} ms",

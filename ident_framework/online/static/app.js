@@ -116,9 +116,9 @@ async function main() {
   const view = { live: true, tEnd: null, width: 10 };
   const ctx = {
     info, store, view, uPlot, latest: null, connection: "connecting", droppedFrames: 0,
-    pan(dt) { const end = ctx.latestT(); if (end == null) return; pause(); view.tEnd = Math.min(end, Math.max(store.trace.t[0] ?? 0, view.tEnd + dt)); dirty = true; },
-    zoom(f) { view.width = Math.max(1, Math.min(dashboard.history_s, view.width * f)); dirty = true; },
-    jump(t) { pause(); view.tEnd = Math.min(ctx.latestT() ?? t, t + view.width / 2); dirty = true; },
+    pan(dt) { const end = ctx.latestT(); if (end == null) return; pause(); view.tEnd = Math.min(end, Math.max(store.trace.t[0] ?? 0, view.tEnd + dt)); viewChanged = true; },
+    zoom(f) { view.width = Math.max(1, Math.min(dashboard.history_s, view.width * f)); viewChanged = true; },
+    jump(t) { pause(); view.tEnd = Math.min(ctx.latestT() ?? t, t + view.width / 2); viewChanged = true; },
     latestT() { const t = store.trace.t; return t.length ? t[t.length - 1] : null; },
     command,
   };
@@ -138,16 +138,16 @@ async function main() {
   }
 
   // ---- view controls
-  let dirty = true;
+  let dirty = true, viewChanged = true; // new data / a new view (pause, pan, zoom, resize)
   function pause() { if (view.live) { view.live = false; view.tEnd = ctx.latestT(); } showMode(); }
-  function live() { view.live = true; view.tEnd = null; showMode(); dirty = true; }
+  function live() { view.live = true; view.tEnd = null; showMode(); viewChanged = true; }
   function showMode() {
     $("mode").textContent = view.live ? "LIVE" : "PAUSED";
     $("mode").className = `pill ${view.live ? "live" : "paused"}`;
     $("pause").textContent = view.live ? "Pause" : "Live";
   }
   $("pause").onclick = () => (view.live ? pause() : live());
-  $("window").onchange = (e) => { view.width = +e.target.value; dirty = true; };
+  $("window").onchange = (e) => { view.width = +e.target.value; viewChanged = true; };
   document.addEventListener("keydown", (e) => {
     if (e.target.tagName === "SELECT") return;
     if (e.code === "Space") { e.preventDefault(); view.live ? pause() : live(); }
@@ -212,16 +212,25 @@ async function main() {
   await loadHistory();
   connect();
 
-  // ---- rendering: at most once per animation frame, only when something changed
+  // ---- rendering: at most once per animation frame, only when something changed; a panel
+  // may cap its own rate (`maxFps`: the whole-history charts need not redraw 25 times a
+  // second: the browser's CPU is the robot computer's too). A change of the view (pause, pan,
+  // zoom, window, resize) redraws every panel at once.
   let lastWidth = grid.clientWidth;
-  window.addEventListener("resize", () => { dirty = true; });
-  function tick() {
-    if (grid.clientWidth !== lastWidth) { lastWidth = grid.clientWidth; panels.forEach((p) => p.resize && p.resize()); }
-    if (dirty) {
-      dirty = false;
+  const lastDrawn = new Map(), stale = new Set();
+  window.addEventListener("resize", () => { viewChanged = true; });
+  function tick(now) {
+    if (grid.clientWidth !== lastWidth) { lastWidth = grid.clientWidth; panels.forEach((p) => p.resize && p.resize()); viewChanged = true; }
+    if (dirty) { panels.forEach((p) => stale.add(p)); dirty = false; }
+    if (stale.size || viewChanged) {
       const end = view.live ? ctx.latestT() : view.tEnd;
       const v = { ...view, tEnd: end, tStart: end == null ? null : end - view.width };
-      for (const p of panels) { try { p.render(v); } catch (e) { console.error(e); } }
+      for (const p of panels) {
+        if (!viewChanged && (!stale.has(p) || now - (lastDrawn.get(p) ?? -Infinity) < 1000 / (p.maxFps || Infinity))) continue;
+        lastDrawn.set(p, now); stale.delete(p);
+        try { p.render(v); } catch (e) { console.error(e); }
+      }
+      viewChanged = false;
       const t = ctx.latest && ctx.latest.t;
       $("clock").textContent = t == null ? "t = –" : `t = ${t.toFixed(2)} s`;
     }

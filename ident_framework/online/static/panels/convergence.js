@@ -18,6 +18,7 @@ export function create(el, ctx) {
   function resize() { plot.setSize({ width: Math.max(300, el.clientWidth - 4), height: Math.max(140, el.clientHeight - 40) }); }
   setTimeout(resize, 0);
   return {
+    maxFps: 4, // redrawn at most 4 times a second
     resize,
     render() {
       const th = ctx.store.theta;

@@ -6,6 +6,7 @@ export function create(el, ctx) {
   const bars = el.querySelector(".bars");
   bars.innerHTML = ctx.info.joint_names.map((name, j) => `<span>${j + 1} · ${name.replace("_joint", "")}</span><div class="bar"><div id="dr-${j}"></div></div><span class="note" id="ds-${j}"></span>`).join("");
   return {
+    maxFps: 10, // redrawn at most 10 times a second
     render() {
       const l = ctx.latest;
       if (!l || !l.drift_statistic) return;

@@ -26,6 +26,7 @@ export function create(el, ctx) {
   }
   setTimeout(resize, 0);
   return {
+    maxFps: 4, // redrawn at most 4 times a second
     resize,
     render(view) {
       const f = ctx.store.fit;

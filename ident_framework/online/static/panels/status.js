@@ -11,6 +11,7 @@ export function create(el, ctx) {
   let lastUpdates = null, lastWall = null, rate = null;
   const set = (id, html, cls = "") => { const e = el.querySelector(`#st-${id}`); e.innerHTML = html; e.className = `v ${cls}`; };
   return {
+    maxFps: 10, // redrawn at most 10 times a second
     render() {
       const l = ctx.latest;
       if (!l) return;
@@ -30,8 +31,12 @@ export function create(el, ctx) {
       set("frames", `${dropped} <small>view only</small>`);
       const f = ctx.info.filter;
       el.querySelector("#status-note").textContent =
-        `causal filter: ${f.window_samples} samples, degree ${f.polyorder}, delay ${(1e3 * f.delay_s).toFixed(0)} ms (torque delayed alike) · forgetting ${l.forgetting ?? "–"}`;
+        `causal filter: ${f.window_samples} samples, degree ${f.polyorder}, delay ${(1e3 * f.delay_s).toFixed(0)} ms (torque delayed alike) · ${estimatorText(ctx.info.settings.estimator, l)}`;
     },
   };
 }
 const fix = (v) => (v == null || !isFinite(v) ? "–" : v < 1 ? v.toFixed(3) : v.toFixed(2));
+function estimatorText(est, l) {
+  const memory = l.memory_s == null || !isFinite(l.memory_s) ? "" : `, memory ${l.memory_s.toFixed(1)} s`;
+  return est.method === "sliding_ls" ? `sliding-window LS${memory}` : `rls, forgetting ${est.forgetting}${memory}`;
+}

@@ -3,6 +3,7 @@ export function create(el, ctx) {
   el.innerHTML = `<div class="note">physically consistent fit of the recent window, every ${ctx.info.settings.twin.every_s ?? "–"} s</div>
     <div class="twin-big" id="twin-age">no twin yet</div><div id="twin-detail" class="note"></div>`;
   return {
+    maxFps: 4, // redrawn at most 4 times a second
     render() {
       const l = ctx.latest;
       if (!l) return;
