@@ -1,12 +1,13 @@
 """The dashboard in a real headless Chromium (Debian's /usr/bin/chromium driven by Playwright):
-traces move, R² changes, pause and resume, reload, a service restart (the page reconnects),
-a drift event shown. A screenshot is saved in the test's tmp directory (artefact)."""
+traces move, the R² shown changes, pause and resume, reload, a service restart (the page
+reconnects), a drift event shown, the twin's last update shown, nothing loaded from anywhere
+but the service. Screenshots (live, and paused at the drift event) are saved in the test's tmp
+directory and, with ONLINE_ARTEFACTS=DIR, copied there."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import tempfile
 import time
 from pathlib import Path
@@ -68,19 +69,25 @@ def test_dashboard_in_headless_chromium(tmp_path):
             viewport={"width": 1920, "height": 1080},
         )
         errors: list[str] = []
+        requests: list[str] = []
         page = context.new_page()
         page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("request", lambda request: requests.append(request.url))
         with running_service(tmp_path / "run", *overrides) as service:
             port = service.url.rsplit(":", 1)[1].rstrip("/")
             page.goto(service.url)
             t0 = wait_for(page, "window.identDashboard && window.identDashboard.latestT()")
-            r2_first = page.evaluate("window.identDashboard.latest.pooled_r2")
+            r2_shown = wait_for(page, "document.querySelector('#fit-now').textContent")
             time.sleep(3)
             t1 = page.evaluate("window.identDashboard.latestT()")
             assert t1 > t0 + 1.0  # traces move
             points = page.evaluate("window.identDashboard.store.trace.t.length")
             assert points > 100
-            assert page.evaluate("window.identDashboard.latest.pooled_r2") != r2_first
+            before = page.locator("#panel-torque").screenshot()
+            time.sleep(1.0)
+            assert page.locator("#panel-torque").screenshot() != before  # drawn, scrolling
+            assert page.inner_text("#fit-now") != r2_shown  # "now: pooled R² 0.99..."
+            assert "R²" in page.inner_text("#panel-torque .joint-title .fig")
             # pause: the view stops while data keep coming; resume snaps back to live
             page.click("#pause")
             assert page.inner_text("#mode") == "PAUSED"
@@ -99,8 +106,23 @@ def test_dashboard_in_headless_chromium(tmp_path):
             # drift event shown (payload change at 12 s of source time)
             wait_for(page, "window.identDashboard.store.events.some(e => e.kind === 'drift')", 60)
             wait_for(page, "document.querySelector('#panel-events .tag.drift') !== null")
+            # the twin's last update is shown (one fit every 6 s)
+            wait_for(page, "document.querySelector('#twin-age').textContent.includes('updated')")
             time.sleep(1.0)
             page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
+            # click the drift event: the view pauses around it
+            page.click("#panel-events li:has(.tag.drift)")
+            assert page.inner_text("#mode") == "PAUSED"
+            drift_t = page.evaluate(
+                "window.identDashboard.store.events.find(e => e.kind === 'drift').t"
+            )
+            end = page.evaluate("window.identDashboard.view.tEnd")
+            width = page.evaluate("window.identDashboard.view.width")
+            assert end - width <= drift_t <= end
+            time.sleep(0.5)
+            page.screenshot(path=str(tmp_path / "dashboard_paused.png"), full_page=True)
+            page.keyboard.press("l")
+            assert page.inner_text("#mode") == "LIVE"
         # service stopped: the page notices, then reconnects to a new service on the same port
         wait_for(page, "window.identDashboard.connection !== 'live'", 30)
         with running_service(tmp_path / "run2", f"online.port={port}", "online.twin.every_s=null"):
@@ -110,9 +132,11 @@ def test_dashboard_in_headless_chromium(tmp_path):
             assert page.inner_text("#connection") == "connected"
         context.close()
     assert not errors, errors
+    origins = {url.split("/")[2] for url in requests if not url.startswith("data:")}
+    assert origins <= {f"127.0.0.1:{port}"}, origins  # nothing from the internet
     artefacts = os.environ.get("ONLINE_ARTEFACTS")
-    if artefacts:
-        Path(artefacts).mkdir(parents=True, exist_ok=True)
-        shutil.copy(tmp_path / "dashboard.png", Path(artefacts) / "dashboard.png")
-    assert (tmp_path / "dashboard.png").stat().st_size > 50_000
-    _ = signal  # (the service is stopped by running_service with SIGINT)
+    for name in ("dashboard.png", "dashboard_paused.png"):
+        assert (tmp_path / name).stat().st_size > 50_000
+        if artefacts:
+            Path(artefacts).mkdir(parents=True, exist_ok=True)
+            shutil.copy(tmp_path / name, Path(artefacts) / name)

@@ -5,6 +5,7 @@ never reads."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -295,3 +296,52 @@ def test_port_in_use_and_bad_options_are_user_errors(tmp_path):
     )
     assert done.returncode == 2 and "allow_remote" in done.stderr
     assert not (tmp_path / "run").exists() or not (tmp_path / "run" / "online").exists()
+
+
+def test_beyond_loopback_state_changing_requests_need_the_printed_token(tmp_path):
+    """online.host=0.0.0.0 with allow_remote=true: a token is printed; reset/snapshot/stop are
+    refused without it or with a wrong one, reading is not; stop with it ends the run."""
+    with running_service(
+        tmp_path / "run",
+        "online.host=0.0.0.0",
+        "online.allow_remote=true",
+        "online.twin.every_s=null",
+    ) as service:
+        match = re.search(r"X-Token: (\S+)", service.output)
+        assert match, service.output
+        token, url = match.group(1), service.url.replace("0.0.0.0", "127.0.0.1")
+        csrf = {"X-Requested-With": "ident-online"}
+        assert httpx.get(url + "api/state", timeout=10).status_code == 200
+        assert httpx.get(url + "api/info", timeout=10).json()["protected"] is True
+        for headers in (csrf, {**csrf, "X-Token": token[:-1] + "x"}):
+            response = httpx.post(url + "api/stop", headers=headers, timeout=10)
+            assert response.status_code == 401, response.text
+        assert httpx.post(url + "api/stop", headers={"X-Token": token}).status_code == 403
+        assert service.process.poll() is None  # still running
+        ok = httpx.post(url + "api/stop", headers={**csrf, "X-Token": token}, timeout=10)
+        assert ok.status_code == 200
+        assert service.wait(120) == 0, service.output
+    assert "dashboard" in summary_of(tmp_path / "run")["stop_reason"]
+
+
+def test_sliding_window_ls_follows_the_simulated_robot(tmp_path):
+    """online.estimator.method=sliding_ls: every sample updates it, the a-priori fit is good
+    once its window has filled, parameters.yaml names it and carries standard deviations."""
+    code, output = run_online(
+        tmp_path,
+        "online.time_factor=null",
+        "online.duration_s=15",
+        "online.twin.every_s=null",
+        "online.estimator.method=sliding_ls",
+        "online.estimator.window_s=4",
+    )
+    assert code == 0, output
+    run = tmp_path / "run"
+    summary = summary_of(run)
+    assert summary["skipped_updates"] == 0 and summary["failed_updates"] == 0
+    rows = np.genfromtxt(run / "online" / "parameters.csv", delimiter=",", names=True)
+    assert np.all(rows["pooled_r2"][rows["t_s"] > 10] > 0.99), rows["pooled_r2"]
+    parameters = yaml.safe_load((run / "parameters.yaml").read_text())
+    assert parameters["online"]["estimator"].startswith("sliding_ls")
+    assert parameters["online"]["window_s"] == 4.0
+    assert all("std" in entry for entry in parameters["base_parameters"])

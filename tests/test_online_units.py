@@ -1,5 +1,6 @@
 """Unit tests of mode=online's building blocks: causal filter (analytic signals, exact delay),
-ring buffer, sliding fit, sliding-window LS against a batch solve, CUSUM (false-alarm rate, detection delay), client queues, settings."""
+ring buffer, sliding fit, sliding-window LS against a batch solve, CUSUM (false-alarm rate,
+detection delay), client queues, settings."""
 
 from __future__ import annotations
 
@@ -126,6 +127,7 @@ def test_sliding_ls_equals_a_batch_solve_over_its_window_and_forgets_what_left_i
     y = np.einsum("knr,kr->kn", phi, truth) + 0.01 * rng.normal(size=(m, n))
     prior = np.zeros(r)
     ls = SlidingWindowLeastSquares(prior, window, block, ridge)
+    previous = prior.copy()
     for k in range(m):
         error = ls.update(phi[k], y[k], 0.002 * k)
         if k in (5, 199, 250, 777, m - 1):

@@ -32,6 +32,8 @@ from .settings import OnlineSettings
 from .sliding_metrics import SlidingFit
 from .streams import Sample
 
+LATENCY_RECENT_S = 10.0  # s of samples behind the live latency median / p99
+
 
 @dataclass
 class StepResult:
@@ -78,8 +80,9 @@ class StreamingIdentifier:
             drift.holdoff_s,
             drift.min_speed_rad_s,
         )
-        self.latency_prediction = LatencyStats()
-        self.latency_update = LatencyStats()
+        recent = max(int(LATENCY_RECENT_S * rate_hz), 100)  # the dashboard's live figures
+        self.latency_prediction = LatencyStats(recent)
+        self.latency_update = LatencyStats(recent)
         self.updates = 0
         self.failed_updates = 0
         self._short_memory_until: float | None = None

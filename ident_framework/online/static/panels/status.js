@@ -4,7 +4,7 @@ export function create(el, ctx) {
   const stats = el.querySelector(".stats");
   const items = [
     ["updates", "estimator updates"], ["skipped", "skipped updates"], ["received", "samples received"],
-    ["rate", "update rate"], ["lat_pred", "latency → prediction"], ["lat_upd", "latency → estimate"],
+    ["rate", "update rate"], ["lat_pred", "latency → prediction (last 10 s)"], ["lat_upd", "latency → estimate (last 10 s)"],
     ["cpu", "estimator CPU"], ["frames", "frames dropped"],
   ];
   stats.innerHTML = items.map(([id, label]) => `<div class="stat"><div class="k">${label}</div><div class="v" id="st-${id}">–</div></div>`).join("");

@@ -6,6 +6,7 @@ export function create(el, ctx) {
   const { uPlot, info } = ctx;
   el.innerHTML = `<div class="legend-inline"><span><i class="swatch" style="background:var(--meas)"></i>measured</span>
     <span><i class="swatch" style="background:var(--pred)"></i>predicted (before the update)</span>
+    <span><i class="swatch" style="background:var(--err)"></i>error (right axis, Nm)</span>
     <span><i class="swatch" style="background:#ff5c5c"></i>drift</span>
     <span><i class="swatch" style="background:#66d9e8"></i>twin update</span></div><div class="joints"></div>`;
   const box = el.querySelector(".joints");
@@ -16,12 +17,21 @@ export function create(el, ctx) {
     const opts = {
       width: 300, height: 150, legend: { show: false },
       cursor: { drag: { x: false, y: false }, points: { show: false } },
-      scales: { x: { time: false } },
-      axes: [{ ...axisStyle, size: 28 }, { ...axisStyle, size: 46, label: "Nm", labelSize: 12 }],
-      series: [{}, { stroke: "#7fb3ff", width: 2.4 }, { stroke: "#ffa94d", width: 1.1 }],
+      scales: { x: { time: false }, err: { auto: false, range: [-1, 5] } },
+      axes: [
+        { ...axisStyle, size: 28 },
+        { ...axisStyle, size: 46, label: "Nm", labelSize: 12, space: 18,
+          filter: (u, splits) => splits.map((v) => (v >= u._torqueMin ? v : null)) },
+        // the error keeps to the bottom band: ticks only at -e, 0, e (e its largest size)
+        { ...axisStyle, scale: "err", side: 1, size: 40, grid: { show: false }, stroke: "#c77",
+          splits: (u) => { const e = u.scales.err.max / 5; return [-e, 0, e]; },
+          values: (u, splits) => splits.map((v) => (v === 0 ? "0" : fmtErr(v))) },
+      ],
+      series: [{}, { stroke: "#7fb3ff", width: 2.4 }, { stroke: "#ffa94d", width: 1.1 },
+        { stroke: "rgba(255,120,120,0.85)", width: 1, scale: "err" }],
       plugins: [markerPlugin(ctx, j)],
     };
-    const plot = new uPlot(opts, [[], [], []], cell.querySelector(".plot"));
+    const plot = new uPlot(opts, [[], [], [], []], cell.querySelector(".plot"));
     const area = plot.over;
     let dragX = null;
     area.addEventListener("mousedown", (e) => { dragX = e.clientX; });
@@ -53,10 +63,18 @@ export function create(el, ctx) {
       const t = pick(s.t);
       const latest = ctx.latest;
       plots.forEach((p, j) => {
+        const meas = pick(s.meas[j]), pred = pick(s.pred[j]);
+        const err = meas.map((v, i) => v - pred[i]);
+        let e = 0;
+        for (const v of err) if (Math.abs(v) > e) e = Math.abs(v);
+        e = niceCeil(Math.max(e, 1e-3));
         p.plot.batch(() => {
-          p.plot.setData([t, pick(s.meas[j]), pick(s.pred[j])], false);
+          p.plot.setData([t, meas, pred, err], false);
           p.plot.setScale("x", { min: view.tStart, max: view.tEnd });
-          p.plot.setScale("y", yRange(s.meas[j], s.pred[j], lo, hi));
+          const y = yRange(s.meas[j], s.pred[j], lo, hi);
+          p.plot._torqueMin = y.dataMin;
+          p.plot.setScale("y", y);
+          p.plot.setScale("err", { min: -e, max: 5 * e });
         });
         if (latest && latest.r2) {
           const r2 = latest.r2[j], rmse = latest.rmse[j];
@@ -73,7 +91,16 @@ function yRange(a, b, lo, hi) {
     const x = a[i], y = b[i];
     if (x < min) min = x; if (x > max) max = x; if (y < min) min = y; if (y > max) max = y;
   }
-  if (!isFinite(min)) return { min: -1, max: 1 };
+  if (!isFinite(min)) return { min: -1, max: 1, dataMin: -1 };
   const pad = Math.max((max - min) * 0.08, 0.05);
-  return { min: min - pad, max: max + pad };
+  // room below the torque for the error band (the bottom third)
+  return { min: min - pad - 0.5 * (max - min + 2 * pad), max: max + pad, dataMin: min - pad };
 }
+
+// 1, 2 or 5 times a power of ten, >= v
+function niceCeil(v) {
+  const p = 10 ** Math.floor(Math.log10(v));
+  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+const fmtErr = (v) => (Math.abs(v) >= 1 ? v.toFixed(0) : Math.abs(v) >= 0.1 ? v.toFixed(1) : v.toFixed(2));
