@@ -144,7 +144,7 @@ class OnlineSession:
             self.stream.rate_hz,
         )
         folder = run_dir / ONLINE_FOLDER
-        self.parameters_log = ParametersLog(folder, self.base.names)
+        self.parameters_log = ParametersLog(folder, self.base.names, robot.n_joints)
         self.events = EventLog(folder)
         n = robot.n_joints
         self.publisher = Publisher(
@@ -328,12 +328,11 @@ class OnlineSession:
         self.event({"kind": "response", "t": result.t, "response": self.settings.drift.response})
 
     def _parameter_row(self, t: float) -> None:
-        fit, identifier = self.identifier.fit, self.identifier
+        identifier = self.identifier
         self.parameters_log.write(
             t,
             (identifier.updates, self.stream.received, self.skipped_updates),
-            fit.pooled_rmse,
-            fit.pooled_r2,
+            identifier.fit,
             identifier.estimator.coef_,
         )
 

@@ -2,7 +2,8 @@
 
 - `online/parameters.csv`: one row per parameter snapshot (every `online.parameters_every_s`
   s of source time): t_s, updates, samples_received, skipped_updates, pooled RMSE (Nm) and R²
-  of the sliding window, then every base parameter;
+  of the sliding window, the same per joint (r2_1..r2_n, rmse_1_Nm..rmse_n_Nm), then every
+  base parameter;
 - `online/events.jsonl`: one JSON object per event (drift, response, twin, reset, start, end);
 - at the end `parameters.yaml` (base parameters with their RLS standard deviations, the
   standard parameters B·beta, the last valid twin's physical parameters) and
@@ -20,6 +21,7 @@ import numpy as np
 import yaml
 
 from ..plain_data import to_plain
+from .sliding_metrics import SlidingFit
 
 ONLINE_FOLDER = "online"
 PARAMETERS_CSV = "parameters.csv"
@@ -33,7 +35,7 @@ def clean(value: Any) -> Any:
 
 
 class ParametersLog:
-    def __init__(self, folder: Path, names: list[str]):
+    def __init__(self, folder: Path, names: list[str], n_joints: int):
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / PARAMETERS_CSV
         self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
@@ -44,6 +46,8 @@ class ParametersLog:
             "skipped_updates",
             "pooled_rmse_Nm",
             "pooled_r2",
+            *[f"r2_{j + 1}" for j in range(n_joints)],
+            *[f"rmse_{j + 1}_Nm" for j in range(n_joints)],
             *names,
         ]
         self._file.write(",".join(header) + "\n")
@@ -51,9 +55,12 @@ class ParametersLog:
         self.rows = 0
 
     def write(
-        self, t: float, counters: tuple[int, int, int], rmse: float, r2: float, theta: np.ndarray
+        self, t: float, counters: tuple[int, int, int], fit: SlidingFit, theta: np.ndarray
     ) -> None:
-        values = [f"{t:.6f}", *map(str, counters), f"{rmse:.6g}", f"{r2:.6g}"]
+        """One row: t (s), counters (updates, samples received, skipped updates), the sliding
+        fit (pooled and per joint), the base parameters theta (r,)."""
+        values = [f"{t:.6f}", *map(str, counters), f"{fit.pooled_rmse:.6g}"]
+        values += [f"{v:.6g}" for v in (fit.pooled_r2, *fit.r2, *fit.rmse)]
         values += [f"{v:.10g}" for v in theta]
         self._file.write(",".join(values) + "\n")
         self._file.flush()

@@ -3,7 +3,7 @@
 A stream has no recording to take the SVD of, so its base parameters are the *structural*
 ones: the identifiable subspace of the regressor over random states within the robot's limits
 (positions, velocities, accelerations), which is what any rich enough excitation identifies
-(48 of 72 for a UR arm with Coulomb-viscous friction and rotor inertia). They come from the
+(52 of 78 for a UR12e with Coulomb-viscous friction and rotor inertia). They come from the
 same accumulation and projection as a batch run (`identification.accumulate_joint_factors`,
 `project_to_base`).
 
