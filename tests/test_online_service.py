@@ -350,3 +350,35 @@ def test_sliding_window_ls_follows_the_simulated_robot(tmp_path):
     assert parameters["online"]["estimator"].startswith("sliding_ls")
     assert parameters["online"]["window_s"] == 4.0
     assert all("std" in entry for entry in parameters["base_parameters"])
+
+
+def test_falling_behind_is_said_and_skips_frames_before_updates(tmp_path):
+    """A recording replayed twenty times faster than real time (10,000 samples a second) is
+    more than the estimator keeps up with: the service says so (a 'behind' event and a line)
+    and skips dashboard frames once it is a tenth of online.max_lag_s behind, before any
+    estimator update is skipped (at max_lag_s); every sample is either an update or a counted
+    skipped update."""
+    csv = tmp_path / "log.csv"
+    rows = write_recording(csv, seconds=30.0)
+    code, output = run_online(
+        tmp_path,
+        "source=csv",
+        f"source.path={csv}",
+        "online.time_factor=20",
+        "online.twin.every_s=null",
+        "online.parameters_every_s=0.1",
+    )
+    assert code == 0, output
+    run = tmp_path / "run"
+    summary = summary_of(run)
+    assert "behind the source" in output
+    events = [json.loads(x) for x in (run / "online" / "events.jsonl").read_text().splitlines()]
+    behind = [e for e in events if e["kind"] == "behind"]
+    assert behind and summary["behind_episodes"] == len(behind)
+    assert summary["frames_skipped_behind"] > 0
+    table = np.genfromtxt(run / "online" / "parameters.csv", delimiter=",", names=True)
+    skipped = table["t_s"][table["skipped_updates"] > 0]
+    assert summary["skipped_updates"] > 0 and skipped.size, "it kept up: raise time_factor"
+    assert behind[0]["t"] < skipped[0]
+    assert summary["samples_received"] == rows
+    assert summary["updates"] + summary["skipped_updates"] == rows - 24

@@ -46,6 +46,11 @@ from .streaming_estimator import StepResult, StreamingIdentifier
 from .twin_worker import fit_twin, init_worker
 
 STREAMING_SOURCES = ("mujoco", "csv", "rtde")
+# behind the source by more than this share of online.max_lag_s (source time from a sample's
+# arrival to its processing): dashboard frames are skipped (one a second still goes out,
+# saying so), long before max_lag_s skips estimator updates
+BEHIND_SHARE = 0.1
+BEHIND_FRAME_EVERY_S = 1.0
 _FINAL_TWIN_TIMEOUT_S = 120.0
 
 
@@ -162,6 +167,8 @@ class OnlineSession:
         self._decimation_count = 0
         self.drift_events: list[dict[str, Any]] = []
         self.stop_reason = "stream ended"
+        self.lag_s = self.largest_lag_s = 0.0
+        self.behind, self._behind_since, self.behind_episodes = False, 0.0, 0
         self.scheduling = "normal (SCHED_OTHER)"
         if online.twin.every_s is not None:  # started now, not in the middle of the stream
             self.twin_executor = ProcessPoolExecutor(
@@ -275,6 +282,8 @@ class OnlineSession:
                     self.stop_reason = f"online.duration_s={online.duration_s:g} reached"
                     break
                 if publisher.due():
+                    lag = (time.perf_counter() - sample.arrival) * (self.stream.time_factor or 1.0)
+                    self._watch_lag(sample.t, lag)
                     self._poll_twin()
                     if stop.is_set():
                         self.stop_reason = "stopped (Ctrl-C, SIGTERM or the dashboard)"
@@ -284,8 +293,26 @@ class OnlineSession:
                     if os.getppid() != parent:
                         self.stop_reason = "the web process ended"
                         break
-                    publisher.send(self.frame())
+                    if self.behind and not publisher.overdue(BEHIND_FRAME_EVERY_S):
+                        publisher.skip()  # behind: catch up first, the view waits
+                    else:
+                        publisher.send(self.frame())
         self._wall_end, self._cpu_end = time.perf_counter(), self._cpu()
+
+    def _watch_lag(self, t: float, lag: float) -> None:
+        """Say when processing falls behind the source (an event and a line), and when it has
+        caught up; `lag` in s of source time from a sample's arrival to now."""
+        self.lag_s = lag
+        self.largest_lag_s = max(self.largest_lag_s, lag)
+        behind = BEHIND_SHARE * self.settings.max_lag_s
+        if not self.behind and lag > behind:
+            self.behind, self._behind_since = True, t
+            self.behind_episodes += 1
+            _log(f"behind the source by {lag:.2f} s at t = {t:.1f} s: dashboard frames skipped")
+            self.event({"kind": "behind", "t": t, "lag_s": lag})
+        elif self.behind and lag < 0.5 * behind:
+            self.behind = False
+            self.event({"kind": "caught_up", "t": t, "behind_s": t - self._behind_since})
 
     def _commands(self, commands: Any) -> bool:
         """Apply queued commands; True when asked to stop."""
@@ -413,6 +440,9 @@ class OnlineSession:
             "cpu_share": self.cpu_share,
             "wall_s": wall - self._wall0,
             "frames_deferred": self.publisher.frames_deferred,
+            "frames_skipped": self.publisher.frames_skipped,
+            "lag_ms": 1e3 * self.lag_s,  # of source time
+            "behind": self.behind,
             "drift_statistic": identifier.drift.statistic.tolist(),
             "residual_sigma": identifier.drift.sigma.tolist(),
             "estimator": identifier.estimator.method,
@@ -464,6 +494,9 @@ class OnlineSession:
             "twin_last": self.twin_last,
             "frames_sent": self.publisher.frames_sent,
             "frames_deferred": self.publisher.frames_deferred,
+            "frames_skipped_behind": self.publisher.frames_skipped,
+            "behind_episodes": self.behind_episodes,
+            "largest_lag_s": self.largest_lag_s,
             "parameter_rows": self.parameters_log.rows,
         }
         if t_end is not None:

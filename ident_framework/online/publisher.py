@@ -5,7 +5,8 @@ point per 1/trace_hz s of source time) and `due()` is checked per sample; when a
 `frame(...)` builds it and `send` puts it on the queue to the web process without blocking.
 If that queue is full (the web side is behind) the frame's traces are kept for the next one
 and the miss is counted (`frames_deferred`): the view loses frames, the estimator never
-waits.
+waits. When the estimator itself is behind the source, it `skip`s frames (counted in
+`frames_skipped`; the traces wait for the next frame) to catch up sooner.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ class Publisher:
         self.seq = 0
         self.frames_sent = 0
         self.frames_deferred = 0
+        self.frames_skipped = 0
+        self._last_sent = time.perf_counter()
         self.latest: StepResult | None = None
 
     def add(self, result: StepResult) -> None:
@@ -45,6 +48,15 @@ class Publisher:
 
     def due(self) -> bool:
         return time.perf_counter() >= self._next_wall
+
+    def overdue(self, seconds: float) -> bool:
+        """No frame has gone out for `seconds` (s of wall time)."""
+        return time.perf_counter() - self._last_sent >= seconds
+
+    def skip(self) -> None:
+        """Let this frame's turn pass (the traces and events wait for the next one)."""
+        self._next_wall = max(self._next_wall + self.period, time.perf_counter())
+        self.frames_skipped += 1
 
     def trace(self) -> dict[str, list]:
         if not self._trace:
@@ -70,6 +82,7 @@ class Publisher:
             return False
         self.seq += 1
         self.frames_sent += 1
+        self._last_sent = time.perf_counter()
         self._trace.clear()
         self.events.clear()
         return True

@@ -73,6 +73,7 @@ class RtdeStream:
                 "robot keeps doing its own work while the service listens)."
             )
         self.rate_hz = float(params.frequency_hz)
+        self.time_factor = 1.0  # the robot's own clock
         # two threads share the interpreter: let the poller in within 0.2 ms, not 5 ms
         sys.setswitchinterval(0.0002)
         self.receive, self.torque_mode, self.torque_source = source.connect()

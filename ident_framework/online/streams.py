@@ -11,7 +11,8 @@ None as fast as possible (each sample is then due when it was produced).
 When the service falls more than `max_lag_s` behind the source, samples are skipped to catch up
 (counted in `skipped`, reported as skipped updates) rather than growing an unbounded queue.
 
-`cpu_s` is the CPU time (s) the stream itself used in the estimator process (the simulated
+`time_factor` is the stream's (None: as fast as possible; 1 for a robot). `cpu_s` is the CPU
+time (s) the stream itself used in the estimator process (the simulated
 robot's physics; RTDE reception), so that the estimator's own CPU share can be told apart.
 """
 
@@ -103,6 +104,7 @@ class MujocoStream:
         self.arm = RealTimeTwin(nominal, trajectory, settings)
         self.rate_hz = float(source_params.record_rate_hz)
         self.pacer = Pacer(time_factor, max_lag_s)
+        self.time_factor = time_factor
         self.payload_change = payload_change
         self._changed = False
         self._changed_model = None
@@ -176,6 +178,7 @@ class CsvStream:
         steps = np.diff(data.timestamp)
         self.rate_hz = float(1.0 / np.median(steps)) if len(steps) else 1.0
         self.pacer = Pacer(time_factor, max_lag_s)
+        self.time_factor = time_factor
         self.skipped = 0
         self.received = 0
         self.cpu_s = 0.0  # indexing a loaded recording: nothing worth measuring

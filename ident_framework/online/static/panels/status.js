@@ -5,7 +5,7 @@ export function create(el, ctx) {
   const items = [
     ["updates", "estimator updates"], ["skipped", "skipped updates"], ["received", "samples received"],
     ["rate", "update rate"], ["lat_pred", "latency → prediction (last 10 s)"], ["lat_upd", "latency → estimate (last 10 s)"],
-    ["cpu", "estimator CPU"], ["frames", "frames dropped"],
+    ["cpu", "estimator CPU"], ["lag", "behind the source"], ["frames", "frames dropped / skipped"],
   ];
   stats.innerHTML = items.map(([id, label]) => `<div class="stat"><div class="k">${label}</div><div class="v" id="st-${id}">–</div></div>`).join("");
   let lastUpdates = null, lastWall = null, rate = null;
@@ -28,7 +28,8 @@ export function create(el, ctx) {
       set("lat_upd", ms(lat.update_median, lat.update_p99), lat.update_p99 > 2 ? "warn" : "");
       set("cpu", l.cpu_share == null ? "–" : `${(100 * l.cpu_share).toFixed(0)} <small>% of a core</small>`);
       const dropped = (ctx.droppedFrames || 0) + (l.frames_deferred || 0);
-      set("frames", `${dropped} <small>view only</small>`);
+      set("frames", `${dropped} / ${l.frames_skipped ?? 0} <small>view only</small>`);
+      set("lag", l.lag_ms == null ? "–" : `${fix(l.lag_ms)} <small>ms${l.behind ? " · BEHIND: frames skipped" : ""}</small>`, l.behind ? "bad" : "");
       const f = ctx.info.filter;
       el.querySelector("#status-note").textContent =
         `causal filter: ${f.window_samples} samples, degree ${f.polyorder}, delay ${(1e3 * f.delay_s).toFixed(0)} ms (torque delayed alike) · ${estimatorText(ctx.info.settings.estimator, l)}`;
