@@ -51,6 +51,7 @@ STREAMING_SOURCES = ("mujoco", "csv", "rtde")
 # saying so), long before max_lag_s skips estimator updates
 BEHIND_SHARE = 0.1
 BEHIND_FRAME_EVERY_S = 1.0
+CAUGHT_UP_S = 5.0  # s of source time below half that lag before it counts as caught up
 _FINAL_TWIN_TIMEOUT_S = 120.0
 
 
@@ -169,6 +170,7 @@ class OnlineSession:
         self.stop_reason = "stream ended"
         self.lag_s = self.largest_lag_s = 0.0
         self.behind, self._behind_since, self.behind_episodes = False, 0.0, 0
+        self._below_since: float | None = None
         self.scheduling = "normal (SCHED_OTHER)"
         if online.twin.every_s is not None:  # started now, not in the middle of the stream
             self.twin_executor = ProcessPoolExecutor(
@@ -311,8 +313,13 @@ class OnlineSession:
             _log(f"behind the source by {lag:.2f} s at t = {t:.1f} s: dashboard frames skipped")
             self.event({"kind": "behind", "t": t, "lag_s": lag})
         elif self.behind and lag < 0.5 * behind:
-            self.behind = False
-            self.event({"kind": "caught_up", "t": t, "behind_s": t - self._behind_since})
+            if self._below_since is None:
+                self._below_since = t
+            elif t - self._below_since >= CAUGHT_UP_S:  # one episode, not one per hiccup
+                self.behind, self._below_since = False, None
+                self.event({"kind": "caught_up", "t": t, "behind_s": t - self._behind_since})
+        elif self.behind:
+            self._below_since = None
 
     def _commands(self, commands: Any) -> bool:
         """Apply queued commands; True when asked to stop."""

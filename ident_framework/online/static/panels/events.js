@@ -18,7 +18,7 @@ export function create(el, ctx) {
         else if (e.kind === "twin") { tag = "twin"; text = e.valid ? `written (${e.solve_s?.toFixed(1)} s)` : `refused: ${(e.reasons || [""])[0].slice(0, 80)}`; }
         else if (e.kind === "start") text = `start: ${e.stream.source}, from ${e.initial}`;
         else if (e.kind === "end") text = `end: ${e.reason}`;
-        else if (e.kind === "behind") { tag = "drift"; text = `behind the source by ${e.lag_s.toFixed(2)} s: dashboard frames skipped`; }
+        else if (e.kind === "behind") { tag = "response"; text = `behind the source by ${e.lag_s.toFixed(2)} s: dashboard frames skipped`; }
         else if (e.kind === "caught_up") text = `caught up after ${e.behind_s.toFixed(1)} s`;
         return `<li data-t="${e.t ?? ""}"><span class="tag ${tag}">${e.kind}</span><span>${t}</span><span>${text}</span></li>`;
       }).join("");
