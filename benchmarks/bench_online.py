@@ -12,9 +12,9 @@ Run it when the machine is quiet (`uptime`); the load average is printed first.
   CPU share of one core (without the simulated robot's physics; the process's total too),
   latency sample -> a-priori prediction and -> updated estimate, median and p99 (target
   p99 < 2 ms);
-- clients: the same with a client that never reads and with ten reading clients: updates and
-  update p99 against the baseline of the same scheduling (target: within 10 %), and the
-  baseline once more (how much it varies by itself on a shared machine);
+- clients: the same with a client that never reads and with ten reading clients, interleaved
+  with the baseline over `--rounds` rounds (a shared machine's load drifts): the medians of
+  updates and update p99 against the baseline's (target: within 10 %);
 - drift: payload 1.5 -> 3.5 kg at 60 s of a 120 s run: detection delay, and per joint and pooled
   the sliding R² after the change against its pre-change value, i.e. that of the same run
   without the change at the same instant: its lowest, and from when it stays no more than 1 %
@@ -132,30 +132,44 @@ def service_with_clients(run: Path, seconds: float, stalled: int, readers: int, 
     return json.loads((run / "online" / "summary.json").read_text())
 
 
-def realtime_and_clients(out: Path, seconds: float, clients: bool, priority: int | None) -> None:
+def realtime_and_clients(
+    out: Path, seconds: float, clients: bool, priority: int | None, rounds: int
+) -> None:
+    """The baseline and, with `clients`, a never-reading client and ten reading clients,
+    interleaved over `rounds` rounds (the machine's own load drifts: each case's median over
+    the rounds is compared with the baseline's)."""
     extra = () if priority is None else (f"online.realtime_priority={priority}",)
     tag = "normal scheduling" if priority is None else f"SCHED_FIFO {priority}"
     out = out / tag.replace(" ", "_")
-    base = service_with_clients(out / "baseline", seconds, 0, 0, *extra)
-    print(
-        f"[realtime, {tag}] {seconds:g} s at real time ({base['scheduling']}): estimator CPU "
-        f"{100 * base['estimator_cpu_share']:.1f} % of one core (process "
-        f"{100 * base['cpu_share_of_one_core']:.1f} %, of which the simulated robot "
-        f"{100 * base['source_cpu_share']:.1f} %); updates {base['updates']}, skipped "
-        f"{base['skipped_updates']}; {latency(base)}",
-        flush=True,
-    )
-    if not clients:
-        return
-    cases = (("never-reading client", 1, 0), ("ten clients", 0, 10), ("baseline again", 0, 0))
-    for name, stalled, readers in cases:  # the last: how much the baseline itself varies
-        s = service_with_clients(out / name.replace(" ", "_"), seconds, stalled, readers, *extra)
-        ratio_u = s["updates"] / base["updates"]
-        ratio_p = s["latency_update"]["p99_ms"] / base["latency_update"]["p99_ms"]
+    cases = (("baseline", 0, 0),)
+    if clients:
+        cases += (("never-reading client", 1, 0), ("ten clients", 0, 10))
+    results: dict[str, list[dict]] = {name: [] for name, _, _ in cases}
+    for k in range(rounds):
+        for name, stalled, readers in cases:
+            run = out / f"{name.replace(' ', '_')}_{k}"
+            s = service_with_clients(run, seconds, stalled, readers, *extra)
+            results[name].append(s)
+            print(
+                f"[{'realtime' if name == 'baseline' else 'clients'}, {tag}, round {k + 1}] "
+                f"{name}: {seconds:g} s at real time ({s['scheduling']}), load "
+                f"{os.getloadavg()[0]:.1f}: estimator CPU {100 * s['estimator_cpu_share']:.1f} % "
+                f"of one core (process {100 * s['cpu_share_of_one_core']:.1f} %, of which the "
+                f"simulated robot {100 * s['source_cpu_share']:.1f} %); updates {s['updates']}, "
+                f"skipped {s['skipped_updates']}; {latency(s)}",
+                flush=True,
+            )
+    base = results["baseline"]
+    base_p99 = float(np.median([s["latency_update"]["p99_ms"] for s in base]))
+    base_updates = float(np.median([s["updates"] for s in base]))
+    for name, runs in results.items():
+        p99 = float(np.median([s["latency_update"]["p99_ms"] for s in runs]))
+        updates = float(np.median([s["updates"] for s in runs]))
         print(
-            f"[clients, {tag}] {name}: updates {s['updates']} ({ratio_u:.3f} x baseline), "
-            f"skipped {s['skipped_updates']}, update p99 {s['latency_update']['p99_ms']:.3f} ms "
-            f"({ratio_p:.2f} x baseline); {latency(s)}",
+            f"[clients, {tag}] {name}, median of {len(runs)}: updates {updates:.0f} "
+            f"({updates / base_updates:.3f} x baseline), update p99 {p99:.3f} ms "
+            f"({p99 / base_p99:.2f} x baseline); each round's p99 "
+            f"{[round(s['latency_update']['p99_ms'], 3) for s in runs]} ms",
             flush=True,
         )
 
@@ -366,6 +380,7 @@ def main() -> None:
     parser.add_argument("--realtime-s", type=float, default=60.0, help="realtime, clients: s")
     parser.add_argument("--method", default=None, help="online.estimator.method (rls default)")
     parser.add_argument("--priorities", default="none,10", help="realtime, clients: none,10")
+    parser.add_argument("--rounds", type=int, default=3, help="clients: interleaved rounds")
     parser.add_argument("--out", default=None)
     parser.add_argument("--override", action="append", default=[], help="KEY=VALUE (repeat)")
     args = parser.parse_args()
@@ -384,7 +399,8 @@ def main() -> None:
     if "realtime" in parts or "clients" in parts:
         for priority in args.priorities.split(","):
             level = None if priority == "none" else int(priority)
-            realtime_and_clients(out, args.realtime_s, "clients" in parts, level)
+            rounds = args.rounds if "clients" in parts else 1
+            realtime_and_clients(out, args.realtime_s, "clients" in parts, level, rounds)
     if "drift" in parts:
         drift(out)
     if "convergence" in parts:
