@@ -6,6 +6,8 @@ the stream and reports `ready` (or a user error, which ends the run with exit co
 URL is printed and uvicorn serves the app (`web_app.py`) on that socket. A reader thread moves
 frames from the estimator into `ServiceState`; a broadcaster task samples them
 `dashboard.publish_hz` times per second into every client's queue (`client_queues.py`).
+Once the estimator is started, this process lowers its own priority (nice +5): under CPU
+contention the estimator comes first.
 
 Shutdown: Ctrl-C or SIGTERM (uvicorn's handlers), `POST /api/stop`, the end of
 `online.duration_s` or of a replayed recording. The estimator is told to stop, saves its files
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import multiprocessing
+import os
 import queue
 import secrets
 import signal
@@ -35,6 +38,7 @@ from .estimator_process import estimator_main
 from .service_state import ServiceState, merge_frames
 
 SEND_BUFFER_BYTES = 65536
+WEB_NICE = 5  # the web process's niceness above the estimator's (lower priority)
 _READY_TIMEOUT_S = 600.0  # excitation design and model building
 _FINAL_TIMEOUT_S = 300.0  # the estimator's last twin fit and files
 
@@ -136,6 +140,7 @@ def run_online(config: RunConfig, cfg: DictConfig, run_dir: Path) -> dict[str, A
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     link = EstimatorLink(cfg, run_dir)
     link.start()
+    _yield_to_the_estimator()
     try:
         info = link.wait_ready()
     except BaseException:
@@ -191,6 +196,16 @@ def run_online(config: RunConfig, cfg: DictConfig, run_dir: Path) -> dict[str, A
     if link.final is None:
         raise RuntimeError("the estimator process ended without its final summary")
     return link.final
+
+
+def _yield_to_the_estimator() -> None:
+    """Lower this (web) process's priority once the estimator process has been started (it
+    keeps the normal one): under CPU contention the kernel then favours the estimator over
+    serving the dashboard. Needs no privilege (raising a priority would)."""
+    try:
+        os.nice(WEB_NICE)
+    except OSError:
+        pass
 
 
 class _Stop(Exception):
