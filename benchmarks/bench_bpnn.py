@@ -20,8 +20,8 @@ import time
 import numpy as np
 import yaml
 
-from ident_framework.multisine import multisine
-from ident_framework.residual_bpnn import BpnnParams, BpnnResidual
+from ident_framework.residuals.bpnn import BpnnParams, BpnnResidual
+from ident_framework.testing.multisine import multisine
 
 TARGET_S = 30.0
 RATE_HZ = 100.0

@@ -100,7 +100,7 @@ def service_with_clients(run: Path, seconds: float, stalled: int, readers: int, 
     and never read, and `readers` clients that read every frame."""
     import httpx
 
-    from online_support import running_service
+    from ident_framework.testing.online import running_service
 
     overrides = ("online.time_factor=1", f"online.duration_s={seconds:g}", *extra)
     with running_service(run, "online.twin.every_s=30", *overrides) as service:
@@ -259,13 +259,13 @@ def convergence(out: Path) -> None:
     against the torque as recorded."""
     from hydra import compose, initialize_config_dir
 
-    from ident_framework.identification import predict_torque
-    from ident_framework.online.sample_regressor import structural_base
-    from ident_framework.pipeline import design_excitation, robot_and_regressor
-    from ident_framework.plugins import get_registry
-    from ident_framework.preprocessing import PreprocessingParams, preprocess
-    from ident_framework.run_config import validate_config
-    from ident_framework.source_mujoco import MujocoSource
+    from ident_framework.config.registry import get_registry
+    from ident_framework.config.run_config import validate_config
+    from ident_framework.data.preprocessing import PreprocessingParams, preprocess
+    from ident_framework.identify.linear_problem import predict_torque
+    from ident_framework.modes.online.sample_regressor import structural_base
+    from ident_framework.modes.pipeline import design_excitation, robot_and_regressor
+    from ident_framework.sources.mujoco import MujocoSource
 
     folder = out / "convergence"
     folder.mkdir(parents=True, exist_ok=True)
@@ -335,10 +335,9 @@ def convergence(out: Path) -> None:
 
 # ---------------------------------------------------------------------- RTDE
 def rtde(out: Path) -> None:
-    from ident_framework.robot_model import load_robot
-    from ident_framework.source_rtde import RtdeSource, RtdeSourceParams
-
-    from rtde_support import running_emulator
+    from ident_framework.model.robot import load_robot
+    from ident_framework.sources.rtde import RtdeSource, RtdeSourceParams
+    from ident_framework.testing.rtde import running_emulator
 
     host = "127.0.16.1"
     with running_emulator(host):

@@ -20,12 +20,12 @@ import tracemalloc
 import numpy as np
 import pinocchio as pin
 
-from ident_framework.estimator_ls import solve_stacked
-from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
-from ident_framework.identification import accumulate_joint_factors, project_to_base
-from ident_framework.multisine import multisine
-from ident_framework.regressor import RegressorBuilder
-from ident_framework.robot_model import load_robot
+from ident_framework.estimators.ls import solve_stacked
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.identify.linear_problem import accumulate_joint_factors, project_to_base
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import load_robot
+from ident_framework.testing.multisine import multisine
 
 CHUNK = 2000
 

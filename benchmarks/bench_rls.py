@@ -21,12 +21,12 @@ import time
 
 import numpy as np
 
-from ident_framework.base_parameters import BaseParameters, TriangularAccumulator
-from ident_framework.estimator_rls import RecursiveLeastSquares, RecursiveLeastSquaresParams
-from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.estimators.rls import RecursiveLeastSquares, RecursiveLeastSquaresParams
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.interfaces import LinearProblem
-from ident_framework.regressor import RegressorBuilder
-from ident_framework.robot_model import load_robot
+from ident_framework.model.base_parameters import BaseParameters, TriangularAccumulator
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import load_robot
 
 TARGET_RATE = 20_000.0  # updates/s
 TARGET_P99_S = 0.5e-3  # s

@@ -45,7 +45,14 @@ import time
 
 import numpy as np
 
-from ident_framework.drift_study import (
+from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
+from ident_framework.estimators.rls import RecursiveLeastSquares, RecursiveLeastSquaresParams
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.identify.excitation_objective import make_condition_objective
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import load_robot
+from ident_framework.simulation.tracking import SimulationParams
+from ident_framework.testing.drift_study import (
     DriftSetup,
     least_squares_on,
     phase_matched_reference,
@@ -53,14 +60,7 @@ from ident_framework.drift_study import (
     recovery_time,
     rmse_of,
 )
-from ident_framework.estimator_ls import LeastSquares, LeastSquaresParams
-from ident_framework.estimator_rls import RecursiveLeastSquares, RecursiveLeastSquaresParams
-from ident_framework.excitation import make_condition_objective
-from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
-from ident_framework.regressor import RegressorBuilder
-from ident_framework.robot_model import load_robot
-from ident_framework.simulation import SimulationParams
-from ident_framework.trajectory_fourier import FourierGenerator, FourierParams
+from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
 
 APRIORI_GRACE_S = 0.5  # s: shorter excursions of the a-priori error are not counted
 CHOSEN_FORGETTING = 0.999  # 2 s memory at 500 Hz, see the module docstring

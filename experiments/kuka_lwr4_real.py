@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ident_framework.csv_log import write_csv_log
-from ident_framework.dataset import Dataset
+from ident_framework.data.csv_log import write_csv_log
+from ident_framework.data.dataset import Dataset
 
 JOINTS = tuple(f"lwr_{j}_joint" for j in range(7))
 RUNS = (

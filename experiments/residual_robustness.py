@@ -4,7 +4,8 @@
         [override ...]        e.g. source.unmodelled_scale=3 trajectory.n_refine=0
 
 The workspace-restricted protocol of tests/test_residual_end_to_end.py (position-dependent
-friction the model lacks, `validation=mujoco_fourier`, every joint in [-1, 1] rad): for each
+friction the model lacks, `validation=mujoco_fourier`, every joint in [-1, 1] rad, joint limits
+only: `trajectory.workspace=null`): for each
 data seed (`seed=`: perturbed robot, excitation search, validation motion) the pipeline runs
 once with the configured learner, then the learner is trained again with each other learner
 seed (`residual.seed`: initial weights, minibatch order) on the same residual. Prints one JSON
@@ -22,12 +23,12 @@ import time
 
 from hydra import compose, initialize_config_module
 
-from ident_framework.config_search_path import register_plugin_search_path
-from ident_framework.metrics import torque_metrics
-from ident_framework.pipeline import run_pipeline
-from ident_framework.plugins import get_registry
-from ident_framework.residual_bpnn import BpnnResidual
-from ident_framework.run_config import validate_config
+from ident_framework.config.registry import get_registry
+from ident_framework.config.run_config import validate_config
+from ident_framework.config.search_path import register_plugin_search_path
+from ident_framework.identify.metrics import torque_metrics
+from ident_framework.modes.pipeline import run_pipeline
+from ident_framework.residuals.bpnn import BpnnResidual
 
 PROTOCOL = [
     "source.unmodelled=position",
@@ -35,6 +36,7 @@ PROTOCOL = [
     "residual.progress=false",
     "validation=mujoco_fourier",
     "trajectory.position_limits=[[-1,1],[-1,1],[-1,1],[-1,1],[-1,1],[-1,1]]",
+    "trajectory.workspace=null",  # measured with joint limits only (before the workspace)
     "trajectory.progress=false",
     "plots=false",
 ]
@@ -62,7 +64,7 @@ def main() -> None:
             start = time.perf_counter()
             result = run_pipeline(config, progress=False)
             physical = result.predictions["validation"].physical
-            train, validation = result.train, result.validation
+            train, validation = result.data.train, result.data.validation
             residual = train.tau - result.predictions["train"].physical
             params = config.plugins["residual"].params
             for learner_seed in args.learner_seeds:
@@ -77,7 +79,7 @@ def main() -> None:
                 row = {
                     "data_seed": data_seed,
                     "learner_seed": learner_seed,
-                    "cond": result.cond,
+                    "cond": result.diagnostics.cond,
                     "physical_rmse": p["rmse"],
                     "fused_rmse": f["rmse"],
                     "change_percent": 100.0 * (f["rmse"] / p["rmse"] - 1.0),

@@ -1,1 +1,130 @@
-"""ident_framework."""
+"""ident_framework: identify the dynamic parameters of a serial robot arm from joint data and
+keep a MuJoCo digital twin consistent with it; every stage is a plugin.
+
+What plugin authors and users import, from here or from the module named beside it:
+
+- writing a plugin: `hookimpl` (`hookspecs`), the protocols each plugin object follows and the
+  classes with the defaults of their optional members (`interfaces`), `EXTENSION_POINTS`
+  (`extension_points`: hook, config groups, protocol of each), `UserError` (`errors`);
+- data and models: `Dataset` (`data.dataset`), `read_csv_log` / `write_csv_log`
+  (`data.csv_log`), `RobotModel` / `load_robot` (`model.robot`), `RegressorBuilder`
+  (`model.regressor`);
+- running: `main` (`__main__`: the command line, `main(["friction=none", ...])`),
+  `check_command_line` (`config.preflight`: the validated `RunConfig` of every job of a
+  command line), `run_pipeline` (`modes.pipeline`: one identification, an
+  `IdentificationResult` from `identify.result`), `get_registry` (`config.registry`: every
+  installed plugin).
+
+The names are imported on first use, so `import ident_framework` (and `python -m
+ident_framework --help`) loads none of Pinocchio, MuJoCo, SciPy or PyTorch for them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "hookimpl": "ident_framework.hookspecs",
+    "EXTENSION_POINTS": "ident_framework.extension_points",
+    "UserError": "ident_framework.errors",
+    **dict.fromkeys(
+        (
+            "DataSource",
+            "Estimator",
+            "EstimatorDefaults",
+            "FrictionModel",
+            "FrictionModelDefaults",
+            "LinearProblem",
+            "NonlinearFrictionModel",
+            "ResidualLearner",
+            "ResidualLearnerDefaults",
+            "StandardModel",
+            "Trajectory",
+            "TrajectoryGenerator",
+        ),
+        "ident_framework.interfaces",
+    ),
+    "Dataset": "ident_framework.data.dataset",
+    "read_csv_log": "ident_framework.data.csv_log",
+    "write_csv_log": "ident_framework.data.csv_log",
+    "RobotModel": "ident_framework.model.robot",
+    "load_robot": "ident_framework.model.robot",
+    "RegressorBuilder": "ident_framework.model.regressor",
+    "main": "ident_framework.__main__",
+    "check_command_line": "ident_framework.config.preflight",
+    "get_registry": "ident_framework.config.registry",
+    "run_pipeline": "ident_framework.modes.pipeline",
+    "IdentificationResult": "ident_framework.identify.result",
+}
+
+__all__ = [  # the names of _EXPORTS
+    "DataSource",
+    "Dataset",
+    "EXTENSION_POINTS",
+    "Estimator",
+    "EstimatorDefaults",
+    "FrictionModel",
+    "FrictionModelDefaults",
+    "IdentificationResult",
+    "LinearProblem",
+    "NonlinearFrictionModel",
+    "RegressorBuilder",
+    "ResidualLearner",
+    "ResidualLearnerDefaults",
+    "RobotModel",
+    "StandardModel",
+    "Trajectory",
+    "TrajectoryGenerator",
+    "UserError",
+    "check_command_line",
+    "get_registry",
+    "hookimpl",
+    "load_robot",
+    "main",
+    "read_csv_log",
+    "run_pipeline",
+    "write_csv_log",
+]
+
+if TYPE_CHECKING:
+    from ident_framework.__main__ import main
+    from ident_framework.config.preflight import check_command_line
+    from ident_framework.config.registry import get_registry
+    from ident_framework.data.csv_log import read_csv_log, write_csv_log
+    from ident_framework.data.dataset import Dataset
+    from ident_framework.errors import UserError
+    from ident_framework.extension_points import EXTENSION_POINTS
+    from ident_framework.hookspecs import hookimpl
+    from ident_framework.identify.result import IdentificationResult
+    from ident_framework.interfaces import (
+        DataSource,
+        Estimator,
+        EstimatorDefaults,
+        FrictionModel,
+        FrictionModelDefaults,
+        LinearProblem,
+        NonlinearFrictionModel,
+        ResidualLearner,
+        ResidualLearnerDefaults,
+        StandardModel,
+        Trajectory,
+        TrajectoryGenerator,
+    )
+    from ident_framework.model.regressor import RegressorBuilder
+    from ident_framework.model.robot import RobotModel, load_robot
+    from ident_framework.modes.pipeline import run_pipeline
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first use (PEP 562)."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'ident_framework' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

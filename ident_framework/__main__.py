@@ -11,9 +11,9 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from .config_search_path import register_plugin_search_path
-from .errors import RehearsalFailed, UserError
-from .preflight import CONFIG_MODULE, CONFIG_NAME, check_command_line
+from ident_framework.config.preflight import CONFIG_MODULE, CONFIG_NAME, check_command_line
+from ident_framework.config.search_path import register_plugin_search_path
+from ident_framework.errors import RehearsalFailed, UserError
 
 EXIT_USER_ERROR = 2
 EXIT_REHEARSAL_FAILED = 3
@@ -26,7 +26,7 @@ def fail(error: UserError) -> None:
 
 @hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name=CONFIG_NAME, version_base="1.3")
 def run_job(cfg: DictConfig) -> float | None:
-    from .job import run_one_job
+    from ident_framework.modes.job import run_one_job
 
     try:
         return run_one_job(cfg)

@@ -1,21 +1,29 @@
 """What the engine expects from the object each plugin factory returns.
 
-Each extension point is a `typing.Protocol`; a plugin satisfies it structurally and never needs
-to import this module (it may, for type checking). Factories receive the plugin's validated
-schema dataclass instance (see `plugins.py`).
+Each extension point is a `typing.Protocol` (which hook registers it, and for which config
+group, is declared in `extension_points.py`). A plugin satisfies its protocol structurally and
+never needs to import this module (it may, for type checking). Factories receive the plugin's
+validated schema dataclass instance (see `config/registry.py`).
+
+Everything the engine reads or calls on a plugin object is a member of its protocol. Members
+marked *optional* have a default, kept in the protocol's `...Defaults` class: a plugin may
+inherit that class, or leave the members out, in which case the engine gives the object the
+defaults when the factory returns it (`extension_points.conform`). Members with a trailing
+underscore are results, present once `fit` (or `predict`) has run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from .dataset import Dataset
-    from .robot_model import RobotModel
+    from ident_framework.data.dataset import Dataset
+    from ident_framework.model.robot import RobotModel
 
 
 @runtime_checkable
@@ -62,16 +70,31 @@ class FrictionModel(Protocol):
     """Joint friction linear in its parameters: tau_f[j] = sum_k basis[:, j, k] * p[j, k].
 
     The same form on every joint, with its own parameter values per joint. A model whose basis
-    also depends on parameters it is not linear in implements `NonlinearFrictionModel` too."""
+    also depends on parameters it is not linear in (non-empty `nonlinear_names`) implements
+    `NonlinearFrictionModel` too.
+
+    Optional (defaults in `FrictionModelDefaults`): `parameter_units` (name -> unit, "Nm",
+    "rad/s", for the summary's tables; None: the conventional names fc, fs, fv, v_s, sigma0, ...
+    have theirs in `reports/parameters.PARAMETER_UNITS`), `nonlinear_names` (() for a model
+    linear in all its parameters) and `sequential` (False)."""
 
     parameter_names: tuple[str, ...]  # per joint, e.g. ("fv", "fc")
-    # Optional: `parameter_units`, a dict name -> unit ("Nm", "rad/s") for the summary's tables;
-    # conventional names (fc, fs, fv, v_s, sigma0, ...) have theirs in `report.PARAMETER_UNITS`.
+    parameter_units: Mapping[str, str] | None  # optional
+    nonlinear_names: tuple[str, ...]  # optional: () is a linear model
+    sequential: bool  # optional: the basis depends on the sample order (an internal state)
 
     def basis(self, dq: np.ndarray) -> np.ndarray:
         """(N, n, k) friction torque (Nm) of joint j per unit of its k-th parameter, at joint
         velocities dq (N, n) in rad/s."""
         ...
+
+
+class FrictionModelDefaults:
+    """The optional members of `FrictionModel`, with their defaults."""
+
+    parameter_units: Mapping[str, str] | None = None
+    nonlinear_names: tuple[str, ...] = ()
+    sequential: bool = False
 
 
 @runtime_checkable
@@ -91,7 +114,8 @@ class NonlinearFrictionModel(FrictionModel, Protocol):
     values and the physical parameters a user reads and sets (e.g. LuGre's fs = fs_ratio·fc):
     the simulated robot's true friction is given in physical names, and the report compares
     identified with true values by name (fc and fv mean Coulomb and viscous friction in every
-    model, so models can be compared with each other)."""
+    model, so models can be compared with each other). `stepper` is needed only by a
+    `sequential` model."""
 
     nonlinear_names: tuple[str, ...]  # per joint, e.g. ("v_s",)
     sequential: bool  # the basis depends on the sample order (an internal state)
@@ -191,23 +215,67 @@ class Estimator(Protocol):
     """scikit-learn style: `fit` returns self and sets `coef_` (base parameters) and
     `coef_std_` (their standard deviations, or None when not available).
 
-    Optional: `standard_coef_` (full standard parameters, when the estimator identifies
-    physical parameters; the engine then predicts with them), and
-    `write_outputs(folder: pathlib.Path) -> None` (extra files and plots for the run
-    directory, e.g. convergence of a recursive estimator)."""
+    Optional (defaults in `EstimatorDefaults`): `standard_coef_` (full standard parameters,
+    when the estimator identifies physical parameters; the engine then predicts with them;
+    None: the engine maps `coef_` to standard parameters), and `write_outputs(folder)` (extra
+    files and plots for the run directory, e.g. convergence of a recursive estimator)."""
 
     coef_: np.ndarray
     coef_std_: np.ndarray | None
+    standard_coef_: np.ndarray | None  # optional
 
     def fit(self, problem: LinearProblem) -> Estimator: ...
 
+    def write_outputs(self, folder: Path) -> None:
+        """Optional: write extra files into the run directory `folder`."""
+        ...
+
+
+class EstimatorDefaults:
+    """The optional members of `Estimator`, with their defaults."""
+
+    standard_coef_: np.ndarray | None = None
+
+    def write_outputs(self, folder: Path) -> None:
+        """Nothing to add to the run directory."""
+
 
 class ResidualLearner(Protocol):
-    """Learns tau_meas - tau_physical (Nm) from the joint state. `active` is False for the
-    built-in `none`, in which case the engine reports no fusion stage."""
+    """Learns tau_meas - tau_physical (Nm) from the joint state q (rad), dq (rad/s), ddq
+    (rad/s²), each (N, n). `active` is False for the built-in `none`, in which case the engine
+    reports no fusion stage (and calls nothing else).
+
+    `save(folder)` writes the fitted learner into the run directory's `residual/` folder;
+    `load(folder)` returns the learner saved there (`mode=predict`; it may be a classmethod).
+    Optional (defaults in `ResidualLearnerDefaults`): `write_outputs(folder)` (extra files and
+    plots in the run directory, written with `plots=true`), and a range guard's results after
+    `predict`: `out_of_range_fraction_` (share of samples with a joint outside the training
+    range) and `out_of_range_per_joint_` (per joint); None when the learner has no guard."""
 
     active: bool
+    out_of_range_fraction_: float | None  # optional
+    out_of_range_per_joint_: list[float] | None  # optional
 
     def fit(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, residual: np.ndarray) -> Any: ...
 
-    def predict(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray: ...
+    def predict(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """(N, n) predicted residual torque (Nm)."""
+        ...
+
+    def save(self, folder: Path) -> None: ...
+
+    def load(self, folder: Path) -> ResidualLearner: ...
+
+    def write_outputs(self, folder: Path) -> None:
+        """Optional: write extra files into the run directory `folder`."""
+        ...
+
+
+class ResidualLearnerDefaults:
+    """The optional members of `ResidualLearner`, with their defaults."""
+
+    out_of_range_fraction_: float | None = None
+    out_of_range_per_joint_: list[float] | None = None
+
+    def write_outputs(self, folder: Path) -> None:
+        """Nothing to add to the run directory."""

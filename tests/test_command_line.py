@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_cli
+from ident_framework.testing.cli import run_cli
 
 
 def listed_options(text: str, prefix: str) -> set[str]:

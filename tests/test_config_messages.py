@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from ident_framework.config_search_path import register_plugin_search_path
+from ident_framework.config.preflight import check_command_line
+from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.errors import UserError
-from ident_framework.preflight import check_command_line
-
-from conftest import run_cli
+from ident_framework.testing.cli import run_cli
 
 
 def message_of(*overrides: str) -> str:
@@ -181,12 +180,45 @@ def test_missing_required_value_names_the_option_and_an_example(overrides, fragm
          "residual.device must be 'cpu', 'cuda', 'cuda:<index>' or 'mps', got 'gpu'"),
         (["source=csv", "source.path=x.csv", "source.torque_column=torque"],
          "source.torque_column must be one of"),
+        # a nested section (the workspace) and an item of a list of sections: the full path
+        # (before: "clearance_m must be >= 0 m, got -1.0 (WorkspaceParams).")
+        (["trajectory.workspace.clearance_m=-1"],
+         "trajectory.workspace.clearance_m must be >= 0 m, got -1.0 "
+         "(the trajectory plugin 'fourier')."),
+        (["trajectory.workspace.floor_z_m=abc"],
+         "trajectory.workspace.floor_z_m must be a number or null, got 'abc'"),
+        (["trajectory.workspace.base_column.radius_m=0"],
+         "trajectory.workspace.base_column.radius_m must be > 0 m, got 0.0"),
+        (["trajectory.workspace.boxes=[{min_m:[0,0,0],max_m:[1,1,1]},{min_m:[0,0,0],max_m:[1,1]}]"],
+         "trajectory.workspace.boxes[1].max_m must be three finite numbers [x, y, z] in m, got "
+         "[1.0, 1.0]"),
+        (["trajectory.workspace.boxes=[{min:[0,0,0],max_m:[1,1,1]}]"],
+         "Unknown config key 'trajectory.workspace.boxes[0].min' for the trajectory plugin "
+         "'fourier'. Did you mean 'trajectory.workspace.boxes[0].min_m'?"),
     ],
 )  # fmt: skip
 def test_bad_value_names_the_key_in_plain_words(overrides, expected):
     message = message_of(*overrides)
     assert expected in message, message
     assert "Bad value in config" not in message and "of the preprocessing" not in message
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        # before: "Cannot set source.workspace.floor_z_m=0.2: source.workspace.floor_z_m exists
+        # but does not take this value."
+        (["source=rtde", "source.host=192.0.2.1", "source.workspace.floor_z_m=0.2"],
+         "source.workspace follows trajectory.workspace (${oc.select:trajectory.workspace,null} "
+         "in its config file), one setting for both: give trajectory.workspace.floor_z_m=0.2 "
+         "instead."),
+        (["validation.trajectory.workspace.clearance_m=0.05"],
+         "give trajectory.workspace.clearance_m=0.05 instead."),
+    ],
+)  # fmt: skip
+def test_a_key_of_a_section_that_follows_another(overrides, expected):
+    message = message_of(*overrides)
+    assert expected in message, message
 
 
 def test_command_line_gives_the_message_with_exit_code_2(tmp_path):

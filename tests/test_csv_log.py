@@ -10,11 +10,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from ident_framework import source_csv
-from ident_framework.csv_log import read_csv_log
-from ident_framework.dataset import UNITS
+from ident_framework.data.csv_log import read_csv_log
+from ident_framework.data.dataset import UNITS
 from ident_framework.errors import UserError
-from ident_framework.source_csv import CsvSource, CsvSourceParams
+from ident_framework.sources import csv as source_csv
+from ident_framework.sources.csv import CsvSource, CsvSourceParams
 
 JOINTS = ("j0", "j1", "j2")
 N_ROWS = 8

@@ -9,35 +9,34 @@ import pinocchio as pin
 import pytest
 import yaml
 
-from ident_framework.dataset import Dataset
+from ident_framework.config.plugin_config import build_params
+from ident_framework.data.dataset import Dataset
+from ident_framework.data.preprocessing import preprocess
 from ident_framework.errors import UserError
-from ident_framework.estimator_consistent import (
+from ident_framework.estimators.consistent import (
     ConsistentEstimator,
     ConsistentParams,
     register_estimators,
 )
-from ident_framework.estimator_ls import LeastSquares, LeastSquaresParams
-from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
-from ident_framework.identification import build_problem, predict_torque
+from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.identify.linear_problem import build_problem, predict_torque
+from ident_framework.identify.metrics import torque_metrics
+from ident_framework.identify.truth import true_standard_parameters
 from ident_framework.interfaces import LinearProblem
-from ident_framework.metrics import torque_metrics
-from ident_framework.physical_consistency import (
+from ident_framework.model.physical_consistency import (
     check_link,
     check_parameters,
     is_consistent,
     pseudo_inertia,
     violations,
 )
-from ident_framework.plugin_config import build_params
-from ident_framework.preprocessing import preprocess
-from ident_framework.regressor import RegressorBuilder
-from ident_framework.robot_model import RobotModel, load_robot
-from ident_framework.simulated_robot import PerturbationParams, perturb_robot
-from ident_framework.source_mujoco import MujocoSource, MujocoSourceParams
-from ident_framework.trajectory_fourier import FourierGenerator, FourierParams
-from ident_framework.truth import true_standard_parameters
-
-from test_identification import exact_dataset
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import RobotModel, load_robot
+from ident_framework.simulation.perturbed_robot import PerturbationParams, perturb_robot
+from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
+from ident_framework.testing.known_truth import exact_dataset
+from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "estimator" / "consistent.yaml"
 

@@ -11,19 +11,18 @@ import numpy as np
 import pytest
 import yaml
 
-from ident_framework.dataset import Dataset
+from ident_framework.config.plugin_config import build_params
+from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
-from ident_framework.estimator_ls import LeastSquares, LeastSquaresParams
-from ident_framework.estimator_rls import (
+from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
+from ident_framework.estimators.rls import (
     RecursiveLeastSquares,
     RecursiveLeastSquaresParams,
     register_estimators,
 )
-from ident_framework.identification import build_problem
+from ident_framework.identify.linear_problem import build_problem
 from ident_framework.interfaces import LinearProblem
-from ident_framework.plugin_config import build_params
-
-from test_identification import exact_dataset, true_setup  # noqa: F401 (fixture)
+from ident_framework.testing.known_truth import exact_dataset
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -260,7 +259,7 @@ def test_rls_tracks_payload_change():
     """The drift experiment at a smaller scale: 8 s excitation period, 250 Hz, payload
     1.5 -> 3.5 kg after two periods; lam for 2 s of memory."""
     experiment = load_experiment()
-    from ident_framework.drift_study import least_squares_on, rmse_of
+    from ident_framework.testing.drift_study import least_squares_on, rmse_of
 
     period, rate = 8.0, 250.0
     setup, change = experiment.make_setup(

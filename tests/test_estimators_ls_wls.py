@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ident_framework.base_parameters import BaseParameters
-from ident_framework.dataset import Dataset
-from ident_framework.estimator_ls import LeastSquares, LeastSquaresParams
-from ident_framework.estimator_wls import WeightedLeastSquares, WeightedLeastSquaresParams
-from ident_framework.identification import build_problem, predict_torque
-from ident_framework.pipeline import uncertainty_summary
-
-from test_identification import exact_dataset, true_setup  # noqa: F401  (fixture)
+from ident_framework.data.dataset import Dataset
+from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
+from ident_framework.estimators.wls import WeightedLeastSquares, WeightedLeastSquaresParams
+from ident_framework.identify.linear_problem import build_problem, predict_torque
+from ident_framework.identify.metrics import uncertainty_summary
+from ident_framework.model.base_parameters import BaseParameters
+from ident_framework.testing.known_truth import exact_dataset
 
 
 def _noisy(data: Dataset, std_per_joint, seed=0) -> Dataset:

@@ -10,20 +10,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ident_framework.dataset import Dataset, concatenate
+from ident_framework.data.dataset import Dataset, concatenate
+from ident_framework.data.preprocessing import PreprocessingParams, preprocess
 from ident_framework.errors import UserError
-from ident_framework.estimator_ls import LeastSquares, LeastSquaresParams
-from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
-from ident_framework.friction_fit import SeparableFit, fit_nonlinear_friction
-from ident_framework.friction_terms import check_friction_model
-from ident_framework.identification import build_problem, predict_torque, recording_friction
-from ident_framework.multisine import multisine
-from ident_framework.preprocessing import PreprocessingParams, preprocess
-from ident_framework.regressor import RegressorBuilder
-from ident_framework.robot_model import load_robot
-from ident_framework.source_mujoco import MujocoSource, MujocoSourceParams
-from ident_framework.trajectory_point_to_point import PointToPointGenerator, PointToPointParams
-from ident_framework.true_friction import parse_true_friction
+from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.identify.friction_fit import SeparableFit, fit_nonlinear_friction
+from ident_framework.identify.linear_problem import (
+    build_problem,
+    predict_torque,
+    recording_friction,
+)
+from ident_framework.model.friction_terms import check_friction_model
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import load_robot
+from ident_framework.simulation.true_friction import parse_true_friction
+from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
+from ident_framework.testing.multisine import multisine
+from ident_framework.trajectories.point_to_point import PointToPointGenerator, PointToPointParams
 
 FC = np.array([7.0, 6.5, 4.0, 1.5, 1.4, 1.2])  # Nm
 FV = np.array([4.0, 3.5, 2.5, 1.0, 0.9, 0.8])  # Nm·s/rad

@@ -5,46 +5,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ident_framework.base_parameters import BaseParameters, TriangularAccumulator
-from ident_framework.dataset import Dataset
-from ident_framework.estimator_ls import LeastSquares, LeastSquaresParams
-from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
-from ident_framework.friction_none import NoFriction, NoFrictionParams
-from ident_framework.identification import build_problem, predict_torque
-from ident_framework.metrics import torque_metrics
-from ident_framework.multisine import multisine
-from ident_framework.regressor import RegressorBuilder
-from ident_framework.robot_model import load_robot
-
-TRUE_VISCOUS = np.array([4.1, 3.7, 2.4, 1.1, 0.9, 0.8])
-TRUE_COULOMB = np.array([7.0, 6.5, 4.2, 1.6, 1.4, 1.1])
-TRUE_ARMATURE = np.array([0.41, 0.39, 0.16, 0.045, 0.041, 0.038])
-
-
-def sines(duration: float, rate: float, seed: int, n: int = 6):
-    """Smooth multi-sine joint motion with exact derivatives: (t, q, dq, ddq)."""
-    t = np.arange(0.0, duration, 1.0 / rate)
-    return (t, *multisine(t, n, seed))
-
-
-@pytest.fixture(scope="module")
-def true_setup():
-    nominal = load_robot("ur12e")
-    rng = np.random.default_rng(3)
-    inertial = nominal.inertial_parameters() * rng.uniform(0.8, 1.2, 60)  # need not be physical
-    builder = RegressorBuilder(
-        nominal, CoulombViscousFriction(CoulombViscousParams()), armature=True
-    )
-    theta = builder.standard_parameters(
-        inertial, np.column_stack([TRUE_VISCOUS, TRUE_COULOMB]), TRUE_ARMATURE
-    )
-    return builder, theta
-
-
-def exact_dataset(builder: RegressorBuilder, theta: np.ndarray, seed: int, duration=20.0):
-    t, q, dq, ddq = sines(duration, 200.0, seed)
-    tau = builder.compute(q, dq, ddq) @ theta
-    return Dataset(t, q, dq, tau, builder.robot.joint_names, ddq=ddq)
+from ident_framework.data.dataset import Dataset
+from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.friction.none import NoFriction, NoFrictionParams
+from ident_framework.identify.linear_problem import build_problem, predict_torque
+from ident_framework.identify.metrics import torque_metrics
+from ident_framework.model.base_parameters import BaseParameters, TriangularAccumulator
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import load_robot
+from ident_framework.testing.known_truth import (
+    TRUE_ARMATURE,
+    TRUE_COULOMB,
+    TRUE_VISCOUS,
+    exact_dataset,
+)
 
 
 def test_known_truth_recovered_without_noise(true_setup):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from online_support import running_service
+from ident_framework.testing.online import running_service
 
 pytestmark = pytest.mark.slow
 CHROMIUM = "/usr/bin/chromium"

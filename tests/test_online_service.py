@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import yaml
 
-from online_support import FAST, running_service
-from rtde_support import running_emulator
+from ident_framework.testing.online import FAST, running_service
+from ident_framework.testing.rtde import running_emulator
 
 pytestmark = pytest.mark.slow
 
@@ -119,9 +119,9 @@ def test_initial_run_starts_from_an_earlier_runs_parameters(tmp_path):
 
 def write_recording(path, seconds: float = 8.0):
     """A CSV in the contract, recorded from the simulated robot along the default motion."""
-    from ident_framework.robot_model import load_robot
-    from ident_framework.source_mujoco import MujocoSource, MujocoSourceParams
-    from ident_framework.trajectory_file import default_motion
+    from ident_framework.model.robot import load_robot
+    from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
+    from ident_framework.trajectories.file import default_motion
 
     robot = load_robot("ur12e")
     motion = default_motion(robot, period_s=seconds)

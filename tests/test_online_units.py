@@ -9,14 +9,14 @@ import asyncio
 import numpy as np
 import pytest
 
+from ident_framework.config.online_settings import online_settings
 from ident_framework.errors import UserError
-from ident_framework.online.causal_filter import CausalPolynomialFilter, window_samples
-from ident_framework.online.client_queues import ClientQueues
-from ident_framework.online.drift import CusumDetector
-from ident_framework.online.ring_buffer import RingBuffer
-from ident_framework.online.settings import online_settings
-from ident_framework.online.sliding_ls import SlidingWindowLeastSquares
-from ident_framework.online.sliding_metrics import SlidingFit
+from ident_framework.modes.online.causal_filter import CausalPolynomialFilter, window_samples
+from ident_framework.modes.online.client_queues import ClientQueues
+from ident_framework.modes.online.drift import CusumDetector
+from ident_framework.modes.online.ring_buffer import RingBuffer
+from ident_framework.modes.online.sliding_ls import SlidingWindowLeastSquares
+from ident_framework.modes.online.sliding_metrics import SlidingFit
 
 
 def run_filter(t: np.ndarray, x: np.ndarray, window: int, order: int = 3):

@@ -24,8 +24,7 @@ from pathlib import Path
 import pytest
 
 import ident_framework
-
-from conftest import REPO, run_cli
+from ident_framework.testing.cli import REPO, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -119,12 +118,13 @@ packages = ["ident_broken_plugin"]
 
 
 def _wheel(project: Path, folder: Path) -> Path:
-    """Build a project's wheel with this interpreter's setuptools (no download). setuptools
-    builds in the project folder (build/, *.egg-info): give it a copy, not a checkout."""
+    """Build a project's wheel with this interpreter's setuptools (no download, no pip cache).
+    setuptools builds in the project folder (build/, *.egg-info): give it a copy, not a
+    checkout."""
     before = set(folder.glob("*.whl")) if folder.exists() else set()
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "-w", str(folder), str(project)],
+         "--no-cache-dir", "--disable-pip-version-check", "-w", str(folder), str(project)],
         check=True,
     )  # fmt: skip
     (wheel,) = set(folder.glob("*.whl")) - before
@@ -138,7 +138,7 @@ def _install(python: Path, project: Path, wheels: Path | None = None) -> None:
     wheel = _wheel(project, wheels or project.parent / f"{project.name}-wheels")
     subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--ignore-installed",
-         "--disable-pip-version-check", str(wheel)],
+         "--no-cache-dir", "--disable-pip-version-check", str(wheel)],
         check=True,
     )  # fmt: skip
 
@@ -226,7 +226,7 @@ def test_every_module_imports_without_torch(venv_python: Path, tmp_path: Path):
         for info in pkgutil.walk_packages(ident_framework.__path__, "ident_framework.")
         if not info.name.startswith("ident_framework.conf")
     )
-    assert "ident_framework.residual_bpnn" in names and "ident_framework.__main__" in names
+    assert "ident_framework.residuals.bpnn" in names and "ident_framework.__main__" in names
     code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)"
     result = subprocess.run(
         [str(venv_python), "-c", code, "ident_framework", *names],
@@ -313,7 +313,7 @@ def test_third_party_plugin_appears_without_core_change(venv_python: Path, tmp_p
     assert {"'coulomb_viscous'", "'none'", "'tiny'"} <= {n.strip() for n in installed.split(",")}
 
     listing = subprocess.run(
-        [python, "-c", "from ident_framework.plugins import get_registry as g;"
+        [python, "-c", "from ident_framework.config.registry import get_registry as g;"
          "print([(p.name, p.distribution, p.version) for p in g().all() if p.kind == 'friction'])"],
         cwd=tmp_path, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip

@@ -9,9 +9,9 @@ import pluggy
 import pytest
 
 from ident_framework import hookspecs
+from ident_framework.config.plugin_config import validate_plugin_config
+from ident_framework.config.registry import PluginRegistry, build_plugin_manager, get_registry
 from ident_framework.errors import UserError
-from ident_framework.plugin_config import validate_plugin_config
-from ident_framework.plugins import PluginRegistry, build_plugin_manager, get_registry
 
 
 def test_builtins_are_registered_with_their_distribution():

@@ -15,9 +15,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from ident_framework.dataset import Dataset
+from ident_framework.data.dataset import Dataset
+from ident_framework.data.preprocessing import PreprocessingParams, preprocess
 from ident_framework.errors import UserError
-from ident_framework.preprocessing import PreprocessingParams, preprocess
 
 TOL = 1e-4  # max |ddq error| / max |ddq|
 AMPLITUDE = np.array([0.5, 0.2])  # rad

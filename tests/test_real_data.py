@@ -9,10 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ident_framework.csv_log import write_csv_log
-from ident_framework.dataset import Dataset
-
-from conftest import SHARED, run_cli
+from ident_framework.data.csv_log import write_csv_log
+from ident_framework.data.dataset import Dataset
+from ident_framework.testing.cli import SHARED, run_cli
 
 KUKA = SHARED / "datasets" / "kuka_lwr4"
 pytestmark = [

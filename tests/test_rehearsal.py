@@ -10,21 +10,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ident_framework.config.preflight import check_command_line
+from ident_framework.config.rehearsal_settings import RehearsalSettings
 from ident_framework.errors import UserError
-from ident_framework.preflight import check_command_line
-from ident_framework.rehearsal import run_rehearsal
-from ident_framework.rehearsal_checks import recovery_checks
-from ident_framework.rehearsal_gate import (
+from ident_framework.identify.truth import true_standard_parameters
+from ident_framework.model.robot import load_robot
+from ident_framework.modes.rehearsal.checks import recovery_checks
+from ident_framework.modes.rehearsal.planting import model_plus, plant_changes
+from ident_framework.modes.rehearsal.run import run_rehearsal
+from ident_framework.rtde.rehearsal_gate import (
     record_passed_rehearsal,
     require_passed_rehearsal,
     robot_fingerprint,
 )
-from ident_framework.rehearsal_planting import model_plus, plant_changes
-from ident_framework.rehearsal_settings import RehearsalSettings
-from ident_framework.robot_model import load_robot
-from ident_framework.truth import true_standard_parameters
-
-from conftest import run_cli
+from ident_framework.testing.cli import run_cli
 
 FAST = ("trajectory.n_candidates=40", "trajectory.n_refine=0")
 REPORT_FIELDS = {"name", "quantity", "planted", "identified", "error", "tolerance", "passed"}
@@ -131,13 +130,17 @@ def test_checks_detect_changes_not_only_match_the_truth(outcome):
     changes went unnoticed, although its base parameters are those of a valid robot)."""
     assert outcome.passed, [c.name for c in outcome.failed]
     result, planted, settings = outcome.result, outcome.rehearsal, outcome.result.config.rehearsal
-    exact = dataclasses.replace(result, theta=result.truth_theta)
+    exact = dataclasses.replace(
+        result, model=dataclasses.replace(result.model, theta=result.diagnostics.truth_theta)
+    )
     checks, details = recovery_checks(exact, planted, settings)
     for name, amplitude in details["changes"]["amplitudes"].items():
         assert amplitude == pytest.approx(1.0, abs=1e-6), name
     assert {c.name: c.error for c in checks}["base_parameters_norm"] < 1e-9
-    unplanted = true_standard_parameters(result.builder, planted.model_truth.to_dict())
-    unnoticed = dataclasses.replace(result, theta=unplanted)
+    unplanted = true_standard_parameters(result.model.builder, planted.model_truth.to_dict())
+    unnoticed = dataclasses.replace(
+        result, model=dataclasses.replace(result.model, theta=unplanted)
+    )
     checks, details = recovery_checks(unnoticed, planted, settings)
     failed = {c.name for c in checks if not c.passed}
     assert {f"planted_{c.name}" for c in planted.changes} <= failed

@@ -14,17 +14,11 @@ import pytest
 import torch
 import yaml
 
+from ident_framework.config.plugin_config import build_params
 from ident_framework.errors import UserError
-from ident_framework.multisine import multisine
-from ident_framework.plugin_config import build_params
-from ident_framework.residual_bpnn import (
-    MODEL_FILE,
-    PLOT_FILE,
-    WEIGHTS_FILE,
-    BpnnParams,
-    BpnnResidual,
-    register_residual_learners,
-)
+from ident_framework.residuals.bpnn import BpnnParams, BpnnResidual, register_residual_learners
+from ident_framework.residuals.bpnn_files import MODEL_FILE, PLOT_FILE, WEIGHTS_FILE
+from ident_framework.testing.multisine import multisine
 
 REPO = Path(__file__).resolve().parents[1]
 # Small and fast: a few hundred ms per fit on 4000 samples of 2 joints.
@@ -348,6 +342,6 @@ def test_registration_and_shipped_config():
 
 
 def test_importing_the_plugin_does_not_import_torch():
-    code = "import sys, ident_framework.residual_bpnn; print('torch' in sys.modules)"
+    code = "import sys, ident_framework.residuals.bpnn; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

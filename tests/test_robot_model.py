@@ -8,10 +8,9 @@ import pinocchio as pin
 import pytest
 
 from ident_framework.errors import UserError
-from ident_framework.robot_model import load_robot
-from ident_framework.ur_description import UR_JOINTS
-
-from conftest import SHARED
+from ident_framework.model.robot import load_robot
+from ident_framework.model.ur_description import UR_JOINTS
+from ident_framework.testing.cli import SHARED
 
 
 def _compare_engines(robot, n_states: int = 50, seed: int = 0) -> tuple[float, float]:

@@ -7,19 +7,24 @@ ur_rtde's RTDEControlInterface API and records what would be sent, with real tim
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 
-from ident_framework import rtde_protocol as rtde
-from ident_framework.csv_log import CsvLogWriter, read_csv_log
-from ident_framework.errors import UserError
-from ident_framework.excitation_playback import PlaybackAborted, ServoSettings, play
-from ident_framework.motion_safety import check_trajectory, frame_heights, require_safe
-from ident_framework.robot_model import load_robot
-from ident_framework.trajectory_file import default_motion
-
-from rtde_support import RecordingControl
+from ident_framework.data.csv_log import CsvLogWriter, read_csv_log
+from ident_framework.model.robot import load_robot
+from ident_framework.model.workspace import Workspace, WorkspaceParams
+from ident_framework.rtde import protocol as rtde
+from ident_framework.rtde.playback import PlaybackAborted, ServoSettings, play
+from ident_framework.testing.rtde import RecordingControl
+from ident_framework.trajectories.file import UR_HOME, default_motion
+from ident_framework.trajectories.joint_move import JointMove
+from ident_framework.trajectories.motion_safety import (
+    SafetyLimits,
+    check_trajectory,
+    motion_verdict,
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +34,10 @@ def robot():
 
 def test_default_motion_is_safe_and_slow(robot):
     motion = default_motion(robot)
-    report = check_trajectory(robot, motion, floor_z_m=0.0)
+    report = check_trajectory(robot, motion, SafetyLimits())
     assert report.safe, [v.describe() for v in report.violations]
     assert np.all(report.velocity_peak < 0.3)  # rad/s: slow
-    assert report.min_clearance_m > 0.05
+    assert report.min_floor_clearance_m > 0.15 and report.min_margin_m > 0.0
     assert len(report.lines()) == 2 + robot.n_joints
 
 
@@ -40,7 +45,7 @@ def test_violations_name_joint_time_and_excess(robot):
     """A fast version of the default motion breaks the velocity limit; the refusal names the
     joint, the time of the worst sample and by how much (known from the trajectory itself)."""
     fast = default_motion(robot, amplitude_rad=1.0, period_s=2.0)
-    report = check_trajectory(robot, fast, floor_z_m=-10.0, torque_fraction=1.0)
+    report = check_trajectory(robot, fast, SafetyLimits(workspace=None, torque_fraction=1.0))
     velocity = [v for v in report.violations if v.quantity == "velocity"]
     assert velocity
     t = np.arange(0.0, fast.duration, 1.0 / 250.0)
@@ -49,19 +54,45 @@ def test_violations_name_joint_time_and_excess(robot):
     j = list(robot.joint_names).index(worst.where)
     assert abs(worst.value) == pytest.approx(np.abs(dq[:, j]).max(), rel=1e-3)
     assert worst.excess == pytest.approx(abs(worst.value) - robot.limits.velocity[j])
-    with pytest.raises(UserError, match=r"joint '\w+' (velocity|acceleration) reaches .* at t = "):
-        require_safe(report)
+    verdict = motion_verdict(robot, fast, UR_HOME, SafetyLimits(workspace=None), 0.2, 0.5)
+    assert re.search(r"joint '\w+' (velocity|acceleration) reaches .* at t = ", verdict.refusal())
 
 
-def test_floor_plane_refuses_a_low_frame(robot):
+def test_floor_plane_refuses_a_low_point(robot):
+    """Raising the floor to 1 cm below the lowest point of the default motion plus the
+    clearance refuses it, naming the point, its height and by how much it is too low."""
     motion = default_motion(robot)
-    safe = check_trajectory(robot, motion, floor_z_m=0.0)
-    heights, names = frame_heights(robot, motion.evaluate(np.array([safe.lowest_time_s]))[0])
-    lowest = heights.min()
-    raised = check_trajectory(robot, motion, floor_z_m=lowest + 0.01)
-    assert [v.quantity for v in raised.violations] == ["floor"]
-    with pytest.raises(UserError, match=r"frame '.+' comes down to z = .* below the floor"):
-        require_safe(raised)
+    params = WorkspaceParams(base_column=None)
+    safe = check_trajectory(robot, motion, SafetyLimits(params))
+    heights = Workspace(robot, params).positions(motion.evaluate(np.array([safe.lowest_time_s]))[0])
+    lowest = heights[..., 2].min()
+    assert lowest == pytest.approx(safe.min_floor_clearance_m)
+    raised = WorkspaceParams(floor_z_m=lowest - params.clearance_m + 0.01, base_column=None)
+    report = check_trajectory(robot, motion, SafetyLimits(raised))
+    [violation] = report.violations
+    assert violation.quantity == "workspace" and violation.excess == pytest.approx(0.01, abs=1e-3)
+    assert re.search(r"point '.+' comes down to z = .* m inside the 0\.1 m clearance above the "
+                     r"floor plane", violation.describe())  # fmt: skip
+
+
+def test_approach_move_is_a_slow_straight_joint_move(robot):
+    """The moveJ model: straight in joint space, the largest joint at most movej_speed and
+    movej_acceleration, at rest at both ends; a trapezoid (or a triangle when short)."""
+    start, goal = np.array(UR_HOME), np.array(UR_HOME) + np.array([0.0, 0.3, -1.0, 0, 0, 0.2])
+    for distance_scale in (1.0, 0.05):
+        move = JointMove(start, start + distance_scale * (goal - start), 0.2, 0.5)
+        t = np.linspace(0.0, move.duration, 2001)
+        q, dq, ddq = move.evaluate(t)
+        np.testing.assert_allclose(q[[0, -1]], [start, start + distance_scale * (goal - start)],
+                                   atol=1e-12)  # fmt: skip
+        assert np.abs(dq).max() <= 0.2 + 1e-12 and np.abs(ddq).max() <= 0.5 + 1e-12
+        np.testing.assert_allclose(dq[[0, -1]], 0.0, atol=1e-12)
+        direction = (goal - start) / np.abs(goal - start).max()
+        along = (q - start) @ direction / (direction @ direction)
+        np.testing.assert_allclose(q, start + along[:, None] * direction, atol=1e-12)
+        # finite differences of the position are the velocity (away from the corners)
+        np.testing.assert_allclose(np.gradient(q[:, 2], t)[5:-5], dq[5:-5, 2], atol=2e-3)
+    assert JointMove(start, goal, 0.2, 0.5).duration == pytest.approx(1.0 / 0.2 + 0.2 / 0.5)
 
 
 def _check_stream(control: RecordingControl, robot, rate_hz: float) -> dict:

@@ -11,15 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ident_framework.base_parameters import BaseParameters
-from ident_framework.csv_log import write_csv_log
-from ident_framework.physical_consistency import check_link
-from ident_framework.report import parameter_unit
-from ident_framework.robot_model import load_robot
-from ident_framework.source_mujoco import MujocoSource, MujocoSourceParams
-from ident_framework.trajectory_point_to_point import PointToPointGenerator, PointToPointParams
-
-from conftest import run_cli
+from ident_framework.data.csv_log import write_csv_log
+from ident_framework.model.base_parameters import BaseParameters
+from ident_framework.model.physical_consistency import check_link
+from ident_framework.model.robot import load_robot
+from ident_framework.reports.parameters import parameter_unit
+from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
+from ident_framework.testing.cli import run_cli
+from ident_framework.trajectories.point_to_point import PointToPointGenerator, PointToPointParams
 
 FAST = ("trajectory.n_candidates=40", "trajectory.n_refine=0")
 SMALL_NET = ("residual=bpnn", "residual.epochs=30")

@@ -10,20 +10,20 @@ import pytest
 import yaml
 
 from ident_framework.errors import UserError
-from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.interfaces import Trajectory
-from ident_framework.regressor import RegressorBuilder
-from ident_framework.robot_model import load_robot
-from ident_framework.simulated_robot import (
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import load_robot
+from ident_framework.simulation.perturbed_robot import (
     PerturbationParams,
     SimulatedTruth,
     link_is_valid,
     perturb_robot,
     truth_from_robot,
 )
-from ident_framework.simulation import SimulationParams, simulate
-from ident_framework.source_mujoco import MujocoSource, MujocoSourceParams
-from ident_framework.trajectory_point_to_point import (
+from ident_framework.simulation.tracking import SimulationParams, simulate
+from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
+from ident_framework.trajectories.point_to_point import (
     PointToPointGenerator,
     PointToPointParams,
     PointToPointTrajectory,
@@ -66,7 +66,10 @@ def truth_robot(robot):
 
 @pytest.fixture(scope="module")
 def motion(robot):
-    return PointToPointGenerator(PointToPointParams()).generate(robot, None, seed=1)
+    # joint limits only: this motion checks the simulator, whose exactness needs no workspace
+    # (inside the default one, seed 1 has a wrist_3 sample at 0.055 rad/s with 2.5 rad/s²,
+    # where MuJoCo's soft friction loss is 0.0016 Nm off Coulomb x sign(dq): DESIGN.md)
+    return PointToPointGenerator(PointToPointParams(workspace=None)).generate(robot, None, seed=1)
 
 
 @pytest.fixture(scope="module")
@@ -291,7 +294,7 @@ def test_point_to_point_limits_rest_and_slow_moves(robot, motion):
 
 
 def test_point_to_point_is_deterministic(robot, motion):
-    generator = PointToPointGenerator(PointToPointParams())
+    generator = PointToPointGenerator(PointToPointParams(workspace=None))
     again = generator.generate(robot, None, seed=1)
     np.testing.assert_array_equal(again.knots, motion.knots)
     np.testing.assert_array_equal(again.waypoints, motion.waypoints)

@@ -6,18 +6,26 @@ import numpy as np
 import pytest
 import yaml
 
-from ident_framework.base_parameters import TriangularAccumulator, condition_number
 from ident_framework.errors import UserError
-from ident_framework.excitation import make_condition_objective
-from ident_framework.friction_coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.identify.excitation_objective import make_condition_objective
 from ident_framework.interfaces import Trajectory
-from ident_framework.regressor import RegressorBuilder
-from ident_framework.robot_model import load_robot
-from ident_framework.trajectory_fourier import (
+from ident_framework.model.base_parameters import TriangularAccumulator, condition_number
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import load_robot
+from ident_framework.model.workspace import Workspace, WorkspaceBox, WorkspaceParams
+from ident_framework.sources.rtde import RtdeSourceParams, safety_limits
+from ident_framework.trajectories.file import UR_HOME
+from ident_framework.trajectories.fourier import (
     FourierGenerator,
     FourierParams,
     FourierTrajectory,
     register_trajectory_generators,
+)
+from ident_framework.trajectories.motion_safety import (
+    SafetyLimits,
+    check_trajectory,
+    motion_verdict,
 )
 
 SMALL = {"n_candidates": 60, "n_refine": 150, "progress": False}
@@ -123,6 +131,69 @@ def test_default_search_reaches_target_within_limits(robot, builder, objective, 
     assert optimised.info["cond_search"] == pytest.approx(reported, rel=0.05)
     usage = optimised.info["limits_usage"]
     assert max(usage["velocity"]) > 0.8 * params.velocity_fraction  # it does use the limits
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["ur12e", "ur10e", "ur5e"])
+def test_default_excitation_passes_the_rtde_safety_check(model, request):
+    """The default excitation of each UR model (default config, seed 0, default search budget)
+    passes source=rtde's safety check with its default settings (joint limits, 0.8 x effort,
+    floor at z = 0 with 0.1 m clearance, base column, tool point), also as a whole motion from
+    the home pose, and keeps cond(W_base) <= 50. Without the workspace the same search passes
+    far below the floor (the issue's figure: 1.1 m for the UR12e)."""
+    robot = load_robot(model)
+    if model == "ur12e":
+        trajectory = request.getfixturevalue("optimised")
+    else:
+        builder = RegressorBuilder(robot, CoulombViscousFriction(CoulombViscousParams()))
+        objective = make_condition_objective(builder)
+        trajectory = FourierGenerator(FourierParams(progress=False)).generate(robot, objective, 0)
+    limits = safety_limits(RtdeSourceParams(host="192.0.2.1"))
+    report = check_trajectory(robot, trajectory, limits)
+    assert report.safe, [v.describe() for v in report.violations]
+    verdict = motion_verdict(robot, trajectory, np.array(UR_HOME), limits, 0.2, 0.5)
+    assert verdict.refusal() is None and verdict.safe
+    assert trajectory.info["cond"] <= 50.0
+    assert report.min_floor_clearance_m >= 0.1
+    recorded = trajectory.info["safety_check"]
+    assert recorded["min_floor_clearance_m"] == pytest.approx(
+        report.min_floor_clearance_m, abs=2e-3
+    )
+    print(
+        f"\n{model}: cond {trajectory.info['cond']:.2f}, minimum floor clearance "
+        f"{report.min_floor_clearance_m:.3f} m ({report.lowest_point}), smallest workspace "
+        f"margin beyond the clearance {report.min_margin_m:.3f} m"
+    )
+
+
+def test_search_without_workspace_goes_below_the_floor(robot, objective):
+    """The reason for the workspace: the same search with joint limits only."""
+    params = FourierParams(**SMALL, workspace=None)
+    trajectory = FourierGenerator(params).generate(robot, objective, seed=0)
+    report = check_trajectory(robot, trajectory, SafetyLimits())
+    assert report.min_floor_clearance_m < -0.3
+    assert any(v.quantity == "workspace" for v in report.violations)
+
+
+def test_workspace_box_is_respected_by_search_and_random_motion(robot, objective):
+    """A keep-in box for the wrist and tool (a wall at y = 0.3 m, a ceiling at z = 1.2 m): the
+    optimised and the random trajectory keep every named point inside it with the clearance,
+    measured with Pinocchio's frames on a 1 kHz grid."""
+    box = WorkspaceBox([-1.5, -1.5, -1.0], [1.5, 0.3, 1.2], frames=["wrist_3_link", "tool"])
+    workspace = WorkspaceParams(boxes=[box])
+    params = FourierParams(**SMALL, workspace=workspace)
+    optimised = FourierGenerator(params).generate(robot, objective, seed=2)
+    for trajectory in (optimised, FourierGenerator(params).generate(robot, None, seed=2)):
+        t = np.arange(0.0, trajectory.duration, 1e-3)
+        q = trajectory.evaluate(t)[0]
+        bound = Workspace(robot, workspace)
+        p = bound.positions(q)[:, [bound.arm.aliases["wrist_3_link"], bound.arm.aliases["tool"]]]
+        clearance = workspace.clearance_m
+        assert np.all(p[..., 1] <= 0.3 - clearance + 1e-9)
+        assert np.all(p[..., 2] <= 1.2 - clearance + 1e-9)
+        assert np.all(bound.worst_margin(q) >= -1e-9)
+        if trajectory is optimised:  # the search goes to the box (the ceiling): it was binding
+            assert bound.margins(q)[-1].min() < 0.02
 
 
 def test_optimised_much_better_than_random(robot, builder, objective, optimised):

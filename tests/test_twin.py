@@ -11,18 +11,17 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from ident_framework.robot_model import RobotModel, load_robot
-from ident_framework.simulated_robot import PerturbationParams, perturb_robot
-from ident_framework.twin_check import forward_divergence, mujoco_inverse_dynamics
-from ident_framework.twin_export import (
+from ident_framework.model.robot import RobotModel, load_robot
+from ident_framework.reports.run_report import write_twin
+from ident_framework.simulation.perturbed_robot import PerturbationParams, perturb_robot
+from ident_framework.testing.cli import SHARED, run_cli
+from ident_framework.twin.check import forward_divergence, mujoco_inverse_dynamics
+from ident_framework.twin.export import (
     TwinDynamics,
     twin_model,
     twin_problems,
     twin_urdf_text,
-    write_twin,
 )
-
-from conftest import SHARED, run_cli
 
 TOLERANCE_NM = 1e-6
 
@@ -137,8 +136,8 @@ def test_invalid_parameters_are_named_per_link_and_joint():
 def test_twin_check_on_its_own_simulation_is_exact():
     """Data simulated by a model: that model's MuJoCo inverse dynamics reproduce the recorded
     torques on moving samples, and driving it with them follows the recording closely."""
-    from ident_framework.simulation import SimulationParams, simulate
-    from ident_framework.trajectory_fourier import FourierGenerator, FourierParams
+    from ident_framework.simulation.tracking import SimulationParams, simulate
+    from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
 
     robot = load_robot("ur5e")
     true_robot, _ = perturb_robot(robot, PerturbationParams(), seed=1)

@@ -8,11 +8,11 @@ an `ident_framework` entry point, on PYTHONPATH), exactly as pip would leave the
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
+from functools import partial
 from pathlib import Path
+
+from ident_framework.testing import cli
+from ident_framework.testing.distributions import fake_distribution
 
 FAKE_MODULE = '''
 from dataclasses import dataclass
@@ -45,14 +45,7 @@ def register_friction_models(register):
 '''
 
 
-def run_cli(*args: str, cwd: Path, pythonpath: Path | None = None):
-    env = dict(os.environ, MPLBACKEND="Agg")
-    if pythonpath is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
-    return subprocess.run(
-        [sys.executable, "-m", "ident_framework", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+run_cli = partial(cli.run_cli, timeout=300)
 
 
 def assert_user_error(result, *fragments: str) -> str:
@@ -63,20 +56,6 @@ def assert_user_error(result, *fragments: str) -> str:
     for fragment in fragments:
         assert fragment in message, message
     return message
-
-
-def fake_distribution(site: Path, name: str, module: str, files: dict[str, str]) -> Path:
-    """An installed distribution `name` whose entry point loads `module` (files relative to
-    site); returns site."""
-    info = site / f"{name.replace('-', '_')}-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[ident_framework]\n{module} = {module}\n")
-    for relative, text in files.items():
-        path = site / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    return site
 
 
 def test_option_listed_and_composed(tmp_path: Path):
@@ -156,8 +135,8 @@ def test_plugin_failing_to_import_names_its_distribution(tmp_path: Path):
 
 def test_glob_sweeps_include_the_plugin():
     """`-m friction=glob(*)` expands to every installed friction option, this one too."""
-    from ident_framework.config_search_path import register_plugin_search_path
-    from ident_framework.preflight import check_command_line
+    from ident_framework.config.preflight import check_command_line
+    from ident_framework.config.search_path import register_plugin_search_path
 
     register_plugin_search_path()
     configs = check_command_line(["-m", "friction=glob(*)"])

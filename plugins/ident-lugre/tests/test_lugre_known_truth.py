@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 import yaml
+from ident_framework.testing import cli
 
 pytestmark = pytest.mark.slow
 
@@ -33,12 +32,7 @@ TRUE_FRICTION = [
 ]
 
 
-def run_cli(*args: str, cwd: Path):
-    env = dict(os.environ, MPLBACKEND="Agg")
-    return subprocess.run(
-        [sys.executable, "-m", "ident_framework", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
+run_cli = partial(cli.run_cli, timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -98,10 +92,10 @@ def test_predict_mode_reapplies_the_fitted_nonlinear_parameters(sweep, tmp_path:
     """A new recording of the same robot (CSV), predicted with the saved LuGre run: as good as
     the run's own validation (the fitted v_s differ from the configured 0.1 rad/s, so a model
     rebuilt without them would not be); without them in parameters.yaml: a clear refusal."""
-    from ident_framework.csv_log import write_csv_log
-    from ident_framework.robot_model import load_robot
-    from ident_framework.source_mujoco import MujocoSource, MujocoSourceParams
-    from ident_framework.trajectory_point_to_point import (
+    from ident_framework.data.csv_log import write_csv_log
+    from ident_framework.model.robot import load_robot
+    from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
+    from ident_framework.trajectories.point_to_point import (
         PointToPointGenerator,
         PointToPointParams,
     )

@@ -106,7 +106,7 @@ def test_bad_config_values_are_refused(values, message):
 
 
 def test_registered_through_the_entry_point():
-    from ident_framework.plugins import get_registry
+    from ident_framework.config.registry import get_registry
 
     info = get_registry().get("friction", "lugre")
     assert (info.factory, info.schema, info.distribution) == (

@@ -9,13 +9,12 @@ simulation runs at 5 kHz so that this steep friction at rest stays stable on the
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 import yaml
+from ident_framework.testing import cli
 
 pytestmark = pytest.mark.slow
 
@@ -23,12 +22,7 @@ V_S = [0.04, 0.05, 0.06, 0.07, 0.08, 0.1]  # rad/s, true Stribeck velocity per j
 TOLERANCE_PERCENT = 5.0
 
 
-def run_cli(*args: str, cwd: Path):
-    env = dict(os.environ, MPLBACKEND="Agg")
-    return subprocess.run(
-        [sys.executable, "-m", "ident_framework", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+run_cli = partial(cli.run_cli, timeout=600)
 
 
 def test_stribeck_parameters_recovered_within_five_percent(tmp_path: Path):

@@ -1,0 +1,195 @@
+"""Peer benchmark: this project against FIGAROH 1.0.2 on the same data (run on demand).
+
+    python benchmarks/bench_peers.py [--cases tx40,kuka,ur10e] [--sizes 1e4,1e5,1e6]
+        [--skip-figaroh-above N] [--out DIR] [--memory-cap-gb 12] [--figaroh-python PY]
+        [--ours-variant NAME=OVERRIDE[,OVERRIDE...]] ...
+
+Both tools identify from the same identification data and predict the same validation file;
+one scorer (peers/scoring.py) compares every prediction with the torque as recorded in that
+file at its own timestamps, and rows a tool did not predict are counted. Printed and written
+to DIR (results.md, accuracy.csv, ratios.csv, timing.csv, results.json; runs/ and logs/ beside):
+RMSE, R² (each joint about its own mean), RMSE per joint, wall time of the whole command and
+peak memory of its process tree, the ratios ours / FIGAROH.
+
+The project runs through its command line only, with defaults (`python -m ident_framework`
+plus what a user must give: robot model, data files; `plots=false`, as FIGAROH draws no plots).
+FIGAROH runs in a venv of its own (created once under ~/.cache/ident_framework/figaroh-venv:
+`pip install figaroh==1.0.2 pandas pyyaml`) through the drivers in peers/. Every run is
+capped at --memory-cap-gb of address space (RLIMIT_AS): a tool that needs more fails with
+MemoryError, reported as such. Cases: see peers/cases.py. Converted and simulated data are
+cached in --data-dir (the UR10e 10⁶-sample CSV is ~240 MB; simulating it takes ~2 min).
+`--ours-variant NAME=a=1,b=2` adds a diagnostic run of the project with those overrides
+(hand-set, labelled ours[NAME]; not the baseline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+from peers import cases
+from peers.figaroh_env import DEFAULT_VENV, FigarohUnavailable, ensure_figaroh
+from peers.report import write_results
+from peers.runs import Settings
+
+CASES = ("tx40", "kuka", "ur10e")
+DEFAULT_DATA = Path.home() / ".cache" / "ident_framework" / "bench_peers"
+
+
+def sizes(text: str) -> list[int]:
+    """'1e4,1e5' -> [10000, 100000]."""
+    values = [int(float(part)) for part in text.split(",") if part]
+    if not values or min(values) < 1000:
+        raise argparse.ArgumentTypeError("sizes must be sample counts >= 1000, e.g. 1e4,1e5")
+    return values
+
+
+def case_list(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown case(s) {unknown}; choose from {list(CASES)}")
+    return names
+
+
+def variant(text: str) -> tuple[str, list[str]]:
+    name, sep, overrides = text.partition("=")
+    if not sep or not name or not overrides:
+        raise argparse.ArgumentTypeError("--ours-variant NAME=key=value[,key=value...]")
+    return name, overrides.split(",")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", type=case_list, default=list(CASES))
+    parser.add_argument(
+        "--sizes",
+        type=sizes,
+        default=[10_000, 100_000, 1_000_000],
+        help="UR10e identification samples (default 1e4,1e5,1e6)",
+    )
+    parser.add_argument(
+        "--skip-figaroh-above",
+        type=lambda s: int(float(s)),
+        default=None,
+        help="do not run FIGAROH on more identification samples than this",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results folder (default outputs/bench_peers/<date-time>)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DEFAULT_DATA,
+        help=f"cache of converted and simulated data (default {DEFAULT_DATA})",
+    )
+    parser.add_argument(
+        "--datasets",
+        type=Path,
+        default=cases.DATASETS,
+        help="the shared real-data folder (staubli_tx40/, kuka_lwr4/)",
+    )
+    parser.add_argument(
+        "--memory-cap-gb",
+        type=float,
+        default=12.0,
+        help="address-space cap of every run, GB (0: none)",
+    )
+    parser.add_argument("--timeout-s", type=float, default=3600.0, help="per run")
+    parser.add_argument(
+        "--figaroh-python",
+        type=Path,
+        default=None,
+        help="a python with figaroh 1.0.2 (default: the cached venv)",
+    )
+    parser.add_argument("--figaroh-venv", type=Path, default=DEFAULT_VENV)
+    parser.add_argument("--no-figaroh", action="store_true", help="run the project only")
+    parser.add_argument(
+        "--rescore",
+        type=Path,
+        default=None,
+        help="score and tabulate a finished run folder again (its results.json), run nothing",
+    )
+    parser.add_argument(
+        "--ours-variant",
+        type=variant,
+        action="append",
+        default=[],
+        help="diagnostic project run NAME=key=value[,key=value...]",
+    )
+    return parser.parse_args(argv)
+
+
+def log(message: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.rescore is not None:
+        from peers.rescore import load_cases
+
+        results, header = load_cases(args.rescore.resolve())
+        print(write_results(args.rescore.resolve(), results, header))
+        return 0
+    out = args.out or Path("outputs") / "bench_peers" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = out.resolve()
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    figaroh, missing = None, "--no-figaroh"
+    if not args.no_figaroh:
+        try:
+            figaroh = ensure_figaroh(args.figaroh_venv, args.figaroh_python, log=log)
+        except FigarohUnavailable as error:
+            missing = f"FIGAROH unavailable ({error})"
+            log(missing)
+    settings = Settings(
+        out=out,
+        data=args.data_dir.resolve(),
+        figaroh_python=figaroh,
+        figaroh_missing=missing,
+        memory_cap_gb=args.memory_cap_gb or None,
+        timeout_s=args.timeout_s,
+        skip_figaroh_above=args.skip_figaroh_above,
+        ours_variants=dict(args.ours_variant),
+        log=log,
+    )
+    load_before = os.getloadavg()
+    started = time.perf_counter()
+    results = []
+    for name in args.cases:
+        if name == "ur10e":
+            results += cases.ur10e(settings, args.sizes)
+        elif not args.datasets.is_dir():
+            log(f"[{name}] skipped: no shared data folder {args.datasets}")
+        else:
+            results += getattr(cases, name)(settings, args.datasets)
+    from peers.project_io import project_revision
+
+    header = {
+        "date": datetime.now().isoformat(timespec="seconds"),
+        "project": project_revision(),
+        "peer": f"FIGAROH 1.0.2 ({figaroh})" if figaroh else missing,
+        "machine": f"{platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "load average (1, 5, 15 min) before / after": (
+            f"{' '.join(f'{v:.2f}' for v in load_before)} / "
+            f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}"
+        ),
+        "memory cap per run": f"{settings.memory_cap_gb} GB (RLIMIT_AS)",
+        "benchmark wall time": f"{time.perf_counter() - started:.0f} s",
+    }
+    text = write_results(out, results, header)
+    print(text)
+    log(f"results in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

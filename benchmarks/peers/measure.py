@@ -1,0 +1,138 @@
+"""Run one tool as a subprocess and measure it: wall time, peak memory of its whole process
+tree, exit status, under an address-space cap so a tool that wants too much memory fails with
+MemoryError instead of taking the machine (other work runs on it).
+
+Peak memory is the larger of (a) the child's own peak RSS from `os.wait4` (ru_maxrss: the
+largest of the child and its waited-for descendants) and (b) the largest sum of RSS over the
+child and all its descendants, polled from /proc every `POLL_S` s (catches a tree of several
+processes; may miss a peak shorter than the poll).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+POLL_S = 0.1
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+MEMORY_ERROR_MARKS = ("MemoryError", "Unable to allocate", "std::bad_alloc", "Cannot allocate")
+
+
+@dataclass(frozen=True)
+class RunStats:
+    command: list[str]
+    returncode: int
+    wall_s: float
+    peak_rss_mb: float  # max of the two below
+    max_process_rss_mb: float  # ru_maxrss of the child (wait4)
+    max_tree_rss_mb: float  # polled sum over the process tree
+    memory_cap_gb: float | None
+    memory_error: bool  # the log shows an allocation failure
+    timed_out: bool
+    log: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _children(pid: int) -> list[int]:
+    """Child processes of `pid` (from /proc/PID/task/TID/children: cheap, no full scan)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as handle:
+                found.extend(int(c) for c in handle.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def tree_rss_bytes(root: int) -> int:
+    """Sum of the resident set sizes of `root` and all its descendants (bytes)."""
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo.extend(_children(pid))
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as handle:
+                total += int(handle.read().split()[1]) * PAGE_BYTES
+        except OSError:
+            continue
+    return total
+
+
+def _cap(limit_bytes: int | None):
+    def apply() -> None:
+        if limit_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+    return apply
+
+
+def run_measured(
+    command: list[str],
+    log: Path,
+    *,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    memory_cap_gb: float | None = 12.0,
+    timeout_s: float | None = None,
+) -> RunStats:
+    """Run `command` (stdout and stderr to `log`), wait for it and measure it."""
+    limit = None if memory_cap_gb is None else int(memory_cap_gb * 2**30)
+    peak_tree = 0
+    with open(log, "w", encoding="utf-8") as out:
+        start = time.perf_counter()
+        process = subprocess.Popen(  # noqa: S603 - our own command lines
+            command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+            preexec_fn=_cap(limit),
+        )  # fmt: skip
+        done = threading.Event()
+
+        def poll() -> None:
+            nonlocal peak_tree
+            while not done.is_set():
+                peak_tree = max(peak_tree, tree_rss_bytes(process.pid))
+                done.wait(POLL_S)
+
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+        timed_out = False
+        deadline = None if timeout_s is None else start + timeout_s
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                timed_out = True
+                process.kill()
+                pid, status, usage = os.wait4(process.pid, 0)
+                break
+            time.sleep(0.01)
+        wall = time.perf_counter() - start
+        done.set()
+        poller.join()
+        process.returncode = os.waitstatus_to_exitcode(status)
+    text = log.read_text(encoding="utf-8", errors="replace")
+    max_process = usage.ru_maxrss / 1024.0  # KiB on Linux
+    return RunStats(
+        command=[str(c) for c in command],
+        returncode=process.returncode,
+        wall_s=wall,
+        peak_rss_mb=max(max_process, peak_tree / 2**20),
+        max_process_rss_mb=max_process,
+        max_tree_rss_mb=peak_tree / 2**20,
+        memory_cap_gb=memory_cap_gb,
+        memory_error=any(mark in text for mark in MEMORY_ERROR_MARKS),
+        timed_out=timed_out,
+        log=str(log),
+    )

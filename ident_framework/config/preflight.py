@@ -1,0 +1,120 @@
+"""Compose and validate every job's config before any job runs.
+
+Hydra composes each job's config only when that job starts, so a bad value in the third job
+of a sweep would surface after two jobs ran. Here the command line is expanded the way the
+basic sweeper expands it, each job config is composed with Hydra's compose API and validated
+against the plugins' schemas; any problem becomes a `UserError` (exit code 2).
+"""
+
+from __future__ import annotations
+
+import re
+
+from hydra import compose, initialize_config_module
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra._internal.utils import get_args_parser
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import ConfigCompositionException, HydraException, MissingConfigException
+from omegaconf import DictConfig
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
+from ident_framework.config.keys import unknown_key_message
+from ident_framework.config.registry import PluginRegistry, get_registry
+from ident_framework.config.run_config import RunConfig, validate_config
+from ident_framework.errors import UserError
+
+CONFIG_MODULE = "ident_framework.conf"
+CONFIG_NAME = "config"
+_INFO_FLAGS = ("help", "hydra_help", "info", "shell_completion")
+
+
+def _one_paragraph(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
+    loader = GlobalHydra.instance().config_loader()
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(overrides)
+    if not multirun:
+        return [overrides]
+    return BasicSweeper.split_arguments(parsed, None)[0]
+
+
+def _is_job_override(override: str) -> bool:
+    key = override.lstrip("+~").split("=", 1)[0]
+    return not (key.startswith("hydra.") or key.startswith("hydra/") or key == "hydra")
+
+
+def check_command_line(argv: list[str]) -> list[RunConfig]:
+    """Validated configs of every job the command line would run (none for --help etc.)."""
+    args = get_args_parser().parse_args(argv)
+    if any(getattr(args, flag, None) for flag in _INFO_FLAGS):
+        return []
+    registry = get_registry()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
+            configs = []
+            for job in _job_overrides(list(args.overrides), bool(args.multirun)):
+                cfg = _compose_job([o for o in job if _is_job_override(o)], registry)
+                configs.append(validate_config(cfg, registry))
+            return configs
+    except MissingConfigException as error:
+        raise UserError(_unknown_option_message(error)) from None
+    except (HydraException, OmegaConfBaseException) as error:
+        raise UserError(
+            f"Bad command line or config: {_one_paragraph(str(error))} "
+            "Run `python -m ident_framework --help` to list the config groups and options."
+        ) from None
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def _unknown_key(error: ConfigCompositionException, overrides: list[str]) -> str | None:
+    """The override Hydra refused because its key does not exist (None: another error)."""
+    if not isinstance(error.__cause__, ConfigAttributeError | ConfigKeyError):
+        return None
+    match = re.match(r"Could not override '([^']+)'", str(error))
+    if match is None:
+        return None
+    return next((o for o in overrides if o.split("=", 1)[0] == match.group(1)), None)
+
+
+def _compose_job(overrides: list[str], registry: PluginRegistry) -> DictConfig:
+    """The job's composed config. An override of a key that does not exist gets, instead of
+    Hydra's advice to add it with +, the valid keys of its section and the closest one: the
+    config is composed again without it (and any further unknown one) to know them."""
+    remaining, unknown = list(overrides), []
+    while True:
+        try:
+            cfg = compose(CONFIG_NAME, overrides=remaining)
+        except ConfigCompositionException as error:
+            override = _unknown_key(error, remaining)
+            if override is None:
+                if not unknown:
+                    raise
+                cfg = compose(CONFIG_NAME, overrides=[o for o in remaining if "." not in o])
+                break
+            unknown.append(override)
+            remaining.remove(override)
+            continue
+        break
+    if unknown:
+        raise UserError(
+            " ".join(unknown_key_message(cfg, o.split("=", 1)[0], o, registry) for o in unknown)
+        )
+    return cfg
+
+
+def _unknown_option_message(error: MissingConfigException) -> str:
+    text = str(error)
+    match = re.search(r"Could not find '([^/']+)/([^']+)'", text)
+    options = re.findall(r"^\s+(\S+)$", text.split("Available options", 1)[-1], re.MULTILINE)
+    if match:
+        group, option = match.groups()
+        return (
+            f"unknown {group} option '{option}'; installed: {options}. "
+            f"Pick one with {group}=<option>, or install the plugin that provides '{option}'."
+        )
+    return f"Bad command line or config: {_one_paragraph(text)}"

@@ -1,0 +1,272 @@
+"""The validated form of a composed Hydra config: every plugin resolved, every value checked.
+
+`validate_config` runs before any job starts (see `preflight.py`) and again inside each job; a
+bad value fails with the config key that holds it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig
+
+from ident_framework.config.online_settings import OnlineSettings, online_settings
+from ident_framework.config.plugin_config import build_params, group_values, validate_plugin_config
+from ident_framework.config.registry import PluginInfo, PluginRegistry
+from ident_framework.config.rehearsal_settings import RehearsalSettings, check_rehearsal_sources
+from ident_framework.config.required_values import missing_values_message
+from ident_framework.data.preprocessing import PreprocessingParams
+from ident_framework.errors import UserError
+from ident_framework.extension_points import PLUGIN_GROUPS
+from ident_framework.model.base_parameters import METHODS
+from ident_framework.suggestions import did_you_mean
+
+__all__ = ["PLUGIN_GROUPS", "RunConfig", "SelectedPlugin", "validate_config"]
+SPLIT = "split"  # the validation option that holds out the tail of the identification data
+# identify: the pipeline; predict: apply a saved run to data; rehearse: the pipeline on the robot
+# model with planted changes, checked against them (modes/rehearsal/); online: the streaming
+# service beside the robot (modes/online/)
+MODES = ("identify", "predict", "rehearse", "online")
+LOOP_DESIGNS = ("seeded", "aimed")  # how the closed loop's later rounds design their excitation
+
+
+@dataclass
+class RobotSettings:
+    """model: ur12e | ur10e | ur5e | urdf | mjcf; path: model file for urdf/mjcf;
+    acceleration_limits: rad/s² per joint (UR publishes none)."""
+
+    model: str = "ur12e"
+    path: str | None = None
+    acceleration_limits: list[float] | None = None
+
+
+@dataclass
+class RegressorSettings:
+    """Extra regressor columns per joint: rotor inertia (armature) and a constant offset."""
+
+    armature: bool = True
+    torque_offset: bool = False
+
+
+@dataclass
+class BaseParameterSettings:
+    """tolerance: singular values below tolerance × the largest are unidentifiable;
+    method: svd (orthonormal combinations) or qr (named regroupings, Gautier);
+    warn_relative_std_percent: base parameters whose std exceeds this share of their value
+    are reported as poorly identified."""
+
+    tolerance: float = 1e-8
+    method: str = "svd"
+    warn_relative_std_percent: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not self.warn_relative_std_percent > 0:
+            raise ValueError(
+                f"warn_relative_std_percent must be > 0, got {self.warn_relative_std_percent}"
+            )
+        if not 0.0 < self.tolerance < 1.0:
+            raise ValueError(f"tolerance must be in (0, 1), got {self.tolerance}")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {list(METHODS)}, got {self.method!r}")
+
+
+@dataclass
+class SplitSettings:
+    """fraction: share of the identification recording (its tail) held out for validation."""
+
+    fraction: float = 0.3
+
+    def __post_init__(self) -> None:
+        if not 0.05 <= self.fraction <= 0.9:
+            raise ValueError(f"fraction must be in [0.05, 0.9], got {self.fraction}")
+
+
+@dataclass
+class LoopSettings:
+    """Closed identification loop. iterations: identification rounds (1: a single run); each
+    further round designs a new excitation, records it and identifies on all recordings so
+    far. target_r2: stop as soon as the validation R² reaches it (None: run every round).
+    design: how later rounds search their excitation: seeded (the configured search with a new
+    seed) or aimed (with a new seed, minimising cond of the base regressor of all recordings so
+    far plus the candidate: it fills in the directions the earlier ones excited least)."""
+
+    iterations: int = 1
+    target_r2: float | None = None
+    design: str = "seeded"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.iterations, bool) or not isinstance(self.iterations, int):
+            raise ValueError(f"loop.iterations must be an integer, got {self.iterations!r}")
+        if self.iterations < 1:
+            raise ValueError(f"loop.iterations must be >= 1, got {self.iterations}")
+        if self.target_r2 is not None and not (
+            math.isfinite(self.target_r2) and 0.0 < self.target_r2 < 1.0
+        ):
+            raise ValueError(
+                f"loop.target_r2 must be in (0, 1) (an R² to reach) or null, got {self.target_r2}"
+            )
+
+        if self.design not in LOOP_DESIGNS:
+            raise ValueError(
+                f"loop.design must be one of {list(LOOP_DESIGNS)}, got {self.design!r}"
+            )
+
+    @property
+    def active(self) -> bool:
+        return self.iterations > 1
+
+
+@dataclass(frozen=True)
+class SelectedPlugin:
+    """A plugin chosen by config, with its validated parameters."""
+
+    info: PluginInfo
+    params: Any
+
+    def create(self) -> Any:
+        """The plugin's object, checked against its protocol (`PluginInfo.create`)."""
+        return self.info.create(self.params)
+
+
+@dataclass
+class ValidationChoice:
+    """Either a held-out split, or a data source (with a trajectory when it moves a robot)."""
+
+    split: SplitSettings | None = None
+    source: SelectedPlugin | None = None
+    trajectory: SelectedPlugin | None = None
+
+
+@dataclass
+class RunConfig:
+    robot: RobotSettings
+    plugins: dict[str, SelectedPlugin]
+    validation: ValidationChoice
+    preprocessing: PreprocessingParams
+    regressor: RegressorSettings
+    base_parameters: BaseParameterSettings
+    seed: int = 0
+    chunk_size: int = 2000
+    plots: bool = True
+    mode: str = "identify"
+    run: str | None = None  # mode=predict: the run directory of an identification
+    rehearsal: RehearsalSettings = field(default_factory=RehearsalSettings)
+    loop: LoopSettings = field(default_factory=LoopSettings)
+    online: OnlineSettings = field(default_factory=OnlineSettings)
+
+
+# core config sections (not plugin groups) -> their schema
+SECTION_SCHEMAS: dict[str, type] = {
+    "robot": RobotSettings,
+    "preprocessing": PreprocessingParams,
+    "regressor": RegressorSettings,
+    "base_parameters": BaseParameterSettings,
+    "rehearsal": RehearsalSettings,
+    "loop": LoopSettings,
+}
+
+
+def _section(cfg: DictConfig, key: str) -> dict[str, Any]:
+    return group_values(cfg[key], key) if key in cfg and cfg[key] is not None else {}
+
+
+def _settings(cfg: DictConfig, key: str) -> Any:
+    """The validated schema instance of the core section `key`."""
+    schema = SECTION_SCHEMAS[key]
+    return build_params(schema, _section(cfg, key), key, f"the {key} settings", name_owner=False)
+
+
+def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
+    """Check a composed config; raise UserError naming the first bad key."""
+    missing = missing_values_message(cfg)
+    if missing:
+        raise UserError(missing)
+    plugins = {}
+    for group, kind in PLUGIN_GROUPS.items():
+        if group not in cfg:
+            raise UserError(f"The config has no '{group}' group; pick one with {group}=<option>.")
+        info, params = validate_plugin_config(
+            group_values(cfg[group], group), kind, group, registry
+        )
+        plugins[group] = SelectedPlugin(info, params)
+    plugins["friction"].create()  # a friction model that lacks what the engine calls fails here
+
+    validation_values = _section(cfg, "validation")
+    if validation_values.get("plugin") == SPLIT:
+        validation_values.pop("plugin")
+        validation = ValidationChoice(
+            split=build_params(
+                SplitSettings, validation_values, "validation", "validation=split", name_owner=False
+            )
+        )
+    else:
+        trajectory_values = validation_values.pop("trajectory", None)
+        info, params = validate_plugin_config(
+            validation_values, "data_source", "validation", registry
+        )
+        trajectory = None
+        if trajectory_values is not None:
+            trajectory = SelectedPlugin(
+                *validate_plugin_config(
+                    trajectory_values, "trajectory", "validation.trajectory", registry
+                )
+            )
+        validation = ValidationChoice(source=SelectedPlugin(info, params), trajectory=trajectory)
+
+    mode = str(cfg.get("mode", "identify"))
+    if mode not in MODES:
+        raise UserError(
+            f"mode={mode} is not a mode;{did_you_mean(mode, MODES)} Use one of {list(MODES)}."
+        )
+    run = cfg.get("run")
+    if mode == "predict" and not run:
+        raise UserError(
+            "mode=predict applies a saved identification to a new recording: give "
+            "run=DIR (the run directory of that identification) and source=csv source.path=FILE."
+        )
+    rehearsal = _settings(cfg, "rehearsal")
+    if mode == "rehearse":
+        check_rehearsal_sources(plugins["source"], validation)
+    loop = _settings(cfg, "loop")
+    _check_loop(loop, mode, plugins["source"])
+    seed, chunk_size = cfg.get("seed", 0), cfg.get("chunk_size", 2000)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise UserError(f"seed must be an integer, got {seed!r}.")
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise UserError(f"chunk_size must be an integer >= 1 (samples), got {chunk_size!r}.")
+    return RunConfig(
+        robot=_settings(cfg, "robot"),
+        plugins=plugins,
+        validation=validation,
+        preprocessing=_settings(cfg, "preprocessing"),
+        regressor=_settings(cfg, "regressor"),
+        base_parameters=_settings(cfg, "base_parameters"),
+        seed=seed,
+        chunk_size=chunk_size,
+        plots=bool(cfg.get("plots", True)),
+        mode=mode,
+        run=str(run) if run else None,
+        rehearsal=rehearsal,
+        loop=loop,
+        online=online_settings(_section(cfg, "online")),
+    )
+
+
+def _check_loop(loop: LoopSettings, mode: str, source: SelectedPlugin) -> None:
+    """A closed loop records new excitations: it needs a data source that moves a robot."""
+    if not loop.active:
+        return
+    if mode != "identify":
+        raise UserError(
+            f"loop.iterations={loop.iterations} repeats an identification; mode={mode} "
+            "runs no closed loop. Use loop.iterations=1 with this mode."
+        )
+    if not source.create().moves_robot:
+        raise UserError(
+            f"loop.iterations={loop.iterations} records a new excitation each round, but the "
+            f"data source '{source.info.name}' (source=...) reads a recording and moves no "
+            "robot. Use a source that moves one (source=mujoco simulates it), or "
+            "loop.iterations=1 to identify from the recording once."
+        )

@@ -1,0 +1,2 @@
+"""Recorded data: the dataset type, CSV logs (`csv_log`, with `csv_columns`), preprocessing
+(filtering, differentiation, trimming) and the parallel filter of friction columns."""

@@ -1,0 +1,378 @@
+"""The columns of a CSV log: where the header is, which columns hold which joint quantity (the
+groups `actual_q_<j>`, `actual_qd_<j>`, the torque columns, the targets), which torque column
+to use, where a data row is in the file, and the messages naming a missing or misspelt column
+(with the closest header name)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ident_framework.errors import UserError
+from ident_framework.suggestions import closest
+
+TORQUE_COLUMNS = ("actual_current_as_torque", "actual_current", "target_moment")
+
+
+TARGET_GROUPS = {"target_q": "q_target", "target_qd": "dq_target", "target_qdd": "ddq_target"}
+
+
+_GROUPS = ("actual_q", "actual_qd", *TORQUE_COLUMNS, *TARGET_GROUPS)
+
+
+_GROUP_RE = re.compile(r"^(" + "|".join(sorted(_GROUPS, key=len, reverse=True)) + r")_(\d+)$")
+
+
+_INDEXED_RE = re.compile(r"^(.*_)(\d+)$")
+
+
+@dataclass(frozen=True)
+class CsvLayout:
+    """Where things are in one file: header line, delimiter, column names."""
+
+    path: str
+    header_line: int  # 1-based line number of the header
+    delimiter: str | None  # "," or None (any whitespace)
+    names: list[str]
+
+    @property
+    def delimiter_name(self) -> str:
+        return "comma" if self.delimiter == "," else "whitespace"
+
+    def where(self, data_row: int, line: int | None = None) -> str:
+        """Human position of 0-based data row `data_row` (at file line `line` if known)."""
+        if line is None:
+            line = line_of_data_row(self, data_row)
+        return (
+            f"data row {data_row + 1} (line {line} of the file; the header is line "
+            f"{self.header_line})"
+        )
+
+
+def read_header(path: str, prefix: str) -> CsvLayout:
+    where = f"The CSV file '{path}' ({prefix}path)"
+    if not os.path.exists(path):
+        raise UserError(
+            f"{where} does not exist. Give an existing file with {prefix}path=FILE (a relative "
+            f"path is taken from the directory you launched from, here {os.getcwd()})."
+        )
+    if os.path.isdir(path):
+        raise UserError(f"{where} is a directory; give a CSV file with {prefix}path=FILE.")
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            line_no = 0
+            for line in handle:
+                line_no += 1
+                if line.strip():
+                    break
+            else:
+                raise UserError(
+                    f"{where} is empty: it has no header and no data. Point {prefix}path to "
+                    "a recording with a header row and one row per sample."
+                )
+    except UnicodeDecodeError:
+        raise UserError(
+            f"{where} is not a UTF-8 text file; export the log as CSV text (header row, one "
+            "row per sample)."
+        ) from None
+    except OSError as error:
+        raise UserError(
+            f"{where} cannot be read ({error.strerror or error}). Check its permissions or "
+            f"give another file with {prefix}path=FILE."
+        ) from None
+    text = line.strip()
+    if "," in text:
+        delimiter: str | None = ","
+        names = next(csv.reader([text]))
+    else:
+        delimiter = None
+        names = text.split()
+    names = [name.strip().strip('"').strip("'").strip() for name in names]
+    if delimiter is None and len(names) == 1 and (";" in text or "|" in text):
+        raise UserError(
+            f"{where} seems to use ';' or '|' as separator (header line {line_no}: "
+            f"{text[:80]!r}); the CSV contract allows comma or whitespace. Convert the file."
+        )
+    return CsvLayout(path, line_no, delimiter, names)
+
+
+def group_columns(names: list[str]) -> tuple[dict[str, dict[int, int]], list[str]]:
+    """group prefix -> {joint index -> column index}, and duplicated recognised names."""
+    groups: dict[str, dict[int, int]] = {}
+    seen: set[str] = set()
+    duplicates: list[str] = []
+    for column, name in enumerate(names):
+        if name in seen and (_GROUP_RE.match(name) or name == "timestamp"):
+            duplicates.append(name)
+        seen.add(name)
+        match = _GROUP_RE.match(name)
+        if match:
+            groups.setdefault(match.group(1), {})[int(match.group(2))] = column
+    return groups, duplicates
+
+
+def _unrecognised(layout: CsvLayout, time_column: str) -> list[str]:
+    """Header names that are neither the time column nor a column of the contract."""
+    return [n for n in layout.names if n != time_column and not _GROUP_RE.match(n)]
+
+
+def _column_number(layout: CsvLayout, name: str) -> int:
+    return layout.names.index(name) + 1
+
+
+def lookalikes(layout: CsvLayout, wanted: list[str], time_column: str) -> str:
+    """ " The header has 'actual_qdot_0' (column 8) close to actual_qd_0: ..." for the wanted
+    columns with a close unrecognised header name ('' when none)."""
+    pool = _unrecognised(layout, time_column)
+    found = []
+    for name in wanted:
+        match = closest(name, pool)
+        if match:
+            found.append(f"'{match}' (column {_column_number(layout, match)}) close to {name}")
+    if not found:
+        return ""
+    return f" The header has {'; '.join(found)}: a misspelt column name?"
+
+
+def missing_time_message(layout: CsvLayout, time_column: str, where: str, prefix: str) -> str:
+    """No time column: the closest header name and the key that names the time column."""
+    pool = _unrecognised(layout, time_column)
+    timelike = [name for name in pool if "time" in name.lower() or name.lower() in ("t", "ts")]
+    match = closest(time_column, pool) or (timelike[0] if timelike else None)
+    if match:
+        advice = (
+            f"The closest header name is '{match}' (column {_column_number(layout, match)}): if "
+            f"it holds the time in s, pass {prefix}time_column={match}, or rename it to "
+            f"'{time_column}'."
+        )
+    else:
+        advice = (
+            f"If the time (s) is in a column of another name, pass {prefix}time_column=NAME; "
+            f"the header (line {layout.header_line}) is: {summarise_columns(layout.names)}."
+        )
+    return (
+        f"{where} has no time column '{time_column}' ({prefix}time_column; the CSV contract "
+        f"names it 'timestamp', in s). {advice}"
+    )
+
+
+def joint_columns_message(
+    layout: CsvLayout,
+    indices: list[int],
+    group: str,
+    joint_names: Sequence[str],
+    time_column: str,
+    where: str,
+    same_in_every_group: bool,
+) -> str:
+    """A group whose joint indices are not 0..n-1: the missing columns (and the closest
+    present header names) or the extra ones, and, when no misspelling explains it and every
+    group has the same columns, that the log looks like another robot's."""
+    n = len(joint_names)
+    absent = [f"{group}_{j}" for j in range(n) if j not in indices]
+    extra = [f"{group}_{j}" for j in indices if j >= n]
+    robot = f"the {n}-joint robot {list(joint_names)}"
+    text = (
+        f"{where} has {len(indices)} '{group}_*' column(s) ({_ranges(group, indices)}) but "
+        f"{robot} needs {group}_0..{group}_{n - 1}"
+    )
+    pool = _unrecognised(layout, time_column)
+    lookalikes = [(name, closest(name, pool)) for name in absent]
+    shown = [(name, match) for name, match in lookalikes if match]
+    if absent:
+        text += f": {', '.join(absent)} {'is' if len(absent) == 1 else 'are'} missing"
+    if len(shown) == 1:
+        ((name, match),) = shown
+        text += (
+            f". The header has '{match}' (column {_column_number(layout, match)}) where {name} "
+            f"is expected: a misspelt name? Rename that column to {name}"
+        )
+    elif shown:
+        listed = "; ".join(f"'{m}' (column {_column_number(layout, m)}) for {n}" for n, m in shown)
+        text += f". The header has {listed}: misspelt names? Rename those columns"
+    if extra:
+        verb = "belongs" if len(extra) == 1 else "belong"
+        text += f"{'; and ' if absent else ': '}{', '.join(extra)} {verb} to no joint"
+    if indices == list(range(len(indices))) and not shown and same_in_every_group:
+        text += (
+            f". The log looks like a {len(indices)}-joint robot's: record it from the robot you "
+            "identify, or pick the matching robot= option"
+        )
+    return text + "."
+
+
+def choose_torque(
+    groups: dict[str, dict[int, int]],
+    torque_column: str,
+    gains: np.ndarray | None,
+    n: int,
+    prefix: str,
+    where: str,
+) -> tuple[str | None, str]:
+    """The torque column group to use (None: none available) and a hint for messages."""
+    need_gains = (
+        f"Pass {prefix}current_to_torque=[k_0,...,k_{n - 1}] (Nm/A, one motor constant per "
+        "joint) to convert the currents to torques."
+    )
+    if torque_column == "actual_current":
+        if gains is None:
+            raise UserError(
+                f"{prefix}torque_column=actual_current reads motor currents (A) from {where}, "
+                f"but no motor constants were given. {need_gains}"
+            )
+        return "actual_current", ""
+    if torque_column == "target_moment":
+        return "target_moment", ""
+    if "actual_current_as_torque" in groups:
+        return "actual_current_as_torque", ""
+    if "actual_current" in groups:
+        if gains is None:
+            raise UserError(
+                f"{where} has no actual_current_as_torque_* (Nm) columns, only "
+                f"actual_current_* (A), and no motor constants were given. {need_gains}"
+            )
+        return "actual_current", ""
+    if "target_moment" in groups:
+        return None, (
+            "The target_moment_* columns are the controller's model output, not a "
+            "measurement; they are used only when asked for by name with "
+            f"{prefix}torque_column=target_moment. "
+        )
+    return None, ""
+
+
+def data_lines(layout: CsvLayout):
+    """Yield (0-based data row, file line number, raw line) like np.loadtxt counts rows."""
+    with open(layout.path, encoding="utf-8-sig", newline="") as handle:
+        row = 0
+        for line_no, line in enumerate(handle, start=1):
+            if line_no <= layout.header_line:
+                continue
+            content = line.rstrip("\r\n")
+            if not content or (layout.delimiter is None and not content.strip()):
+                continue
+            yield row, line_no, content
+            row += 1
+
+
+def line_of_data_row(layout: CsvLayout, data_row: int) -> int:
+    for row, line_no, _ in data_lines(layout):
+        if row == data_row:
+            return line_no
+    return -1
+
+
+def _ranges(prefix: str, indices: list[int]) -> str:
+    """'actual_q_0..actual_q_6' or a list when not contiguous."""
+    if not indices:
+        return "none"
+    if indices == list(range(indices[0], indices[-1] + 1)) and len(indices) > 1:
+        return f"{prefix}_{indices[0]}..{prefix}_{indices[-1]}"
+    return ", ".join(f"{prefix}_{i}" for i in indices)
+
+
+def summarise_columns(names: list[str], limit: int = 40) -> str:
+    """Header names with indexed runs compressed: 'timestamp, actual_q_0..5, foo'."""
+    parts: list[str] = []
+    run_prefix: str | None = None
+    run: list[int] = []
+
+    def flush() -> None:
+        if run_prefix is None:
+            return
+        if len(run) > 1:
+            parts.append(f"{run_prefix}{run[0]}..{run[-1]}")
+        else:
+            parts.append(f"{run_prefix}{run[0]}")
+
+    for name in names:
+        match = _INDEXED_RE.match(name)
+        if match and match.group(1) == run_prefix and int(match.group(2)) == run[-1] + 1:
+            run.append(int(match.group(2)))
+            continue
+        flush()
+        run_prefix, run = None, []
+        if match:
+            run_prefix, run = match.group(1), [int(match.group(2))]
+        else:
+            parts.append(name)
+    flush()
+    if len(parts) > limit:
+        return ", ".join(parts[:limit]) + f", ... ({len(parts) - limit} more)"
+    return ", ".join(parts) if parts else "none"
+
+
+def column_names(groups: Sequence[tuple[str, int]]) -> list[str]:
+    """Header of the CSV contract for (group, width) blocks: `timestamp` stays one column,
+    every other group becomes `<group>_0..<group>_{width-1}`."""
+    names: list[str] = []
+    for name, width in groups:
+        if name == "timestamp" and width == 1:
+            names.append(name)
+        else:
+            names.extend(f"{name}_{j}" for j in range(width))
+    return names
+
+
+def select_columns(
+    layout: CsvLayout,
+    joint_names: Sequence[str],
+    torque_column: str,
+    gains: np.ndarray | None,
+    time_column: str,
+    prefix: str,
+) -> tuple[dict[str, dict[int, int]], str, list[str]]:
+    """(group -> {joint -> column}, the torque group, the groups to read: q, dq, torque and
+    the targets present) of a CSV for the robot with `joint_names`; UserError naming what is
+    missing (with the closest header names) or which joint columns do not match the robot."""
+    n = len(joint_names)
+    where_path = f"The CSV file '{layout.path}' ({prefix}path)"
+    groups, duplicates = group_columns(layout.names)
+    if duplicates:
+        raise UserError(
+            f"{where_path} has duplicated column names {duplicates} in its header (line "
+            f"{layout.header_line}); keep one column of each name."
+        )
+    found = summarise_columns(layout.names)
+    contract = (
+        f"The contract needs {time_column} (s), actual_q_0..{n - 1} (rad), "
+        f"actual_qd_0..{n - 1} (rad/s) and actual_current_as_torque_0..{n - 1} (Nm) or "
+        f"actual_current_0..{n - 1} (A) with {prefix}current_to_torque=[k_0,...] (Nm/A)."
+    )
+    torque_group, hint = choose_torque(groups, torque_column, gains, n, prefix, where_path)
+    if time_column not in layout.names:
+        raise UserError(missing_time_message(layout, time_column, where_path, prefix))
+    missing = [
+        f"{group}_0..{group}_{n - 1}"
+        for group in ("actual_q", "actual_qd", torque_group)
+        if group is not None and group not in groups
+    ]
+    if torque_group is None:
+        missing.append(f"actual_current_as_torque_0..actual_current_as_torque_{n - 1}")
+    if missing:
+        wanted = [
+            f"{g}_0" for g in ("actual_q", "actual_qd", torque_group) if g and g not in groups
+        ]
+        raise UserError(
+            f"{where_path} lacks the column(s) {', '.join(missing)} needed for the {n}-joint "
+            f"robot {list(joint_names)}.{lookalikes(layout, wanted, time_column)} Columns "
+            f"found: {found}. {hint}{contract}".rstrip()
+        )
+    assert torque_group is not None
+    used_groups = ["actual_q", "actual_qd", torque_group]
+    used_groups += [g for g in TARGET_GROUPS if g in groups]
+    same = len({tuple(sorted(groups[g])) for g in used_groups[:3]}) == 1
+    for group in used_groups:
+        indices = sorted(groups[group])
+        if indices != list(range(n)):
+            raise UserError(
+                joint_columns_message(
+                    layout, indices, group, joint_names, time_column, where_path, same
+                )
+            )
+    return groups, torque_group, used_groups

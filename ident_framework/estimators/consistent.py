@@ -1,0 +1,325 @@
+"""Built-in estimator `consistent`: physically consistent identification (convex, cvxpy).
+
+Solved in the full standard parameter space theta (every link's 10 inertial parameters,
+friction, rotor inertia, offsets), after Wensing, Kim and Slotine (2017): a maximum a
+posteriori estimate under the physical constraints,
+
+    minimise   chi2(theta) + regularization * ||P_N S^-1 (theta - theta_nom)||²
+    subject to J_k(theta) ⪰ psd_margin · M_k diag(L_k², L_k², L_k², 1)   (each link k)
+               friction >= 0, rotor inertia >= 0                          (offsets free)
+
+- Data term chi2: the excess of the residual sum of squares over the least-squares minimum,
+  in units of the LS residual variance sigma² = RSS_LS / (rows - rank), computed from the
+  per-joint triangular factors R_j of [Y_j | tau_j] (sum_j ||R_j [theta; -1]||²), never from the
+  regressor. The LS residual norm is floored at `RESIDUAL_FLOORS[0]` × the torque norm, so
+  noise-free data keep a finite (huge) weight: their fit is then exact to ~1e-12. Only when
+  noise-free data contradict the constraints (the solver then fails on the extreme scaling) is
+  the floor raised, step by step (`residual_floor_` tells which one was used).
+- Scaling: theta = S x. Link k is scaled by its nominal mass M_k and radius of gyration L_k
+  about its joint frame (m ~ M, h ~ M L, I ~ M L²), so that pseudo_inertia(x_k) = J_k / M_k
+  congruence-scaled: entries of order one, and the margin is relative to the link. Friction,
+  rotor inertia and offset are scaled by the data (the value that alone explains the joint's
+  torque norm). The conic problem is posed in whitened coordinates, x = x_LS + G u + N w:
+  u (rank) with chi2 = ||u||², and w (null space) with P_N x = N w; both of order one.
+- Regularisation: only the component of x - x_nom in the null space of the base parameters
+  (N: orthonormal basis of null(C S), C = combination) is pulled toward the nominal model, so
+  the identifiable combinations are not biased by it; `regularization` = 1 / s² for a Gaussian
+  prior of standard deviation s (scaled units, e.g. 0.2 = 20 % of the link's nominal mass M,
+  M L, M L²) on those directions.
+- Polish: if u = 0 (the LS fit) with the solver's w keeps every constraint, it is taken (it
+  lowers the objective, so it is the optimum): noise-free agreement with `ls` is then exact.
+
+Base-parameter standard deviations are those of ordinary least squares (residual variance and
+(WᵀW)⁻¹): an approximation that ignores the constraints.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+from threadpoolctl import threadpool_limits
+
+from ident_framework.errors import UserError
+from ident_framework.estimators.ls import solve_stacked
+from ident_framework.hookspecs import hookimpl
+from ident_framework.identify.linear_problem import stack_factors
+from ident_framework.interfaces import EstimatorDefaults, LinearProblem, StandardModel
+from ident_framework.model.physical_consistency import (
+    N_LINK,
+    PSEUDO_INERTIA_MAP,
+    check_parameters,
+    violations,
+)
+
+SOLVERS = ("clarabel", "scs")  # cvxpy names: upper case
+# Smallest LS residual norm (relative to the torque norm) used for sigma; later ones are tried
+# in turn if the solver fails while the actual residual is below them.
+RESIDUAL_FLOORS = (1e-8, 1e-5, 1e-2)
+SIGN_TOLERANCE = 1e-8  # scaled friction / rotor inertia above -this count as 0 (solver round-off)
+
+
+@dataclass
+class ConsistentParams:
+    """regularization: weight of the squared scaled distance to the nominal parameters along
+        the unidentifiable directions, relative to the data term (chi², see the module
+        docstring): 1 / s² for a prior standard deviation s (25: s = 20 % of the nominal link);
+    psd_margin: each link's pseudo-inertia must satisfy J ⪰ psd_margin · M diag(L², L², L², 1)
+        (M, L: nominal mass, kg, and radius of gyration, m): dimensionless, keeps masses,
+        inertias and triangle inequalities strictly positive;
+    solver: conic solver, `clarabel` (interior point, default) or `scs`;
+    fallback: solver tried when the first fails (null: none);
+    max_iterations: iteration limit of the solver (SCS gets 1000× as many: it is first order);
+    tolerance: feasibility and duality-gap tolerance of the solver (SCS: at least 1e-9)."""
+
+    regularization: float = 25.0
+    psd_margin: float = 1e-6
+    solver: str = "clarabel"
+    fallback: str | None = "scs"
+    max_iterations: int = 500
+    tolerance: float = 1e-10
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.regularization) and self.regularization > 0.0):
+            raise ValueError(
+                f"regularization must be a finite number > 0, got {self.regularization}"
+            )
+        if not (np.isfinite(self.psd_margin) and 0.0 <= self.psd_margin < 1.0):
+            raise ValueError(f"psd_margin must be in [0, 1), got {self.psd_margin}")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {list(SOLVERS)}, got {self.solver!r}")
+        if self.fallback is not None and self.fallback not in SOLVERS:
+            raise ValueError(
+                f"fallback must be one of {list(SOLVERS)} or null, got {self.fallback!r}"
+            )
+        if isinstance(self.max_iterations, bool) or not (
+            isinstance(self.max_iterations, int) and self.max_iterations >= 1
+        ):
+            raise ValueError(f"max_iterations must be an integer >= 1, got {self.max_iterations}")
+        if not (np.isfinite(self.tolerance) and 0.0 < self.tolerance < 1e-2):
+            raise ValueError(f"tolerance must be in (0, 0.01), got {self.tolerance}")
+
+
+def parameter_scales(standard: StandardModel) -> np.ndarray:
+    """(p,) scale of each standard parameter (its unit in the scaled problem).
+
+    Inertial: per link mass M (nominal, at least 1 % of the heaviest link) and radius of
+    gyration L about the joint frame (nominal, at least 1 % of the largest and 1 mm): m ~ M,
+    h ~ M L, I ~ M L². Others: ||tau_j|| / ||column||, the value that alone would explain the
+    norm of joint j's torque (1 when the column or the torque is zero)."""
+    p = len(standard.names)
+    nominal = np.asarray(standard.nominal, dtype=float)
+    links = nominal[: N_LINK * standard.n_links].reshape(standard.n_links, N_LINK)
+    masses = np.where(np.isfinite(links[:, 0]) & (links[:, 0] > 0.0), links[:, 0], 0.0)
+    mass_scale = np.maximum(masses, 0.01 * masses.max(initial=0.0))
+    mass_scale[mass_scale <= 0.0] = 1.0
+    # ∫|r|² dm = ½ tr(I_origin): L² = ½ tr(I_origin) / m
+    second = np.nan_to_num(0.5 * (links[:, 4] + links[:, 6] + links[:, 9]))
+    radius = np.sqrt(np.maximum(second, 0.0) / mass_scale) * (masses > 0.0)
+    radius = np.maximum(radius, max(0.01 * radius.max(initial=0.0), 1e-3))
+    scales = np.ones(p)
+    powers = np.array([0, 1, 1, 1, 2, 2, 2, 2, 2, 2])
+    for k in range(standard.n_links):
+        scales[N_LINK * k : N_LINK * (k + 1)] = mass_scale[k] * radius[k] ** powers
+    for i in range(N_LINK * standard.n_links, p):
+        factor = standard.r_factors[standard.joints[i]]
+        column, torque = np.linalg.norm(factor[:p, i]), np.linalg.norm(factor[:, p])
+        if column > 0.0 and torque > 0.0:
+            scales[i] = torque / column
+    return scales
+
+
+class _ScaledModel:
+    """The problem in scaled parameters x = theta / scales, parametrised as
+    x = x_ls + on_u @ u + null @ w (chi2 = ||u||², P_N x = null @ w)."""
+
+    def __init__(self, standard: StandardModel, n_rows: int, residual_floor: float):
+        p = len(standard.names)
+        self.n_links = standard.n_links
+        self.scales = parameter_scales(standard)
+        stacked = stack_factors(standard.r_factors)
+        if stacked.shape[0] < p + 1:  # fewer rows than parameters: pad with zero rows
+            stacked = np.vstack([stacked, np.zeros((p + 1 - stacked.shape[0], p + 1))])
+        torque_norm = float(np.linalg.norm(stacked[:, p]))
+        if not torque_norm > 0.0:
+            raise UserError("The consistent estimator got all-zero torques: nothing to fit.")
+        a = stacked[:p, :p] * self.scales / torque_norm  # relative residual = a x - b
+        b = stacked[:p, p] / torque_norm
+        combination = np.asarray(standard.combination, dtype=float) * self.scales
+        self.rank = combination.shape[0]
+        vt = np.linalg.svd(combination)[2]
+        identifiable, self.null = vt[: self.rank].T, vt[self.rank :].T
+        q, r = np.linalg.qr(a @ identifiable)
+        self.x_ls = identifiable @ scipy.linalg.solve_triangular(r, q.T @ b)
+        self.residual = float(
+            np.hypot(np.linalg.norm(b - a @ self.x_ls), stacked[p, p] / torque_norm)
+        )
+        dof = max(n_rows - self.rank, 1)
+        sigma = max(self.residual, residual_floor) / np.sqrt(dof)  # relative residual per row
+        self.on_u = sigma * scipy.linalg.solve_triangular(r, identifiable.T, trans="T").T
+        self.w_nom = self.null.T @ (np.asarray(standard.nominal, dtype=float) / self.scales)
+        kinds = np.asarray(standard.kinds)
+        self.signed = np.flatnonzero((kinds == "friction") | (kinds == "armature"))
+
+    def x(self, u: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return self.x_ls + self.on_u @ u + self.null @ w
+
+    def pseudo_inertia_maps(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per link (offset, on_u, on_w): vec(J_k / M_k) = offset + on_u @ u + on_w @ w."""
+        for k in range(self.n_links):
+            rows = slice(N_LINK * k, N_LINK * (k + 1))
+            yield (
+                PSEUDO_INERTIA_MAP @ self.x_ls[rows],
+                PSEUDO_INERTIA_MAP @ self.on_u[rows],
+                PSEUDO_INERTIA_MAP @ self.null[rows],
+            )
+
+
+class ConsistentEstimator(EstimatorDefaults):
+    """fit(problem) -> self. standard_coef_ (full physical parameters), coef_ (base
+    parameters = combination @ standard_coef_), coef_std_ (LS approximation), solve_time_s_
+    (s, whole fit), status_ and solver_ (solver used), chi2_ (data term at the solution: the
+    excess residual sum of squares over LS in units of the LS residual variance), polished_
+    (the identifiable part was moved to the LS fit), report_ (`check_parameters` of the
+    result; every list is empty)."""
+
+    def __init__(self, params: ConsistentParams):
+        self.params = params
+
+    def fit(self, problem: LinearProblem) -> ConsistentEstimator:
+        standard = problem.standard
+        if standard is None:
+            raise UserError(
+                "The consistent estimator needs the standard (physical) parameterisation of the "
+                "problem, which this data path does not provide. Use estimator=ls."
+            )
+        # cvxpy is imported here, not with the module (every run imports all plugins) and not
+        # within the timing: the first import takes ~1 s.
+        import cvxpy  # noqa: F401
+
+        start = time.perf_counter()
+        rows = problem.n_samples * problem.n_joints
+        # Small dense factorisations: BLAS threads only contend (see identify/linear_problem.py).
+        with threadpool_limits(limits=1, user_api="blas"):
+            model, u, w = self._solve_with_floors(standard, rows)
+            # Approximation: the unconstrained LS covariance of the base parameters.
+            _, self.coef_std_ = solve_stacked(problem.r_factors, rows)
+        self.polished_ = u.size > 0 and self._feasible(model, model.x(np.zeros_like(u), w))
+        if self.polished_:  # u = 0: the LS fit; lower objective, still feasible: the optimum
+            u = np.zeros_like(u)
+        x = model.x(u, w)
+        # Solver tolerance may leave friction or rotor inertia at -1e-10: that is zero.
+        signed = x[model.signed]
+        x[model.signed[(signed < 0.0) & (signed > -SIGN_TOLERANCE)]] = 0.0
+        theta = model.scales * x
+        self.chi2_ = float(u @ u)
+        self.report_ = check_parameters(theta, standard)
+        problems = violations(self.report_)
+        if problems:
+            raise UserError(
+                f"The consistent estimator's solution ({self.solver_}, status {self.status_}) "
+                f"is not physically consistent: {'; '.join(problems)}. Tighten "
+                "estimator.tolerance or raise estimator.psd_margin."
+            )
+        self.standard_coef_ = theta
+        self.coef_ = np.asarray(standard.combination) @ theta
+        self.solve_time_s_ = time.perf_counter() - start
+        return self
+
+    def _solve_with_floors(
+        self, standard: StandardModel, rows: int
+    ) -> tuple[_ScaledModel, np.ndarray, np.ndarray]:
+        """Solve with the first residual floor; a later one only when the solver fails and the
+        LS residual is below it (noise-free data that contradict the constraints)."""
+        for index, floor in enumerate(RESIDUAL_FLOORS):
+            model = _ScaledModel(standard, rows, floor)
+            try:
+                u, w = self._solve(model)
+            except UserError:
+                later = RESIDUAL_FLOORS[index + 1 :]
+                if later and model.residual < later[-1]:
+                    continue
+                raise
+            self.residual_floor_ = floor
+            return model, u, w
+        raise AssertionError("unreachable: the last floor re-raises")
+
+    def _solve(self, model: _ScaledModel) -> tuple[np.ndarray, np.ndarray]:
+        """(u, w) of the MAP problem: configured solver, then the fallback; UserError if both
+        fail."""
+        import cvxpy as cp  # already imported by fit
+
+        u = cp.Variable(model.rank)
+        w = cp.Variable(model.null.shape[1])
+        objective = cp.sum_squares(u)
+        if model.null.shape[1]:
+            objective = objective + self.params.regularization * cp.sum_squares(w - model.w_nom)
+        constraints = []
+        margin = self.params.psd_margin * np.eye(4)
+        for offset, on_u, on_w in model.pseudo_inertia_maps():
+            pseudo = offset + on_u @ u + (on_w @ w if model.null.shape[1] else 0.0)
+            constraints.append(cp.reshape(pseudo, (4, 4), order="C") >> margin)
+        if model.signed.size:
+            rows = model.signed
+            expression = model.x_ls[rows] + model.on_u[rows] @ u
+            if model.null.shape[1]:
+                expression = expression + model.null[rows] @ w
+            constraints.append(expression >= 0.0)
+        problem = cp.Problem(cp.Minimize(objective), constraints)
+        attempts = [self.params.solver]
+        if self.params.fallback and self.params.fallback != self.params.solver:
+            attempts.append(self.params.fallback)
+        failures = []
+        for name in attempts:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # cvxpy warns on inaccurate solutions
+                    problem.solve(solver=name.upper(), **self._options(name))
+            except cp.SolverError as error:
+                failures.append(f"{name}: {error}")
+                continue
+            if problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and u.value is not None:
+                self.solver_, self.status_ = name, str(problem.status)
+                values_w = w.value if model.null.shape[1] else np.zeros(0)
+                return np.asarray(u.value, dtype=float), np.asarray(values_w, dtype=float)
+            failures.append(f"{name}: status {problem.status}")
+        raise UserError(
+            "The consistent estimator's conic solver failed ("
+            + "; ".join(failures)
+            + "). Try another estimator.solver (clarabel, scs), a larger "
+            "estimator.max_iterations or a looser estimator.tolerance; if the problem is "
+            "reported infeasible, lower estimator.psd_margin."
+        )
+
+    def _options(self, name: str) -> dict[str, float | int]:
+        tol, iterations = self.params.tolerance, self.params.max_iterations
+        if name == "clarabel":
+            return {
+                "max_iter": iterations,
+                "tol_gap_abs": tol,
+                "tol_gap_rel": tol,
+                "tol_feas": tol,
+                "tol_ktratio": min(tol, 1e-6),
+            }
+        scs_tol = max(tol, 1e-9)
+        return {"max_iters": 1000 * iterations, "eps_abs": scs_tol, "eps_rel": scs_tol}
+
+    def _feasible(self, model: _ScaledModel, x: np.ndarray) -> bool:
+        """Every constraint holds at scaled parameters x (pseudo-inertia with half the margin)."""
+        if np.any(x[model.signed] < 0.0):
+            return False
+        threshold = 0.5 * self.params.psd_margin
+        for k in range(model.n_links):
+            pseudo = (PSEUDO_INERTIA_MAP @ x[N_LINK * k : N_LINK * (k + 1)]).reshape(4, 4)
+            if np.linalg.eigvalsh(pseudo)[0] < threshold:
+                return False
+        return True
+
+
+@hookimpl
+def register_estimators(register) -> None:
+    register("consistent", ConsistentEstimator, ConsistentParams)

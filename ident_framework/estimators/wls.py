@@ -1,0 +1,50 @@
+"""Built-in estimator `wls`: weighted least squares in the manner of Gautier.
+
+An ordinary LS fit gives each joint's residual standard deviation sigma_j (Nm); every row of
+joint j is then weighted by 1/sigma_j and the problem solved again, so a noisy joint (or one
+with large unmodelled torques) no longer dominates the fit of the others. Standard deviations
+are diag((Wᵀ Ω⁻¹ W)⁻¹) with Ω = diag(sigma_j²).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ident_framework.estimators.ls import joint_residual_std, solve_stacked
+from ident_framework.hookspecs import hookimpl
+from ident_framework.interfaces import EstimatorDefaults, LinearProblem
+
+
+@dataclass
+class WeightedLeastSquaresParams:
+    """min_sigma: floor on a joint's residual std (Nm), so an exactly fitted joint (no noise)
+    does not get an infinite weight."""
+
+    min_sigma: float = 1e-9
+
+    def __post_init__(self) -> None:
+        if not self.min_sigma > 0:
+            raise ValueError(f"min_sigma must be > 0 Nm, got {self.min_sigma}")
+
+
+class WeightedLeastSquares(EstimatorDefaults):
+    """fit(problem) -> self; coef_, coef_std_, and joint_sigma_ (Nm per joint)."""
+
+    def __init__(self, params: WeightedLeastSquaresParams):
+        self.params = params
+
+    def fit(self, problem: LinearProblem) -> WeightedLeastSquares:
+        n_rows = problem.n_samples * problem.n_joints
+        beta_ls, _ = solve_stacked(problem.r_factors, n_rows)
+        sigma = joint_residual_std(problem.r_factors, beta_ls, problem.n_samples)
+        self.joint_sigma_ = np.maximum(sigma, self.params.min_sigma)
+        weighted = [f / s for f, s in zip(problem.r_factors, self.joint_sigma_, strict=True)]
+        self.coef_, self.coef_std_ = solve_stacked(weighted, n_rows, scale_by_residual=False)
+        return self
+
+
+@hookimpl
+def register_estimators(register) -> None:
+    register("wls", WeightedLeastSquares, WeightedLeastSquaresParams)

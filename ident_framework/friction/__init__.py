@@ -1,0 +1,1 @@
+"""Built-in options of the `friction` config group, one module each."""

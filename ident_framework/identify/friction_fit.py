@@ -1,0 +1,422 @@
+"""Nonlinear friction parameters by variable projection (separable nonlinear least squares).
+
+The model tau = W(theta) beta + e is linear in beta (rigid-body, friction coefficients, rotor
+inertia, offsets) and nonlinear in theta, the friction model's nonlinear parameters per joint
+(a Stribeck velocity, LuGre's shape). For every theta the best beta is a linear least-squares
+solution; `scipy.optimize.least_squares` minimises the remaining torque residual
+r(theta) = tau - W(theta) beta*(theta) over theta alone, within the plugin's bounds, from the
+plugin's starting points (which it chooses given the Coulomb-viscous solution).
+
+Cheap evaluations. Row j of W (joint j's torque) is [A_j | F_j(theta_j) | D_j]: the rigid-body
+part A_j and the rotor-inertia / offset columns D_j do not depend on theta, and the friction
+columns F_j depend on joint j's theta only. Once per fit: X_j = [A_j P_j | D_j] = Q_j R_j (thin
+QR; A_j projected onto its structural row space P_j, as in linear_problem.py) and Q_jᵀ tau_j.
+Per evaluation and joint: G_j = Q_jᵀ F_j and the triangular factor R_c of the part of
+[F_j | tau_j] outside span(Q_j); then S_j = [[R_j, G_j, Q_jᵀ tau_j], [0, R_c]] satisfies
+S_jᵀ S_j = [X_j | F_j | tau_j]ᵀ [X_j | F_j | tau_j]. Stacked over joints and mapped to the
+base parameters, S holds the whole linear problem in a few hundred rows: beta* is a small
+least-squares solve, and each joint's residual r_j = tau_j - Q_j (R_j b) - F_j c_j costs
+O(N·m_j). (The reduced residual S [beta*; -1] has the same norm, but it rotates with theta:
+as least_squares' residual it stalled Gauss-Newton, 200 evaluations without converging where
+the torque residual takes 6.) The Jacobian (forward differences) moves parameter i of every
+joint at once: one basis evaluation yields every joint's moved S_j, and each column then needs
+one small solve with one block replaced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import least_squares
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
+
+from ident_framework.data.dataset import Dataset
+from ident_framework.identify.linear_problem import chunk_slices, joint_row_spaces, stack_factors
+from ident_framework.model import friction_terms
+from ident_framework.model.base_parameters import BaseParameters
+from ident_framework.model.regressor import RegressorBuilder
+
+COULOMB_DEAD_BAND = 0.01  # rad/s, sign(dq) of the Coulomb-viscous start (as the built-in's default)
+RELATIVE_STEP = 1e-6  # forward-difference step, relative to the parameter value
+MAX_EVALUATIONS = 200  # residual evaluations of least_squares (each with a cheap Jacobian)
+
+
+def coulomb_viscous_basis(dq: np.ndarray) -> np.ndarray:
+    """(N, n, 2) columns [dq, sign(dq)] (sign 0 below COULOMB_DEAD_BAND): the starting model."""
+    return np.stack([dq, np.where(np.abs(dq) > COULOMB_DEAD_BAND, np.sign(dq), 0.0)], axis=-1)
+
+
+def _triangular(block: np.ndarray) -> np.ndarray:
+    """Upper-triangular factor of `block` with a non-negative diagonal (unique, so it varies
+    continuously with the block, as finite differences need)."""
+    r = np.linalg.qr(block, mode="r")
+    signs = np.where(np.diag(r) < 0, -1.0, 1.0)
+    return r * signs[:, None]
+
+
+@dataclass
+class _Blocks:
+    """One friction basis seen through the projected problem: per joint the friction part of
+    the top rows (m_j, k), and the bottom factor R_c (k+1, k+1)."""
+
+    top: list[np.ndarray]
+    bottom: list[np.ndarray]
+
+
+class ProjectedProblem:
+    """The least-squares problem of one recording, reduced so that trying a friction basis
+    costs O(N·k·m_j) per joint instead of rebuilding the regressor (see the module doc).
+
+    Column layout of the reduced problem: the builder's fixed columns (inertial, armature,
+    offset, in the builder's order), then the friction columns joint by joint."""
+
+    def __init__(self, builder: RegressorBuilder, data: Dataset, chunk_size: int):
+        robot = builder.robot
+        self.n = n = robot.n_joints
+        self.t = np.asarray(data.timestamp, dtype=float)
+        self.dq = np.asarray(data.dq, dtype=float)
+        # friction columns filtered like the torque (see linear_problem.recording_friction)
+        self.parallel = data.parallel_filter if builder.parallel_friction else None
+        k = len(builder.friction.parameter_names)
+        friction_columns = {int(c) for j in range(n) for c in builder.own_columns(j)[:k]}
+        fixed = [c for c in range(builder.n_parameters) if c not in friction_columns]
+        self.fixed_names = [builder.parameter_names[c] for c in fixed]
+        position = {c: i for i, c in enumerate(fixed)}
+        self.n_fixed = len(fixed)
+        spaces = joint_row_spaces(builder)
+        subtree = [builder.subtree_columns(j) for j in range(n)]
+        own_fixed = [builder.own_columns(j)[k:] for j in range(n)]
+        rows: list[list[np.ndarray]] = [[] for _ in range(n)]
+        with threadpool_limits(limits=1, user_api="blas"):
+            for part in chunk_slices(data.n_samples, chunk_size):
+                q, dq, ddq = data.q[part], data.dq[part], data.ddq[part]
+                rigid = builder.rigid_body(q, dq, ddq)
+                own = builder.own_terms(dq, ddq, np.zeros((*dq.shape, k)))[:, :, k:]
+                for j in range(n):
+                    rows[j].append(np.hstack([rigid[:, j, subtree[j]] @ spaces[j], own[:, j]]))
+        self.q_factors, self.fixed_top, self.tau_top, self.tau = [], [], [], []
+        for j in range(n):
+            x = np.vstack(rows[j])
+            q_j, r_j = np.linalg.qr(x)
+            tau_j = np.asarray(data.tau[:, j], dtype=float)
+            r = spaces[j].shape[1]
+            top = np.zeros((r_j.shape[0], self.n_fixed))
+            top[:, [position[int(c)] for c in subtree[j]]] = r_j[:, :r] @ spaces[j].T
+            top[:, [position[int(c)] for c in own_fixed[j]]] = r_j[:, r:]
+            self.q_factors.append(q_j)
+            self.fixed_top.append(top)
+            self.tau_top.append(q_j.T @ tau_j)
+            self.tau.append(tau_j)
+
+    def columns(self, function: Any) -> np.ndarray:
+        """function(t (M,), dq (M, n)) -> (M, c, k) friction columns, evaluated on the
+        recording in time order (filtered in parallel with the torque when asked for)."""
+        if self.parallel is not None:
+            return self.parallel.apply(function)
+        return function(self.t, self.dq)
+
+    # ------------------------------------------------------------- blocks
+    def blocks(self, friction: np.ndarray, joints: list[int] | None = None) -> _Blocks:
+        """Reduced blocks of a friction basis (N, n', k); column c belongs to joint
+        joints[c] (default: column j is joint j)."""
+        joints = list(range(friction.shape[1])) if joints is None else joints
+        top, bottom = [], []
+        for column, j in enumerate(joints):
+            f = friction[:, column, :]
+            q_j = self.q_factors[j]
+            g = q_j.T @ f
+            rest = np.column_stack([f, self.tau[j]]) - q_j @ np.column_stack([g, self.tau_top[j]])
+            top.append(g)
+            bottom.append(_triangular(rest))
+        return _Blocks(top, bottom)
+
+    def stacked(self, blocks: _Blocks, k: int) -> list[np.ndarray]:
+        """Per joint the rows [S_j | s_j] in the reduced column layout (fixed, then friction of
+        every joint), width n_fixed + n k + 1."""
+        width = self.n_fixed + self.n * k
+        out = []
+        for j in range(self.n):
+            m = self.fixed_top[j].shape[0]
+            rows = np.zeros((m + k + 1, width + 1))
+            columns = slice(self.n_fixed + j * k, self.n_fixed + (j + 1) * k)
+            rows[:m, : self.n_fixed] = self.fixed_top[j]
+            rows[:m, columns] = blocks.top[j]
+            rows[:m, -1] = self.tau_top[j]
+            rows[m:, columns] = blocks.bottom[j][:, :k]
+            rows[m:, -1] = blocks.bottom[j][:, k]
+            out.append(rows)
+        return out
+
+    def base(self, blocks: _Blocks, k: int, tolerance: float) -> np.ndarray:
+        """(width, r) basis of the identifiable parameter combinations of these blocks."""
+        rows = self.stacked(blocks, k)
+        width = self.n_fixed + self.n * k
+        names = self.fixed_names + [f"friction_{i}" for i in range(self.n * k)]
+        total = stack_factors(rows)[:width, :width]
+        return BaseParameters.from_r_factor(total, names, tolerance, "svd").basis
+
+
+class _Solver:
+    """The linear least-squares solve of one projected problem in a fixed base."""
+
+    def __init__(self, problem: ProjectedProblem, k: int, base: np.ndarray):
+        self.problem, self.k, self.base = problem, k, base
+        n_fixed = problem.n_fixed
+        self.fixed_base = [top @ base[:n_fixed] for top in problem.fixed_top]
+        self.friction_base = [
+            base[n_fixed + j * k : n_fixed + (j + 1) * k] for j in range(problem.n)
+        ]
+
+    def joint_rows(self, j: int, top: np.ndarray, bottom: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Joint j's rows of (Z, z) in base coordinates."""
+        fb = self.friction_base[j]
+        z_rows = np.vstack([self.fixed_base[j] + top @ fb, bottom[:, : self.k] @ fb])
+        return z_rows, np.concatenate([self.problem.tau_top[j], bottom[:, self.k]])
+
+    def solve(self, rows: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+        """(reduced residual Z x* - z, x*) of the stacked joint rows (x*: base coordinates)."""
+        z_matrix = np.vstack([r[0] for r in rows])
+        z = np.concatenate([r[1] for r in rows])
+        x, *_ = np.linalg.lstsq(z_matrix, z, rcond=None)
+        return z_matrix @ x - z, x
+
+
+@dataclass
+class FrictionFit:
+    """The fitted nonlinear friction parameters and how the fit went.
+
+    values (n, m): fitted nonlinear parameters per joint; sse: sum of squared torque residuals
+    (Nm²) of the whole linear problem at them; sse_start: at the chosen starting point;
+    sse_coulomb_viscous: with Coulomb-viscous friction instead (the model the fit starts from);
+    sse_per_joint: each joint's share at the fit. start_index (n,): which of the plugin's
+    starting points each joint began from. at_bounds: (joint, parameter) pairs ending on a bound."""
+
+    names: tuple[str, ...]
+    values: np.ndarray
+    starts: np.ndarray
+    start_index: np.ndarray
+    sse: float
+    sse_start: float
+    sse_coulomb_viscous: float
+    sse_per_joint: np.ndarray
+    coulomb_viscous: dict[str, np.ndarray]
+    evaluations: int
+    message: str
+    at_bounds: list[tuple[int, str]]
+
+    def to_dict(self, joint_names: list[str]) -> dict[str, Any]:
+        return {
+            "nonlinear_names": list(self.names),
+            "values": {
+                joint: dict(zip(self.names, map(float, row), strict=True))
+                for joint, row in zip(joint_names, self.values, strict=True)
+            },
+            "sse": self.sse,
+            "sse_start": self.sse_start,
+            "sse_coulomb_viscous": self.sse_coulomb_viscous,
+            "sse_per_joint": self.sse_per_joint.tolist(),
+            "start_index": self.start_index.tolist(),
+            "coulomb_viscous_start": {k: v.tolist() for k, v in self.coulomb_viscous.items()},
+            "evaluations": self.evaluations,
+            "message": self.message,
+            "at_bounds": [f"{joint_names[j]}.{name}" for j, name in self.at_bounds],
+        }
+
+
+def _joint_sse(rho: np.ndarray, sizes: list[int]) -> np.ndarray:
+    return np.array([np.sum(part**2) for part in np.split(rho, np.cumsum(sizes)[:-1])])
+
+
+def coulomb_viscous_start(
+    problem: ProjectedProblem, tolerance: float
+) -> tuple[dict[str, np.ndarray], float]:
+    """Per-joint viscous (Nm·s/rad) and Coulomb (Nm) friction of the Coulomb-viscous
+    identification of the same data, and its sum of squared residuals (Nm²)."""
+    blocks = problem.blocks(problem.columns(lambda t, dq: coulomb_viscous_basis(dq)))
+    solver = _Solver(problem, 2, problem.base(blocks, 2, tolerance))
+    rows = [solver.joint_rows(j, blocks.top[j], blocks.bottom[j]) for j in range(problem.n)]
+    rho, x = solver.solve(rows)
+    friction = (solver.base @ x)[problem.n_fixed :].reshape(problem.n, 2)
+    return {"viscous": friction[:, 0], "coulomb": friction[:, 1]}, float(rho @ rho)
+
+
+class SeparableFit:
+    """The torque residual r(theta) and its Jacobian for one friction model on one recording
+    (see the module doc); theta flattened joint-major from (n, m) values per joint."""
+
+    def __init__(self, builder: RegressorBuilder, data: Dataset, chunk_size: int, tolerance: float):
+        self.model = model = builder.friction
+        self.names = friction_terms.nonlinear_names(model)
+        self.n, self.m = builder.robot.n_joints, len(self.names)
+        self.k = len(model.parameter_names)
+        self.problem = ProjectedProblem(builder, data, chunk_size)
+        self.coulomb_viscous, self.sse_coulomb_viscous = coulomb_viscous_start(
+            self.problem, tolerance
+        )
+        lower, upper = (np.asarray(b, dtype=float) for b in model.nonlinear_bounds())
+        self.lower, self.upper = lower, upper
+        starts = np.asarray(
+            model.initial_nonlinear(
+                self.coulomb_viscous["viscous"], self.coulomb_viscous["coulomb"]
+            ),
+            dtype=float,
+        )
+        self.starts = np.clip(starts.reshape(-1, self.n, self.m), lower, upper)
+        # the identifiable combinations, from the first start (structural: the same for all)
+        first = self.problem.blocks(self.basis(self.starts[0]))
+        self.solver = _Solver(self.problem, self.k, self.problem.base(first, self.k, tolerance))
+        self._cache: dict[str, Any] = {}
+        self.evaluations = 0
+
+    def basis(self, values: np.ndarray) -> np.ndarray:
+        """Friction basis of (joint, parameter set) columns: values (c, m), column c of joint
+        c % n (several parameter sets in one evaluation)."""
+        repeats = len(values) // self.n
+        return self.problem.columns(
+            lambda t, dq: friction_terms.basis(self.model, t, np.tile(dq, (1, repeats)), values)
+        )
+
+    def _rows(self, blocks: _Blocks, offset: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [
+            self.solver.joint_rows(j, blocks.top[offset + j], blocks.bottom[offset + j])
+            for j in range(self.n)
+        ]
+
+    def joint_sse(self, values: np.ndarray) -> np.ndarray:
+        """(n,) each joint's sum of squared residuals (Nm²) at values (n, m)."""
+        rows = self._rows(self.problem.blocks(self.basis(values)))
+        rho, _ = self.solver.solve(rows)
+        return _joint_sse(rho, [r[0].shape[0] for r in rows])
+
+    def best_start(self) -> tuple[np.ndarray, np.ndarray]:
+        """(values (n, m), start index (n,)): per joint the start with the lowest share of the
+        residual (all starts in one basis evaluation)."""
+        n, starts = self.n, self.starts
+        blocks = self.problem.blocks(
+            self.basis(starts.reshape(-1, self.m)), [c % n for c in range(len(starts) * n)]
+        )
+        shares = []
+        for s in range(len(starts)):
+            rows = self._rows(blocks, s * n)
+            rho, _ = self.solver.solve(rows)
+            shares.append(_joint_sse(rho, [r[0].shape[0] for r in rows]))
+        index = np.argmin(np.array(shares), axis=0)
+        return starts[index, np.arange(n)], index
+
+    def torque_residual(self, friction: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """(N·n,) residual tau - W beta, joint-major, of the friction basis (N, n, k) and the
+        base-coordinate solution x (beta = B x)."""
+        problem, k = self.problem, self.k
+        beta = self.solver.base @ x
+        fixed, coefficients = beta[: problem.n_fixed], beta[problem.n_fixed :].reshape(self.n, k)
+        out = []
+        for j in range(self.n):
+            model = problem.q_factors[j] @ (problem.fixed_top[j] @ fixed)
+            out.append(problem.tau[j] - model - friction[:, j] @ coefficients[j])
+        return np.concatenate(out)
+
+    def residual(self, flat: np.ndarray) -> np.ndarray:
+        """The torque residual (N·n,) of the best linear parameters at the flattened nonlinear
+        values (n·m,), joint-major (variable projection's functional)."""
+        friction = self.basis(flat.reshape(self.n, self.m))
+        rows = self._rows(self.problem.blocks(friction))
+        _, x = self.solver.solve(rows)
+        r = self.torque_residual(friction, x)
+        self._cache.update(flat=flat.copy(), rows=rows, friction=friction, r=r)
+        self.evaluations += 1
+        return r
+
+    def jacobian(self, flat: np.ndarray) -> np.ndarray:
+        """Forward differences of `residual`: parameter i of every joint moved at once (one
+        basis evaluation); each column then needs one small solve with one joint's block
+        replaced, and the residual with that joint's columns replaced."""
+        if "flat" not in self._cache or not np.array_equal(self._cache["flat"], flat):
+            self.residual(flat)
+        rows, friction, r = self._cache["rows"], self._cache["friction"], self._cache["r"]
+        n, m = self.n, self.m
+        values = flat.reshape(n, m)
+        step = RELATIVE_STEP * np.maximum(np.abs(values), 1e-12)
+        step = np.where(values + step > self.upper, -step, step)
+        shifted = []
+        for i in range(m):
+            moved = values.copy()
+            moved[:, i] += step[:, i]
+            shifted.append(moved)
+        moved_basis = self.basis(np.vstack(shifted))
+        blocks = self.problem.blocks(moved_basis, [c % n for c in range(m * n)])
+        out = np.empty((len(r), n * m))
+        for i in range(m):
+            for j in range(n):
+                replaced = list(rows)
+                replaced[j] = self.solver.joint_rows(
+                    j, blocks.top[i * n + j], blocks.bottom[i * n + j]
+                )
+                _, x = self.solver.solve(replaced)
+                columns = friction.copy()
+                columns[:, j] = moved_basis[:, i * n + j]
+                out[:, j * m + i] = (self.torque_residual(columns, x) - r) / step[j, i]
+        return out
+
+
+def fit_nonlinear_friction(
+    builder: RegressorBuilder,
+    data: Dataset,
+    chunk_size: int,
+    tolerance: float,
+    progress: bool = True,
+) -> FrictionFit:
+    """Fit the builder's friction model's nonlinear parameters to preprocessed `data` (with
+    accelerations) by variable projection; see the module doc."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        fit = SeparableFit(builder, data, chunk_size, tolerance)
+        n, m, names = fit.n, fit.m, fit.names
+        x0, start_index = fit.best_start()
+        bar = tqdm(
+            desc="friction fit",
+            unit="eval",
+            disable=None if progress else True,  # None: off when stderr is no terminal
+            leave=False,
+        )
+
+        def residual(flat: np.ndarray) -> np.ndarray:
+            bar.update()
+            return fit.residual(flat)
+
+        r0 = fit.residual(x0.ravel())
+        result = least_squares(
+            residual,
+            x0.ravel(),
+            jac=fit.jacobian,
+            bounds=(np.tile(fit.lower, n), np.tile(fit.upper, n)),
+            x_scale=np.maximum(np.abs(x0.ravel()), 1e-12),
+            method="trf",
+            max_nfev=MAX_EVALUATIONS,
+        )
+        bar.close()
+        values = result.x.reshape(n, m)
+        sse_per_joint = fit.joint_sse(values)
+    span = fit.upper - fit.lower
+    at_bounds = [
+        (j, names[i])
+        for j in range(n)
+        for i in range(m)
+        if min(values[j, i] - fit.lower[i], fit.upper[i] - values[j, i]) <= 1e-6 * span[i]
+    ]
+    # (reported once, in the summary's friction table, and in metrics.json friction_fit)
+    return FrictionFit(
+        names=names,
+        values=values,
+        starts=fit.starts,
+        start_index=start_index,
+        sse=float(sse_per_joint.sum()),
+        sse_start=float(r0 @ r0),
+        sse_coulomb_viscous=fit.sse_coulomb_viscous,
+        sse_per_joint=sse_per_joint,
+        coulomb_viscous=fit.coulomb_viscous,
+        evaluations=int(result.nfev),
+        message=str(result.message),
+        at_bounds=at_bounds,
+    )

@@ -1,0 +1,234 @@
+"""From a preprocessed dataset to the least-squares problem in base parameters, in chunks.
+
+One pass over the data accumulates, per joint, the triangular factor of [Y_j | tau_j] in the
+standard parameters (memory independent of the number of samples). The base parameters come
+from the SVD of the stacked factor; the per-joint factors are then projected onto them, so
+the estimators never need the regressor in memory. Estimators that work sample by sample get
+a re-stream of base-regressor chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
+
+from ident_framework.data.dataset import Dataset
+from ident_framework.interfaces import LinearProblem, StandardModel
+from ident_framework.model.base_parameters import (
+    BaseParameters,
+    TriangularAccumulator,
+    condition_number,
+)
+from ident_framework.model.regressor import RegressorBuilder
+
+
+def chunk_slices(n_samples: int, chunk_size: int) -> Iterator[slice]:
+    for start in range(0, n_samples, chunk_size):
+        yield slice(start, min(start + chunk_size, n_samples))
+
+
+def stack_factors(factors: list[np.ndarray]) -> np.ndarray:
+    """Triangular factor R with RᵀR = Σ FᵢᵀFᵢ of several factors (e.g. the per-joint ones)."""
+    with threadpool_limits(limits=1, user_api="blas"):  # small matrices: threads only contend
+        return np.linalg.qr(np.vstack(factors), mode="r")
+
+
+# q, dq, ddq, tau: (m, n) each; optionally the rows' friction basis (m, n, k) as a fifth item
+Chunk = tuple[np.ndarray, ...]
+
+
+STRUCTURAL_TOLERANCE = 1e-12  # relative singular value below which a row direction is void
+
+
+def joint_row_spaces(builder: RegressorBuilder, n_states: int = 400, seed: int = 0) -> list:
+    """Per joint j, an orthonormal basis (c_j, r_j) of the space in which row j of the rigid-
+    body regressor lives, restricted to joint j's subtree columns, found once from random
+    states within the limits. A joint's row has far fewer independent directions than columns
+    (e.g. 34 of 60 for a UR shoulder), so factoring the projected rows is cheaper."""
+    robot = builder.robot
+    rng = np.random.default_rng(seed)
+    low, high = np.clip(robot.limits.position, -np.pi, np.pi).T
+    n = robot.n_joints
+    q = rng.uniform(low, high, (n_states, n))
+    dq = rng.uniform(-1.0, 1.0, (n_states, n)) * robot.limits.velocity
+    ddq = rng.uniform(-1.0, 1.0, (n_states, n)) * robot.limits.acceleration
+    rigid = builder.rigid_body(q, dq, ddq)
+    bases = []
+    for j in range(n):
+        block = rigid[:, j, builder.subtree_columns(j)]
+        _, singular, vt = np.linalg.svd(block, full_matrices=False)
+        rank = int(np.sum(singular > STRUCTURAL_TOLERANCE * singular[0])) if singular.size else 0
+        bases.append(np.ascontiguousarray(vt[:rank].T))
+    return bases
+
+
+def accumulate_joint_factors(
+    builder: RegressorBuilder, chunks: Iterable[Chunk], total: int | None = None, progress=False
+) -> tuple[list[np.ndarray], int]:
+    """Per joint j, a square root R_j of [Y_j | tau_j]^T [Y_j | tau_j] (R_j^T R_j equals it),
+    shape (p+1, p+1), over all chunks (streamed: memory does not depend on the number of
+    samples); and the number of samples seen.
+
+    Row j of the regressor is zero outside joint j's subtree and own columns, and its subtree
+    part lies in a structural row space of few dimensions (`joint_row_spaces`): only the
+    projected rows [A_j P_j | own_j | tau_j] are factored (streaming Householder QR), and the
+    factor is mapped back with P_j^T at the end."""
+    n, p = builder.robot.n_joints, builder.n_parameters
+    subtree = [builder.subtree_columns(j) for j in range(n)]
+    # a serial chain's subtree columns are one contiguous block: slice (a view, no copy)
+    blocks = [slice(c[0], c[-1] + 1) if c.size and np.all(np.diff(c) == 1) else c for c in subtree]
+    own_columns = [builder.own_columns(j) for j in range(n)]
+    spaces = joint_row_spaces(builder)
+    accumulators = [
+        TriangularAccumulator(spaces[j].shape[1] + len(own_columns[j]) + 1) for j in range(n)
+    ]
+    n_samples = 0
+    # Small QR factorisations: BLAS threads only contend (100x slower on a loaded 2-core box).
+    with threadpool_limits(limits=1, user_api="blas"):
+        for chunk in tqdm(
+            chunks,
+            total=total,
+            desc="regressor",
+            unit="chunk",
+            disable=None if progress else True,  # None: off when stderr is no terminal
+            leave=False,
+        ):
+            q, dq, ddq, tau = chunk[:4]
+            rigid = builder.rigid_body(q, dq, ddq)
+            own = builder.own_terms(dq, ddq, chunk[4] if len(chunk) > 4 else None)
+            for j, accumulator in enumerate(accumulators):
+                accumulator.add_blocks(rigid[:, j, blocks[j]] @ spaces[j], own[:, j], tau[:, j])
+            n_samples += len(q)
+    factors = []
+    for j, accumulator in enumerate(accumulators):
+        r = accumulator.factor
+        k = spaces[j].shape[1]
+        full = np.zeros((p + 1, p + 1))
+        rows = slice(0, r.shape[0])
+        full[rows, subtree[j]] = r[:, :k] @ spaces[j].T
+        full[rows, own_columns[j]] = r[:, k:-1]
+        full[rows, p] = r[:, -1]
+        factors.append(full)
+    return factors, n_samples
+
+
+def project_to_base(
+    joint_factors: list[np.ndarray],
+    standard_names: list[str],
+    tolerance: float,
+    method: str = "svd",
+) -> tuple[BaseParameters, list[np.ndarray], float]:
+    """Base parameters from the stacked factor, the per-joint factors of [W_j B | tau_j],
+    and cond(W V_r) (V_r of the SVD, whatever the base method)."""
+    p = len(standard_names)
+    total = stack_factors(joint_factors)[:p, :p]
+    svd_base = BaseParameters.from_r_factor(total, standard_names, tolerance, "svd")
+    cond = condition_number(total, svd_base.basis)
+    base = (
+        svd_base
+        if method == "svd"
+        else BaseParameters.from_r_factor(total, standard_names, tolerance, method)
+    )
+    augmented = np.zeros((p + 1, base.rank + 1))
+    augmented[:p, : base.rank] = base.basis
+    augmented[p, base.rank] = 1.0
+    return base, [np.linalg.qr(f @ augmented, mode="r") for f in joint_factors], cond
+
+
+def recording_friction(builder: RegressorBuilder, data: Dataset) -> np.ndarray | None:
+    """The friction basis of a whole recording (N, n, k): filtered in parallel with the torque
+    when the builder asks for it and preprocessing filtered the data (`parallel_filter.py`),
+    else at the recorded velocity when the friction model is sequential (its state runs along
+    the samples in time order); None otherwise (computed chunk by chunk)."""
+    if builder.parallel_friction and data.parallel_filter is not None:
+        return data.parallel_filter.apply(builder.friction_basis)
+    return builder.friction_basis(data.timestamp, data.dq) if builder.sequential else None
+
+
+def dataset_chunks(
+    data: Dataset, chunk_size: int, friction: np.ndarray | None = None
+) -> Iterator[Chunk]:
+    for rows in chunk_slices(data.n_samples, chunk_size):
+        chunk = (data.q[rows], data.dq[rows], data.ddq[rows], data.tau[rows])
+        yield chunk if friction is None else (*chunk, friction[rows])
+
+
+def standard_model(
+    builder: RegressorBuilder, joint_factors: list[np.ndarray], base: BaseParameters
+) -> StandardModel:
+    """The physical parameterisation behind `base` (see `interfaces.StandardModel`)."""
+    n = builder.robot.n_joints
+    k = len(builder.friction.parameter_names)
+    kinds = ["inertial"] * builder.n_inertial + ["friction"] * (n * k)
+    joints = [i // 10 for i in range(builder.n_inertial)] + [i // k for i in range(n * k)]
+    for flag, kind in ((builder.armature, "armature"), (builder.torque_offset, "offset")):
+        if flag:
+            kinds += [kind] * n
+            joints += list(range(n))
+    nominal = builder.standard_parameters(
+        builder.robot.inertial_parameters(), armature=builder.robot.armature()
+    )
+    return StandardModel(
+        names=builder.parameter_names,
+        kinds=kinds,
+        joints=joints,
+        n_links=n,
+        nominal=nominal,
+        r_factors=joint_factors,
+        basis=base.basis,
+        combination=base.combination,
+    )
+
+
+def build_problem(
+    builder: RegressorBuilder,
+    data: Dataset,
+    chunk_size: int,
+    tolerance: float,
+    progress: bool = True,
+    method: str = "svd",
+) -> tuple[LinearProblem, BaseParameters, float]:
+    """(least-squares problem in base parameters, base parameters, cond of W·V_r)."""
+    if data.ddq is None:
+        raise ValueError("accelerations missing: preprocess the dataset first")
+    n_chunks = -(-data.n_samples // chunk_size)
+    friction = recording_friction(builder, data)
+    joint_factors, n_samples = accumulate_joint_factors(
+        builder, dataset_chunks(data, chunk_size, friction), n_chunks, progress
+    )
+    base, base_factors, cond = project_to_base(
+        joint_factors, builder.parameter_names, tolerance, method
+    )
+
+    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        for rows in chunk_slices(data.n_samples, chunk_size):
+            regressor = builder.compute(
+                data.q[rows], data.dq[rows], data.ddq[rows], _rows(friction, rows)
+            )
+            yield data.timestamp[rows], regressor @ base.basis, data.tau[rows]
+
+    problem = LinearProblem(
+        base_factors, n_samples, base.names, chunks, standard_model(builder, joint_factors, base)
+    )
+    return problem, base, cond
+
+
+def predict_torque(
+    builder: RegressorBuilder, data: Dataset, theta: np.ndarray, chunk_size: int
+) -> np.ndarray:
+    """(N, n) model torque Y(q, dq, ddq) @ theta in Nm, theta in standard parameters."""
+    out = np.empty_like(data.tau)
+    friction = recording_friction(builder, data)
+    for rows in chunk_slices(data.n_samples, chunk_size):
+        out[rows] = (
+            builder.compute(data.q[rows], data.dq[rows], data.ddq[rows], _rows(friction, rows))
+            @ theta
+        )
+    return out
+
+
+def _rows(friction: np.ndarray | None, rows: slice) -> np.ndarray | None:
+    return None if friction is None else friction[rows]

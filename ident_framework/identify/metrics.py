@@ -1,0 +1,149 @@
+"""Metrics step: torque prediction metrics as the run-directory contract defines them, and the
+identifiability and data sections of metrics.json."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ident_framework.data.dataset import Dataset
+    from ident_framework.identify.result import TorquePredictions
+    from ident_framework.interfaces import Estimator
+    from ident_framework.model.base_parameters import BaseParameters
+
+
+def torque_metrics(tau_measured: np.ndarray, tau_predicted: np.ndarray) -> dict[str, object]:
+    """RMSE (Nm) over all samples and joints, and R² = 1 − Σ_j Σ_k e² / Σ_j Σ_k (τ − mean_j τ)²
+    with each joint about its own mean; per-joint values beside the pooled ones."""
+    error = np.asarray(tau_measured) - np.asarray(tau_predicted)
+    centred = tau_measured - tau_measured.mean(axis=0)
+    sse_joint = np.sum(error**2, axis=0)
+    sst_joint = np.sum(centred**2, axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2_joint = np.where(sst_joint > 0, 1.0 - sse_joint / sst_joint, np.nan)
+    return {
+        "rmse": float(np.sqrt(np.mean(error**2))),
+        "r2": float(1.0 - sse_joint.sum() / sst_joint.sum()) if sst_joint.sum() > 0 else None,
+        "rmse_per_joint": [float(v) for v in np.sqrt(np.mean(error**2, axis=0))],
+        "r2_per_joint": [None if np.isnan(v) else float(v) for v in r2_joint],
+    }
+
+
+def fusion_gain(physical: dict[str, object], fusion: dict[str, object]) -> dict[str, list]:
+    """Per joint, what the residual learner adds (as the source study's Table 5-12): RMSE
+    reduction % = 100 (1 − RMSE_fusion / RMSE_physical), R² gain % = 100 (R²_f − R²_p) / R²_p."""
+    reduction, gain = [], []
+    for rp, rf, qp, qf in zip(
+        physical["rmse_per_joint"], fusion["rmse_per_joint"],
+        physical["r2_per_joint"], fusion["r2_per_joint"], strict=True,
+    ):  # fmt: skip
+        reduction.append(100.0 * (1.0 - rf / rp) if rp else None)
+        gain.append(100.0 * (qf - qp) / qp if qp not in (None, 0.0) and qf is not None else None)
+    return {"rmse_reduction_percent": reduction, "r2_gain_percent": gain}
+
+
+SLOW_SPEED_MIN = 0.005  # rad/s: below this a joint counts as at rest, not as moving slowly
+SLOW_SPEED_FRACTION = 0.1  # of each joint's velocity limit: the upper end of "slow"
+
+
+def slow_motion_metrics(
+    tau_measured: np.ndarray,
+    tau_predicted: np.ndarray,
+    dq: np.ndarray,
+    velocity_limits: np.ndarray,
+) -> dict[str, object]:
+    """Torque RMSE (Nm) per joint over the samples where that joint moves slowly:
+    SLOW_SPEED_MIN <= |dq_j| <= SLOW_SPEED_FRACTION x its velocity limit (rad/s). That is where
+    friction models differ most (the slow segments of a point-to-point motion and the start and
+    end of every move). `rmse` pools those samples of all joints; null where a joint has none."""
+    speed = np.abs(np.asarray(dq))
+    upper = SLOW_SPEED_FRACTION * np.asarray(velocity_limits, dtype=float)
+    slow = (speed >= SLOW_SPEED_MIN) & (speed <= upper)
+    error = np.asarray(tau_measured) - np.asarray(tau_predicted)
+    counts = slow.sum(axis=0)
+    squared = np.where(slow, error**2, 0.0).sum(axis=0)
+    return {
+        "speed_range_rad_s": [[SLOW_SPEED_MIN, float(u)] for u in upper],
+        "samples_per_joint": [int(c) for c in counts],
+        "rmse_per_joint": [
+            float(np.sqrt(e / c)) if c else None for e, c in zip(squared, counts, strict=True)
+        ],
+        "rmse": float(np.sqrt(squared.sum() / counts.sum())) if counts.sum() else None,
+    }
+
+
+def uncertainty_summary(
+    names: list[str], values: np.ndarray, std: np.ndarray | None, bound_percent: float
+) -> dict[str, Any]:
+    """Relative standard deviations (%) and the base parameters above `bound_percent` (the
+    summary warns about those; nothing is logged here, so the warning appears once)."""
+    if std is None:
+        return {"relative_std_percent": None, "poorly_identified": None}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(values != 0, 100.0 * np.asarray(std) / np.abs(values), np.inf)
+    poor = [name for name, r in zip(names, relative, strict=True) if r > bound_percent]
+    return {
+        "relative_std_percent": relative.tolist(),
+        "poorly_identified": poor,
+        "relative_std_bound_percent": bound_percent,
+    }
+
+
+def identifiability_metrics(
+    base: BaseParameters, cond: float, estimator: Estimator, warn_relative_std_percent: float
+) -> dict[str, Any]:
+    """metrics.json `identifiability`: standard and base parameter counts, cond of the base
+    regressor, the base-parameter method and the relative standard deviations."""
+    return {
+        "n_standard": base.n_standard,
+        "n_base": base.rank,
+        "cond": cond,
+        "base_method": base.method,
+        **uncertainty_summary(
+            base.names,
+            np.asarray(estimator.coef_),
+            estimator.coef_std_,
+            warn_relative_std_percent,
+        ),
+    }
+
+
+def fit_metrics(
+    data: Dataset,
+    prediction: TorquePredictions,
+    velocity_limits: np.ndarray,
+    out_of_range: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """metrics.json `train` / `validation`: the physical model's fit against the torque as
+    recorded (pooled, per joint, and where joints move slowly) and, with a residual learner,
+    the fusion's fit, its gain and the learner's range guard (`out_of_range`)."""
+    physical = torque_metrics(data.tau, prediction.physical)
+    physical["slow"] = slow_motion_metrics(data.tau, prediction.physical, data.dq, velocity_limits)
+    metrics: dict[str, Any] = {"physical": physical}
+    if prediction.fusion is not None:
+        fusion = torque_metrics(data.tau, prediction.fusion)
+        fusion["slow"] = slow_motion_metrics(data.tau, prediction.fusion, data.dq, velocity_limits)
+        metrics["fusion"] = fusion
+        metrics["fusion_gain"] = fusion_gain(physical, fusion)
+        fusion.update(out_of_range or {})
+    return metrics
+
+
+def data_metrics(train: Dataset, validation: Dataset) -> dict[str, Any]:
+    """metrics.json `data`: samples and durations (s) of both datasets, and the acquisition
+    figures (achieved rate, dropped samples) of sources that record live (e.g. rtde)."""
+    metrics: dict[str, Any] = {
+        "train_samples": train.n_samples,
+        "validation_samples": validation.n_samples,
+        "train_duration_s": train.duration,
+        "validation_duration_s": validation.duration,
+    }
+    acquisition = train.metadata.get("acquisition")
+    if acquisition is not None:
+        metrics["train_acquisition"] = acquisition
+    held_out = validation.metadata.get("acquisition")
+    if held_out is not None and held_out is not acquisition:  # not the tail of the same one
+        metrics["validation_acquisition"] = held_out
+    return metrics

@@ -1,0 +1,110 @@
+"""The engine's view of a friction plugin: linear in its parameters, or with nonlinear ones.
+
+A friction plugin always gives `parameter_names` (linear, per joint) and `basis(dq)`. One with
+nonlinear parameters (`interfaces.NonlinearFrictionModel`) also names them
+(`nonlinear_names`) and evaluates its basis for given values of them (`basis_along`), possibly
+along a recording in time order (`sequential`: a state such as LuGre's bristle deflection).
+These helpers give both kinds one interface; `check_friction_model` checks that a plugin
+declaring nonlinear parameters implements what the engine calls (`extension_points.conform`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ident_framework.extension_points import conform
+
+
+def nonlinear_names(model: Any) -> tuple[str, ...]:
+    """Per-joint names of the model's nonlinear parameters (empty: linear model)."""
+    return tuple(model.nonlinear_names)
+
+
+def is_nonlinear(model: Any) -> bool:
+    return bool(model.nonlinear_names)
+
+
+def is_sequential(model: Any) -> bool:
+    """Whether the model's basis depends on the sample order (an internal state)."""
+    return is_nonlinear(model) and bool(model.sequential)
+
+
+def check_friction_model(model: Any, name: str, distribution: str) -> Any:
+    """`model` given the defaults of the optional members of `interfaces.FrictionModel`;
+    UserError naming the plugin and its distribution when a model that declares nonlinear
+    parameters lacks a member the engine calls, or is sequential without a stepper."""
+    return conform("friction", model, name, distribution)
+
+
+def basis(
+    model: Any, t: np.ndarray | None, dq: np.ndarray, nonlinear: np.ndarray | None
+) -> np.ndarray:
+    """(N, c, k) friction basis (Nm per unit linear parameter) at velocities dq (N, c) rad/s;
+    `nonlinear` (c, m) the nonlinear values per column (ignored by a linear model); t (N,) s
+    the sample times in time order, or None when the rows are not a time series."""
+    if not is_nonlinear(model):
+        return model.basis(dq)
+    return model.basis_along(t, dq, nonlinear)
+
+
+def physical_parameters(
+    model: Any, linear: np.ndarray, nonlinear: np.ndarray | None
+) -> dict[str, np.ndarray]:
+    """Per-joint values (n,) by physical name (fc Nm, fv Nm·s/rad, v_s rad/s, ...)."""
+    if not is_nonlinear(model):
+        return {name: linear[:, k] for k, name in enumerate(model.parameter_names)}
+    return {
+        key: np.asarray(value, dtype=float)
+        for key, value in model.physical_parameters(linear, nonlinear).items()
+    }
+
+
+def from_physical(
+    model: Any, physical: dict[str, Any], n: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(linear (n, k), nonlinear (n, m) or None) from per-joint physical values (scalars are
+    broadcast to every joint); names the model lacks are ignored, names missing are filled by
+    the model (a linear model: 0)."""
+    values = {
+        key: np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy()
+        for key, value in physical.items()
+        if value is not None
+    }
+    if not is_nonlinear(model):
+        names = model.parameter_names
+        linear = np.zeros((n, len(names)))
+        for k, name in enumerate(names):
+            if name in values:
+                linear[:, k] = values[name]
+        return linear, None
+    linear, nonlinear = model.from_physical(values, n)
+    return np.asarray(linear, dtype=float), np.asarray(nonlinear, dtype=float)
+
+
+def physical_names(model: Any) -> tuple[str, ...]:
+    """The physical parameter names of a model (what `physical_parameters` returns)."""
+    if not is_nonlinear(model):
+        return tuple(model.parameter_names)
+    linear, nonlinear = from_physical(model, {}, 1)
+    return tuple(physical_parameters(model, linear, nonlinear))
+
+
+def torque_stepper(
+    model: Any, linear: np.ndarray, nonlinear: np.ndarray | None, dt: float
+) -> Callable[[np.ndarray], np.ndarray]:
+    """A function dq (n,) rad/s -> friction torque (n,) Nm of this step (opposing the motion
+    when the parameters are physical), for a simulator calling it once per step of dt s; a
+    sequential model advances its state by dt with that velocity after each call."""
+    linear = np.asarray(linear, dtype=float)
+    if is_sequential(model):
+        step = model.stepper(nonlinear, dt)
+        return lambda dq: np.einsum("jk,jk->j", step(np.asarray(dq, dtype=float)), linear)
+
+    def memoryless(dq: np.ndarray) -> np.ndarray:
+        row = basis(model, None, np.asarray(dq, dtype=float)[None], nonlinear)[0]
+        return np.einsum("jk,jk->j", row, linear)
+
+    return memoryless

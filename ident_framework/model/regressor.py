@@ -1,0 +1,190 @@
+"""Joint torque regressor: tau = Y(q, dq, ddq) @ theta, linear in the standard parameters.
+
+Columns, in order: Pinocchio's 10 inertial parameters per link
+(`computeJointTorqueRegressor`), then per joint the friction model's parameters, then
+optionally the rotor inertia (armature, column ddq_j on joint j) and a constant torque offset.
+Pinocchio's regressor has no armature column (although `rnea` includes armature), so it is
+added here. Rows are (sample, joint): the regressor of N samples has shape (N, n, p).
+
+A friction model with nonlinear parameters contributes its columns at the builder's values of
+them (`nonlinear`, (n, m); `with_nonlinear` gives a builder at other values). A sequential one
+(a state integrated along the motion) needs the whole recording in time order: callers pass
+its basis, computed once by `friction_basis(t, dq)`, sliced to the chunk (`compute(...,
+friction=)`); without it the model's time-free (steady-state) basis is used.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pinocchio as pin
+
+from ident_framework.interfaces import FrictionModel
+from ident_framework.model import friction_terms
+from ident_framework.model.robot import RobotModel
+
+INERTIAL_NAMES = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
+
+
+class RegressorBuilder:
+    """Builds the regressor of one robot with one friction model, chunk by chunk."""
+
+    def __init__(
+        self,
+        robot: RobotModel,
+        friction: FrictionModel,
+        armature: bool = True,
+        torque_offset: bool = False,
+        nonlinear: np.ndarray | None = None,
+        parallel_friction: bool = False,
+    ):
+        self.robot = robot
+        # A model given here directly (not made by its plugin factory) gets the defaults of
+        # the protocol's optional members too.
+        friction_terms.check_friction_model(friction, type(friction).__name__, "(not registered)")
+        self.parallel_friction = parallel_friction  # see identify/linear_problem.recording_friction
+        self.friction = friction
+        self.armature = armature
+        self.torque_offset = torque_offset
+        self._model = robot.pin_model
+        self._data = self._model.createData()
+        n = robot.n_joints
+        self.n_inertial = 10 * n
+        self.n_friction = len(friction.parameter_names) * n
+        self.nonlinear: np.ndarray | None = None  # (n, m) nonlinear friction values
+        if friction_terms.is_nonlinear(friction):
+            configured = friction_terms.from_physical(friction, {}, n)[1]
+            self.nonlinear = configured if nonlinear is None else self._checked(nonlinear)
+
+    def _checked(self, nonlinear: np.ndarray) -> np.ndarray:
+        shape = (self.robot.n_joints, len(friction_terms.nonlinear_names(self.friction)))
+        values = np.array(nonlinear, dtype=float)
+        if values.shape != shape:
+            raise ValueError(f"nonlinear friction values have shape {values.shape}, not {shape}")
+        return values
+
+    def with_nonlinear(self, nonlinear: np.ndarray) -> RegressorBuilder:
+        """The same regressor with the friction's nonlinear parameters at `nonlinear` (n, m)."""
+        other = copy.copy(self)
+        other.nonlinear = self._checked(nonlinear)
+        return other
+
+    @property
+    def sequential(self) -> bool:
+        """Whether the friction basis depends on the sample order (see the module doc)."""
+        return friction_terms.is_sequential(self.friction)
+
+    def friction_basis(self, t: np.ndarray | None, dq: np.ndarray) -> np.ndarray:
+        """(N, n, k) friction columns at velocities dq (N, n) rad/s; t (N,) s: the sample
+        times of a recording in time order (None: rows are no time series)."""
+        return friction_terms.basis(self.friction, t, dq, self.nonlinear)
+
+    @property
+    def parameter_names(self) -> list[str]:
+        """Standard parameter names, e.g. `m_1`, `Izz_6`, `fv_2`, `Ia_3`, `offset_1` (1-based)."""
+        n = self.robot.n_joints
+        names = [f"{p}_{j + 1}" for j in range(n) for p in INERTIAL_NAMES]
+        names += [f"{p}_{j + 1}" for j in range(n) for p in self.friction.parameter_names]
+        if self.armature:
+            names += [f"Ia_{j + 1}" for j in range(n)]
+        if self.torque_offset:
+            names += [f"offset_{j + 1}" for j in range(n)]
+        return names
+
+    @property
+    def n_parameters(self) -> int:
+        return len(self.parameter_names)
+
+    def rigid_body(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """(N, n, 10 n) Pinocchio joint torque regressor (one compiled call per sample)."""
+        out = np.empty((*q.shape, self.n_inertial))
+        model, data, regressor = self._model, self._data, pin.computeJointTorqueRegressor
+        for k, (q_k, dq_k, ddq_k) in enumerate(zip(q, dq, ddq, strict=True)):
+            out[k] = regressor(model, data, q_k, dq_k, ddq_k)
+        return out
+
+    def own_terms(
+        self, dq: np.ndarray, ddq: np.ndarray, friction: np.ndarray | None = None
+    ) -> np.ndarray:
+        """(N, n, e): each joint's own columns, which act on that joint's row only: the
+        friction basis (`friction` if given), then ddq_j (rotor inertia) and 1 (offset) when
+        enabled."""
+        parts = [self.friction_basis(None, dq) if friction is None else friction]
+        if self.armature:
+            parts.append(ddq[:, :, None])
+        if self.torque_offset:
+            parts.append(np.ones((*dq.shape, 1)))
+        return np.concatenate(parts, axis=-1)
+
+    def compute(
+        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, friction: np.ndarray | None = None
+    ) -> np.ndarray:
+        """(N, n, p) full regressor at joint positions (rad), velocities (rad/s) and
+        accelerations (rad/s²); `friction`: these rows' friction basis (see the module doc)."""
+        q, dq, ddq = (np.ascontiguousarray(a, dtype=float) for a in (q, dq, ddq))
+        out = np.zeros((*q.shape, self.n_parameters))
+        out[:, :, : self.n_inertial] = self.rigid_body(q, dq, ddq)
+        own = self.own_terms(dq, ddq, friction)
+        for j in range(q.shape[1]):
+            out[:, j, self.own_columns(j)] = own[:, j, :]
+        return out
+
+    def own_columns(self, joint: int) -> np.ndarray:
+        """Indices of the friction, armature and offset columns of `joint` (0-based)."""
+        n, k = self.robot.n_joints, len(self.friction.parameter_names)
+        own = [self.n_inertial + joint * k + c for c in range(k)]
+        column = self.n_inertial + n * k
+        if self.armature:
+            own.append(column + joint)
+            column += n
+        if self.torque_offset:
+            own.append(column + joint)
+        return np.array(own, dtype=int)
+
+    def subtree_columns(self, joint: int) -> np.ndarray:
+        """Inertial columns that can be non-zero on the row of `joint` (0-based): the links
+        from that joint outwards (a joint carries only its subtree)."""
+        n = self.robot.n_joints
+        return np.array(
+            [10 * i + c for i in range(n) if self._in_subtree(joint, i) for c in range(10)],
+            dtype=int,
+        )
+
+    def joint_columns(self, joint: int) -> np.ndarray:
+        """Increasing indices of every column that can be non-zero on the row of `joint`."""
+        return np.concatenate([self.subtree_columns(joint), self.own_columns(joint)])
+
+    def _in_subtree(self, joint: int, link: int) -> bool:
+        """Whether the link moved by joint `link` lies in the subtree of joint `joint`."""
+        parents = self._model.parents
+        current = link + 1  # Pinocchio joint index
+        while current > 0:
+            if current == joint + 1:
+                return True
+            current = parents[current]
+        return False
+
+    def standard_parameters(
+        self,
+        inertial: np.ndarray,
+        friction: np.ndarray | None = None,
+        armature: np.ndarray | None = None,
+        offset: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Assemble a standard parameter vector in this regressor's column order.
+
+        friction is (n, k) in the friction model's parameter order; missing parts are zero."""
+        n = self.robot.n_joints
+        parts = [np.asarray(inertial, dtype=float).ravel()]
+        parts.append(
+            np.zeros(self.n_friction) if friction is None else np.asarray(friction).ravel()
+        )
+        if self.armature:
+            parts.append(np.zeros(n) if armature is None else np.asarray(armature, float))
+        if self.torque_offset:
+            parts.append(np.zeros(n) if offset is None else np.asarray(offset, float))
+        theta = np.concatenate(parts)
+        if theta.size != self.n_parameters:
+            raise ValueError(f"{theta.size} parameters given, regressor has {self.n_parameters}")
+        return theta

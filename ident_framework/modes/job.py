@@ -1,0 +1,55 @@
+"""One Hydra job: validate the config, run the mode it names, write the run directory."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from ident_framework.config.registry import get_registry
+from ident_framework.config.run_config import validate_config
+from ident_framework.modes.closed_loop import run_closed_loop
+from ident_framework.modes.pipeline import run_pipeline
+from ident_framework.modes.predict import run_prediction
+from ident_framework.modes.rehearsal.run import run_rehearsal_job
+from ident_framework.reports.loop_table import write_loop_outputs
+from ident_framework.reports.run_directory import staged_outputs
+from ident_framework.reports.run_report import print_summary, write_run_directory, write_summary
+from ident_framework.reports.summary import prediction_summary_lines
+
+log = logging.getLogger(__name__)
+
+
+def run_one_job(cfg: DictConfig) -> float:
+    """Returns the validation RMSE (Nm) of the final prediction, for sweepers that optimise."""
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    config = validate_config(cfg, get_registry())
+    if config.mode == "predict":
+        with staged_outputs(run_dir) as staging:
+            metrics = run_prediction(config, staging)
+            lines = prediction_summary_lines(metrics)
+            write_summary(staging, lines)
+        print("\n".join([*lines, f"outputs in {run_dir}"]))
+        final = metrics.get("fusion") or metrics["physical"]
+        return float(final["rmse"])
+    if config.mode == "rehearse":
+        return run_rehearsal_job(config, cfg, run_dir)
+    if config.mode == "online":
+        from ident_framework.modes.online.service import run_online  # the web stack: only here
+        from ident_framework.modes.online.summary import print_online_summary
+
+        return print_online_summary(run_online(config, cfg, run_dir), run_dir)
+    with staged_outputs(run_dir) as staging:
+        if config.loop.active:
+            loop = run_closed_loop(config)
+            result = loop.final
+            write_run_directory(staging, result, cfg)
+            write_loop_outputs(staging, result, loop.excitations)
+        else:
+            result = run_pipeline(config)
+            write_run_directory(staging, result, cfg)
+    print_summary(result, run_dir)
+    final = result.metrics["validation"].get("fusion") or result.metrics["validation"]["physical"]
+    return float(final["rmse"])

@@ -1,0 +1,193 @@
+"""The identification pipeline, top to bottom.
+
+robot model -> excitation trajectory -> data (identification + validation) -> preprocessing
+-> [nonlinear friction fit] -> regressor and base parameters -> estimation -> prediction ->
+residual fusion -> metrics -> truth comparison -> physical check -> twin write-back.
+Each step is one call into the module (or plugin) that does it, in `identify/` (and `twin/`);
+`modes/job.py` writes the result into the run directory (`reports/`). `run_pipeline` is the
+whole flow; `closed_loop.py` repeats its steps (`design_excitation`, `acquire_validation`,
+`identify`) with new excitations until the validation fit is good enough.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ident_framework.config.run_config import RunConfig
+from ident_framework.data.dataset import Dataset
+from ident_framework.data.preprocessing import preprocess
+from ident_framework.identify.estimation import estimate, require_samples
+from ident_framework.identify.excitation_objective import make_condition_objective
+from ident_framework.identify.friction_fit import fit_nonlinear_friction
+from ident_framework.identify.linear_problem import build_problem
+from ident_framework.identify.metrics import data_metrics, fit_metrics, identifiability_metrics
+from ident_framework.identify.physical_check import physical_check
+from ident_framework.identify.prediction import fuse_residual, predict_physical
+from ident_framework.identify.result import (
+    Diagnostics,
+    IdentificationData,
+    IdentificationResult,
+    IdentifiedModel,
+    StepTimer,
+)
+from ident_framework.identify.truth import friction_comparison, truth_metrics
+from ident_framework.interfaces import ConditionObjective, Trajectory
+from ident_framework.model import friction_terms
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import RobotModel, load_robot
+from ident_framework.twin.write_back import write_back
+
+
+def _split_tail(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:
+    cut = int(round(data.n_samples * (1.0 - fraction)))
+    return data.select(slice(0, cut)), data.select(slice(cut, None))
+
+
+def robot_and_regressor(config: RunConfig) -> tuple[RobotModel, RegressorBuilder]:
+    """The robot model and its regressor (friction plugin, rotor inertia, offsets) of a run."""
+    robot = load_robot(config.robot.model, config.robot.path, config.robot.acceleration_limits)
+    model = config.plugins["friction"].create()
+    builder = RegressorBuilder(
+        robot,
+        model,
+        armature=config.regressor.armature,
+        torque_offset=config.regressor.torque_offset,
+        parallel_friction=config.preprocessing.parallel_friction(
+            friction_terms.is_nonlinear(model)
+        ),
+    )
+    return robot, builder
+
+
+def design_excitation(
+    config: RunConfig,
+    robot: RobotModel,
+    builder: RegressorBuilder,
+    seed: int,
+    objective: ConditionObjective | None = None,
+) -> Trajectory:
+    """The excitation trajectory of the configured generator, searched with `seed` for a low
+    `objective` (default: cond of its own base regressor)."""
+    if objective is None:
+        objective = make_condition_objective(builder, seed=config.seed)
+    return config.plugins["trajectory"].create().generate(robot, objective, seed)
+
+
+def acquire_validation(
+    config: RunConfig, robot: RobotModel, recorded: Dataset
+) -> tuple[Dataset, Dataset]:
+    """(identification data, validation data): the held-out tail of `recorded` with
+    validation=split, else `recorded` unchanged and a recording of the validation source
+    (moving the robot along its own motion, seeded `config.seed + 1`, when it moves one)."""
+    if config.validation.split is not None:
+        return _split_tail(recorded, config.validation.split.fraction)
+    validation_source = config.validation.source.create()
+    motion = None
+    if validation_source.moves_robot and config.validation.trajectory is not None:
+        motion = config.validation.trajectory.create().generate(robot, None, config.seed + 1)
+    return recorded, validation_source.acquire(robot, motion, "validation")
+
+
+def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResult:
+    timer = StepTimer()
+    with timer("robot"):
+        robot, builder = robot_and_regressor(config)
+
+    # Excitation: only when the data source moves a robot.
+    source = config.plugins["source"].create()
+    excitation = None
+    if source.moves_robot:
+        with timer("excitation"):
+            excitation = design_excitation(config, robot, builder, config.seed)
+
+    # Data: identification recording, and a validation recording (or its held-out tail).
+    with timer("data"):
+        recorded = source.acquire(robot, excitation, "identification")
+        recorded, validation_recorded = acquire_validation(config, robot, recorded)
+
+    with timer("preprocessing"):
+        train = preprocess(recorded, config.preprocessing)
+        validation = preprocess(validation_recorded, config.preprocessing)
+    truth = recorded.metadata.get("truth")
+    return identify(config, robot, builder, train, validation, excitation, truth, timer, progress)
+
+
+def identify(
+    config: RunConfig,
+    robot: RobotModel,
+    builder: RegressorBuilder,
+    train: Dataset,
+    validation: Dataset,
+    excitation: Trajectory | None,
+    truth: Any,
+    timer: StepTimer,
+    progress: bool = True,
+) -> IdentificationResult:
+    """From preprocessed identification and validation data to the identified parameters,
+    their predictions and metrics. `truth`: the simulated robot's true parameters (None for a
+    real robot); `excitation`: the (last) trajectory the identification data followed."""
+    plugins, chunk_size, settings = config.plugins, config.chunk_size, config.base_parameters
+    data = IdentificationData(train, validation, excitation)
+    require_samples(train, builder.n_parameters, "identification")
+
+    # Nonlinear friction parameters first (variable projection); then the usual linear
+    # identification, prediction and validation with the friction at the fitted values.
+    friction_fit = None
+    if friction_terms.is_nonlinear(builder.friction):
+        with timer("friction_fit"):
+            friction_fit = fit_nonlinear_friction(
+                builder, train, chunk_size, settings.tolerance, progress
+            )
+        builder = builder.with_nonlinear(friction_fit.values)
+    with timer("regressor"):
+        problem, base, cond = build_problem(
+            builder, train, chunk_size, settings.tolerance, progress, settings.method
+        )
+    with timer("estimation"):
+        estimator, theta = estimate(plugins["estimator"], problem, base)
+    with timer("prediction"):
+        predictions = predict_physical(builder, data.splits(), theta, chunk_size)
+    residual = plugins["residual"].create()
+    out_of_range: dict[str, dict[str, Any]] = {}
+    if residual.active:
+        with timer("residual"):
+            out_of_range = fuse_residual(residual, data.splits(), predictions)
+
+    metrics: dict[str, Any] = {
+        "identifiability": identifiability_metrics(
+            base, cond, estimator, settings.warn_relative_std_percent
+        ),
+        **{
+            name: fit_metrics(
+                split, predictions[name], robot.limits.velocity, out_of_range.get(name)
+            )
+            for name, split in data.splits().items()
+        },
+    }
+    # Simulated robots know their true parameters: how far is the fit from the truth?
+    truth_theta, truth_section = truth_metrics(
+        builder, truth, validation, metrics["validation"]["physical"]["rmse"], chunk_size,
+        slow_per_joint=friction_fit is not None,
+    )  # fmt: skip
+    if truth_section is not None:
+        metrics["truth"] = truth_section
+    if friction_fit is not None:
+        metrics["friction_fit"] = friction_fit.to_dict(list(robot.joint_names))
+        metrics["friction"] = friction_comparison(builder, theta, truth)
+    physical = physical_check(
+        theta, problem.standard, robot, base, from_base_parameters=estimator.standard_coef_ is None
+    )
+    metrics["identifiability"]["physically_consistent"] = physical.valid
+    # Write-back: the twin carries the identified parameters when they are physically valid.
+    twin, twin_section = write_back(
+        robot, builder, theta, physical.mass_share, validation,
+        predictions["validation"].physical, timer,
+    )  # fmt: skip
+    metrics.update(twin_section)
+    metrics["data"] = data_metrics(train, validation)
+    metrics["timing_s"] = timer.seconds
+    model = IdentifiedModel(
+        robot, builder, base, estimator, theta, residual if residual.active else None, friction_fit
+    )
+    diagnostics = Diagnostics(cond, truth_theta, physical.violations, timer.seconds)
+    return IdentificationResult(config, model, data, predictions, metrics, diagnostics, twin)

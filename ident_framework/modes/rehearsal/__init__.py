@@ -1,0 +1,1 @@
+"""mode=rehearse: plant known changes, identify, check they are recovered."""

@@ -1,0 +1,173 @@
+"""mode=rehearse: the whole identification chain on the robot model with planted changes.
+
+`python -m ident_framework mode=rehearse [robot=... trajectory/estimator/friction options]`
+builds the rehearsal robot from the robot model (nominal UR model, or a twin from an earlier
+run: robot=mjcf robot.path=twin.xml) with the known changes of the `rehearsal:` config
+(`planting.py`), simulates it with the MuJoCo data source along the configured
+excitation and validation motions, identifies it with the configured estimator
+(`modes/pipeline.run_pipeline`) and checks that the planted values are recovered
+(`checks.py`). Outputs (`report.py`): the usual run directory plus rehearsal.json, rehearsal.md
+and rehearsal_robot.xml (the planted robot). On pass the rehearsal is recorded for the robot
+(`rtde/rehearsal_gate.py`); on a failed check the outputs stay and the command exits with
+code 3.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from ident_framework.config.run_config import RunConfig, SelectedPlugin
+from ident_framework.errors import RehearsalFailed
+from ident_framework.identify.result import IdentificationResult
+from ident_framework.launch_path import resolve_launch_path
+from ident_framework.model.robot import load_robot
+from ident_framework.modes.pipeline import run_pipeline
+from ident_framework.modes.rehearsal.checks import Check, recovery_checks
+from ident_framework.modes.rehearsal.planting import RehearsalRobot, plant_changes
+from ident_framework.modes.rehearsal.report import summary_lines, write_rehearsal_outputs
+from ident_framework.plain_data import to_plain
+from ident_framework.reports import run_files
+from ident_framework.reports.run_directory import staged_outputs
+from ident_framework.reports.run_report import print_summary, write_run_directory
+from ident_framework.rtde.rehearsal_gate import (
+    record_passed_rehearsal,
+    registry_directory,
+    robot_fingerprint,
+)
+from ident_framework.simulation.perturbed_robot import SimulatedTruth
+
+# a rehearsal's twin is of the planted robot: never named twin.xml
+TWIN_PREFIX = run_files.REHEARSAL_TWIN_PREFIX
+
+
+@dataclass
+class RehearsalOutcome:
+    """The identification of the planted robot, the planted robot and the checks."""
+
+    result: IdentificationResult
+    rehearsal: RehearsalRobot
+    checks: list[Check]
+    report: dict[str, Any]
+
+    @property
+    def passed(self) -> bool:
+        return all(check.passed for check in self.checks)
+
+    @property
+    def failed(self) -> list[Check]:
+        return [check for check in self.checks if not check.passed]
+
+
+def _simulating(selected: SelectedPlugin, real_robot: tuple[Any, SimulatedTruth]) -> SelectedPlugin:
+    """The same MuJoCo source (same parameters), simulating `real_robot` as the real robot."""
+    factory = partial(selected.info.factory, real_robot=real_robot)
+    return SelectedPlugin(dataclasses.replace(selected.info, factory=factory), selected.params)
+
+
+def rehearsal_config(config: RunConfig, rehearsal: RehearsalRobot) -> RunConfig:
+    """The run's config with its data sources simulating the planted robot."""
+    real_robot = (rehearsal.robot, rehearsal.truth)
+    plugins = {**config.plugins, "source": _simulating(config.plugins["source"], real_robot)}
+    validation = config.validation
+    if validation.source is not None:
+        validation = dataclasses.replace(
+            validation, source=_simulating(validation.source, real_robot)
+        )
+    return dataclasses.replace(config, plugins=plugins, validation=validation)
+
+
+def gate_directory(config: RunConfig) -> Path:
+    directory = config.rehearsal.registry_dir
+    return registry_directory(resolve_launch_path(directory) if directory else None)
+
+
+def run_rehearsal(config: RunConfig, progress: bool = True) -> RehearsalOutcome:
+    """Plant, simulate, identify, check. Nothing is written."""
+    robot = load_robot(config.robot.model, config.robot.path, config.robot.acceleration_limits)
+    rehearsal = plant_changes(robot, config.rehearsal)
+    result = run_pipeline(rehearsal_config(config, rehearsal), progress)
+    checks, details = recovery_checks(result, rehearsal, config.rehearsal)
+    report = rehearsal_report(config, result, rehearsal, checks, details)
+    return RehearsalOutcome(result, rehearsal, checks, report)
+
+
+def rehearsal_report(
+    config: RunConfig,
+    result: IdentificationResult,
+    rehearsal: RehearsalRobot,
+    checks: list[Check],
+    details: dict[str, Any],
+) -> dict[str, Any]:
+    """The content of rehearsal.json."""
+    robot = result.model.robot
+    fingerprint = robot_fingerprint(robot)
+    directory = gate_directory(config)
+    model, truth = rehearsal.model_truth, rehearsal.truth
+    return to_plain(
+        {
+            "passed": all(check.passed for check in checks),
+            "failed_checks": [check.name for check in checks if not check.passed],
+            "robot": {
+                "name": robot.name,
+                "model": config.robot.model,
+                "path": config.robot.path,
+                "joint_names": list(robot.joint_names),
+                "fingerprint": fingerprint,
+            },
+            "plugins": {group: selected.info.name for group, selected in config.plugins.items()},
+            "seed": config.seed,
+            "planted": {
+                "changes": [
+                    {
+                        "name": change.name,
+                        "description": change.description,
+                        "unit": change.unit,
+                        "model": change.model_value,
+                        "planted": change.planted_value,
+                    }
+                    for change in rehearsal.changes
+                ],
+                "joints": {
+                    key: {"model": getattr(model, key), "planted": getattr(truth, key)}
+                    for key in ("viscous", "coulomb", "armature")
+                },
+                "payload": truth.payload,
+                "origin": truth.origin,
+            },
+            "settings": dataclasses.asdict(config.rehearsal),
+            "checks": [check.to_dict() for check in checks],
+            "details": details,
+            "gate": {"directory": str(directory), "file": str(directory / f"{fingerprint}.json")},
+        }
+    )
+
+
+def run_rehearsal_job(config: RunConfig, cfg: DictConfig, run_dir: Path) -> float:
+    """One `mode=rehearse` job: outputs written all or nothing; the gate recorded on pass;
+    RehearsalFailed (exit code 3) after writing when a check failed. Returns the validation
+    RMSE (Nm)."""
+    with staged_outputs(run_dir) as staging:
+        outcome = run_rehearsal(config)
+        write_run_directory(staging, outcome.result, cfg, TWIN_PREFIX)
+        write_rehearsal_outputs(staging, outcome.report, outcome.rehearsal.robot.mjcf)
+    print_summary(outcome.result, run_dir, TWIN_PREFIX)
+    print("\n".join(summary_lines(outcome.checks)))
+    if outcome.result.twin.model is not None:
+        name = run_files.twin_files(TWIN_PREFIX)[0]
+        print(f"{name}: the written-back model of the planted robot, not of any real one")
+    if not outcome.passed:
+        names = ", ".join(check.name for check in outcome.failed)
+        raise RehearsalFailed(
+            f"{len(outcome.failed)} of {len(outcome.checks)} checks failed: {names}. No "
+            f"rehearsal was recorded; see {run_dir / run_files.REHEARSAL_MARKDOWN}."
+        )
+    robot = outcome.result.model.robot
+    path = record_passed_rehearsal(robot, outcome.report, gate_directory(config))
+    print(f"rehearsal PASSED ({len(outcome.checks)} checks); recorded {path}")
+    return float(outcome.result.metrics["validation"]["physical"]["rmse"])

@@ -1,0 +1,169 @@
+"""parameters.yaml: the identified parameters as a user reads them (base parameters with
+their standard deviations and combinations, per-joint friction and rotor inertia, per-link
+parameters when physically valid, the robot and the plugins used), and the units of the
+per-joint parameters the summary's tables carry."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ident_framework.identify.result import IdentificationResult
+from ident_framework.interfaces import FrictionModel
+from ident_framework.model.physical_consistency import com_inertia
+from ident_framework.plain_data import to_plain
+
+# Units of the per-joint parameters by their conventional names (a friction plugin may declare
+# its own as `parameter_units`, a dict name -> unit); "" means dimensionless.
+PARAMETER_UNITS = {
+    "fv": "Nm·s/rad",
+    "fc": "Nm",
+    "fs": "Nm",
+    "fc_pos": "Nm",
+    "fc_neg": "Nm",
+    "fs_pos": "Nm",
+    "fs_neg": "Nm",
+    "v_s": "rad/s",
+    "sigma0": "Nm/rad",
+    "sigma1": "Nm·s/rad",
+    "z_ss": "rad",
+    "fs_ratio": "",
+    "delta": "",
+    "Ia": "kg·m²",
+    "offset": "Nm",
+}
+
+
+def parameter_unit(name: str, friction: FrictionModel | None = None) -> str | None:
+    """The unit of a per-joint parameter (None: not known); `friction`'s own
+    `parameter_units` first."""
+    declared = (None if friction is None else friction.parameter_units) or {}
+    return declared.get(name, PARAMETER_UNITS.get(name))
+
+
+def joint_parameters(result: IdentificationResult) -> list[dict[str, Any]]:
+    """Friction, rotor inertia and offset per joint, identified (and true when simulated)."""
+    model, truth_theta = result.model, result.diagnostics.truth_theta
+    names = model.builder.parameter_names
+    index = {name: i for i, name in enumerate(names)}
+    alone = model.base.identifiable_alone()
+    rows = []
+    for j, joint in enumerate(model.robot.joint_names):
+        row: dict[str, Any] = {"joint": joint}
+        keys = [*model.builder.friction.parameter_names]
+        if model.builder.armature:
+            keys.append("Ia")
+        if model.builder.torque_offset:
+            keys.append("offset")
+        for key in keys:
+            i = index[f"{key}_{j + 1}"]
+            entry = {"value": float(model.theta[i]), "identifiable_alone": bool(alone[i])}
+            if truth_theta is not None:
+                entry["true"] = float(truth_theta[i])
+            row[key] = entry
+        rows.append(row)
+    return rows
+
+
+def link_parameters(result: IdentificationResult) -> list[dict[str, Any]] | None:
+    """Full per-link parameters (mass kg, centre of mass m and inertia about it kg·m², in the
+    link frame) when they are physically valid, else None."""
+    if result.diagnostics.physical_violations:
+        return None
+    links = []
+    for j, joint in enumerate(result.model.robot.joint_names):
+        params = result.model.theta[10 * j : 10 * (j + 1)]
+        mass = float(params[0])
+        links.append(
+            {
+                "joint": joint,
+                "mass": mass,
+                "com": (params[1:4] / mass).tolist(),
+                "inertia_about_com": com_inertia(params).tolist(),
+                "dynamic_parameters": params.tolist(),
+            }
+        )
+    return links
+
+
+def plugins_used(result: IdentificationResult) -> dict[str, Any]:
+    """Per config group: the plugin, its distribution and version, its parameters."""
+    used = {}
+    for group, selected in result.config.plugins.items():
+        used[group] = {
+            "plugin": selected.info.name,
+            "distribution": selected.info.distribution,
+            "version": selected.info.version,
+            "params": dataclasses.asdict(selected.params),
+        }
+    validation = result.config.validation
+    if validation.split is not None:
+        used["validation"] = {"plugin": "split", **dataclasses.asdict(validation.split)}
+    else:
+        used["validation"] = {
+            "plugin": validation.source.info.name,
+            "distribution": validation.source.info.distribution,
+            "version": validation.source.info.version,
+        }
+    return used
+
+
+def parameters_document(result: IdentificationResult) -> dict[str, Any]:
+    """The content of parameters.yaml."""
+    model = result.model
+    estimator = model.estimator
+    std = estimator.coef_std_
+    combos = model.base.combinations()
+    base = []
+    for i, name in enumerate(model.base.names):
+        value = float(estimator.coef_[i])
+        entry = {"name": name, "value": value, "combination": combos[i]}
+        if std is not None:
+            entry["std"] = float(std[i])
+            entry["relative_std_percent"] = float(100 * std[i] / abs(value)) if value != 0 else None
+        base.append(entry)
+    return to_plain(
+        {
+            "robot": {
+                "name": model.robot.name,
+                "model": result.config.robot.model,
+                "joint_names": list(model.robot.joint_names),
+            },
+            "plugins": plugins_used(result),
+            "base_parameters": base,
+            "joints": joint_parameters(result),
+            "links": link_parameters(result),
+            "physical_violations": result.diagnostics.physical_violations,
+            "standard_parameters": dict(
+                zip(model.builder.parameter_names, model.theta.tolist(), strict=True)
+            ),
+            **({"friction": friction_document(result)} if model.friction_fit else {}),
+        }
+    )
+
+
+def friction_document(result: IdentificationResult) -> dict[str, Any]:
+    """A nonlinear friction model's fitted nonlinear values per joint (what `mode=predict`
+    rebuilds the model with) and every physical parameter per joint, with the true value when
+    the robot was simulated."""
+    fit = result.model.friction_fit
+    comparison = result.metrics["friction"]
+    joints = list(result.model.robot.joint_names)
+    physical = {}
+    for j, joint in enumerate(joints):
+        row = {}
+        for name, values in comparison["identified"].items():
+            entry = {"value": values[j]}
+            if name in comparison.get("true", {}):
+                entry["true"] = comparison["true"][name][j]
+            row[name] = entry
+        physical[joint] = row
+    return {
+        "plugin": result.config.plugins["friction"].info.name,
+        "nonlinear_names": list(fit.names),
+        "nonlinear": {
+            joint: dict(zip(fit.names, map(float, values), strict=True))
+            for joint, values in zip(joints, result.model.builder.nonlinear, strict=True)
+        },
+        "physical": physical,
+    }

@@ -1,0 +1,63 @@
+"""Every file name of a run directory the engine writes (or reads back: `mode=predict` reads
+config.yaml, parameters.yaml and residual/), in one place. README's "Run directory" table
+describes their contents.
+
+Files named by their writers instead: a residual learner's own files inside `residual/` and
+a plugin's `write_outputs` (built-ins: `residual/bpnn_*`, `plots/bpnn_training.png`,
+`rls_*.csv`, `plots/rls_*.png`), and the rtde source's recording (`source.recording_path`,
+default `rtde_<role>_<date-time>.csv`).
+"""
+
+from __future__ import annotations
+
+# every identification
+METRICS = "metrics.json"
+PARAMETERS = "parameters.yaml"
+PREDICTIONS_VALIDATION = "predictions_validation.csv"
+TRAJECTORY = "trajectory.yaml"  # with an excitation (a source that moves a robot)
+PLUGINS = "plugins.yaml"
+CONFIG = "config.yaml"  # the resolved config: what mode=predict rebuilds the model from
+SUMMARY = "summary.txt"
+RESIDUAL_FOLDER = "residual"  # the residual learner's `save` (when one ran)
+TWIN_MJCF = "twin.xml"  # the twin write-back (physically valid parameters only)
+TWIN_URDF = "twin.urdf"
+
+# plots/
+PLOTS = "plots"
+VALIDATION_TORQUE_PLOT = "validation_torque.png"
+RMSE_PER_JOINT_PLOT = "rmse_per_joint.png"
+EXCITATION_PLOT = "excitation.png"
+LOOP_R2_PLOT = "loop_r2.png"
+
+# closed loop (loop.iterations > 1)
+LOOP_CSV = "loop.csv"
+LOOP_MARKDOWN = "loop.md"
+LOOP_TRAJECTORIES = "loop_trajectories.yaml"
+
+# mode=rehearse: the checks, the planted robot; its twin is of the planted robot, never
+# named twin.xml
+REHEARSAL_JSON = "rehearsal.json"
+REHEARSAL_MARKDOWN = "rehearsal.md"
+REHEARSAL_ROBOT = "rehearsal_robot.xml"
+REHEARSAL_TWIN_PREFIX = "rehearsal_"
+
+# the staging folder a job writes into before its outputs are moved into the run directory,
+# and what Hydra writes there itself
+STAGING = ".incomplete"
+HYDRA_FOLDER = ".hydra"
+HYDRA_OVERRIDES = "overrides.yaml"  # in HYDRA_FOLDER
+
+# a sweep directory (-m): the comparison of its runs
+COMPARISON_CSV = "comparison.csv"
+COMPARISON_MARKDOWN = "comparison.md"
+COMPARISON_PLOT = "comparison_rmse_per_joint.png"
+
+
+def twin_files(prefix: str = "") -> tuple[str, str]:
+    """(MJCF, URDF) names of a twin written with `prefix` ("" or REHEARSAL_TWIN_PREFIX)."""
+    return f"{prefix}{TWIN_MJCF}", f"{prefix}{TWIN_URDF}"
+
+
+def prediction_files(stem: str) -> tuple[str, str]:
+    """mode=predict: (predictions CSV, metrics JSON) of the recording with file stem `stem`."""
+    return f"predictions_{stem}.csv", f"metrics_{stem}.json"

@@ -1,0 +1,117 @@
+"""Writes the run-directory contract (metrics.json, parameters.yaml, predictions, plots, the
+twin, the residual learner) and prints the summary a user reads at the end of a run. The file
+names are in `run_files.py`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from ident_framework.config.registry import get_registry
+from ident_framework.data.dataset import Dataset
+from ident_framework.identify.result import IdentificationResult
+from ident_framework.model.robot import RobotModel
+from ident_framework.plain_data import to_plain
+from ident_framework.reports import run_files
+from ident_framework.reports.parameters import parameters_document
+from ident_framework.reports.plots import write_plots, write_prediction_plots
+from ident_framework.reports.summary import summary_lines
+from ident_framework.twin.export import twin_urdf_text
+
+
+def installed_plugins() -> list[dict[str, str]]:
+    return [
+        {"kind": p.kind, "name": p.name, "distribution": p.distribution, "version": p.version}
+        for p in get_registry().all()
+    ]
+
+
+def write_torque_table(path: Path, data: Dataset, physical: np.ndarray, final: np.ndarray) -> None:
+    """`timestamp, tau_meas_j..., tau_physical_j..., tau_pred_j...` (Nm), one row per
+    predicted sample of `data`, timestamp and measured torque as recorded."""
+    n = data.n_joints
+    header = ["timestamp"] + [
+        f"{kind}_{j}" for kind in ("tau_meas", "tau_physical", "tau_pred") for j in range(n)
+    ]
+    table = np.column_stack([data.timestamp, data.tau, physical, final])
+    np.savetxt(path, table, delimiter=",", header=",".join(header), comments="", fmt="%.9g")
+
+
+def write_twin(folder: Path, twin: RobotModel, prefix: str = "") -> list[Path]:
+    """Write twin.xml and twin.urdf (names prefixed with `prefix`) into `folder`; returns
+    their paths."""
+    mjcf, urdf = (folder / name for name in run_files.twin_files(prefix))
+    mjcf.write_text(twin.mjcf)
+    urdf.write_text(twin_urdf_text(twin))
+    return [mjcf, urdf]
+
+
+def write_run_directory(
+    staging: Path, result: IdentificationResult, cfg: DictConfig, twin_prefix: str = ""
+) -> None:
+    """Every file of an identification's run directory into the folder `staging`; the twin's
+    file names prefixed with `twin_prefix` (a rehearsal's is not the robot's twin)."""
+    model, plots = result.model, result.config.plots
+    (staging / run_files.METRICS).write_text(json.dumps(to_plain(result.metrics), indent=2))
+    (staging / run_files.PARAMETERS).write_text(
+        yaml.safe_dump(parameters_document(result), sort_keys=False)
+    )
+    validation = result.predictions["validation"]
+    write_torque_table(
+        staging / run_files.PREDICTIONS_VALIDATION,
+        result.data.validation,
+        validation.physical,
+        validation.final,
+    )
+    (staging / run_files.PLUGINS).write_text(
+        yaml.safe_dump({"installed": installed_plugins()}, sort_keys=False)
+    )
+    (staging / run_files.CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    (staging / run_files.SUMMARY).write_text("\n".join(summary_lines(result, twin_prefix)) + "\n")
+    if result.data.excitation is not None:
+        description = to_plain(result.data.excitation.describe())
+        description["cond_base_regressor_recorded"] = result.diagnostics.cond
+        if "loop" in result.metrics:  # the last round's excitation; cond is of every round's
+            description["closed_loop_round"] = len(result.metrics["loop"]["iterations"])
+        (staging / run_files.TRAJECTORY).write_text(yaml.safe_dump(description, sort_keys=False))
+    if plots:
+        write_plots(staging / run_files.PLOTS, result)
+    if model.residual is not None:
+        model.residual.save(staging / run_files.RESIDUAL_FOLDER)
+        if plots:
+            model.residual.write_outputs(staging)
+    if result.twin.model is not None:
+        write_twin(staging, result.twin.model, twin_prefix)
+    model.estimator.write_outputs(staging)
+
+
+def write_prediction_outputs(
+    staging: Path,
+    stem: str,
+    data: Dataset,
+    physical: np.ndarray,
+    fusion: np.ndarray | None,
+    metrics: dict[str, Any],
+    plots: bool,
+) -> None:
+    """mode=predict: predictions_<stem>.csv, metrics_<stem>.json and (with `plots`) the
+    validation plots for the recording with file stem `stem`."""
+    predictions, metrics_file = run_files.prediction_files(stem)
+    final = physical if fusion is None else fusion
+    write_torque_table(staging / predictions, data, physical, final)
+    (staging / metrics_file).write_text(json.dumps(to_plain(metrics), indent=2))
+    if plots:
+        write_prediction_plots(staging / run_files.PLOTS, data, physical, fusion, metrics, stem)
+
+
+def write_summary(staging: Path, lines: list[str]) -> None:
+    (staging / run_files.SUMMARY).write_text("\n".join(lines) + "\n")
+
+
+def print_summary(result: IdentificationResult, run_dir: Path, twin_prefix: str = "") -> None:
+    print("\n".join([*summary_lines(result, twin_prefix), f"outputs in {run_dir}"]))

@@ -1,0 +1,268 @@
+"""The summary a user reads at the end of a run (also saved as summary.txt): models and data,
+fit per data set, warnings, the fusion, per-joint parameter and friction tables, the twin, and
+for `mode=predict` the same for the predicted recording."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ident_framework.extension_points import DISTRIBUTION
+from ident_framework.identify.result import IdentificationResult
+from ident_framework.interfaces import FrictionModel
+from ident_framework.reports.loop_table import loop_table
+from ident_framework.reports.parameters import joint_parameters, parameter_unit
+from ident_framework.reports.run_files import twin_files
+from ident_framework.reports.tables import aligned_table, format_cell
+
+
+def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[str]:
+    """The run's summary; `twin_prefix`: that of the twin's file names."""
+    m = result.metrics
+    ident = m["identifiability"]
+    lines = [
+        f"robot {result.model.robot.name}: {ident['n_base']} base parameters of "
+        f"{ident['n_standard']}, cond(W_base) = {ident['cond']:.1f}",
+        models_line(result),
+    ]
+    for split in ("train", "validation"):
+        lines += metric_lines(split, m[split])
+    poor = ident.get("poorly_identified")
+    if poor:
+        lines.append(
+            f"warning: {len(poor)} of {ident['n_base']} base parameters have a relative std above "
+            f"{ident['relative_std_bound_percent']:g} % (see parameters.yaml): {', '.join(poor)}"
+        )
+    if "truth" in m:
+        t = m["truth"]
+        lines.append(
+            f"true parameters reach validation RMSE {t['validation_rmse_true_parameters']:.4f} Nm;"
+            f" identified / true = {t['rmse_ratio_identified_to_true']:.4f}"
+        )
+    lines += fusion_table(result)
+    lines += joint_parameter_table(result)
+    lines += friction_table(result)
+    lines += twin_lines(result, twin_prefix)
+    if "loop" in m:
+        lines += ["closed loop (every round; the lines above are the last one's):"]
+        lines += loop_table(m["loop"])
+    return lines
+
+
+def _option(selected: Any) -> str:
+    """'stribeck (ident-stribeck 0.1.0)' for a plugin of another distribution, else 'ls'."""
+    info = selected.info
+    if info.distribution == DISTRIBUTION:
+        return info.name
+    return f"{info.name} ({info.distribution} {info.version})"
+
+
+def models_line(result: IdentificationResult) -> str:
+    """Which estimator, friction model and residual learner made these figures, and from
+    which data."""
+    plugins, validation = result.config.plugins, result.config.validation
+    held_out = (
+        f"split (last {100 * validation.split.fraction:g} %)"
+        if validation.split is not None
+        else _option(validation.source)
+    )
+    return (
+        f"estimator {_option(plugins['estimator'])}, friction {_option(plugins['friction'])}, "
+        f"residual {_option(plugins['residual'])}; data: source {_option(plugins['source'])}, "
+        f"validation {held_out}"
+    )
+
+
+def metric_lines(label: str, metrics: dict[str, Any], width: int = 10) -> list[str]:
+    """Pooled RMSE and R² with the per-joint R², of the physical model and (when present) the
+    fusion, as the summary prints them for `label` (train, validation, a recording)."""
+    lines = []
+    for stage in ("physical", "fusion"):
+        if stage not in metrics:
+            continue
+        values = metrics[stage]
+        per_joint = " ".join(format_cell(v, ".4f", "nan") for v in values["r2_per_joint"])
+        lines.append(
+            f"{label:>{width}} {stage:<8} RMSE {values['rmse']:.4f} Nm  R² {values['r2']:.5f}"
+            f"  (per joint R²: {per_joint})"
+        )
+    return lines
+
+
+def prediction_summary_lines(metrics: dict[str, Any]) -> list[str]:
+    """mode=predict: which saved model predicted which recording, and how well, in the same
+    form as an identification's summary (physical and fused; pooled and per joint)."""
+    data, models = metrics["data"], metrics["models"]
+    how = "filter edges trimmed" + (", resampled to a uniform grid" if data["resampled"] else "")
+    lines = [
+        f"prediction with the model of run {metrics['run']} (estimator {models['estimator']}, "
+        f"friction {models['friction']}, residual {models['residual']})",
+        f"on {data['path']}: {data['samples']} samples ({data['duration_s']:.2f} s) predicted of "
+        f"{data['recorded_samples']} recorded ({how})",
+    ]
+    lines += metric_lines("recording", metrics, width=9)
+    per_joint = " ".join(format_cell(v, ".4f") for v in metrics["physical"]["rmse_per_joint"])
+    lines.append(f"physical model RMSE per joint (Nm): {per_joint}")
+    if "fusion" in metrics:
+        lines += fusion_lines(
+            data["joint_names"],
+            metrics["physical"],
+            metrics["fusion"],
+            metrics["fusion_gain"],
+            "recording",
+        )
+    return lines
+
+
+def twin_lines(result: IdentificationResult, twin_prefix: str = "") -> list[str]:
+    """The twin write-back: what was written and how it matches the validation data, or why
+    nothing was written and how to get parameters that can be."""
+    twin = result.metrics.get("twin")
+    if twin is None:
+        refused = result.twin.refused
+        first, more = refused[0], len(refused) - 1
+        return [
+            f"twin not written: the identified parameters are not physically valid ({first}"
+            + (f"; and {more} more, listed in metrics.json" if more > 0 else "")
+            + "). Identify with estimator=consistent to get parameters that satisfy every "
+            "physical condition and can be written into twin.xml / twin.urdf."
+        ]
+    inverse, moving = twin["inverse_dynamics"], twin["moving_samples"]
+    mjcf, urdf = twin_files(twin_prefix)
+    lines = [
+        f"twin written ({mjcf}, {urdf}): MuJoCo inverse dynamics on the validation "
+        f"data RMSE {inverse['rmse']:.4f} Nm, R² {inverse['r2']:.5f}",
+        f"  on moving samples (|dq| ≥ {moving['speed_threshold_rad_s']:g} rad/s, "
+        f"{100 * moving['fraction']:.0f} %): twin in MuJoCo {moving['twin_mujoco_rmse']:.4f} Nm,"
+        f" identified model {moving['identified_model_rmse']:.4f} Nm "
+        f"(ratio {moving['ratio_twin_to_identified']:.4f})",
+    ]
+    for key, label in (
+        ("forward_divergence_rad", "twin"),
+        ("forward_divergence_rad_nominal", "nominal"),
+    ):
+        forward = twin[key]
+        if forward.get("windows"):
+            spans = ", ".join(
+                f"{h}: {max(forward[h]['rms_per_joint']):.4f}" for h in forward if h != "windows"
+            )
+            lines.append(
+                f"  {label:<7} driven by the recorded torques, worst joint RMS divergence (rad) "
+                f"after {spans} ({forward['windows']} windows)"
+            )
+    return lines
+
+
+def fusion_table(result: IdentificationResult) -> list[str]:
+    """Per joint on the validation data: physical vs fused RMSE, RMSE reduction, R² gain and,
+    for a learner with a range guard, the share of samples outside its training range."""
+    validation = result.metrics["validation"]
+    if "fusion" not in validation:
+        return []
+    return fusion_lines(
+        list(result.model.robot.joint_names),
+        validation["physical"],
+        validation["fusion"],
+        validation["fusion_gain"],
+        "validation",
+    )
+
+
+def fusion_lines(
+    joints: list[str],
+    physical: dict[str, Any],
+    fusion: dict[str, Any],
+    gain: dict[str, Any],
+    data: str,
+) -> list[str]:
+    """The per-joint fusion table of `data` (a name for the recording) from its metrics."""
+    per_joint = fusion.get("out_of_range_per_joint")
+    header = "joint                 RMSE physical  RMSE fusion  reduction %  R² gain %"
+    lines = [header + ("  outside training range %" if per_joint is not None else "")]
+    for j, joint in enumerate(joints):
+        line = (
+            f"{joint:<20}{format_cell(physical['rmse_per_joint'][j], '>14.4f')}"
+            f"{format_cell(fusion['rmse_per_joint'][j], '>13.4f')}"
+            f"{format_cell(gain['rmse_reduction_percent'][j], '>13.2f')}"
+            f"{format_cell(gain['r2_gain_percent'][j], '>11.3f')}"
+        )
+        if per_joint is not None:
+            line += format_cell(100 * per_joint[j], ">27.2f")
+        lines.append(line)
+    fraction = fusion.get("out_of_range_fraction")
+    if fraction is not None:
+        lines.append(
+            f"{data} samples with at least one joint outside the residual learner's training "
+            f"range: {100 * fraction:.2f} % (a joint outside it gets no correction there: "
+            "physical model only; per joint in the table)"
+        )
+    return lines
+
+
+def _with_unit(name: str, friction: FrictionModel) -> str:
+    unit = parameter_unit(name, friction)
+    return f"{name} [{unit}]" if unit else name
+
+
+def friction_table(result: IdentificationResult) -> list[str]:
+    """A nonlinear friction model: the fit, and per joint its physical parameters as
+    identified (true; error %) for a simulated robot."""
+    fit, comparison = result.model.friction_fit, result.metrics.get("friction")
+    if fit is None:
+        return []
+    plugin = result.config.plugins["friction"].info.name
+    lines = [
+        f"friction {plugin}: nonlinear {', '.join(fit.names)} fitted by variable projection "
+        f"({fit.evaluations} evaluations; SSE {fit.sse:.4g} Nm², Coulomb-viscous "
+        f"{fit.sse_coulomb_viscous:.4g} Nm²)"
+    ]
+    names = list(comparison["identified"])
+    true = comparison.get("true", {})
+    friction = result.model.builder.friction
+    headers = [
+        f"{_with_unit(k, friction)} (true, err %)" if k in true else _with_unit(k, friction)
+        for k in names
+    ]
+    rows = []
+    for j in range(result.model.robot.n_joints):
+        cells = []
+        for name in names:
+            text = format_cell(comparison["identified"][name][j], ".4g")
+            if name in true:
+                error = format_cell(comparison["error_percent"][name][j], "+.1f", "-")
+                text += f" ({format_cell(true[name][j], '.4g')}, {error})"
+            cells.append(text)
+        rows.append(cells)
+    joints = list(result.model.robot.joint_names)
+    lines += aligned_table("joint", joints, headers, rows)
+    if fit.at_bounds:
+        shown = ", ".join(f"{joints[j]}.{name}" for j, name in fit.at_bounds)
+        lines.append(f"warning: on a bound of the friction plugin's config: {shown}")
+    return lines
+
+
+def joint_parameter_table(result: IdentificationResult) -> list[str]:
+    """Per joint: identified (and, for a simulated robot, true) friction and rotor inertia."""
+    rows = joint_parameters(result)
+    keys = [k for k in rows[0] if k != "joint"] if rows else []
+    if not keys:
+        return []
+    truth = result.diagnostics.truth_theta is not None
+    friction = result.model.builder.friction
+    headers = [
+        f"{_with_unit(k, friction)} (true)" if truth else _with_unit(k, friction) for k in keys
+    ]
+    cells = []
+    for row in rows:
+        texts = []
+        for key in keys:
+            entry = row[key]
+            mark = "" if entry["identifiable_alone"] else "*"
+            text = f"{format_cell(entry['value'], '.4g')}{mark}"
+            if truth:
+                text += f" ({format_cell(entry['true'], '.4g')})"
+            texts.append(text)
+        cells.append(texts)
+    lines = aligned_table("joint", [row["joint"] for row in rows], headers, cells)
+    if any(not row[k]["identifiable_alone"] for row in rows for k in keys):
+        lines.append("* not identifiable on its own (merged into a base parameter)")
+    return lines

@@ -1,0 +1,267 @@
+"""The "real" robot of a simulated run: the nominal model with perturbed true parameters.
+
+`perturb_robot` draws, from one seed, a physically valid variant of every link (mass, centre of
+mass, inertia about the centre of mass), adds a payload the nominal model does not know about
+to the last link, and gives every joint viscous friction (MuJoCo `damping`), Coulomb friction
+(`frictionloss`) and rotor inertia (`armature`). `SimulatedTruth` holds the resulting true
+parameters in the regressor's conventions (Pinocchio's 10 inertial parameters per link about
+the joint frame; Nm·s/rad, Nm, kg·m² per joint).
+
+Default joint dynamics of the UR e-Series arms (per joint, base to wrist 3) are UR-like
+magnitudes (order of what identification studies of UR arms report), not measured values:
+
+- viscous friction 4, 4, 2.5, 1, 1, 1 Nm·s/rad
+- Coulomb friction 7, 7, 4, 1.5, 1.5, 1.2 Nm
+- rotor inertia reflected through the gearbox 0.4, 0.4, 0.15, 0.04, 0.04, 0.04 kg·m²
+
+Other arms get the same magnitudes scaled by their effort limits (see `default_joint_dynamics`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+
+from ident_framework.model.robot import N_INERTIAL, RobotModel
+from ident_framework.model.ur_description import UR_JOINTS
+from ident_framework.per_joint import per_joint_values
+
+UR_VISCOUS = (4.0, 4.0, 2.5, 1.0, 1.0, 1.0)  # Nm·s/rad
+UR_COULOMB = (7.0, 7.0, 4.0, 1.5, 1.5, 1.2)  # Nm
+UR_ARMATURE = (0.4, 0.4, 0.15, 0.04, 0.04, 0.04)  # kg·m²
+
+# Per Nm of effort limit, for arms without a table (about the UR12e's ratios).
+_PER_EFFORT = {"viscous": 0.015, "coulomb": 0.025, "armature": 0.001}
+_EFFORT_IF_UNLIMITED = 50.0  # Nm, stands in for an infinite effort limit in the scaling
+
+
+@dataclass
+class PerturbationParams:
+    """How the true robot differs from the nominal one.
+
+    mass_std: relative standard deviation of each link mass (log-normal factor).
+    com_std_m: standard deviation of each centre-of-mass coordinate, m (link frame).
+    inertia_std: relative standard deviation of the principal second moments of each link's
+        mass distribution (log-normal factors, applied on top of the link's mass factor;
+        principal moments of inertia change by about as much, and stay a valid triangle).
+    inertia_rotation_std_deg: standard deviation of a random rotation of each link's principal
+        axes, degrees.
+    payload_mass_kg: mass of a payload rigidly attached to the last link (0: none).
+    payload_position_m: its centre of mass in the last link's frame, m (UR: the flange frame,
+        +z pointing out of the tool flange).
+    payload_radius_m: the payload is a solid sphere of this radius (inertia 2/5 m r²).
+    viscous, coulomb, armature: per joint friction (Nm·s/rad, Nm) and rotor inertia (kg·m²);
+        None: `default_joint_dynamics`.
+    """
+
+    mass_std: float = 0.10
+    com_std_m: float = 0.01
+    inertia_std: float = 0.20
+    inertia_rotation_std_deg: float = 5.0
+    payload_mass_kg: float = 1.5
+    payload_position_m: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.05])
+    payload_radius_m: float = 0.03
+    viscous: list[float] | None = None
+    coulomb: list[float] | None = None
+    armature: list[float] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("mass_std", "com_std_m", "inertia_std", "inertia_rotation_std_deg"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0.0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value}")
+        if not (np.isfinite(self.payload_mass_kg) and self.payload_mass_kg >= 0.0):
+            raise ValueError(f"payload_mass_kg must be >= 0 kg, got {self.payload_mass_kg}")
+        if not (np.isfinite(self.payload_radius_m) and self.payload_radius_m >= 0.0):
+            raise ValueError(f"payload_radius_m must be >= 0 m, got {self.payload_radius_m}")
+        position = np.asarray(self.payload_position_m, dtype=float)
+        if position.shape != (3,) or not np.all(np.isfinite(position)):
+            raise ValueError(
+                f"payload_position_m must be [x, y, z] in m, got {self.payload_position_m!r}"
+            )
+        self.payload_position_m = [float(v) for v in position]
+        for name in ("viscous", "coulomb", "armature"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            array = np.asarray(value, dtype=float)
+            if array.ndim != 1 or not np.all(np.isfinite(array)) or np.any(array < 0.0):
+                raise ValueError(f"{name} must be a list of finite values >= 0, got {value!r}")
+            setattr(self, name, [float(v) for v in array])
+
+
+@dataclass(frozen=True)
+class SimulatedTruth:
+    """True parameters of a simulated robot.
+
+    inertial: (10 n,) Pinocchio parameters per link about its joint frame, payload included.
+    viscous (Nm·s/rad), coulomb (Nm), armature (kg·m²): (n,) per joint.
+    payload: {"link", "mass_kg", "position_m", "inertia_kgm2"} or None (no or unknown payload).
+    origin: how the robot was made ("perturbed nominal, seed 0", a model file, ...).
+    friction: a friction plugin's true joint friction ({"plugin", "parameters": physical values
+    per joint by name, ...}, see `true_friction.py`), or None: the MJCF's viscous damping and
+    Coulomb friction loss above are the joint friction.
+    """
+
+    joint_names: tuple[str, ...]
+    inertial: np.ndarray
+    viscous: np.ndarray
+    coulomb: np.ndarray
+    armature: np.ndarray
+    payload: dict[str, Any] | None = None
+    origin: str = ""
+    friction: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain lists and floats (YAML- and JSON-safe); keys as `truth.py` reads them."""
+        return {
+            "joint_names": list(self.joint_names),
+            "inertial": [float(v) for v in self.inertial],
+            "viscous": [float(v) for v in self.viscous],
+            "coulomb": [float(v) for v in self.coulomb],
+            "armature": [float(v) for v in self.armature],
+            "payload": None if self.payload is None else dict(self.payload),
+            "origin": self.origin,
+            "friction": None if self.friction is None else dict(self.friction),
+        }
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> SimulatedTruth:
+        return cls(
+            joint_names=tuple(values["joint_names"]),
+            inertial=np.asarray(values["inertial"], dtype=float),
+            viscous=np.asarray(values["viscous"], dtype=float),
+            coulomb=np.asarray(values["coulomb"], dtype=float),
+            armature=np.asarray(values["armature"], dtype=float),
+            payload=values.get("payload"),
+            origin=values.get("origin", ""),
+            friction=values.get("friction"),
+        )
+
+
+def truth_from_robot(robot: RobotModel, origin: str = "") -> SimulatedTruth:
+    """The true parameters written in any robot's MJCF (payload, if any, is part of a link)."""
+    viscous, coulomb = robot.joint_friction()
+    return SimulatedTruth(
+        joint_names=tuple(robot.joint_names),
+        inertial=robot.inertial_parameters(),
+        viscous=np.asarray(viscous, dtype=float),
+        coulomb=np.asarray(coulomb, dtype=float),
+        armature=robot.armature(),
+        payload=None,
+        origin=origin or robot.name,
+    )
+
+
+def default_joint_dynamics(robot: RobotModel) -> dict[str, np.ndarray]:
+    """Default viscous (Nm·s/rad), Coulomb (Nm) and rotor inertia (kg·m²) per joint: the UR
+    table for arms with UR's joint names, else proportional to each joint's effort limit."""
+    if tuple(robot.joint_names) == UR_JOINTS:
+        return {
+            "viscous": np.array(UR_VISCOUS),
+            "coulomb": np.array(UR_COULOMB),
+            "armature": np.array(UR_ARMATURE),
+        }
+    effort = np.asarray(robot.limits.effort, dtype=float)
+    effort = np.where(np.isfinite(effort) & (effort > 0), effort, _EFFORT_IF_UNLIMITED)
+    return {name: ratio * effort for name, ratio in _PER_EFFORT.items()}
+
+
+def _random_rotation(rng: np.random.Generator, std_rad: float) -> np.ndarray:
+    """Rotation matrix exp(w^) with w ~ N(0, std² I), rad."""
+    return pin.exp3(rng.normal(0.0, std_rad, 3)) if std_rad > 0 else np.eye(3)
+
+
+def perturb_link(
+    link: pin.Inertia, params: PerturbationParams, rng: np.random.Generator
+) -> pin.Inertia:
+    """One physically valid random variant of a link inertia (frame: the link's joint frame).
+
+    The inertia about the COM is written I = R diag(s2+s3, s1+s3, s1+s2) Rᵀ with s_i >= 0 the
+    principal second moments of the mass distribution; scaling the s_i by positive factors and
+    rotating R keeps I positive (semi)definite and its principal moments a triangle."""
+    mass = link.mass * float(np.exp(rng.normal(0.0, params.mass_std)))
+    com = np.asarray(link.lever, dtype=float) + rng.normal(0.0, params.com_std_m, 3)
+    moments, axes = np.linalg.eigh(np.asarray(link.inertia, dtype=float))
+    second = np.maximum(0.5 * moments.sum() - moments, 0.0)  # s_i = tr/2 - lambda_i
+    second *= np.exp(rng.normal(0.0, params.inertia_std, 3)) * (mass / link.mass)
+    new_moments = second.sum() - second  # lambda_i = s_j + s_k
+    axes = _random_rotation(rng, np.radians(params.inertia_rotation_std_deg)) @ axes
+    inertia = axes @ np.diag(new_moments) @ axes.T
+    return pin.Inertia(mass, com, 0.5 * (inertia + inertia.T))
+
+
+def payload_inertia(params: PerturbationParams) -> pin.Inertia:
+    """The payload as a solid sphere, expressed in the last link's frame."""
+    mass = params.payload_mass_kg
+    moment = 0.4 * mass * params.payload_radius_m**2
+    return pin.Inertia(mass, np.asarray(params.payload_position_m), moment * np.eye(3))
+
+
+def _joint_array(
+    robot: RobotModel, name: str, value: list[float] | None, default: np.ndarray
+) -> np.ndarray:
+    if value is None:
+        return np.asarray(default, dtype=float)
+    return per_joint_values(
+        value, robot.n_joints, name, robot_name=robot.name, joint_names=robot.joint_names
+    )
+
+
+def perturb_robot(
+    nominal: RobotModel, params: PerturbationParams, seed: int
+) -> tuple[RobotModel, SimulatedTruth]:
+    """The true robot: every link perturbed (same seed, same robot), the payload added to the
+    last link, joint friction and rotor inertia set; limits are the nominal ones."""
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5EED]))
+    links = [
+        perturb_link(nominal.pin_model.inertias[j], params, rng)
+        for j in range(1, nominal.n_joints + 1)
+    ]
+    payload = None
+    if params.payload_mass_kg > 0.0:
+        links[-1] = links[-1] + payload_inertia(params)
+        model = nominal.mujoco_model()
+        payload = {
+            "link": model.body(model.joint(nominal.joint_names[-1]).bodyid[0]).name,
+            "mass_kg": float(params.payload_mass_kg),
+            "position_m": list(params.payload_position_m),
+            "inertia_kgm2": float(0.4 * params.payload_mass_kg * params.payload_radius_m**2),
+        }
+    inertial = np.concatenate([link.toDynamicParameters() for link in links])
+    defaults = default_joint_dynamics(nominal)
+    viscous = _joint_array(nominal, "viscous", params.viscous, defaults["viscous"])
+    coulomb = _joint_array(nominal, "coulomb", params.coulomb, defaults["coulomb"])
+    armature = _joint_array(nominal, "armature", params.armature, defaults["armature"])
+    robot = nominal.with_dynamics(
+        inertial=inertial,
+        armature=armature,
+        damping=viscous,
+        frictionloss=coulomb,
+        name=f"{nominal.name}_true_seed{seed}",
+    )
+    truth = SimulatedTruth(
+        joint_names=tuple(nominal.joint_names),
+        inertial=robot.inertial_parameters(),
+        viscous=viscous,
+        coulomb=coulomb,
+        armature=robot.armature(),
+        payload=payload,
+        origin=f"perturbed {nominal.name}, seed {seed}",
+    )
+    return robot, truth
+
+
+def link_is_valid(parameters: np.ndarray, tolerance: float = 1e-12) -> bool:
+    """Physical validity of one link's 10 parameters: positive mass, positive definite inertia
+    about the COM whose principal moments satisfy the triangle inequality."""
+    if parameters.shape != (N_INERTIAL,) or not parameters[0] > 0.0:
+        return False
+    inertia = pin.Inertia.FromDynamicParameters(np.asarray(parameters, dtype=float)).inertia
+    moments = np.linalg.eigvalsh(inertia)
+    if moments[0] <= 0.0:
+        return False
+    return bool(moments[2] <= moments[0] + moments[1] + tolerance * moments.sum())

@@ -1,0 +1,420 @@
+"""Closed-loop MuJoCo simulation of a robot following a reference, recorded like RTDE would.
+
+The controller knows only its own model (normally the nominal robot): it applies computed-torque
+feed-forward from that model (precomputed for the whole reference in one pass) plus joint PD
+feedback (gains tuned on the driven robot, see `default_gains`); the motors saturate at the
+joints' effort limits. The "real" robot is another model (`perturbed_robot.perturb_robot`, or
+any MJCF).
+
+Integrator: explicit Euler with MuJoCo's `eulerdamp` flag disabled. Then every step k uses the
+state (q_k, dq_k) and torque tau_k to compute qacc_k = M(q_k)⁻¹(tau_k - h(q_k, dq_k)
+- D dq_k - f_c,k) explicitly, and advances dq_{k+1} = dq_k + dt·qacc_k, q_{k+1} = q_k +
+dt·dq_{k+1}. A recorded row (q_k, dq_k, tau_k, qacc_k) satisfies the rigid-body + rotor-inertia
++ viscous + Coulomb model exactly (Coulomb x sign(dq) to 1e-6 Nm above 0.05 rad/s; below,
+MuJoCo's friction loss is a soft constraint), and forward differences of dq are exactly qacc.
+`implicitfast` (the MJCF's default) would integrate damping implicitly, which makes data look
+as if the rotor inertia were armature + dt·damping. Explicit damping is stable while
+dt·(D + kd)/M_jj << 2; with UR rotor inertias at 1 kHz it is below 0.25 on every joint. A
+diverging run raises a UserError.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+from tqdm import tqdm
+
+from ident_framework.data.dataset import UNITS, Dataset
+from ident_framework.errors import UserError
+from ident_framework.interfaces import Trajectory
+from ident_framework.model.robot import RobotModel
+from ident_framework.model.ur_description import UR_JOINTS
+from ident_framework.per_joint import per_joint_values
+from ident_framework.simulation.perturbed_robot import SimulatedTruth, truth_from_robot
+from ident_framework.simulation.true_friction import TrueFriction
+
+# PD gains that track a UR e-Series arm to ~5e-5 rad at 1 kHz (measured with computed-torque
+# feed-forward; wrist joints go unstable above kd ≈ 30 Nm·s/rad), base to wrist 3.
+UR_KP = (2000.0, 2000.0, 1500.0, 600.0, 600.0, 400.0)  # Nm/rad
+UR_KD = (100.0, 100.0, 80.0, 15.0, 10.0, 5.0)  # Nm·s/rad
+ENCODER_RESOLUTION = 2.0 * math.pi / 2**20  # rad, a 20-bit absolute encoder
+_FEEDFORWARD_COULOMB_SMOOTHING = 0.01  # rad/s, tanh width of the controller's Coulomb term
+_PROGRESS_CHUNK = 1000  # steps per progress-bar update
+
+
+@dataclass
+class SimulationParams:
+    """sim_rate_hz: MuJoCo steps per s; record_rate_hz: recorded samples per s (must divide the
+    sim rate; 500 Hz is UR's RTDE rate); kp (Nm/rad), kd (Nm·s/rad): PD gains per joint (None:
+    `default_gains`); torque_noise_std: Gaussian torque noise std in Nm, one value or one per
+    joint; encoder_resolution: position quantisation step in rad (0: none);
+    record_acceleration: also record MuJoCo's exact qacc as `ddq`;
+    unmodelled: an extra joint friction the Coulomb-viscous model lacks (`UNMODELLED_EFFECTS`),
+    applied as a generalised force each step, of size `unmodelled_scale` (see
+    `unmodelled_friction`)."""
+
+    sim_rate_hz: float = 1000.0
+    record_rate_hz: float = 500.0
+    kp: list[float] | None = None
+    kd: list[float] | None = None
+    torque_noise_std: float | list[float] = 0.05
+    encoder_resolution: float = ENCODER_RESOLUTION
+    record_acceleration: bool = False
+    unmodelled: str = "none"
+    unmodelled_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_rates(self.sim_rate_hz, self.record_rate_hz)
+        if self.unmodelled not in UNMODELLED_EFFECTS:
+            raise ValueError(
+                f"unmodelled must be one of {list(UNMODELLED_EFFECTS)}, got {self.unmodelled!r}"
+            )
+        if not (math.isfinite(self.unmodelled_scale) and self.unmodelled_scale >= 0):
+            raise ValueError(f"unmodelled_scale must be >= 0, got {self.unmodelled_scale}")
+        for name in ("kp", "kd"):
+            value = getattr(self, name)
+            if value is not None:
+                array = np.asarray(value, dtype=float)
+                if array.ndim != 1 or not np.all(np.isfinite(array)) or np.any(array < 0):
+                    raise ValueError(f"{name} must be a list of gains >= 0, got {value!r}")
+                setattr(self, name, [float(v) for v in array])
+        noise = np.asarray(self.torque_noise_std, dtype=float)
+        if noise.ndim > 1 or not np.all(np.isfinite(noise)) or np.any(noise < 0):
+            raise ValueError(
+                "torque_noise_std must be a std in Nm >= 0 or one per joint, got "
+                f"{self.torque_noise_std!r}"
+            )
+        if not (math.isfinite(self.encoder_resolution) and self.encoder_resolution >= 0):
+            raise ValueError(f"encoder_resolution must be >= 0 rad, got {self.encoder_resolution}")
+
+
+UNMODELLED_EFFECTS = ("none", "stribeck", "position")
+STRIBECK_VELOCITY = 0.05  # rad/s, width of the extra static friction
+_SIGN_SMOOTHING = 0.002  # rad/s, tanh width standing in for sign(dq)
+
+
+def unmodelled_friction(
+    kind: str, scale: float, coulomb: np.ndarray, q: np.ndarray, dq: np.ndarray
+) -> np.ndarray:
+    """Friction torque (Nm, opposing the motion) that Coulomb-viscous friction does not model.
+
+    stribeck: extra static friction at low speed, 0.5·fc·exp(−(dq/0.05)²)·sign(dq), i.e. the
+    static level is 1.5 × the Coulomb level (Stribeck effect). position: friction that depends
+    on the joint angle (e.g. gear eccentricity), 0.15·fc·(1 + sin 2q)·sign(dq). Both scaled by
+    `scale`; sign(dq) is a steep tanh (width 0.002 rad/s)."""
+    sign = np.tanh(dq / _SIGN_SMOOTHING)
+    if kind == "stribeck":
+        return scale * 0.5 * coulomb * np.exp(-((dq / STRIBECK_VELOCITY) ** 2)) * sign
+    if kind == "position":
+        return scale * 0.3 * coulomb * 0.5 * (1.0 + np.sin(2.0 * q)) * sign
+    return np.zeros_like(dq)
+
+
+def check_rates(sim_rate_hz: float, record_rate_hz: float) -> int:
+    """Sim steps per recorded sample; ValueError unless record_rate_hz divides sim_rate_hz."""
+    for name, value in (("sim_rate_hz", sim_rate_hz), ("record_rate_hz", record_rate_hz)):
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive rate in Hz, got {value}")
+    ratio = sim_rate_hz / record_rate_hz
+    if ratio < 1 - 1e-9 or abs(ratio - round(ratio)) > 1e-9:
+        raise ValueError(
+            f"record_rate_hz ({record_rate_hz}) must divide sim_rate_hz ({sim_rate_hz}) "
+            "into a whole number of steps per sample"
+        )
+    return int(round(ratio))
+
+
+def _diagonal_inertia(robot: RobotModel, q: np.ndarray) -> np.ndarray:
+    """(len(q), n) joint-space inertia diagonal M_jj (kg·m², rotor inertia included)."""
+    model = robot.pin_model
+    data = model.createData()
+    return np.array([np.diag(pin.crba(model, data, row)) for row in q])
+
+
+def default_gains(
+    true_robot: RobotModel, q_reference: np.ndarray, sim_rate_hz: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(kp Nm/rad, kd Nm·s/rad) per joint, tuned on the robot being driven (as a real
+    controller is tuned on the real arm).
+
+    UR arms: UR_KP, UR_KD (tuned at 1 kHz; kd scaled by rate/1 kHz and kp by its square
+    below 1 kHz). Other arms: a PD of bandwidth 0.1·sim rate rad/s and damping ratio 0.7 on the
+    largest diagonal joint inertia M_jj (kg·m², rotor inertia included) along the reference.
+    Both are then lowered, per joint, as far as the explicit integrator needs to stay stable:
+    kd·dt <= 0.5·M_jj and kp·dt² <= 0.25·M_jj with the smallest M_jj along the reference.
+    With the default UR rotor inertias nothing is lowered."""
+    rows = q_reference[:: max(1, len(q_reference) // 50)]
+    inertia = _diagonal_inertia(true_robot, rows)
+    if tuple(true_robot.joint_names) == UR_JOINTS:
+        scale = min(1.0, sim_rate_hz / 1000.0)
+        kp, kd = np.array(UR_KP) * scale**2, np.array(UR_KD) * scale
+    else:
+        omega, zeta = 0.1 * sim_rate_hz, 0.7
+        kp = inertia.max(axis=0) * omega**2
+        kd = 2.0 * zeta * omega * inertia.max(axis=0)
+    dt = 1.0 / sim_rate_hz
+    smallest = inertia.min(axis=0)
+    factor = np.minimum(
+        1.0,
+        np.minimum(0.5 * smallest / np.maximum(kd * dt, 1e-300),
+                   np.sqrt(0.25 * smallest / np.maximum(kp * dt**2, 1e-300))),
+    )  # fmt: skip
+    return kp * factor**2, kd * factor
+
+
+def simulation_model(true_robot: RobotModel, sim_rate_hz: float) -> mujoco.MjModel:
+    """The true robot's MuJoCo model made ready to simulate: one motor (gear 1) per joint
+    replacing any actuators of the file, joint torque clamped at the effort limits (unless the
+    file clamps it already), explicit Euler at dt = 1/sim_rate_hz, contacts off (the arm moves
+    in free space; identification models have no contacts)."""
+    spec = true_robot.mujoco_spec()
+    for actuator in list(spec.actuators):
+        spec.delete(actuator)
+    for name in true_robot.joint_names:
+        motor = spec.add_actuator()
+        motor.name = f"{name}_ident_motor"
+        motor.trntype = mujoco.mjtTrn.mjTRN_JOINT
+        motor.target = name
+        motor.set_to_motor()
+        motor.gear = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    model = spec.compile()
+    for index, effort in enumerate(true_robot.limits.effort):
+        joint = model.joint(true_robot.joint_names[index]).id
+        if not model.jnt_actfrclimited[joint] and math.isfinite(effort):
+            model.jnt_actfrclimited[joint] = 1
+            model.jnt_actfrcrange[joint] = [-effort, effort]
+    model.opt.timestep = 1.0 / sim_rate_hz
+    model.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
+    model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    return model
+
+
+def _per_joint(value: float | Sequence[float] | None, n: int, name: str) -> np.ndarray:
+    return per_joint_values(value, n, name, fix="give one value per joint, or one for all",
+                            one_for_all=True)  # fmt: skip
+
+
+def controller_feedforward(
+    controller_robot: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray
+) -> np.ndarray:
+    """(N, n) computed torque (Nm) of the controller's model along the reference: rigid body
+    + rotor inertia, plus the model's own viscous and (smoothed) Coulomb friction if it has
+    any (the nominal UR models have none)."""
+    torque = controller_robot.inverse_dynamics(q, dq, ddq)
+    viscous, coulomb = controller_robot.joint_friction()
+    if np.any(viscous) or np.any(coulomb):
+        torque += viscous * dq + coulomb * np.tanh(dq / _FEEDFORWARD_COULOMB_SMOOTHING)
+    return torque
+
+
+def simulate(
+    true_robot: RobotModel,
+    controller_robot: RobotModel,
+    trajectory: Trajectory,
+    params: SimulationParams,
+    seed: int,
+    progress: bool = True,
+    truth: SimulatedTruth | None = None,
+    initial_state: tuple[np.ndarray, np.ndarray] | None = None,
+    friction: TrueFriction | None = None,
+) -> Dataset:
+    """Run the true robot along `trajectory` under the controller and record it.
+
+    Row k of the dataset is sim step k·(sim/record rate): t_k (s), the state at the start of
+    that step (q quantised to the encoder resolution, dq = qvel), tau_k = the joint torque the
+    motors applied during the step (MuJoCo's qfrc_actuator, after clamping) + Gaussian noise
+    drawn from `seed`, the reference at t_k as targets, and qacc_k as `ddq` if asked for.
+    `truth` (default: read from `true_robot`) goes to metadata["truth"]. The simulation
+    starts at `initial_state` (q rad, dq rad/s; default: the reference at t = 0);
+    metadata["final_state"] ({"q", "dq"} lists) is the exact state of the last row.
+    `friction`: a friction plugin's torque applied as the joint friction each step (through
+    qfrc_applied, evaluated at the step's velocity; a sequential model advances its state by
+    the step); the true robot should then have no damping and frictionloss of its own.
+    """
+    n = true_robot.n_joints
+    if tuple(controller_robot.joint_names) != tuple(true_robot.joint_names):
+        raise ValueError(
+            f"controller joints {list(controller_robot.joint_names)} differ from the simulated "
+            f"robot's {list(true_robot.joint_names)}"
+        )
+    ratio = check_rates(params.sim_rate_hz, params.record_rate_hz)
+    dt = 1.0 / params.sim_rate_hz
+    n_steps = int(math.floor(trajectory.duration * params.sim_rate_hz + 1e-9)) + 1
+    n_rows = (n_steps - 1) // ratio + 1
+    n_steps = (n_rows - 1) * ratio + 1  # the last step is a recorded one
+
+    # Reference and feed-forward at the sim rate, in one vectorised pass each.
+    time = np.arange(n_steps) * dt
+    q_ref, dq_ref, ddq_ref = (np.asarray(a, dtype=float) for a in trajectory.evaluate(time))
+    feedforward = controller_feedforward(controller_robot, q_ref, dq_ref, ddq_ref)
+    if params.kp is None or params.kd is None:
+        kp_default, kd_default = default_gains(true_robot, q_ref, params.sim_rate_hz)
+    kp = _per_joint(params.kp if params.kp is not None else kp_default, n, "kp")
+    kd = _per_joint(params.kd if params.kd is not None else kd_default, n, "kd")
+    noise_std = _per_joint(params.torque_noise_std, n, "torque_noise_std")
+    # ctrl_k = ff_k + kp (q_ref,k - q_k) + kd (dq_ref,k - dq_k) = base_k - kp q_k - kd dq_k
+    base = feedforward + kp * q_ref + kd * dq_ref
+
+    model = simulation_model(true_robot, params.sim_rate_hz)
+    data = mujoco.MjData(model)
+    data.qpos[:], data.qvel[:] = (
+        initial_state if initial_state is not None else (q_ref[0], dq_ref[0])
+    )
+    mujoco.mj_forward(model, data)
+    coulomb = true_robot.joint_friction()[1]
+    plugin_torque = None
+    if friction is not None:
+        plugin_torque = friction.stepper(dt)
+        coulomb = friction.physical.get("fc", coulomb)
+    q, dq, tau, ddq = _run_steps(
+        model, data, base, kp, kd, (n_rows, ratio, n_steps), params, plugin_torque, coulomb,
+        progress,
+    )  # fmt: skip
+    if data.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number or not np.all(np.isfinite(tau)):
+        raise UserError(
+            f"The MuJoCo simulation of {true_robot.name} diverged (bad accelerations): the PD "
+            f"gains kp={kp.tolist()}, kd={kd.tolist()} are too stiff for the explicit "
+            f"integrator at {params.sim_rate_hz} Hz. Lower source.kd / source.kp or raise "
+            "source.sim_rate_hz."
+        )
+    reference = (time, q_ref, dq_ref, ddq_ref)
+    recorded = (q, dq, tau, ddq)
+    return _recording(
+        true_robot, params, seed, truth, reference, recorded, ratio, (kp, kd, noise_std)
+    )
+
+
+def _run_steps(
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    base: np.ndarray,
+    kp: np.ndarray,
+    kd: np.ndarray,
+    counts: tuple[int, int, int],
+    params: SimulationParams,
+    plugin_torque: Callable[[np.ndarray], np.ndarray] | None,
+    coulomb: np.ndarray,
+    progress: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Step the PD-controlled simulation: ctrl_k = base_k - kp q_k - kd dq_k, the plugin's
+    friction torque and the unmodelled friction applied each step. counts: (recorded rows,
+    sim steps per row, sim steps). Returns per recorded row (q, dq) at the start of its step,
+    the actuator torque and qacc of that step."""
+    n_rows, ratio, n_steps = counts
+    n = len(kp)
+    qpos, qvel, ctrl = data.qpos, data.qvel, data.ctrl  # views, updated in place by mj_step
+    qfrc, qacc = data.qfrc_actuator, data.qacc
+    extra = params.unmodelled != "none" and params.unmodelled_scale > 0
+    kp_q, kd_dq = np.empty(n), np.empty(n)
+
+    q = np.empty((n_rows, n))
+    dq = np.empty((n_rows, n))
+    tau = np.empty((n_rows, n))
+    ddq = np.empty((n_rows, n))
+    step = mujoco.mj_step
+    with tqdm(
+        total=n_steps, desc="MuJoCo", unit="step", file=sys.stderr,
+        disable=None if progress else True,  # None: off when stderr is no terminal
+        leave=False,
+    ) as bar:  # fmt: skip
+        for start in range(0, n_rows, _PROGRESS_CHUNK // ratio or 1):
+            stop = min(n_rows, start + (_PROGRESS_CHUNK // ratio or 1))
+            for row in range(start, stop):
+                k0 = row * ratio
+                q[row] = qpos
+                dq[row] = qvel
+                for k in range(k0, k0 + ratio if row < n_rows - 1 else k0 + 1):
+                    np.multiply(kp, qpos, out=kp_q)
+                    np.multiply(kd, qvel, out=kd_dq)
+                    np.subtract(base[k], kp_q, out=ctrl)
+                    ctrl -= kd_dq
+                    if plugin_torque is not None or extra:
+                        applied = 0.0 if plugin_torque is None else -plugin_torque(qvel)
+                        if extra:
+                            applied = applied - unmodelled_friction(
+                                params.unmodelled, params.unmodelled_scale, coulomb, qpos, qvel
+                            )
+                        data.qfrc_applied[:] = applied
+                    step(model, data)
+                    if k == k0:
+                        tau[row] = qfrc
+                        ddq[row] = qacc
+            bar.update(min(n_steps, stop * ratio) - min(n_steps, start * ratio))
+    return q, dq, tau, ddq
+
+
+def _recording(
+    true_robot: RobotModel,
+    params: SimulationParams,
+    seed: int,
+    truth: SimulatedTruth | None,
+    reference: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    recorded: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    ratio: int,
+    gains: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> Dataset:
+    """The recorded rows as measured: torque noise drawn from `seed`, q quantised to the
+    encoder; the reference as targets; metadata (gains, noise, tracking error, saturation,
+    truth, final state). reference: (sim times, q_ref, dq_ref, ddq_ref) at the sim rate;
+    recorded: (q, dq, tau, ddq) per row; gains: (kp, kd, torque noise std) per joint."""
+    time, q_ref, dq_ref, ddq_ref = reference
+    q, dq, tau, ddq = recorded
+    kp, kd, noise_std = gains
+    n_rows = len(q)
+    rows = np.arange(n_rows) * ratio
+    rng = np.random.default_rng(seed)
+    tau_measured = tau + rng.normal(size=tau.shape) * noise_std
+    if params.encoder_resolution > 0:
+        q_measured = np.round(q / params.encoder_resolution) * params.encoder_resolution
+    else:
+        q_measured = q.copy()
+    error = q - q_ref[rows]
+    effort = np.asarray(true_robot.limits.effort, dtype=float)
+    saturated = np.mean(np.abs(tau) >= effort * (1.0 - 1e-9), axis=0)
+    if np.any(saturated > 0):
+        warnings.warn(
+            f"The simulated motors saturated at their effort limits on "
+            f"{np.round(100 * saturated, 2).tolist()} % of the samples per joint.",
+            stacklevel=3,
+        )
+    truth = truth if truth is not None else truth_from_robot(true_robot)
+    metadata = {
+        "source": "mujoco",
+        "robot": true_robot.name,
+        "units": dict(UNITS),
+        "sim_rate_hz": float(params.sim_rate_hz),
+        "record_rate_hz": float(params.record_rate_hz),
+        "integrator": "Euler, eulerdamp disabled (explicit damping)",
+        "kp": kp.tolist(),
+        "kd": kd.tolist(),
+        "torque_noise_std": noise_std.tolist(),
+        "encoder_resolution": float(params.encoder_resolution),
+        "noise_seed": int(seed),
+        "tracking_error_rms_rad": np.sqrt(np.mean(error**2, axis=0)).tolist(),
+        "tracking_error_max_rad": np.max(np.abs(error), axis=0).tolist(),
+        "saturated_fraction": saturated.tolist(),
+        "truth": truth.to_dict(),
+        "unmodelled": {"kind": params.unmodelled, "scale": float(params.unmodelled_scale)},
+        "true_robot_mjcf": true_robot.mjcf,
+        "final_state": {"q": q[-1].tolist(), "dq": dq[-1].tolist()},
+    }
+    return Dataset(
+        timestamp=time[rows].copy(),
+        q=q_measured,
+        dq=dq,
+        tau=tau_measured,
+        joint_names=tuple(true_robot.joint_names),
+        ddq=ddq if params.record_acceleration else None,
+        q_target=q_ref[rows].copy(),
+        dq_target=dq_ref[rows].copy(),
+        ddq_target=ddq_ref[rows].copy(),
+        metadata=metadata,
+    )

@@ -1,0 +1,184 @@
+"""The package's import graph, read from its source (nothing is imported): which module imports
+which, grouped into the units of the layout (the subpackages and the base modules), the layer
+order those units follow, and sizes. `tests/test_layout.py` checks it; `tools/import_picture.py`
+prints it.
+
+Imports inside `if TYPE_CHECKING:` are left out: they exist only for type checkers, run never,
+and so cannot make a cycle or pull a layer in at run time. Imports inside functions (deferred
+imports) count like any other.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PACKAGE = "ident_framework"
+
+# The layer order, lowest first: a unit may import units of its own layer or lower, never higher.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # base modules: no dependency but each other (and numpy, pluggy)
+    (
+        "errors",
+        "suggestions",
+        "plain_data",
+        "launch_path",
+        "per_joint",
+        "hookspecs",
+        "interfaces",
+        "extension_points",
+    ),  # fmt: skip
+    ("model",),  # robot model, regressor, base parameters, friction terms, physical consistency
+    ("data",),  # dataset, CSV logs, preprocessing
+    ("config",),  # run config, plugin registry, Hydra search path, preflight
+    ("identify",),  # the steps from preprocessed data to identified parameters, result types
+    ("friction", "estimators", "residuals", "trajectories"),  # options of the config groups
+    ("simulation", "twin"),  # the simulated robot; the digital twin's write-back and check
+    ("rtde",),  # a real UR robot over RTDE (uses the simulation for its emulator)
+    ("sources",),  # options of source= / validation= (simulator, CSV, RTDE)
+    ("reports",),  # the run directory: files, summary, tables, plots
+    ("modes",),  # what a run does: pipeline, closed loop, predict, rehearse; the Hydra job
+    ("testing",),  # helpers for tests and studies
+    ("__init__", "__main__", "rtde_emulator", "rehearsal_gate", "sweep_report"),  # entry
+    # points: the public face, the command line and the compatibility modules
+)
+RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
+
+
+@dataclass
+class ModuleInfo:
+    name: str  # dotted, e.g. ident_framework.identify.metrics
+    path: Path
+    lines: int
+    imports: set[str] = field(default_factory=set)  # modules of the package it imports
+    functions: dict[str, int] = field(default_factory=dict)  # qualified name -> lines
+
+    @property
+    def unit(self) -> str:
+        """The layout unit: the subpackage, or the base module's own name."""
+        parts = self.name.split(".")
+        return parts[1] if len(parts) > 1 else "__init__"
+
+
+def module_name(root: Path, path: Path) -> str:
+    parts = [PACKAGE, *path.relative_to(root).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_only(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _import_nodes(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement, except those under `if TYPE_CHECKING:`."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _type_checking_only(node):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, int]]:
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield f"{prefix}{node.name}", node.end_lineno - node.lineno + 1
+            yield from _functions(node, f"{prefix}{node.name}.")
+        elif isinstance(node, ast.ClassDef):
+            yield from _functions(node, f"{prefix}{node.name}.")
+
+
+def read_modules(root: Path) -> dict[str, ModuleInfo]:
+    """Every module of the package in folder `root`, with its package imports and sizes."""
+    paths = sorted(p for p in root.rglob("*.py") if "robot_data" not in p.parts)
+    modules = {module_name(root, p): p for p in paths}
+    infos = {}
+    for name, path in modules.items():
+        text = path.read_text()
+        tree = ast.parse(text)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        info = ModuleInfo(name, path, len(text.splitlines()), functions=dict(_functions(tree)))
+        for node in _import_nodes(tree):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                           for a in node.names]  # fmt: skip
+            info.imports |= {t for t in targets if t in modules and t != name}
+        infos[name] = info
+    return infos
+
+
+def unit_edges(modules: dict[str, ModuleInfo]) -> dict[str, set[str]]:
+    """Unit -> the other units it imports."""
+    edges: dict[str, set[str]] = defaultdict(set)
+    for info in modules.values():
+        for target in info.imports:
+            other = modules[target].unit
+            if other != info.unit:
+                edges[info.unit].add(other)
+    return edges
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the directed graph (its nodes, the first repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def upward_imports(modules: dict[str, ModuleInfo]) -> list[str]:
+    """`a.b -> c.d` for each import of a module from a higher layer (or from a unit that is in
+    no layer)."""
+    found = []
+    for info in modules.values():
+        for target in sorted(info.imports):
+            src, dst = info.unit, modules[target].unit
+            if src not in RANK or dst not in RANK or RANK[dst] > RANK[src]:
+                found.append(f"{info.name} ({src}) -> {target} ({dst})")
+    return found
+
+
+def picture(modules: dict[str, ModuleInfo]) -> list[str]:
+    """The units layer by layer, each with its modules' count and lines and the units it
+    imports."""
+    edges = unit_edges(modules)
+    lines = ["layer  unit              modules  lines  imports (units)"]
+    for rank in reversed(range(len(LAYERS))):
+        for unit in LAYERS[rank]:
+            members = [m for m in modules.values() if m.unit == unit]
+            if not members:
+                continue
+            size = sum(m.lines for m in members)
+            uses = ", ".join(sorted(edges.get(unit, ()), key=lambda u: (-RANK.get(u, 99), u)))
+            lines.append(f"{rank:>5}  {unit:<17} {len(members):>7} {size:>6}  {uses or '-'}")
+    return lines

@@ -1,0 +1,125 @@
+"""Check the written twin against recorded data, in MuJoCo (not Pinocchio).
+
+Two checks along a recording (q rad, dq rad/s, ddq rad/s², tau Nm; joint space):
+- inverse dynamics: MuJoCo's `mj_inverse` of the twin gives the joint torque that would
+  produce the recorded motion — rigid body, rotor inertia (armature), viscous damping and the
+  Coulomb friction loss, which MuJoCo models as a soft constraint (≈ fc·sign(dq) above a few
+  hundredths of a rad/s, smooth and acceleration-dependent below);
+- forward simulation: from the recorded state at the start of a window, the twin is driven
+  by the recorded torques (zero-order hold at the recording rate, MuJoCo's own integrator and
+  time step) and its joint positions are compared with the recorded ones after each horizon.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from ident_framework.data.dataset import Dataset
+from ident_framework.identify.metrics import torque_metrics
+from ident_framework.model.robot import RobotModel
+
+HORIZONS_S = (0.5, 2.0)
+N_WINDOWS = 8
+MOVING_RAD_S = 0.05  # above this speed MuJoCo's friction loss is ≈ fc·sign(dq)
+
+
+def mujoco_inverse_dynamics(
+    robot: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray
+) -> np.ndarray:
+    """(N, n) joint torques (Nm) from MuJoCo's inverse dynamics of `robot`'s MJCF."""
+    model = robot.mujoco_model()
+    data = mujoco.MjData(model)
+    qpos, dof = _addresses(model, robot)
+    out = np.empty_like(np.asarray(q, dtype=float))
+    for k in range(len(q)):
+        data.qpos[qpos] = q[k]
+        data.qvel[dof] = dq[k]
+        data.qacc[dof] = ddq[k]
+        mujoco.mj_inverse(model, data)
+        out[k] = data.qfrc_inverse[dof]
+    return out
+
+
+def forward_divergence(
+    robot: RobotModel,
+    data: Dataset,
+    horizons_s: tuple[float, ...] = HORIZONS_S,
+    n_windows: int = N_WINDOWS,
+) -> dict[str, object]:
+    """Joint-position divergence (rad) of the twin driven by the recorded torques.
+
+    `n_windows` windows of the longest horizon start evenly over the recording; each starts
+    from the recorded q, dq. Returns per horizon the RMS over windows of each joint's
+    |q_sim − q_meas| ("rms_per_joint"), its maximum ("max") and the windows used."""
+    model = robot.mujoco_model()
+    state = mujoco.MjData(model)
+    qpos, dof = _addresses(model, robot)
+    t = np.asarray(data.timestamp, dtype=float)
+    longest = max(horizons_s)
+    last_start = t[-1] - longest
+    if last_start < t[0]:
+        return {"windows": 0, "note": f"recording shorter than {longest} s"}
+    starts = np.searchsorted(t, np.linspace(t[0], last_start, n_windows))
+    errors = {h: [] for h in horizons_s}
+    dt = model.opt.timestep
+    for start in starts:
+        mujoco.mj_resetData(model, state)
+        state.qpos[qpos] = data.q[start]
+        state.qvel[dof] = data.dq[start]
+        time, k = t[start], start
+        for horizon in sorted(horizons_s):
+            end = t[start] + horizon
+            while time < end - 1e-12:
+                while k + 1 < len(t) and t[k + 1] <= time + 1e-12:
+                    k += 1  # zero-order hold of the recorded torque
+                state.qfrc_applied[dof] = data.tau[k]
+                mujoco.mj_step(model, state)
+                time += dt
+            index = min(np.searchsorted(t, end - 1e-9), len(t) - 1)
+            errors[horizon].append(np.abs(state.qpos[qpos] - data.q[index]))
+    result: dict[str, object] = {"windows": len(starts)}
+    for horizon, values in errors.items():
+        values = np.asarray(values)
+        result[f"{horizon:g}s"] = {
+            "rms_per_joint": np.sqrt((values**2).mean(axis=0)).tolist(),
+            "max": float(values.max()),
+        }
+    return result
+
+
+def twin_metrics(
+    twin: RobotModel, nominal: RobotModel, data: Dataset, identified_prediction: np.ndarray
+) -> dict[str, object]:
+    """metrics.json `twin`: MuJoCo inverse dynamics of the twin along `data` (RMSE, R²); the
+    same on the moving samples (|dq_j| ≥ MOVING_RAD_S, per joint) beside the identified
+    model's own prediction `identified_prediction` (N, n) Nm there — where both friction
+    models agree, the two must match if the write-back is faithful; and the forward-simulation
+    divergence of the twin and, for comparison, of the nominal model (its friction and rotor
+    inertia as the model file gives them)."""
+    tau = mujoco_inverse_dynamics(twin, data.q, data.dq, data.ddq)
+    moving = np.abs(data.dq) >= MOVING_RAD_S
+    twin_moving = _masked_rmse(data.tau - tau, moving)
+    identified_moving = _masked_rmse(data.tau - identified_prediction, moving)
+    return {
+        "inverse_dynamics": torque_metrics(data.tau, tau),
+        "moving_samples": {
+            "speed_threshold_rad_s": MOVING_RAD_S,
+            "fraction": float(moving.mean()),
+            "twin_mujoco_rmse": twin_moving,
+            "identified_model_rmse": identified_moving,
+            "ratio_twin_to_identified": twin_moving / identified_moving,
+        },
+        "forward_divergence_rad": forward_divergence(twin, data),
+        "forward_divergence_rad_nominal": forward_divergence(nominal, data),
+    }
+
+
+def _masked_rmse(error: np.ndarray, mask: np.ndarray) -> float:
+    return float(np.sqrt(np.sum(np.where(mask, error, 0.0) ** 2) / max(int(mask.sum()), 1)))
+
+
+def _addresses(model: mujoco.MjModel, robot: RobotModel) -> tuple[np.ndarray, np.ndarray]:
+    qpos = np.array([model.joint(name).qposadr[0] for name in robot.joint_names])
+    dof = np.array([model.joint(name).dofadr[0] for name in robot.joint_names])
+    return qpos, dof

@@ -1,0 +1,220 @@
+"""Identified parameters written back into the digital twin: the text of `twin.xml` (MJCF) and
+`twin.urdf` (`reports/run_report.write_twin` writes the files).
+
+The twin is the robot's own model with each moving link's mass, centre of mass and full
+inertia, and each joint's viscous damping (Nm·s/rad), Coulomb friction loss (Nm) and rotor
+inertia (armature, kg·m²) replaced by the identified values. Only physically valid link
+parameters are ever written (`twin_problems`).
+
+twin.xml is edited with MuJoCo's MjSpec, which compiles and checks it; the file written is the
+robot's own MJCF text with exactly the edited attributes replaced at full precision (repr,
+`RobotModel.with_dynamics`), checked to compile to the same model as the MjSpec edit.
+MjSpec.to_xml is not used for writing: it prints every number of the model (kinematics
+included) with 6 significant digits and turns `fullinertia` into quat + diaginertia, which
+moves the dynamics by ~1e-5 Nm.
+twin.urdf is generated from the compiled twin (every body a link, every hinge a revolute
+joint, fixed bodies joined by fixed joints; inertia as principal moments in the frame of
+`<inertial><origin rpy>`; `<dynamics damping friction>`). URDF has no rotor-inertia field:
+the armature is only in twin.xml (and parameters.yaml); the URDF says so in a comment.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+
+from ident_framework.model.physical_consistency import check_link
+from ident_framework.model.robot import N_INERTIAL, RobotModel
+
+
+@dataclass(frozen=True)
+class TwinDynamics:
+    """Per-joint dynamics to write: inertial (10 n,) Pinocchio dynamic parameters about each
+    joint frame (kg, kg·m, kg·m²); armature kg·m²; damping Nm·s/rad; frictionloss Nm."""
+
+    inertial: np.ndarray
+    armature: np.ndarray
+    damping: np.ndarray
+    frictionloss: np.ndarray
+
+
+def identified_dynamics(
+    robot: RobotModel, parameter_names: list[str], theta: np.ndarray
+) -> TwinDynamics:
+    """The twin's dynamics from standard parameters `theta` (regressor column order). Joint
+    terms the model did not identify keep the robot's own values (rotor inertia without an
+    armature column) or are zero (no fv/fc: friction=none, or a friction model that MJCF
+    cannot express)."""
+    n = robot.n_joints
+    index = {name: i for i, name in enumerate(parameter_names)}
+
+    def per_joint(key: str, default: np.ndarray) -> np.ndarray:
+        if all(f"{key}_{j + 1}" in index for j in range(n)):
+            return np.array([theta[index[f"{key}_{j + 1}"]] for j in range(n)], dtype=float)
+        return np.asarray(default, dtype=float)
+
+    zero = np.zeros(n)
+    return TwinDynamics(
+        inertial=np.asarray(theta[: N_INERTIAL * n], dtype=float).copy(),
+        armature=per_joint("Ia", robot.armature()),
+        damping=per_joint("fv", zero),
+        frictionloss=per_joint("fc", zero),
+    )
+
+
+def twin_problems(
+    robot: RobotModel, dynamics: TwinDynamics, mass_share: np.ndarray | None = None
+) -> list[str]:
+    """Why these parameters cannot be written (empty: they can): each link that breaks a
+    physical condition (`physical_consistency.check_link`; `mass_share` (n,) per link, the
+    identifiable share of its mass, None: all identified), and negative joint terms."""
+    problems = []
+    for j, joint in enumerate(robot.joint_names):
+        link = dynamics.inertial[N_INERTIAL * j : N_INERTIAL * (j + 1)]
+        share = 1.0 if mass_share is None else float(mass_share[j])
+        problems += [f"link of {joint}: {problem}" for problem in check_link(link, 1e-12, share)]
+    for label, values, unit in (
+        ("rotor inertia", dynamics.armature, "kg·m²"),
+        ("viscous friction", dynamics.damping, "Nm·s/rad"),
+        ("Coulomb friction", dynamics.frictionloss, "Nm"),
+    ):
+        for joint, value in zip(robot.joint_names, values, strict=True):
+            if not value >= 0:
+                problems.append(f"{joint}: {label} {value:.4g} {unit} is not >= 0")
+    return problems
+
+
+def twin_model(robot: RobotModel, dynamics: TwinDynamics, name: str | None = None) -> RobotModel:
+    """The twin as a RobotModel: `robot` with `dynamics` edited in with MjSpec (which compiles
+    and checks them), written at full precision by `RobotModel.with_dynamics` and checked to
+    compile to the same model as the MjSpec edit (see the module docstring)."""
+    edited = _mjspec_edit(robot, dynamics)
+    twin = robot.with_dynamics(
+        inertial=dynamics.inertial,
+        armature=dynamics.armature,
+        damping=dynamics.damping,
+        frictionloss=dynamics.frictionloss,
+        name=name or f"{robot.name}_twin",
+    )
+    written = twin.mujoco_model()
+    for field in ("body_mass", "body_ipos", "body_inertia", "dof_armature", "dof_damping"):
+        if not np.allclose(getattr(written, field), getattr(edited, field), rtol=1e-9, atol=1e-12):
+            raise RuntimeError(f"twin.xml differs from the MjSpec-edited model in {field}")
+    return twin
+
+
+def _mjspec_edit(robot: RobotModel, dynamics: TwinDynamics) -> mujoco.MjModel:
+    """`robot`'s model with `dynamics` set through MjSpec, compiled by MuJoCo."""
+    model = robot.mujoco_model()
+    spec = robot.mujoco_spec()
+    for j, joint_name in enumerate(robot.joint_names):
+        link = pin.Inertia.FromDynamicParameters(
+            dynamics.inertial[N_INERTIAL * j : N_INERTIAL * (j + 1)]
+        )
+        inertia = np.asarray(link.inertia)
+        body = spec.body(model.body(model.joint(joint_name).bodyid[0]).name)
+        body.mass = float(link.mass)
+        body.ipos = np.asarray(link.lever, dtype=float)
+        body.fullinertia = np.array(
+            [
+                inertia[0, 0],
+                inertia[1, 1],
+                inertia[2, 2],
+                inertia[0, 1],
+                inertia[0, 2],
+                inertia[1, 2],
+            ]
+        )
+        body.inertia = np.zeros(3)  # the principal form must be unset beside fullinertia
+        body.iquat = np.array([1.0, 0.0, 0.0, 0.0])
+        body.explicitinertial = True
+        joint = spec.joint(joint_name)
+        joint.armature = float(dynamics.armature[j])
+        joint.damping = [float(dynamics.damping[j])] * len(joint.damping)
+        joint.frictionloss = float(dynamics.frictionloss[j])
+    return spec.compile()  # MuJoCo checks the edited model (masses, inertias) here
+
+
+def twin_urdf_text(twin: RobotModel) -> str:
+    """URDF of the compiled twin (rigid bodies, joints, limits, damping and friction)."""
+    model = twin.mujoco_model()
+    limits = {name: j for j, name in enumerate(twin.joint_names)}
+    robot = ET.Element("robot", name=twin.name)
+    robot.append(
+        ET.Comment(
+            " Written by ident_framework from twin.xml. Rotor inertia (armature) has no URDF "
+            "field: it is in twin.xml and parameters.yaml. "
+        )
+    )
+    offset = np.zeros((model.nbody, 3))  # body origin -> joint anchor, in the body frame
+    for b in range(1, model.nbody):
+        joints = [i for i in range(model.njnt) if model.jnt_bodyid[i] == b]
+        if joints:
+            offset[b] = model.jnt_pos[joints[0]]
+        link = ET.SubElement(robot, "link", name=_body_name(model, b))
+        if model.body_mass[b] > 0:
+            inertial = ET.SubElement(link, "inertial")
+            ET.SubElement(
+                inertial,
+                "origin",
+                xyz=_numbers(model.body_ipos[b] - offset[b]),
+                rpy=_numbers(pin.rpy.matrixToRpy(_rotation(model.body_iquat[b]))),
+            )
+            ET.SubElement(inertial, "mass", value=repr(float(model.body_mass[b])))
+            ixx, iyy, izz = (repr(float(v)) for v in model.body_inertia[b])
+            ET.SubElement(inertial, "inertia", ixx=ixx, ixy="0", ixz="0", iyy=iyy, iyz="0", izz=izz)
+        parent = int(model.body_parentid[b])
+        if parent == 0:
+            continue  # the root link
+        rotation = _rotation(model.body_quat[b])
+        origin = model.body_pos[b] - offset[parent] + rotation @ offset[b]
+        if joints:
+            i = joints[0]
+            name = model.joint(i).name
+            joint = ET.SubElement(robot, "joint", name=name, type="revolute")
+            j = limits[name]
+            ET.SubElement(
+                joint,
+                "limit",
+                lower=repr(float(twin.limits.position[j, 0])),
+                upper=repr(float(twin.limits.position[j, 1])),
+                effort=repr(float(twin.limits.effort[j])),
+                velocity=repr(float(twin.limits.velocity[j])),
+            )
+            dof = model.jnt_dofadr[i]
+            ET.SubElement(
+                joint,
+                "dynamics",
+                damping=repr(float(model.dof_damping[dof])),
+                friction=repr(float(model.dof_frictionloss[dof])),
+            )
+            ET.SubElement(joint, "axis", xyz=_numbers(model.jnt_axis[i]))
+        else:
+            joint = ET.SubElement(
+                robot, "joint", name=f"{_body_name(model, b)}_fixed", type="fixed"
+            )
+        ET.SubElement(joint, "parent", link=_body_name(model, parent))
+        ET.SubElement(joint, "child", link=_body_name(model, b))
+        ET.SubElement(
+            joint, "origin", xyz=_numbers(origin), rpy=_numbers(pin.rpy.matrixToRpy(rotation))
+        )
+    ET.indent(robot)
+    return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
+
+
+def _body_name(model: mujoco.MjModel, body: int) -> str:
+    return model.body(body).name or f"body_{body}"
+
+
+def _rotation(quat: np.ndarray) -> np.ndarray:
+    matrix = np.zeros(9)
+    mujoco.mju_quat2Mat(matrix, np.asarray(quat, dtype=float))
+    return matrix.reshape(3, 3)
+
+
+def _numbers(values) -> str:
+    return " ".join(repr(float(v)) for v in np.asarray(values, dtype=float).ravel())

@@ -1,0 +1,40 @@
+"""Twin write-back step: the robot's model with the identified parameters, when they are
+physically valid, checked in MuJoCo against the validation data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import numpy as np
+
+from ident_framework.data.dataset import Dataset
+from ident_framework.identify.result import TwinWriteBack
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import RobotModel
+from ident_framework.twin.check import twin_metrics
+from ident_framework.twin.export import identified_dynamics, twin_model, twin_problems
+
+
+def write_back(
+    robot: RobotModel,
+    builder: RegressorBuilder,
+    theta: np.ndarray,
+    mass_share: np.ndarray | None,
+    validation: Dataset,
+    physical_prediction: np.ndarray,
+    timed: Callable[[str], AbstractContextManager[Any]],
+) -> tuple[TwinWriteBack, dict[str, Any]]:
+    """(the twin or why it was refused, its metrics.json entry: `twin` — MuJoCo inverse
+    dynamics and forward divergence on the validation data, beside the identified model's
+    `physical_prediction` (N, n) Nm — or `twin_not_written`). `timed(step)` times the write
+    and check (a `StepTimer`)."""
+    dynamics = identified_dynamics(robot, builder.parameter_names, theta)
+    refused = twin_problems(robot, dynamics, mass_share)
+    if refused:
+        return TwinWriteBack(None, refused), {"twin_not_written": refused}
+    with timed("twin"):
+        twin = twin_model(robot, dynamics)
+        metrics = twin_metrics(twin, robot, validation, physical_prediction)
+    return TwinWriteBack(twin, []), {"twin": metrics}

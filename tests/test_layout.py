@@ -1,0 +1,110 @@
+"""The layout: the package's imports (read from its source, `testing/import_graph.py`) form no
+cycle between modules or between units (subpackages and base modules) and never go up the
+declared layer order (`import_graph.LAYERS`); no module is over 500 lines and no function over
+80; every folder of the package is a package pyproject.toml lists; and tests import helpers
+from the package, never from conftest or each other."""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from ident_framework.testing.cli import REPO
+from ident_framework.testing.import_graph import (
+    LAYERS,
+    RANK,
+    find_cycle,
+    picture,
+    read_modules,
+    unit_edges,
+    upward_imports,
+)
+
+PACKAGE_ROOT = REPO / "ident_framework"
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+# Modules and functions allowed to be longer, each with its reason (none today).
+MODULE_EXCEPTIONS: dict[str, str] = {}
+FUNCTION_EXCEPTIONS: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module")
+def modules():
+    return read_modules(PACKAGE_ROOT)
+
+
+def test_print_the_import_picture(modules, capsys):
+    """(Run with -s to see it; tools/import_picture.py prints the same.)"""
+    lines = picture(modules)
+    with capsys.disabled():
+        print("\n" + "\n".join(lines))
+    assert len(lines) > 10
+
+
+def test_every_unit_has_a_layer(modules):
+    units = {info.unit for info in modules.values()}
+    assert units <= set(RANK), f"units in no layer: {sorted(units - set(RANK))}"
+    assert len(RANK) == sum(len(layer) for layer in LAYERS)  # no unit in two layers
+
+
+def test_no_cycle_between_modules(modules):
+    assert find_cycle({name: info.imports for name, info in modules.items()}) is None
+
+
+def test_no_cycle_between_units(modules):
+    assert find_cycle(unit_edges(modules)) is None
+
+
+def test_no_upward_import(modules):
+    assert upward_imports(modules) == []
+
+
+def test_the_checks_catch_what_they_look_for():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_module_over_500_lines(modules):
+    long = {n: m.lines for n, m in modules.items() if m.lines > MAX_MODULE_LINES}
+    assert set(long) <= set(MODULE_EXCEPTIONS), long
+
+
+def test_no_function_over_80_lines(modules):
+    long = {
+        f"{name}.{function}": size
+        for name, info in modules.items()
+        for function, size in info.functions.items()
+        if size > MAX_FUNCTION_LINES
+    }
+    assert set(long) <= set(FUNCTION_EXCEPTIONS), long
+
+
+def test_pyproject_lists_every_package():
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {
+        ".".join(["ident_framework", *p.parent.relative_to(PACKAGE_ROOT).parts])
+        for p in PACKAGE_ROOT.rglob("__init__.py")
+    }
+    assert set(config["packages"]) == folders | {"ident_framework.conf"}
+    assert config["package-dir"]["ident_framework.conf"] == "conf"
+
+
+TEST_FOLDERS = [REPO / "tests", *sorted((REPO / "plugins").glob("*/tests"))]
+TEST_MODULES = {p.stem for folder in TEST_FOLDERS for p in folder.glob("*.py")}
+
+
+@pytest.mark.parametrize(
+    "path", [p for f in TEST_FOLDERS for p in sorted(f.glob("*.py"))], ids=lambda p: p.name
+)
+def test_tests_import_from_the_package_not_from_each_other(path: Path):
+    tree = ast.parse(path.read_text())
+    imported = {
+        (node.module or "").split(".")[0] if isinstance(node, ast.ImportFrom) else alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert not imported & TEST_MODULES, sorted(imported & TEST_MODULES)
