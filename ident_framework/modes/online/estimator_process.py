@@ -5,20 +5,19 @@ estimator's GIL) and talks to it through two multiprocessing queues: frames out 
 second, never blocking: `publisher.py`), commands in (reset, snapshot, stop; read at frame
 time). It ignores SIGINT (Ctrl-C reaches the whole process group): the web process stops it
 through `stop`, and it then saves everything. It also stops when the web process disappears.
-The twin fit runs in a third process (`twin_worker.py`).
+The twin fit runs in a third process (`twin_schedule.py`, `twin_worker.py`); the set-up
+before the first sample is `session_setup.py`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import os
 import queue
 import resource
 import signal
 import time
 import traceback
-from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +28,9 @@ from ident_framework.config.registry import get_registry
 from ident_framework.config.run_config import RunConfig, validate_config
 from ident_framework.errors import UserError
 from ident_framework.modes.online.estimators import single_threaded
+from ident_framework.modes.online.final_parameters import parameters_document
 from ident_framework.modes.online.publisher import Publisher
-from ident_framework.modes.online.ring_buffer import RingBuffer
-from ident_framework.modes.online.run_files import (
-    ONLINE_FOLDER,
+from ident_framework.modes.online.run_logs import (
     EventLog,
     ParametersLog,
     write_parameters_yaml,
@@ -43,13 +41,19 @@ from ident_framework.modes.online.sample_regressor import (
     check_streamable,
     structural_base,
 )
+from ident_framework.modes.online.session_setup import (
+    check_source,
+    load_initial_parameters,
+    open_stream,
+    realtime_scheduling,
+    say,
+)
 from ident_framework.modes.online.streaming_estimator import StepResult, StreamingIdentifier
-from ident_framework.modes.online.twin_worker import fit_twin, init_worker
-from ident_framework.modes.pipeline import design_excitation, robot_and_regressor
+from ident_framework.modes.online.twin_schedule import TwinSchedule
+from ident_framework.modes.pipeline import robot_and_regressor
 from ident_framework.plain_data import to_plain
-from ident_framework.trajectories.file import default_motion
+from ident_framework.reports.run_files import ONLINE_FOLDER
 
-STREAMING_SOURCES = ("mujoco", "csv", "rtde")
 # behind the source by more than this share of online.max_lag_s (source time from a sample's
 # arrival to its processing): dashboard frames are skipped (one a second still goes out,
 # saying so), long before max_lag_s skips estimator updates
@@ -81,29 +85,6 @@ def estimator_main(cfg: dict, run_dir: str, outbox: Any, commands: Any, stop: An
         outbox.join_thread()
 
 
-def _log(message: str) -> None:
-    print(f"[online] {message}", flush=True)
-
-
-def load_initial_parameters(run: str, parameter_names: list[str]) -> np.ndarray:
-    """Standard parameters of an earlier run (`online.initial_run=DIR`)."""
-    from ident_framework.modes.predict import load_saved_model
-
-    try:
-        saved = load_saved_model(run)
-    except UserError as error:
-        raise UserError(f"online.initial_run={run}: {error}") from None
-    if list(saved.builder.parameter_names) != list(parameter_names):
-        raise UserError(
-            f"The run {run} (online.initial_run) was identified with other regressor columns "
-            f"({len(saved.builder.parameter_names)} parameters, e.g. "
-            f"{saved.builder.parameter_names[-3:]}) than this run ({len(parameter_names)}, "
-            f"e.g. {parameter_names[-3:]}): use the same robot, friction and regressor options, "
-            "or start from the nominal model (online.initial_run=null)."
-        )
-    return saved.theta
-
-
 class OnlineSession:
     """Everything the estimator process owns (see the module docstring)."""
 
@@ -117,19 +98,8 @@ class OnlineSession:
         robot, builder = robot_and_regressor(config)
         self.robot, self.builder = robot, builder
         check_streamable(builder, config.plugins["friction"].info.name)
-        source_name = config.plugins["source"].info.name
-        if source_name not in STREAMING_SOURCES:
-            raise UserError(
-                f"mode=online streams from source=mujoco, csv or rtde; the data source "
-                f"'{source_name}' (source=...) reads whole recordings only."
-            )
-        if online.payload_change is not None and source_name != "mujoco":
-            raise UserError(
-                "online.payload_change plants a payload change in the simulated robot: it needs "
-                f"source=mujoco (this run uses source={source_name}). Drop it for a real robot "
-                "or a recording."
-            )
-        _log("structural base parameters from random states within the limits")
+        check_source(config)
+        say("structural base parameters from random states within the limits")
         self.base = structural_base(
             builder,
             online.estimator.structural_samples,
@@ -145,7 +115,7 @@ class OnlineSession:
                 robot.inertial_parameters(), armature=robot.armature()
             )
             self.initial = "nominal"
-        self.stream = self._stream(source_name)
+        self.stream = open_stream(config, robot, builder, run_dir)
         self.identifier = StreamingIdentifier(
             SampleRegressor(builder, self.base),
             self.base.names,
@@ -160,66 +130,13 @@ class OnlineSession:
         self.publisher = Publisher(
             outbox, online.dashboard.publish_hz, online.dashboard.trace_hz, n
         )
-        twin = online.twin
-        self.twin_rows = RingBuffer(
-            max(int(twin.window_s * self.stream.rate_hz / twin.decimation), 10), 1 + 4 * n
-        )
-        self.twin_executor: ProcessPoolExecutor | None = None
-        self.twin_future: Future | None = None
-        self.twin_last: dict[str, Any] | None = None
-        self.twin_valid: dict[str, Any] | None = None
-        self.twin_count = 0
-        self._decimation_count = 0
         self.drift_events: list[dict[str, Any]] = []
         self.stop_reason = "stream ended"
         self.lag_s = self.largest_lag_s = 0.0
         self.behind, self._behind_since, self.behind_episodes = False, 0.0, 0
         self._below_since: float | None = None
         self.scheduling = "normal (SCHED_OTHER)"
-        if online.twin.every_s is not None:  # started now, not in the middle of the stream
-            self.twin_executor = ProcessPoolExecutor(
-                1, multiprocessing.get_context("spawn"), init_worker, (cfg, str(run_dir))
-            )
-            self.twin_executor.submit(time.sleep, 0).result(timeout=300)
-
-    # ------------------------------------------------------------------ setup
-    def _stream(self, name: str) -> Any:
-        config, online, robot = self.config, self.settings, self.robot
-        params = config.plugins["source"].params
-        if name == "mujoco":
-            from ident_framework.modes.online.streams import MujocoStream
-
-            if params.model_path is not None:
-                raise UserError(
-                    "mode=online simulates the seeded robot of source=mujoco (source.seed, "
-                    "source.payload_mass_kg, ...); source.model_path is not supported there. "
-                    "Drop source.model_path, or stream a recording of that model with source=csv."
-                )
-            if online.trajectory == "excitation":
-                _log("designing the excitation trajectory (trajectory=...; looped)")
-                trajectory = design_excitation(config, robot, self.builder, config.seed)
-            else:
-                trajectory = default_motion(robot)
-            return MujocoStream(
-                robot,
-                trajectory,
-                params,
-                online.time_factor,
-                online.max_lag_s,
-                online.payload_change,
-                _log,
-            )
-        if name == "csv":
-            from ident_framework.modes.online.streams import CsvStream
-
-            data = config.plugins["source"].create().acquire(robot, None, "identification")
-            return CsvStream(data, online.time_factor, online.max_lag_s)
-        from ident_framework.modes.online.rtde_stream import RtdeStream
-
-        source = config.plugins["source"].create()
-        source.log = _log
-        recording = self.run_dir / ONLINE_FOLDER / "recording.csv"
-        return RtdeStream(source, robot.n_joints, recording, online.max_lag_s, _log)
+        self.twin = TwinSchedule(online.twin, self.stream.rate_hz, n, cfg, run_dir)
 
     def describe(self) -> dict[str, Any]:
         filt = self.identifier.filter
@@ -246,7 +163,7 @@ class OnlineSession:
         self.started = True
         online = self.settings
         if online.realtime_priority is not None:
-            self.scheduling = _realtime(online.realtime_priority)
+            self.scheduling = realtime_scheduling(online.realtime_priority)
         identifier, publisher = self.identifier, self.publisher
         parent = os.getppid()
         self._wall0 = time.perf_counter()
@@ -257,7 +174,6 @@ class OnlineSession:
         next_row = -np.inf
         twin_every = online.twin.every_s
         next_twin = None
-        decimation = online.twin.decimation
         self.event({"kind": "start", "stream": self.stream.describe(), "initial": self.initial})
         stream = iter(self.stream)
         with single_threaded():
@@ -268,14 +184,7 @@ class OnlineSession:
                 result = identifier.step(sample)
                 if result is not None:
                     publisher.add(result)
-                    self._decimation_count += 1
-                    if self._decimation_count >= decimation:
-                        self._decimation_count = 0
-                        self.twin_rows.append(
-                            np.concatenate(
-                                [[result.t], result.q, result.dq, result.ddq, result.tau_filtered]
-                            )
-                        )
+                    self.twin.add(result)
                     if result.drift_joints.size:
                         self._drift(result)
                     if result.t >= next_row:
@@ -314,7 +223,7 @@ class OnlineSession:
         if not self.behind and lag > behind:
             self.behind, self._behind_since = True, t
             self.behind_episodes += 1
-            _log(f"behind the source by {lag:.2f} s at t = {t:.1f} s: dashboard frames skipped")
+            say(f"behind the source by {lag:.2f} s at t = {t:.1f} s: dashboard frames skipped")
             self.event({"kind": "behind", "t": t, "lag_s": lag})
         elif self.behind and lag < 0.5 * behind:
             if self._below_since is None:
@@ -362,7 +271,7 @@ class OnlineSession:
             }
             self.drift_events.append(event)
             self.event(event)
-        self.twin_rows.clear()  # the next twin is fitted on data after the change only
+        self.twin.restart_window()  # the next twin is fitted on data after the change only
         self.event({"kind": "response", "t": result.t, "response": self.settings.drift.response})
 
     def _parameter_row(self, t: float) -> None:
@@ -380,41 +289,12 @@ class OnlineSession:
 
     # ------------------------------------------------------------------ twin
     def _submit_twin(self, t: float, requested: bool = False) -> None:
-        if self.twin_executor is None:
-            if requested:
-                self.event(
-                    {
-                        "kind": "twin",
-                        "t": t,
-                        "valid": False,
-                        "reasons": ["twin re-injection is off (online.twin.every_s=null)"],
-                    }
-                )
-            return
-        if self.twin_future is not None or len(self.twin_rows) < 50:
-            return  # one fit at a time; enough data first
-        self.twin_future = self.twin_executor.submit(fit_twin, t, self.twin_rows.to_array())
+        if (event := self.twin.submit(t, requested)) is not None:
+            self.event(event)
 
-    def _poll_twin(self, wait_s: float | None = None) -> None:
-        future = self.twin_future
-        if future is None or (wait_s is None and not future.done()):
-            return
-        try:
-            result = future.result(timeout=wait_s)
-        except Exception as error:  # noqa: BLE001 (a worker failure is an event, not a crash)
-            result = {
-                "kind": "twin",
-                "t": self.identifier.estimator.time_,
-                "valid": False,
-                "reasons": [f"twin worker failed: {error!r}"],
-            }
-        self.twin_future = None
-        self.twin_count += 1
-        standard = result.pop("standard", None)
-        self.twin_last = {**result, "wall_time": time.time()}
-        if result.get("valid"):
-            self.twin_valid = {**self.twin_last, "standard": standard}
-        self.event(dict(result))
+    def _poll_twin(self) -> None:
+        if (event := self.twin.poll(self.identifier.estimator.time_)) is not None:
+            self.event(event)
 
     # ------------------------------------------------------------------ frames
     def frame(self) -> dict[str, Any]:
@@ -459,8 +339,8 @@ class OnlineSession:
             "estimator": identifier.estimator.method,
             "memory_s": identifier.estimator.memory_s,
             "theta": identifier.estimator.coef_.tolist() if send_theta else None,
-            "twin": self.twin_last,
-            "twin_pending": self.twin_future is not None,
+            "twin": self.twin.last,
+            "twin_pending": self.twin.pending,
         }
 
     # ------------------------------------------------------------------ end
@@ -471,13 +351,8 @@ class OnlineSession:
             self._wall_end, self._cpu_end = time.perf_counter(), self._cpu()
         stream_summary = self.stream.close() or {}
         t_end = identifier.estimator.time_
-        if self.twin_executor is not None:
-            self._poll_twin(wait_s=_FINAL_TWIN_TIMEOUT_S)
-            if t_end is not None and len(self.twin_rows) >= 50:
-                _log("final twin fit on the last window")
-                self._submit_twin(t_end)
-                self._poll_twin(wait_s=_FINAL_TWIN_TIMEOUT_S)
-            self.twin_executor.shutdown(wait=True, cancel_futures=True)
+        for event in self.twin.finish(t_end, _FINAL_TWIN_TIMEOUT_S, say):
+            self.event(event)
         if t_end is not None:
             self._parameter_row(t_end)
         wall = self._wall_end - self._wall0
@@ -501,8 +376,8 @@ class OnlineSession:
                 "pooled_r2": identifier.fit.pooled_r2,
             },
             "drift_events": self.drift_events,
-            "twin_updates": self.twin_count,
-            "twin_last": self.twin_last,
+            "twin_updates": self.twin.fits,
+            "twin_last": self.twin.last,
             "frames_sent": self.publisher.frames_sent,
             "frames_deferred": self.publisher.frames_deferred,
             "frames_skipped_behind": self.publisher.frames_skipped,
@@ -511,7 +386,7 @@ class OnlineSession:
             "parameter_rows": self.parameters_log.rows,
         }
         if t_end is not None:
-            write_parameters_yaml(self.run_dir, self.parameters_document())
+            write_parameters_yaml(self.run_dir, parameters_document(self))
         self.event({"kind": "end", "t": t_end, "reason": self.stop_reason})
         self.parameters_log.close()
         self.events.close()
@@ -535,70 +410,3 @@ class OnlineSession:
             "source_cpu_share": source,
             "estimator_cpu_share": process - source,
         }
-
-    def _estimator_settings(self) -> dict[str, float]:
-        est = self.settings.estimator
-        if est.method == "sliding_ls":
-            return {"window_s": est.window_s, "ridge": 1.0 / est.alpha}
-        return {"forgetting": est.forgetting, "alpha": est.alpha}
-
-    def parameters_document(self) -> dict[str, Any]:
-        estimator, base = self.identifier.estimator, self.base
-        theta, std = estimator.coef_, estimator.coef_std_
-        combos = base.combinations()
-        entries = []
-        for i, name in enumerate(base.names):
-            entry = {"name": name, "value": float(theta[i]), "combination": combos[i]}
-            if std is not None:
-                entry["std"] = float(std[i])
-            entries.append(entry)
-        standard = base.to_standard(theta)
-        plugins = {
-            group: {
-                "plugin": s.info.name,
-                "distribution": s.info.distribution,
-                "version": s.info.version,
-            }
-            for group, s in self.config.plugins.items()
-        }
-        return {
-            "robot": {
-                "name": self.robot.name,
-                "model": self.config.robot.model,
-                "joint_names": list(self.robot.joint_names),
-            },
-            "plugins": plugins,
-            "online": {
-                "estimator": f"{estimator.method} (streaming, per sample)",
-                **self._estimator_settings(),
-                "initial": self.initial,
-                "updates": self.identifier.updates,
-                "t_end_s": estimator.time_,
-                "base": "structural (random states within the limits)",
-            },
-            "base_parameters": entries,
-            "standard_parameters": dict(
-                zip(self.builder.parameter_names, standard.tolist(), strict=True)
-            ),
-            "twin": None
-            if self.twin_valid is None
-            else {
-                "t_s": self.twin_valid["t"],
-                "path": self.twin_valid.get("path"),
-                "standard_parameters": self.twin_valid.get("standard"),
-            },
-        }
-
-
-def _realtime(priority: int) -> str:
-    """Real-time scheduling (SCHED_FIFO) of the estimator thread: the OS then wakes it on time
-    even on a loaded machine. Needs root or CAP_SYS_NICE / an rtprio limit; else a note."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-    except (PermissionError, OSError) as error:
-        _log(
-            f"note: online.realtime_priority={priority} not applied ({error.strerror}): needs "
-            "root, CAP_SYS_NICE or an rtprio limit (ulimit -r); running with normal scheduling"
-        )
-        return "normal (SCHED_OTHER): real-time priority refused"
-    return f"SCHED_FIFO priority {priority}"

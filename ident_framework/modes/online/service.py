@@ -11,7 +11,7 @@ contention the estimator comes first.
 
 Shutdown: Ctrl-C or SIGTERM (uvicorn's handlers), `POST /api/stop`, the end of
 `online.duration_s` or of a replayed recording. The estimator is told to stop, saves its files
-(`run_files.py`, a last twin fit) and reports `final`; the summary is printed.
+(`run_logs.py`, a last twin fit) and reports `final`; the summary is printed.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from ident_framework.errors import UserError
 from ident_framework.modes.online.client_queues import ClientQueues
 from ident_framework.modes.online.estimator_process import estimator_main
 from ident_framework.modes.online.service_state import ServiceState, merge_frames
+from ident_framework.reports.run_files import CONFIG
 
 SEND_BUFFER_BYTES = 65536
 WEB_NICE = 5  # the web process's niceness above the estimator's (lower priority)
@@ -137,7 +138,7 @@ def run_online(config: RunConfig, cfg: DictConfig, run_dir: Path) -> dict[str, A
     uvicorn, web_app = _web_stack()
     sock = bind(settings.host, settings.port)
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    (run_dir / CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
     link = EstimatorLink(cfg, run_dir)
     link.start()
     _yield_to_the_estimator()

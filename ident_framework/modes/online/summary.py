@@ -6,6 +6,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ident_framework.reports.run_files import TWIN_MJCF
+
 
 def print_online_summary(summary: dict[str, Any], run_dir: Path) -> float:
     """Print the summary; returns the sliding pooled RMSE (Nm) for sweepers (nan if none)."""
@@ -40,7 +42,7 @@ def print_online_summary(summary: dict[str, Any], run_dir: Path) -> float:
             else ""
         ),
         f"outputs in {run_dir} (online/parameters.csv, online/events.jsonl, parameters.yaml"
-        + (", twin.xml)" if (run_dir / "twin.xml").exists() else ")"),
+        + (f", {TWIN_MJCF})" if (run_dir / TWIN_MJCF).exists() else ")"),
     ]
     print("\n".join(lines), flush=True)
     rmse = summary["sliding"].get("rmse") or []

@@ -4,9 +4,9 @@ Every `online.twin.every_s` s the estimator hands the recent window (every `deci
 filtered sample: t, q, dq, ddq, tau) to `fit_twin` in a separate process (a
 `ProcessPoolExecutor` of one worker at low priority), so the conic solve (cvxpy, ~1 s) never
 holds the estimator's interpreter. The worker builds the least-squares problem of that window
-(`identification.build_problem`), solves the `consistent` estimator on it (the run's
+(`identify/linear_problem.build_problem`), solves the `consistent` estimator on it (the run's
 `estimator.*` settings when estimator=consistent, else its defaults), and, when every link is
-physically valid (`twin_export.twin_problems`), writes the twin: `online/twins/twin_<t>.xml`
+physically valid (`twin/export.twin_problems`), writes the twin: `online/twins/twin_<t>.xml`
 (t: source time, s) and `twin.xml` in the run directory (replaced atomically).
 """
 
@@ -52,6 +52,12 @@ def fit_twin(t_end: float, rows: np.ndarray) -> dict[str, Any]:
     from ident_framework.errors import UserError
     from ident_framework.estimators.consistent import ConsistentEstimator
     from ident_framework.identify.linear_problem import build_problem
+    from ident_framework.reports.run_files import (
+        ONLINE_FOLDER,
+        ONLINE_TWINS_FOLDER,
+        TWIN_MJCF,
+        online_twin_snapshot,
+    )
     from ident_framework.twin.export import identified_dynamics, twin_model, twin_problems
 
     config, robot, builder = _worker["config"], _worker["robot"], _worker["builder"]
@@ -88,11 +94,11 @@ def fit_twin(t_end: float, rows: np.ndarray) -> dict[str, Any]:
         return {**result, "valid": False, "reasons": problems[:5]}
     twin = twin_model(robot, dynamics)
     run_dir = _worker["run_dir"]
-    folder = run_dir / "online" / "twins"
+    folder = run_dir / ONLINE_FOLDER / ONLINE_TWINS_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
-    snapshot = folder / f"twin_{t_end:09.3f}s.xml"
+    snapshot = folder / online_twin_snapshot(t_end)
     snapshot.write_text(twin.mjcf)
-    latest = run_dir / "twin.xml"
+    latest = run_dir / TWIN_MJCF
     partial = latest.with_suffix(".xml.partial")
     partial.write_text(twin.mjcf)
     os.replace(partial, latest)

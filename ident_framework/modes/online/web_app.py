@@ -47,34 +47,9 @@ def encode(document: Any) -> str:
     return json.dumps(to_plain(document), separators=(",", ":"))
 
 
-def build_app(
-    state: ServiceState, clients: ClientQueues, send_command, token: str | None
-) -> Starlette:
-    """send_command(dict) forwards a command to the estimator process."""
-    static = static_dir()
-
-    async def index(request: Request) -> Response:
-        return FileResponse(f"{static}/index.html", headers={"Cache-Control": "no-store"})
-
-    async def api_state(request: Request) -> Response:
-        document = state.state()
-        document["clients"] = clients.summary()
-        return Response(encode(document), media_type="application/json")
-
-    async def api_history(request: Request) -> Response:
-        seconds = request.query_params.get("seconds")
-        try:
-            window = float(seconds) if seconds is not None else None
-        except ValueError:
-            return JSONResponse({"error": "seconds must be a number"}, status_code=400)
-        return Response(encode(state.history(window)), media_type="application/json")
-
-    async def api_info(request: Request) -> Response:
-        info = {**state.info, "protected": token is not None}
-        return Response(encode(info), media_type="application/json")
-
-    async def api_panels(request: Request) -> Response:
-        return JSONResponse(panel_list())
+def events_endpoint(state: ServiceState, clients: ClientQueues) -> Any:
+    """GET /events: each client its own bounded queue (`client_queues.py`); a client that
+    stops reading is dropped after `clients.timeout_s`."""
 
     async def events(request: Request) -> Response:
         client = clients.add()
@@ -104,6 +79,12 @@ def build_app(
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
+    return events
+
+
+def command_endpoint(state: ServiceState, send_command, token: str | None) -> Any:
+    """POST /api/{reset,snapshot,stop}: the CSRF header always, the token when one is set."""
+
     async def command(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in COMMANDS:
@@ -123,14 +104,46 @@ def build_app(
         send_command({"cmd": name})
         return JSONResponse({"ok": True, "command": name})
 
+    return command
+
+
+def build_app(
+    state: ServiceState, clients: ClientQueues, send_command, token: str | None
+) -> Starlette:
+    """send_command(dict) forwards a command to the estimator process."""
+    static = static_dir()
+
+    async def index(request: Request) -> Response:
+        return FileResponse(f"{static}/index.html", headers={"Cache-Control": "no-store"})
+
+    async def api_state(request: Request) -> Response:
+        document = state.state()
+        document["clients"] = clients.summary()
+        return Response(encode(document), media_type="application/json")
+
+    async def api_history(request: Request) -> Response:
+        seconds = request.query_params.get("seconds")
+        try:
+            window = float(seconds) if seconds is not None else None
+        except ValueError:
+            return JSONResponse({"error": "seconds must be a number"}, status_code=400)
+        return Response(encode(state.history(window)), media_type="application/json")
+
+    async def api_info(request: Request) -> Response:
+        info = {**state.info, "protected": token is not None}
+        return Response(encode(info), media_type="application/json")
+
+    async def api_panels(request: Request) -> Response:
+        return JSONResponse(panel_list())
+
     routes = [
         Route("/", index),
-        Route("/events", events),
+        Route("/events", events_endpoint(state, clients)),
         Route("/api/state", api_state),
         Route("/api/history", api_history),
         Route("/api/info", api_info),
         Route("/api/panels", api_panels),
-        Route("/api/{name}", command, methods=["POST"]),
+        Route("/api/{name}", command_endpoint(state, send_command, token), methods=["POST"]),
         Mount("/static", StaticFiles(directory=static), name="static"),
     ]
     return Starlette(routes=routes)

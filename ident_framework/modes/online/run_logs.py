@@ -1,4 +1,5 @@
-"""What mode=online leaves in its run directory, written as the run goes:
+"""What mode=online leaves in its run directory, written as the run goes (the names are in
+`reports/run_files.py`):
 
 - `online/parameters.csv`: one row per parameter snapshot (every `online.parameters_every_s`
   s of source time): t_s, updates, samples_received, skipped_updates, pooled RMSE (Nm) and R²
@@ -22,11 +23,13 @@ import yaml
 
 from ident_framework.modes.online.sliding_metrics import SlidingFit
 from ident_framework.plain_data import to_plain
-
-ONLINE_FOLDER = "online"
-PARAMETERS_CSV = "parameters.csv"
-EVENTS_JSONL = "events.jsonl"
-SUMMARY_JSON = "summary.json"
+from ident_framework.reports.run_files import (
+    ONLINE_EVENTS_JSONL,
+    ONLINE_FOLDER,
+    ONLINE_PARAMETERS_CSV,
+    ONLINE_SUMMARY_JSON,
+    PARAMETERS,
+)
 
 
 def clean(value: Any) -> Any:
@@ -37,7 +40,7 @@ def clean(value: Any) -> Any:
 class ParametersLog:
     def __init__(self, folder: Path, names: list[str], n_joints: int):
         folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / PARAMETERS_CSV
+        self.path = folder / ONLINE_PARAMETERS_CSV
         self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
         header = [
             "t_s",
@@ -73,7 +76,7 @@ class ParametersLog:
 class EventLog:
     def __init__(self, folder: Path):
         folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / EVENTS_JSONL
+        self.path = folder / ONLINE_EVENTS_JSONL
         self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
 
     def write(self, event: dict[str, Any]) -> None:
@@ -85,7 +88,7 @@ class EventLog:
 
 
 def write_parameters_yaml(run_dir: Path, document: dict[str, Any]) -> Path:
-    path = run_dir / "parameters.yaml"
+    path = run_dir / PARAMETERS
     partial = path.with_suffix(".yaml.partial")
     partial.write_text(yaml.safe_dump(clean(document), sort_keys=False))
     partial.replace(path)
@@ -93,6 +96,6 @@ def write_parameters_yaml(run_dir: Path, document: dict[str, Any]) -> Path:
 
 
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:
-    path = run_dir / ONLINE_FOLDER / SUMMARY_JSON
+    path = run_dir / ONLINE_FOLDER / ONLINE_SUMMARY_JSON
     path.write_text(json.dumps(clean(summary), indent=2))
     return path
