@@ -22,7 +22,7 @@ Run it when the machine is quiet (`uptime`); the load average is printed first.
 - convergence: an identification recording of the simulated robot replayed (`source=csv`) from
   the nominal model; the streaming estimate's RMSE on a held-out validation recording (another
   motion) over time, against batch `ls` on the same recording scored the same way;
-- rtde: 60 s of `source=rtde` against `python -m ident_framework.rtde_emulator` (real ur_rtde
+- rtde: 60 s of `source=rtde` against `python -m ident_framework.rtde.emulator` (real ur_rtde
   client): samples lost, against the recorder of `source=rtde` on the same emulator.
 """
 
@@ -42,7 +42,6 @@ import numpy as np
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
 FAST = ["trajectory.n_candidates=200", "trajectory.n_refine=500", "trajectory.progress=false"]
 EXTRA: list[str] = []  # --method and --override: added to every online run
 PARTS = ("sustained", "realtime", "clients", "drift", "convergence", "rtde")
