@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ident_framework.testing.cli import run_cli
 
 
@@ -38,6 +40,18 @@ def test_cfg_job_prints_composed_config(tmp_path: Path):
     assert "plugin: none" in result.stdout
     assert "plugin: mujoco" in result.stdout
     assert not any(tmp_path.iterdir())  # printing a config writes nothing
+
+
+@pytest.mark.parametrize(
+    "source", [["source=rtde", "source.host=192.0.2.1"], ["source=csv", "source.path=log.csv"], []]
+)
+def test_cfg_job_resolve_works_for_every_source(tmp_path: Path, source: list[str]):
+    """`--cfg job --resolve` resolves every interpolation, including the validation source's
+    fallbacks to source.* that the chosen source does not have (a list fallback once failed)."""
+    result = run_cli("--cfg", "job", "--resolve", *source, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "payload_position_m:\n  - 0.0\n  - 0.0\n  - 0.05" in result.stdout
 
 
 def test_unknown_option_lists_installed_ones(tmp_path: Path):
