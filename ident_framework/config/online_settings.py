@@ -55,6 +55,7 @@ class EstimatorSettings:
     window_s: float = 5.0
     alpha: float = 100.0
     structural_samples: int = 3000
+    min_speed_rad_s: float = 0.05
 
     def __post_init__(self) -> None:
         if self.method not in ESTIMATOR_METHODS:
@@ -64,6 +65,8 @@ class EstimatorSettings:
         if not 0.9 <= self.forgetting <= 1.0:
             raise ValueError(f"forgetting must be in [0.9, 1], got {self.forgetting}")
         _positive(self, "alpha", "window_s")
+        if not (math.isfinite(self.min_speed_rad_s) and self.min_speed_rad_s >= 0):
+            raise ValueError(f"min_speed_rad_s must be >= 0 rad/s, got {self.min_speed_rad_s}")
         if self.structural_samples < 200:
             raise ValueError(f"structural_samples must be >= 200, got {self.structural_samples}")
 

@@ -85,6 +85,7 @@ class StreamingIdentifier:
         self.latency_update = LatencyStats(recent)
         self.updates = 0
         self.failed_updates = 0
+        self.held_rows = 0  # joint rows left out of the update: the joint was too slow
         self._short_memory_until: float | None = None
         self._buffer = np.empty(3 * n)
 
@@ -109,11 +110,20 @@ class StreamingIdentifier:
         estimator = self.estimator
         tau_pred = phi @ estimator.coef_  # a priori: theta_{k-1}
         predicted = time.perf_counter()
+        residual = tau_f - tau_pred  # the a-priori error, Nm
+        moving = np.abs(dq) >= self.settings.estimator.min_speed_rad_s
+        n_moving = int(np.count_nonzero(moving))
         try:
-            residual = estimator.update(phi, tau_f, out.t)
+            if not np.isfinite(residual).all():
+                raise ValueError(f"non-finite sample at t = {out.t} s")
+            if n_moving == n:
+                estimator.update(phi, tau_f, out.t)
+            elif n_moving:
+                estimator.update(phi[moving], tau_f[moving], out.t)
         except (ValueError, FloatingPointError):
             self.failed_updates += 1  # non-finite sample: state unchanged
             return None
+        self.held_rows += n - n_moving
         updated = time.perf_counter()
         self.updates += 1
         self.latency_prediction.add(predicted - sample.arrival)
