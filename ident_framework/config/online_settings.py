@@ -48,7 +48,9 @@ class EstimatorSettings:
     forgetting (rls): lambda per sample (memory 1/(1 - lambda) samples: 0.9995 at 500 Hz ~
     4 s); window_s (sliding_ls): s of data in the window; alpha: rls P0 = alpha I around the
     starting parameters, sliding_ls a ridge 1/alpha towards them (small alpha: trust them);
-    structural_samples: random states whose regressor defines the base parameters."""
+    structural_samples: random states whose regressor defines the base parameters;
+    min_speed_rad_s: the rows of joints slower than this are left out of the update (stiction
+    regime, outside the friction model; 0: every row)."""
 
     method: str = "rls"
     forgetting: float = 0.9995
@@ -187,7 +189,7 @@ class OnlineSettings:
         return is_loopback(self.host)
 
 
-TRAJECTORIES = ("excitation", "default_motion")
+TRAJECTORIES = ("excitation", "default_motion", "validation_motion")
 _SUBSECTIONS = {
     "filter": FilterSettings,
     "estimator": EstimatorSettings,

@@ -367,6 +367,9 @@ class OnlineSession:
             "skipped_updates": self.skipped_updates,
             "samples_received": self.stream.received,
             "failed_updates": identifier.failed_updates,
+            # joint rows left out of the update (slower than online.estimator.min_speed_rad_s)
+            "held_rows": identifier.held_rows,
+            "held_row_share": identifier.held_rows / max(identifier.updates * identifier.n, 1),
             **self._cpu_shares(wall),
             "latency_prediction": identifier.latency_prediction.summary(),
             "latency_update": identifier.latency_update.summary(),

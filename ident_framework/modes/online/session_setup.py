@@ -15,6 +15,7 @@ from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
 from ident_framework.modes.pipeline import design_excitation
 from ident_framework.reports.run_files import ONLINE_FOLDER, ONLINE_RECORDING
+from ident_framework.rtde.emulated_arm import is_periodic
 from ident_framework.trajectories.file import default_motion
 
 STREAMING_SOURCES = ("mujoco", "csv", "rtde")
@@ -80,6 +81,8 @@ def open_stream(
         if online.trajectory == "excitation":
             say("designing the excitation trajectory (trajectory=...; looped)")
             trajectory = design_excitation(config, robot, builder, config.seed)
+        elif online.trajectory == "validation_motion":
+            trajectory = validation_motion(config, robot)
         else:
             trajectory = default_motion(robot)
         return MujocoStream(
@@ -102,6 +105,32 @@ def open_stream(
     source.log = say
     recording = run_dir / ONLINE_FOLDER / ONLINE_RECORDING
     return RtdeStream(source, robot.n_joints, recording, online.max_lag_s, say)
+
+
+def validation_motion(config: RunConfig, robot: RobotModel) -> Any:
+    """online.trajectory=validation_motion: the motion of validation.trajectory (by default
+    point-to-point moves with slow segments and holds), seeded as a batch run's validation
+    (config.seed + 1), played there and back so that it loops."""
+    choice = config.validation.trajectory
+    if choice is None:
+        raise UserError(
+            "online.trajectory=validation_motion streams the validation motion of "
+            "validation=mujoco (validation.trajectory); this run's validation has none. Add "
+            "validation=mujoco, or use online.trajectory=excitation or default_motion."
+        )
+    say(f"validation motion (validation.trajectory={choice.info.name}; there and back, looped)")
+    motion = choice.create().generate(robot, None, config.seed + 1)
+    there_and_back = getattr(motion, "there_and_back", None)
+    if there_and_back is not None:
+        return there_and_back()
+    if not is_periodic(motion):
+        raise UserError(
+            f"online.trajectory=validation_motion: the validation motion of "
+            f"validation.trajectory={choice.info.name} does not end where it starts, at rest, "
+            "so it cannot loop. Use validation.trajectory=point_to_point, or "
+            "online.trajectory=excitation or default_motion."
+        )
+    return motion
 
 
 def realtime_scheduling(priority: int) -> str:

@@ -7,7 +7,13 @@ For each incoming sample (t, q, dq, tau):
 2. the base regressor rows phi (n, r) of that sample (`sample_regressor.py`);
 3. the a-priori prediction tau_pred = phi theta_{k-1}, before the update (latency measured);
 4. the estimator's update on the smoothed torque (`estimators.py`: rls with forgetting, or
-   the sliding-window LS; latency measured);
+   the sliding-window LS; latency measured), from the rows of the joints moving at least
+   `estimator.min_speed_rad_s`: a slower joint is in the stiction regime, where the friction
+   model is wrong by up to its Coulomb value (below the dead band its sign column is 0 while
+   the joint still sticks). Fitting those rows pulled the other parameters towards them, and
+   the error came back as a residual of many sigma once the joint sped up again (false drift
+   alarms after every rest point of a looped excitation). A sample with no moving joint
+   leaves the estimator as it is (no forgetting either); `held_rows` counts the rows left out;
 5. sliding RMSE and R² per joint of the prediction against the torque *as recorded* at that
    sample (`sliding_metrics.py`);
 6. the CUSUM detector on the a-priori residual (`drift.py`); an alarm triggers the response:

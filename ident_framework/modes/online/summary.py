@@ -20,7 +20,8 @@ def print_online_summary(summary: dict[str, Any], run_dir: Path) -> float:
         f"online run ended ({summary['stop_reason']}) after {summary['wall_s']:.1f} s "
         f"(source time {summary['t_end_s'] or 0.0:.1f} s)",
         f"samples received {summary['samples_received']}, estimator updates "
-        f"{summary['updates']}, skipped updates {summary['skipped_updates']}"
+        f"{summary['updates']}, skipped updates {summary['skipped_updates']}, joint rows "
+        f"held at low speed {100 * summary.get('held_row_share', 0.0):.1f} %"
         + (f", estimator CPU {100 * cpu:.0f} % of one core" if cpu is not None else "")
         + (f" (the stream's own: {100 * source:.0f} %)" if source else ""),
         f"latency sample -> a-priori prediction median {pred['median_ms']:.3f} ms, p99 "
