@@ -5,9 +5,10 @@
 
 Run it when the machine is quiet (`uptime`); the load average is printed first.
 - sustained: `--minutes` of the 500 Hz simulated stream at `--time-factor` (1: real time; 2:
-  twice as fast; samples are due at their time, so falling behind by more than
-  online.max_lag_s skips updates), with a twin fit every 30 s: updates, skipped updates
-  (target 0), drift alarms in this steady run (false alarms, target 0), CPU, latency;
+  twice as fast; null: as fast as possible; samples are due at their time, so falling behind
+  by more than online.max_lag_s skips updates), with a twin fit every 30 s: updates, skipped
+  updates (target 0), joint rows held at low speed, drift alarms in this steady run (false
+  alarms, target 0), CPU, latency;
 - realtime: `--realtime-s` at real time, normal scheduling and SCHED_FIFO 10: the estimator's
   CPU share of one core (without the simulated robot's physics; the process's total too),
   latency sample -> a-priori prediction and -> updated estimate, median and p99 (target
@@ -71,21 +72,27 @@ def parameter_rows(run: Path) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- sustained
-def sustained(out: Path, minutes: float, time_factor: float, priority: int | None) -> None:
+def sustained(out: Path, minutes: float, time_factor: float | None, priority: int | None) -> None:
     extra = () if priority is None else (f"online.realtime_priority={priority}",)
+    factor = "null" if time_factor is None else f"{time_factor:g}"
     s = online_cli(
         out / "sustained",
-        f"online.time_factor={time_factor:g}",
+        f"online.time_factor={factor}",
         f"online.duration_s={60 * minutes:g}",
         "online.twin.every_s=30",
         *extra,
     )
+    alarms = [f"joint {e['joint'] + 1} at {e['t']:.1f} s" for e in s["drift_events"]]
     print(
-        f"[sustained] {minutes:g} min of source time at time factor {time_factor:g} "
-        f"({s['scheduling']}) in {s['wall_s']:.0f} s wall: updates {s['updates']} of "
+        f"[sustained] {minutes:g} min of source time at time factor "
+        f"{'as fast as possible' if time_factor is None else factor} "
+        f"({s['scheduling']}) in {s['wall_s']:.0f} s wall "
+        f"({60 * minutes / s['wall_s']:.2f}x real time): updates {s['updates']} of "
         f"{s['samples_received']} samples (the filter's first 24 fill its window), skipped "
-        f"{s['skipped_updates']}, drift alarms {len(s['drift_events'])} (steady robot: false "
-        f"alarms), twin updates {s['twin_updates']}; estimator CPU "
+        f"{s['skipped_updates']}, joint rows held at low speed "
+        f"{100 * s.get('held_row_share', 0.0):.1f} %, drift alarms {len(alarms)} (steady robot: "
+        f"false alarms){': ' + ', '.join(alarms[:10]) if alarms else ''}, twin updates "
+        f"{s['twin_updates']}; estimator CPU "
         f"{100 * s['estimator_cpu_share']:.1f} % of one core (process "
         f"{100 * s['cpu_share_of_one_core']:.1f} %, simulated robot "
         f"{100 * s['source_cpu_share']:.1f} %); {latency(s)}",
@@ -373,7 +380,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated: {PARTS}")
     parser.add_argument("--minutes", type=float, default=10.0, help="sustained: source minutes")
-    parser.add_argument("--time-factor", type=float, default=1.0, help="sustained: 1 real time")
+    parser.add_argument(
+        "--time-factor",
+        type=lambda v: None if v.lower() in ("null", "none") else float(v),
+        default=1.0,
+        help="sustained: 1 real time, 2 twice as fast, null as fast as possible",
+    )
     parser.add_argument("--sustained-priority", type=int, default=None, help="SCHED_FIFO level")
     parser.add_argument("--realtime-s", type=float, default=60.0, help="realtime, clients: s")
     parser.add_argument("--method", default=None, help="online.estimator.method (rls default)")
