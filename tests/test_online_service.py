@@ -120,7 +120,8 @@ def test_steady_point_to_point_motion_gives_no_drift_alarm(tmp_path):
     assert summary["drift_events"] == [], summary["drift_events"]
     assert summary["skipped_updates"] == 0
     assert summary["held_row_share"] > 0.2  # holds and slow starts/stops: a slow motion
-    assert summary["sliding"]["pooled_r2"] > 0.99
+    # the sliding fit scores every sample, the held ones too (off by up to the Coulomb value)
+    assert summary["sliding"]["pooled_r2"] > 0.95
 
 
 def test_initial_run_starts_from_an_earlier_runs_parameters(tmp_path):
