@@ -214,7 +214,10 @@ def drift(out: Path) -> None:
     steady = online_cli(out / "drift_reference", *common)
     rows, ref = parameter_rows(out / "drift"), parameter_rows(out / "drift_reference")
     t = rows["t_s"]
-    assert len(ref) == len(rows) and np.allclose(ref["t_s"], t)
+    if not (len(ref) == len(rows) and np.allclose(ref["t_s"], t)):
+        raise SystemExit(
+            f"[drift] the two runs' parameter rows differ in time: {t[-3:]}, {ref['t_s'][-3:]}"
+        )
     delay = 0.024  # filter delay (s): a sample of centre time t is processed at t + delay
     false = [e for e in s["drift_events"] if e["t"] < t_change]
     hits = [e for e in s["drift_events"] if e["t"] >= t_change]

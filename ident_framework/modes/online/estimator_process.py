@@ -242,7 +242,7 @@ class OnlineSession:
             except queue.Empty:
                 return False
             name = command.get("cmd")
-            t = self.identifier.estimator.time_
+            t = self.identifier.time_
             if name == "stop":
                 self.stop_reason = "stop requested from the dashboard"
                 self.event({"kind": "stop", "t": t})
@@ -293,7 +293,7 @@ class OnlineSession:
             self.event(event)
 
     def _poll_twin(self) -> None:
-        if (event := self.twin.poll(self.identifier.estimator.time_)) is not None:
+        if (event := self.twin.poll(self.identifier.time_)) is not None:
             self.event(event)
 
     # ------------------------------------------------------------------ frames
@@ -350,7 +350,7 @@ class OnlineSession:
         if not hasattr(self, "_wall_end"):
             self._wall_end, self._cpu_end = time.perf_counter(), self._cpu()
         stream_summary = self.stream.close() or {}
-        t_end = identifier.estimator.time_
+        t_end = identifier.time_
         for event in self.twin.finish(t_end, _FINAL_TWIN_TIMEOUT_S, say):
             self.event(event)
         if t_end is not None:

@@ -49,7 +49,7 @@ def parameters_document(session: OnlineSession) -> dict[str, Any]:
             **estimator_settings(session),
             "initial": session.initial,
             "updates": session.identifier.updates,
-            "t_end_s": estimator.time_,
+            "t_end_s": session.identifier.time_,
             "base": "structural (random states within the limits)",
         },
         "base_parameters": entries,

@@ -92,6 +92,8 @@ class StreamingIdentifier:
         self.updates = 0
         self.failed_updates = 0
         self.held_rows = 0  # joint rows left out of the update: the joint was too slow
+        self.time_: float | None = None  # s, the last processed sample (the estimator's own
+        # time_ is that of its last update, older when no joint moved since)
         self._short_memory_until: float | None = None
         self._buffer = np.empty(3 * n)
 
@@ -130,6 +132,7 @@ class StreamingIdentifier:
             self.failed_updates += 1  # non-finite sample: state unchanged
             return None
         self.held_rows += n - n_moving
+        self.time_ = out.t
         updated = time.perf_counter()
         self.updates += 1
         self.latency_prediction.add(predicted - sample.arrival)
