@@ -14,6 +14,7 @@ from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, Cou
 from ident_framework.interfaces import Trajectory
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
+from ident_framework.rtde.emulated_arm import is_periodic
 from ident_framework.simulation.perturbed_robot import (
     PerturbationParams,
     SimulatedTruth,
@@ -306,6 +307,21 @@ def test_point_to_point_is_deterministic(robot, motion):
     t = np.linspace(0, motion.duration, 777)
     for a, b in zip(rebuilt.evaluate(t), motion.evaluate(t), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_point_to_point_there_and_back_retraces_its_path_and_loops(motion):
+    """mode=online's looped validation motion: the same pieces in reverse, back at rest where
+    it started (periodic), with the same speeds mirrored in time and sign."""
+    looped = motion.there_and_back()
+    assert looped.duration == pytest.approx(2 * motion.duration)
+    assert is_periodic(looped) and not is_periodic(motion)
+    t = np.linspace(0.0, motion.duration, 4001)
+    q, dq, ddq = motion.evaluate(t)
+    q_back, dq_back, ddq_back = looped.evaluate(2 * motion.duration - t)
+    np.testing.assert_allclose(q_back, q, atol=1e-12)
+    np.testing.assert_allclose(dq_back, -dq, atol=1e-12)
+    np.testing.assert_allclose(ddq_back, ddq, atol=1e-9)
+    assert looped.slow.sum() == 2 * motion.slow.sum()
 
 
 def test_point_to_point_params_are_checked():

@@ -13,6 +13,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from ident_framework.config.distributed_settings import DistributedSettings
+from ident_framework.config.online_settings import OnlineSettings, online_settings
 from ident_framework.config.plugin_config import build_params, group_values, validate_plugin_config
 from ident_framework.config.registry import PluginInfo, PluginRegistry
 from ident_framework.config.rehearsal_settings import RehearsalSettings, check_rehearsal_sources
@@ -28,9 +29,10 @@ from ident_framework.suggestions import did_you_mean
 __all__ = ["PLUGIN_GROUPS", "RunConfig", "SelectedPlugin", "validate_config"]
 SPLIT = "split"  # the validation option that holds out the tail of the identification data
 # identify: the pipeline; predict: apply a saved run to data; rehearse: the pipeline on the robot
-# model with planted changes, checked against them (modes/rehearsal/)
-# factor / combine: exact distributed identification (config/distributed_settings.py)
-MODES = ("identify", "predict", "rehearse", "factor", "combine")
+# model with planted changes, checked against them (modes/rehearsal/); online: the streaming
+# service beside the robot (modes/online/); factor / combine: exact distributed identification
+# (config/distributed_settings.py)
+MODES = ("identify", "predict", "rehearse", "online", "factor", "combine")
 LOOP_DESIGNS = ("seeded", "aimed")  # how the closed loop's later rounds design their excitation
 
 
@@ -162,6 +164,7 @@ class RunConfig:
     # what tuning=cv chose (identify/tuning/selection.Selection), set by the selection step
     selection: Any = None
     distributed: DistributedSettings = field(default_factory=DistributedSettings)
+    online: OnlineSettings = field(default_factory=OnlineSettings)
 
 
 # core config sections (not plugin groups) -> their schema
@@ -264,6 +267,7 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
         checks=_settings(cfg, "checks"),
         tuning=_settings(cfg, "tuning"),
         distributed=_settings(cfg, "distributed"),
+        online=online_settings(_section(cfg, "online")),
     )
 
 

@@ -165,6 +165,25 @@ class RecursiveLeastSquares(EstimatorDefaults):
         self._rmse_t: list[float] = []
         self._rmse: list[float] = []
 
+    def set_state(self, theta: np.ndarray, covariance: np.ndarray | float | None = None) -> None:
+        """Continue from base parameters `theta` (r,) with P = `covariance` ((r, r), or a
+        scalar s for s I; None: alpha I, capped by max_trace), e.g. a prior from an earlier
+        run or, after a detected change, a covariance reset that keeps the estimate."""
+        theta = np.asarray(theta, dtype=float).reshape(-1)
+        if self._theta is None or len(self._theta) != len(theta):
+            self.reset(len(theta), self.parameter_names if self._theta is not None else None)
+        r = len(theta)
+        if covariance is None:
+            covariance = min(self.params.alpha, self._max_trace / r)
+        p = np.asarray(covariance, dtype=float)
+        p = np.eye(r) * float(p) if p.ndim == 0 else 0.5 * (p + p.T)
+        trace = float(p.trace())
+        if trace > self._max_trace:
+            p = p * (self._max_trace / trace)
+        self._theta = theta.copy()
+        self._p = np.ascontiguousarray(p)
+        self._trace = float(self._p.trace())
+
     def clear_history(self) -> None:
         """Forget the recorded snapshots and running-RMSE points (for long online runs)."""
         self._snapshot_t, self._snapshot_theta, self._rmse_t, self._rmse = [], [], [], []

@@ -42,6 +42,11 @@ def run_one_job(cfg: DictConfig) -> float:
         return float(final["rmse"])
     if config.mode == "rehearse":
         return run_rehearsal_job(config, cfg, run_dir)
+    if config.mode == "online":
+        from ident_framework.modes.online.service import run_online  # the web stack: only here
+        from ident_framework.modes.online.summary import print_online_summary
+
+        return print_online_summary(run_online(config, cfg, run_dir), run_dir)
     if config.mode in ("factor", "combine"):  # exact distributed identification
         run = run_factor if config.mode == "factor" else run_combine
         with staged_outputs(run_dir) as staging:

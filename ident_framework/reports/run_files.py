@@ -42,6 +42,15 @@ REHEARSAL_MARKDOWN = "rehearsal.md"
 REHEARSAL_ROBOT = "rehearsal_robot.xml"
 REHEARSAL_TWIN_PREFIX = "rehearsal_"
 
+# mode=online: written as the run goes (modes/online/run_logs.py), beside PARAMETERS, CONFIG
+# and TWIN_MJCF (the latest valid twin) of the run directory
+ONLINE_FOLDER = "online"
+ONLINE_PARAMETERS_CSV = "parameters.csv"  # in ONLINE_FOLDER, and so are the next four
+ONLINE_EVENTS_JSONL = "events.jsonl"
+ONLINE_SUMMARY_JSON = "summary.json"
+ONLINE_RECORDING = "recording.csv"  # source=rtde: what the service received
+ONLINE_TWINS_FOLDER = "twins"  # every valid twin, online_twin_snapshot(t) inside
+
 # the staging folder a job writes into before its outputs are moved into the run directory,
 # and what Hydra writes there itself
 STAGING = ".incomplete"
@@ -67,3 +76,8 @@ def twin_files(prefix: str = "") -> tuple[str, str]:
 def prediction_files(stem: str) -> tuple[str, str]:
     """mode=predict: (predictions CSV, metrics JSON) of the recording with file stem `stem`."""
     return f"predictions_{stem}.csv", f"metrics_{stem}.json"
+
+
+def online_twin_snapshot(t_s: float) -> str:
+    """mode=online: the name of the twin fitted up to source time `t_s` (s)."""
+    return f"twin_{t_s:09.3f}s.xml"

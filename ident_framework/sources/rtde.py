@@ -201,7 +201,7 @@ class RtdeSource:
         params = self.params
         trajectory, duration = self._motion_and_duration(robot, trajectory)
         path = self._recording_path(role)
-        receive, torque_mode, torque_source = self._connect()
+        receive, torque_mode, torque_source = self.connect()
         try:
             if trajectory is not None:
                 self.check_motion(robot, trajectory, receive)
@@ -295,7 +295,7 @@ class RtdeSource:
         with a new one when allowed; torque from the side channel when `torque_mode` says so)."""
         params = self.params
         return LiveRecording(
-            lambda: self._connect(torque_mode is not None)[0],
+            lambda: self.connect(torque_mode is not None)[0],
             receive,
             str(path),
             robot.n_joints,
@@ -312,9 +312,9 @@ class RtdeSource:
             side_channel=lambda: TorqueStream(params.host, robot.n_joints, params.frequency_hz),
         )
 
-    def _connect(self, with_torque: bool | None = None) -> tuple[Any, str | None, str]:
+    def connect(self, with_torque: bool | None = None) -> tuple[Any, str | None, str]:
         """A connected receive interface, how torque is recorded ("getter", "side" or None)
-        and a description of the torque source."""
+        and a description of the torque source (also mode=online's listening connection)."""
         params = self.params
         check_reachable(params.host, params.connect_timeout_s)
         want = params.torque != "actual_current" if with_torque is None else with_torque
@@ -332,7 +332,7 @@ class RtdeSource:
                     "PolyScope >= 5.23: update the robot software, or record currents with "
                     "source.torque=actual_current source.current_to_torque=[k_0,...] (Nm/A)."
                 ) from None
-            return self._connect(with_torque=False)
+            return self.connect(with_torque=False)
         if not want:
             if params.current_to_torque is None:
                 self._disconnect(receive)

@@ -148,6 +148,15 @@ class PointToPointTrajectory:
         ddq = distance * (dds / length**2)[:, None]
         return q, dq, ddq
 
+    def there_and_back(self) -> PointToPointTrajectory:
+        """The motion followed by the same pieces in reverse order: back to its start, at
+        rest, along the same (checked) path; a periodic motion that loops without a jump."""
+        steps = np.diff(self.knots)
+        knots = np.concatenate([[0.0], np.cumsum(np.concatenate([steps, steps[::-1]]))])
+        waypoints = np.concatenate([self.waypoints, self.waypoints[-2::-1]])
+        slow = np.concatenate([self.slow, self.slow[::-1]])
+        return PointToPointTrajectory(knots, waypoints, slow)
+
     def describe(self) -> dict[str, Any]:
         return {
             "generator": "point_to_point",

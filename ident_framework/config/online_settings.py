@@ -1,0 +1,275 @@
+"""The `online:` section of the config (mode=online), validated: one dataclass per subsection.
+
+Flat keys are the service's (host, port, duration, time factor, ...); `filter`, `estimator`,
+`drift`, `twin` and `dashboard` are subsections with their own dataclass, so a bad value names
+its full key (`online.drift.threshold_sigma`). Imports nothing of the web stack.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ident_framework.config.plugin_config import build_params
+from ident_framework.errors import UserError
+
+DRIFT_RESPONSES = ("reset_covariance", "lower_forgetting", "none")
+ESTIMATOR_METHODS = ("rls", "sliding_ls")
+
+
+def _positive(owner: Any, *names: str) -> None:
+    for name in names:
+        value = getattr(owner, name)
+        if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a number > 0, got {value!r}")
+
+
+@dataclass
+class FilterSettings:
+    """Causal local-polynomial filter (see `causal_filter.py`). window_s: length of the
+    window of past samples fitted at each step, s (the delay is half of it); polyorder: degree
+    of the polynomial (>= 2: the acceleration is the derivative of the velocity fit)."""
+
+    window_s: float = 0.05
+    polyorder: int = 3
+
+    def __post_init__(self) -> None:
+        _positive(self, "window_s")
+        if not 2 <= self.polyorder <= 6:
+            raise ValueError(f"polyorder must be in [2, 6], got {self.polyorder}")
+
+
+@dataclass
+class EstimatorSettings:
+    """The per-sample estimator (`estimators.py`). method: rls (recursive least squares with
+    forgetting) | sliding_ls (least squares over the last window_s s, re-solved per sample);
+    forgetting (rls): lambda per sample (memory 1/(1 - lambda) samples: 0.9995 at 500 Hz ~
+    4 s); window_s (sliding_ls): s of data in the window; alpha: rls P0 = alpha I around the
+    starting parameters, sliding_ls a ridge 1/alpha towards them (small alpha: trust them);
+    structural_samples: random states whose regressor defines the base parameters;
+    min_speed_rad_s: the rows of joints slower than this are left out of the update (stiction
+    regime, outside the friction model; 0: every row)."""
+
+    method: str = "rls"
+    forgetting: float = 0.9995
+    window_s: float = 5.0
+    alpha: float = 100.0
+    structural_samples: int = 3000
+    min_speed_rad_s: float = 0.05
+
+    def __post_init__(self) -> None:
+        if self.method not in ESTIMATOR_METHODS:
+            raise ValueError(
+                f"method must be one of {list(ESTIMATOR_METHODS)}, got {self.method!r}"
+            )
+        if not 0.9 <= self.forgetting <= 1.0:
+            raise ValueError(f"forgetting must be in [0.9, 1], got {self.forgetting}")
+        _positive(self, "alpha", "window_s")
+        if not (math.isfinite(self.min_speed_rad_s) and self.min_speed_rad_s >= 0):
+            raise ValueError(f"min_speed_rad_s must be >= 0 rad/s, got {self.min_speed_rad_s}")
+        if self.structural_samples < 200:
+            raise ValueError(f"structural_samples must be >= 200, got {self.structural_samples}")
+
+
+@dataclass
+class DriftSettings:
+    """Two-sided CUSUM per joint on the a-priori residual normalised by its running sigma
+    (`drift.py`). allowance_sigma: drift allowance k (sigma units); threshold_sigma: alarm
+    level h (sigma units); sigma_window_s: time constant of the residual's running sigma;
+    warmup_s: no alarm before this much data (sigma settles); holdoff_s: no new alarm this long
+    after one (the estimator re-converges); min_speed_rad_s: a joint slower than this is not
+    watched (stiction regime, outside the friction model); response: reset_covariance
+    (forget the past, theta kept: rls P <- 1000 P, sliding_ls the window restarts) |
+    lower_forgetting (for `response_s`: rls forgetting `response_forgetting`, sliding_ls a
+    window of that memory) | none."""
+
+    allowance_sigma: float = 4.0
+    threshold_sigma: float = 200.0
+    sigma_window_s: float = 30.0
+    warmup_s: float = 10.0
+    holdoff_s: float = 10.0
+    min_speed_rad_s: float = 0.05
+    response: str = "reset_covariance"
+    response_forgetting: float = 0.995
+    response_s: float = 3.0
+
+    def __post_init__(self) -> None:
+        _positive(self, "allowance_sigma", "threshold_sigma", "sigma_window_s", "response_s")
+        if self.warmup_s < 0 or self.holdoff_s < 0 or self.min_speed_rad_s < 0:
+            raise ValueError("warmup_s, holdoff_s and min_speed_rad_s must be >= 0")
+        if self.response not in DRIFT_RESPONSES:
+            raise ValueError(
+                f"response must be one of {list(DRIFT_RESPONSES)}, got {self.response!r}"
+            )
+        if not 0.9 <= self.response_forgetting < 1.0:
+            raise ValueError(
+                f"response_forgetting must be in [0.9, 1), got {self.response_forgetting}"
+            )
+
+
+@dataclass
+class TwinSettings:
+    """Twin re-injection: every `every_s` s of source time the recent `window_s` s (every
+    `decimation`-th sample) are fitted with the physically consistent estimator in a worker
+    process; a valid result is written as a timestamped twin snapshot. every_s null: off."""
+
+    every_s: float | None = 30.0
+    window_s: float = 20.0
+    decimation: int = 5
+
+    def __post_init__(self) -> None:
+        if self.every_s is not None:
+            _positive(self, "every_s")
+        _positive(self, "window_s")
+        if self.decimation < 1:
+            raise ValueError(f"decimation must be >= 1, got {self.decimation}")
+
+
+@dataclass
+class DashboardSettings:
+    """publish_hz: frames per second to the web side (~25); trace_hz: samples per second of
+    source time kept for the torque traces; history_s: source seconds of traces the service
+    keeps for a page that (re)loads; client_queue: frames a client may lag behind before the
+    oldest are dropped; client_timeout_s: a client whose queue stays full this long is
+    disconnected."""
+
+    publish_hz: float = 25.0
+    trace_hz: float = 100.0
+    history_s: float = 600.0
+    client_queue: int = 16
+    client_timeout_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        _positive(self, "publish_hz", "trace_hz", "history_s", "client_timeout_s")
+        if self.client_queue < 1:
+            raise ValueError(f"client_queue must be >= 1, got {self.client_queue}")
+
+
+@dataclass
+class PayloadChange:
+    """A planted change of the simulated robot's payload (source=mujoco): at source time t_s
+    (s) the payload becomes mass_kg (kg)."""
+
+    t_s: float
+    mass_kg: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.t_s) and self.t_s >= 0):
+            raise ValueError(f"t_s must be >= 0 s, got {self.t_s}")
+        if not (math.isfinite(self.mass_kg) and self.mass_kg >= 0):
+            raise ValueError(f"mass_kg must be >= 0 kg, got {self.mass_kg}")
+
+
+@dataclass
+class OnlineSettings:
+    """See conf/config.yaml's `online:` section for every key with its unit."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    allow_remote: bool = False
+    duration_s: float | None = None
+    time_factor: float | None = 1.0
+    initial_run: str | None = None
+    max_lag_s: float = 1.0
+    realtime_priority: int | None = None
+    window_s: float = 5.0
+    parameters_every_s: float = 1.0
+    trajectory: str = "excitation"
+    payload_change: PayloadChange | None = None
+    filter: FilterSettings = field(default_factory=FilterSettings)
+    estimator: EstimatorSettings = field(default_factory=EstimatorSettings)
+    drift: DriftSettings = field(default_factory=DriftSettings)
+    twin: TwinSettings = field(default_factory=TwinSettings)
+    dashboard: DashboardSettings = field(default_factory=DashboardSettings)
+
+    @property
+    def loopback(self) -> bool:
+        return is_loopback(self.host)
+
+
+TRAJECTORIES = ("excitation", "default_motion", "validation_motion")
+_SUBSECTIONS = {
+    "filter": FilterSettings,
+    "estimator": EstimatorSettings,
+    "drift": DriftSettings,
+    "twin": TwinSettings,
+    "dashboard": DashboardSettings,
+}
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def online_settings(values: dict[str, Any]) -> OnlineSettings:
+    """Validate the `online:` section (a plain dict); UserError naming the key."""
+    values = dict(values)
+    sections = {}
+    for name, schema in _SUBSECTIONS.items():
+        section = values.pop(name, None) or {}
+        if not isinstance(section, dict):
+            raise UserError(
+                f"Config key 'online.{name}' must be a section of keys, got {section!r}."
+            )
+        sections[name] = build_params(schema, section, f"online.{name}", f"online {name} settings")
+    change = values.pop("payload_change", None)
+    if change is not None:
+        if not isinstance(change, dict):
+            raise UserError(
+                "Config key 'online.payload_change' must be {t_s: SECONDS, mass_kg: KG} or null, "
+                f"got {change!r}."
+            )
+        change = build_params(PayloadChange, change, "online.payload_change", "payload change")
+    settings = build_params(OnlineSettings, values, "online", "online service")
+    settings.payload_change = change
+    for name, section in sections.items():
+        setattr(settings, name, section)
+    _check(settings)
+    return settings
+
+
+def _check(settings: OnlineSettings) -> None:
+    def bad(key: str, message: str) -> UserError:
+        return UserError(f"Bad value for config key 'online.{key}': {message}.")
+
+    if not isinstance(settings.port, int) or not 0 <= settings.port <= 65535:
+        raise bad(
+            "port", f"a TCP port in [0, 65535] is needed (0: a free one), got {settings.port}"
+        )
+    host = str(settings.host).strip()
+    if not host:
+        raise bad("host", "give an address to listen on, e.g. 127.0.0.1")
+    settings.host = host
+    if not settings.loopback and not settings.allow_remote:
+        raise bad(
+            "host",
+            f"{host} is not a loopback address; the service would be reachable from other "
+            "computers. Add online.allow_remote=true to do that on purpose (state-changing "
+            "requests then need the token printed at start), or keep online.host=127.0.0.1",
+        )
+    if settings.duration_s is not None and not settings.duration_s > 0:
+        raise bad("duration_s", f"seconds > 0 or null (until stopped), got {settings.duration_s}")
+    if settings.time_factor is not None and not settings.time_factor > 0:
+        raise bad(
+            "time_factor",
+            f"a factor > 0 (1: real time, 10: ten times faster) or null (as fast as possible), "
+            f"got {settings.time_factor}",
+        )
+    priority = settings.realtime_priority
+    if priority is not None and not 1 <= priority <= 99:
+        raise bad("realtime_priority", f"a SCHED_FIFO priority in [1, 99] or null, got {priority}")
+    if settings.trajectory not in TRAJECTORIES:
+        raise bad("trajectory", f"one of {list(TRAJECTORIES)}, got {settings.trajectory!r}")
+    for key in ("max_lag_s", "window_s", "parameters_every_s"):
+        value = getattr(settings, key)
+        if not (math.isfinite(value) and value > 0):
+            raise bad(key, f"seconds > 0, got {value}")
+    if settings.initial_run is not None and not str(settings.initial_run).strip():
+        settings.initial_run = None

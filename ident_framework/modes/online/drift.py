@@ -1,0 +1,99 @@
+"""Change detection on the a-priori residual: a two-sided CUSUM per joint, in sigma units.
+
+Per joint j and sample k, the a-priori residual e (measured minus predicted before the update,
+Nm) is normalised by its running standard deviation: z = e / sigma_j, where sigma_j² is an
+exponentially weighted mean of e² with time constant `sigma_window_s`. The statistics
+
+    S+ = max(0, S+ + z - k),    S- = max(0, S- - z - k)
+
+accumulate evidence of a shift of the residual's mean beyond the allowance k; an alarm fires
+when either exceeds h (`threshold_sigma`). Both k and h are in units of sigma, so the detector
+does not depend on the joint's torque scale. While a joint's statistic is above a tenth of h
+its sigma is frozen: a change must not raise the yardstick it is measured with before it is
+detected. No alarm during the first `warmup_s` s (sigma settles) nor within `holdoff_s` s of
+the last alarm (the estimator re-converges after its response); the statistics restart at 0
+after an alarm. A joint slower than `min_speed` (rad/s) is not updated at all (statistics and
+sigma held): near rest the joint friction is outside any sign-based model (MuJoCo's and a real
+joint's stiction regime), and the residual there says nothing about a change of the robot. A
+change that happens while a joint stands still is therefore seen once it moves.
+All per-joint work is vectorised: constant time per sample.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+class CusumDetector:
+    """Feed `update(t, residual)` ((n,) Nm); returns the joints (0-based) that alarmed."""
+
+    def __init__(
+        self,
+        n_joints: int,
+        rate_hz: float,
+        allowance_sigma: float,
+        threshold_sigma: float,
+        sigma_window_s: float,
+        warmup_s: float,
+        holdoff_s: float,
+        min_speed: float = 0.0,
+    ):
+        self.min_speed = float(min_speed)
+        self.k, self.h = float(allowance_sigma), float(threshold_sigma)
+        self.warmup_s, self.holdoff_s = float(warmup_s), float(holdoff_s)
+        self._beta = 1.0 - math.exp(-1.0 / (sigma_window_s * rate_hz))  # EWMA weight per sample
+        self._var = np.zeros(n_joints)
+        self._weight = 0.0  # bias correction of the EWMA start
+        self.s_pos = np.zeros(n_joints)
+        self.s_neg = np.zeros(n_joints)
+        self._t0: float | None = None
+        self._last_alarm = -math.inf
+        self.alarms = 0
+
+    @property
+    def sigma(self) -> np.ndarray:
+        """(n,) running residual standard deviation, Nm."""
+        if self._weight <= 0:
+            return np.full(len(self._var), np.nan)
+        return np.sqrt(self._var / self._weight)
+
+    @property
+    def statistic(self) -> np.ndarray:
+        """(n,) max(S+, S-) / h: 1 is the alarm level."""
+        return np.maximum(self.s_pos, self.s_neg) / self.h
+
+    def reset_statistics(self) -> None:
+        self.s_pos[:] = 0.0
+        self.s_neg[:] = 0.0
+
+    def update(self, t: float, residual: np.ndarray, speed: np.ndarray | None = None) -> np.ndarray:
+        """residual (n,) Nm; speed (n,) |dq| rad/s (None: all joints moving)."""
+        if self._t0 is None:
+            self._t0 = t
+        beta = self._beta
+        moving = np.ones(len(residual), bool) if speed is None else speed >= self.min_speed
+        quiet = (np.maximum(self.s_pos, self.s_neg) < 0.1 * self.h) & moving
+        if self._weight > 0:
+            sigma = np.sqrt(self._var / self._weight)
+            z = residual / np.maximum(sigma, 1e-12)
+        else:
+            z = np.zeros_like(residual)
+        # sigma tracks e² only where no change is building up
+        self._var = np.where(quiet, (1 - beta) * self._var + beta * residual * residual, self._var)
+        self._weight = (1 - beta) * self._weight + beta
+        armed = t - self._t0 >= self.warmup_s and t - self._last_alarm >= self.holdoff_s
+        if not armed:
+            self.reset_statistics()
+            return np.empty(0, dtype=int)
+        z = np.where(moving, z, 0.0)
+        k = np.where(moving, self.k, 0.0)  # a resting joint's statistics are held
+        np.maximum(self.s_pos + z - k, 0.0, out=self.s_pos)
+        np.maximum(self.s_neg - z - k, 0.0, out=self.s_neg)
+        fired = np.flatnonzero((self.s_pos > self.h) | (self.s_neg > self.h))
+        if fired.size:
+            self._last_alarm = t
+            self.alarms += 1
+            self.reset_statistics()
+        return fired

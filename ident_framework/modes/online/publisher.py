@@ -1,0 +1,88 @@
+"""Estimator side of the view: frames of the latest state, ~25 per second of wall time.
+
+The estimator calls `add(result)` per processed sample (constant time: it keeps one trace
+point per 1/trace_hz s of source time) and `due()` is checked per sample; when a frame is due
+`frame(...)` builds it and `send` puts it on the queue to the web process without blocking.
+If that queue is full (the web side is behind) the frame's traces are kept for the next one
+and the miss is counted (`frames_deferred`): the view loses frames, the estimator never
+waits. When the estimator itself is behind the source, it `skip`s frames (counted in
+`frames_skipped`; the traces wait for the next frame) to catch up sooner.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from typing import Any
+
+import numpy as np
+
+from ident_framework.modes.online.streaming_estimator import StepResult
+
+
+class Publisher:
+    def __init__(self, outbox: Any, publish_hz: float, trace_hz: float, n_joints: int):
+        self.outbox = outbox
+        self.period = 1.0 / publish_hz
+        self.trace_period = 1.0 / trace_hz
+        self.n = n_joints
+        self._next_wall = time.perf_counter()
+        self._next_trace = -np.inf
+        self._trace: list[np.ndarray] = []
+        self.events: list[dict[str, Any]] = []
+        self.seq = 0
+        self.frames_sent = 0
+        self.frames_deferred = 0
+        self.frames_skipped = 0
+        self._last_sent = time.perf_counter()
+        self.latest: StepResult | None = None
+
+    def add(self, result: StepResult) -> None:
+        self.latest = result
+        if result.t >= self._next_trace:
+            self._trace.append(np.concatenate([[result.t], result.tau_meas, result.tau_pred]))
+            self._next_trace = result.t + self.trace_period
+
+    def event(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+
+    def due(self) -> bool:
+        return time.perf_counter() >= self._next_wall
+
+    def overdue(self, seconds: float) -> bool:
+        """No frame has gone out for `seconds` (s of wall time)."""
+        return time.perf_counter() - self._last_sent >= seconds
+
+    def skip(self) -> None:
+        """Let this frame's turn pass (the traces and events wait for the next one)."""
+        self._next_wall = max(self._next_wall + self.period, time.perf_counter())
+        self.frames_skipped += 1
+
+    def trace(self) -> dict[str, list]:
+        if not self._trace:
+            return {"t": [], "tau_meas": [], "tau_pred": []}
+        rows = np.array(self._trace)
+        n = self.n
+        return {
+            "t": rows[:, 0].tolist(),
+            "tau_meas": rows[:, 1 : 1 + n].T.tolist(),  # per joint
+            "tau_pred": rows[:, 1 + n :].T.tolist(),
+        }
+
+    def send(self, frame: dict[str, Any]) -> bool:
+        """Queue `frame` (with the traces and events so far); False when deferred."""
+        self._next_wall = max(self._next_wall + self.period, time.perf_counter())
+        frame["seq"] = self.seq
+        frame["trace"] = self.trace()
+        frame["events"] = list(self.events)
+        try:
+            self.outbox.put_nowait(frame)
+        except queue.Full:
+            self.frames_deferred += 1
+            return False
+        self.seq += 1
+        self.frames_sent += 1
+        self._last_sent = time.perf_counter()
+        self._trace.clear()
+        self.events.clear()
+        return True

@@ -1,0 +1,232 @@
+"""Listening to a running UR robot over RTDE (source=rtde in mode=online; nothing is commanded).
+
+The same reception as a recording (`rtde_recorder.SegmentRecorder`): `ur_rtde`'s receive
+interface polled for new controller timestamps, each row read consistently, the torque
+(`actual_current_as_torque`) joined from a second RTDE connection of our own when the binding
+has no getter, or the currents times `source.current_to_torque`. Every complete row is
+written to `online/recording.csv` (the CSV contract: identify it later with `source=csv`) and
+handed to the estimator; `arrival` is the instant the row was complete. Samples the poller
+never saw (the receive interface keeps only the newest package) count as skipped updates.
+A lost connection is re-established up to `source.reconnect_attempts` times. Reception runs in
+its own thread (it polls every 0.25 ms whatever the estimator does), handing rows over through
+a queue; the estimator process's thread switch interval is lowered to 0.2 ms so that the poller
+never waits long for the interpreter.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ident_framework.data.csv_log import CsvLogWriter
+from ident_framework.errors import UserError
+from ident_framework.modes.online.streams import Sample
+from ident_framework.rtde.recorder import (
+    ConnectionLost,
+    Segment,
+    SegmentRecorder,
+    TorqueSideChannel,
+    column_groups,
+)
+from ident_framework.rtde.torque_stream import TorqueStream, TorqueStreamError
+from ident_framework.sources.rtde import RtdeSource
+
+_POLL_S = 0.00025
+
+
+class _ForwardingWriter:
+    """A CSV writer that also keeps each written row for the stream (bounded)."""
+
+    def __init__(self, writer: CsvLogWriter):
+        self.writer = writer
+        self.rows: deque[tuple[np.ndarray, float]] = deque(maxlen=10_000)
+
+    def write(self, row: np.ndarray) -> None:
+        self.writer.write(row)
+        self.rows.append((np.asarray(row, dtype=float), time.perf_counter()))
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+
+class RtdeStream:
+    """Samples of a running robot (see the module docstring); iterate until `stop()`."""
+
+    def __init__(
+        self, source: RtdeSource, n_joints: int, recording: Path, max_lag_s: float, log=print
+    ):
+        self.source, self.n, self.log = source, n_joints, log
+        params = source.params
+        if params.confirm_motion:
+            raise UserError(
+                "mode=online only listens to the robot and never moves it, but "
+                "source.confirm_motion=true asks for motion. Drop source.confirm_motion (the "
+                "robot keeps doing its own work while the service listens)."
+            )
+        self.rate_hz = float(params.frequency_hz)
+        self.time_factor = 1.0  # the robot's own clock
+        # two threads share the interpreter: let the poller in within 0.2 ms, not 5 ms
+        sys.setswitchinterval(0.0002)
+        self.receive, self.torque_mode, self.torque_source = source.connect()
+        self.log(
+            f"RTDE: listening to {params.host} at {self.rate_hz:g} Hz; torque from "
+            f"{self.torque_source}"
+        )
+        recording.parent.mkdir(parents=True, exist_ok=True)
+        self.path = recording
+        self._writer = _ForwardingWriter(
+            CsvLogWriter(
+                str(recording),
+                column_groups(n_joints, self.torque_mode is not None),
+                params.flush_interval_s,
+            )
+        )
+        self.segments: list[Segment] = []
+        self._recorder = self._new_recorder(-math.inf)
+        self._stopping = False
+        self._rows: queue.SimpleQueue = queue.SimpleQueue()
+        self._max_queue = max(int(max_lag_s * self.rate_hz), 1)
+        self.behind = 0  # rows dropped because the estimator was more than max_lag_s behind
+        self.received = 0
+        self.cpu_s = 0.0  # the reception thread's CPU time, s
+
+    def _side(self) -> Any:
+        if self.torque_mode != "side":
+            return None
+        try:
+            return TorqueStream(self.source.params.host, self.n, self.rate_hz)
+        except TorqueStreamError as error:
+            self.log(f"note: no torque connection of our own ({error}); using ur_rtde's recorder")
+            return TorqueSideChannel(self.receive, f"{self.path}.torque_side.csv", self.n)
+
+    def _new_recorder(self, last_written: float) -> SegmentRecorder:
+        recorder = SegmentRecorder(
+            self.receive,
+            self._writer,
+            self.n,
+            self.torque_mode,
+            self._side(),
+            self.source.params.timeout_s,
+            last_written,
+        )
+        self.segments.append(recorder.segment)
+        return recorder
+
+    @property
+    def skipped(self) -> int:
+        """Samples the controller sent that no complete row holds (missed, invalid, no torque),
+        and rows dropped because the estimator was more than max_lag_s behind."""
+        missed = sum(max(s.expected(self.rate_hz) - s.written, 0) for s in self.segments)
+        return missed + self.behind
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "source": "rtde",
+            "host": self.source.params.host,
+            "rate_hz": self.rate_hz,
+            "torque_source": self.torque_source,
+            "recording": str(self.path),
+        }
+
+    def stop(self) -> None:
+        self._stopping = True
+
+    def __iter__(self) -> Iterator[Sample]:
+        """Samples from the reception thread, in order, until `stop()` or a lost connection."""
+        n = self.n
+        gains = self.source.params.current_to_torque
+        torque_columns = slice(1 + 2 * n, 1 + 3 * n)
+        reception = threading.Thread(target=self._receive, name="rtde-reception", daemon=True)
+        reception.start()
+        try:
+            while True:
+                try:
+                    item = self._rows.get(timeout=0.1)
+                except queue.Empty:
+                    if not reception.is_alive():
+                        return
+                    continue
+                if item is None:
+                    return
+                row, arrival = item
+                tau = row[torque_columns]
+                if self.torque_mode is None:
+                    tau = tau * np.asarray(gains, dtype=float)
+                self.received += 1
+                yield Sample(float(row[0]), row[1 : 1 + n], row[1 + n : 1 + 2 * n], tau, arrival)
+        finally:
+            self._stopping = True
+            reception.join(timeout=5)
+
+    def _receive(self) -> None:
+        """The reception loop (its own thread: polling never waits for the estimator)."""
+        rows, out = self._writer.rows, self._rows
+        cpu0 = time.thread_time()
+        try:
+            while not self._stopping:
+                self.cpu_s = time.thread_time() - cpu0
+                try:
+                    fresh = self._recorder.poll()
+                except ConnectionLost as error:
+                    if not self._reconnect(str(error)):
+                        return
+                    continue
+                while rows:
+                    item = rows.popleft()
+                    if out.qsize() >= self._max_queue:  # the estimator is too far behind
+                        self.behind += 1
+                        continue
+                    out.put(item)
+                if not fresh:
+                    time.sleep(_POLL_S)
+        finally:
+            out.put(None)
+
+    def _reconnect(self, error: str) -> bool:
+        self._recorder.finish(f"connection lost: {error}")
+        self.log(f"RTDE connection lost ({error})")
+        params = self.source.params
+        for attempt in range(1, params.reconnect_attempts + 1):
+            time.sleep(params.reconnect_delay_s)
+            if self._stopping:
+                return False
+            try:
+                self.receive, self.torque_mode, _ = self.source.connect()
+            except UserError as failure:
+                self.log(f"reconnect attempt {attempt} failed: {failure}")
+                continue
+            last = max((s.last for s in self.segments if s.last is not None), default=-math.inf)
+            self._recorder = self._new_recorder(last)
+            self.log(f"reconnected (attempt {attempt})")
+            return True
+        return False
+
+    def close(self) -> dict[str, Any]:
+        try:
+            self._recorder.finish("completed")
+        except Exception:  # noqa: BLE001 (the connection may already be gone)
+            pass
+        self._writer.writer.close()
+        try:
+            self.receive.disconnect()
+        except RuntimeError:
+            pass
+        expected = sum(s.expected(self.rate_hz) for s in self.segments)
+        written = sum(s.written for s in self.segments)
+        return {
+            "samples_expected": expected,
+            "samples_written": written,
+            "dropped_samples": expected - written,
+            "dropped_fraction": (expected - written) / expected if expected else None,
+            "reconnects": max(len(self.segments) - 1, 0),
+            "recording": str(self.path),
+        }

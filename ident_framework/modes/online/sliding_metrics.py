@@ -1,0 +1,72 @@
+"""Sliding-window RMSE and R² per joint, constant time per sample.
+
+Over the last `window` samples, per joint j: RMSE_j = sqrt(mean e²) and
+R²_j = 1 - Σ e² / Σ (τ - mean_j τ)², each joint about its own mean (DESIGN.md's definition, per
+joint; a global mean would flatter the fit). The pooled R² uses the same per-joint means:
+1 - Σ_j Σ e² / Σ_j Σ (τ - mean_j τ)². Running sums are updated by adding the new sample and
+subtracting the one leaving the window, and recomputed exactly once per window length so that
+round-off cannot accumulate over an unbounded run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ident_framework.modes.online.ring_buffer import RingBuffer
+
+
+class SlidingFit:
+    """Feed `update(tau_meas, tau_pred)` ((n,) Nm each) per sample; read rmse, r2, pooled."""
+
+    def __init__(self, n_joints: int, window: int):
+        self.n, self.window = n_joints, int(window)
+        self._buffer = RingBuffer(self.window, 3 * n_joints)  # e², tau, tau²
+        self._sums = np.zeros(3 * n_joints)
+        self._since_exact = 0
+
+    def update(self, tau_meas: np.ndarray, tau_pred: np.ndarray) -> None:
+        e = tau_meas - tau_pred
+        row = np.concatenate([e * e, tau_meas, tau_meas * tau_meas])
+        if len(self._buffer) == self.window:
+            self._sums -= self._buffer.oldest()
+        self._buffer.append(row)
+        self._sums += row
+        self._since_exact += 1
+        if self._since_exact >= self.window:
+            self._sums = self._buffer.to_array().sum(axis=0)
+            self._since_exact = 0
+
+    @property
+    def count(self) -> int:
+        return len(self._buffer)
+
+    def _parts(self) -> tuple[np.ndarray, np.ndarray]:
+        n, m = self.n, max(len(self._buffer), 1)
+        sse = self._sums[:n]
+        sst = np.maximum(self._sums[2 * n :] - self._sums[n : 2 * n] ** 2 / m, 0.0)
+        return sse, sst
+
+    @property
+    def rmse(self) -> np.ndarray:
+        """(n,) Nm over the window (nan before any sample)."""
+        if not len(self._buffer):
+            return np.full(self.n, np.nan)
+        return np.sqrt(np.maximum(self._parts()[0], 0.0) / len(self._buffer))
+
+    @property
+    def r2(self) -> np.ndarray:
+        """(n,) per joint, each about its own mean (nan while a joint's torque is constant)."""
+        sse, sst = self._parts()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(sst > 0, 1.0 - sse / sst, np.nan)
+
+    @property
+    def pooled_r2(self) -> float:
+        sse, sst = self._parts()
+        total = float(sst.sum())
+        return 1.0 - float(sse.sum()) / total if total > 0 else float("nan")
+
+    @property
+    def pooled_rmse(self) -> float:
+        m = len(self._buffer) * self.n
+        return float(np.sqrt(max(float(self._parts()[0].sum()), 0.0) / m)) if m else float("nan")

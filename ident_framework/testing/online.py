@@ -1,0 +1,99 @@
+"""Test helpers for mode=online: the service as its own process (the real CLI), its URL."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# a quick excitation search: the online service's start-up is not what these tests measure
+FAST = (
+    "trajectory.n_candidates=20",
+    "trajectory.n_refine=0",
+    "trajectory.progress=false",
+    "online.port=0",
+)
+URL = re.compile(r"open (http://[\d.]+:\d+/)")
+
+
+@dataclass
+class Service:
+    process: subprocess.Popen
+    run_dir: Path
+    url: str = ""
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 180) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        return self.wait(timeout)
+
+    def wait(self, timeout: float = 180) -> int:
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(
+                f"the service did not stop in {timeout} s:\n{self.output}"
+            ) from None
+
+
+def start_service(run_dir: Path, *overrides: str, fast: bool = True) -> Service:
+    command = [
+        sys.executable,
+        "-m",
+        "ident_framework",
+        "mode=online",
+        *(FAST if fast else ()),
+        *overrides,
+        f"hydra.run.dir={run_dir}",
+    ]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
+    service = Service(process, run_dir)
+    ready = threading.Event()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            service.lines.append(line)
+            match = URL.search(line)
+            if match:
+                service.url = match.group(1)
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    return service
+
+
+@contextmanager
+def running_service(run_dir: Path, *overrides: str, timeout: float = 240) -> Iterator[Service]:
+    """Start the service, wait for its URL, stop it (SIGINT) at the end."""
+    service = start_service(run_dir, *overrides)
+    deadline = time.monotonic() + timeout
+    while not service.url and service.process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if not service.url:
+        service.stop(signal.SIGKILL, 10)
+        raise AssertionError(f"the service did not start:\n{service.output}")
+    try:
+        yield service
+    finally:
+        if service.process.poll() is None:
+            service.stop()
