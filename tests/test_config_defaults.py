@@ -87,7 +87,10 @@ def _plain(value: Any) -> Any:
 
 
 def _yaml_default(value: Any) -> Any:
-    """The default a YAML value stands for: an `oc.select` fallback, else the value itself."""
+    """The default a YAML value stands for: an `oc.select` fallback (also inside `oc.create`,
+    which makes a list fallback a node OmegaConf.resolve can store), else the value itself."""
+    if isinstance(value, str) and value.startswith("${oc.create:") and value.endswith("}"):
+        value = value[len("${oc.create:") : -1]
     match = SELECT.match(value) if isinstance(value, str) else None
     return yaml.safe_load(match.group(1)) if match else value
 
