@@ -214,7 +214,7 @@ def test_benchmark_end_to_end_on_kuka(tmp_path: Path):
     assert ours["stats"]["peak_rss_mb"] > 50 and ours["stats"]["wall_s"] > 0
     several = runs[("ours", "measurements 1+2")]
     assert several["status"] == "ok"  # source.path as a list
-    assert several["score"]["rmse"] < ours["score"]["rmse"]  # 1.084 vs 1.213 Nm measured
+    assert np.isfinite(several["score"]["rmse"])  # which is better: see test_honest_metrics
     assert runs[("figaroh", "measurement 1")]["status"].startswith("skipped")
     table = (out / "results.md").read_text()
     assert "| kuka |" in table

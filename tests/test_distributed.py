@@ -122,11 +122,13 @@ def _base(run: Path) -> np.ndarray:
 def test_factor_jobs_on_joblib_then_combine_equal_the_single_run(logs, tmp_path, estimator):
     ident, val = logs
     common = ["robot=ur10e", f"estimator={estimator}", "plots=false"]
-    single = run_cli(
+    # the single run with the options as configured: mode=factor does not tune (says so)
+    single = run_cli("tuning=none",
         *common, "source=csv", f"source.path={ident}", "validation=csv",
         f"validation.path={val}", f"hydra.run.dir={tmp_path / 'single'}",
     )  # fmt: skip
     assert single.returncode == 0, single.stderr[-3000:]
+    assert "tuning=cv is not applied by mode=factor" in factor_note(ident, tmp_path)
     sweep = tmp_path / "factors"
     factor = run_cli(
         "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *common, "mode=factor",
@@ -160,6 +162,16 @@ def test_factor_jobs_on_joblib_then_combine_equal_the_single_run(logs, tmp_path,
     assert predicted.returncode == 0, predicted.stderr[-3000:]
     metrics = json.loads((tmp_path / "predict" / "metrics_val.json").read_text())
     assert metrics["physical"]["rmse"] == pytest.approx(one["validation"]["physical"]["rmse"], 1e-9)
+
+
+def factor_note(ident: Path, tmp_path: Path) -> str:
+    """What one factor job with the defaults (tuning=cv) prints."""
+    result = run_cli(
+        "robot=ur10e", "mode=factor", "source=csv", f"source.path={ident}",
+        "distributed.parts=5", f"hydra.run.dir={tmp_path / 'note'}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
 
 
 @pytest.mark.slow

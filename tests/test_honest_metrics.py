@@ -219,7 +219,9 @@ def test_jittery_validation_log_is_predicted_at_its_own_timestamps(kuka_csv, tmp
     rows = _jittery_rows(len(lines) - 1)
     jittery = tmp_path / "jittery.csv"
     jittery.write_text("\n".join([lines[0], *(lines[1 + r] for r in rows)]) + "\n")
-    run = _kuka_run(tmp_path, "jittery", str(m1), str(jittery))
+    # tuning=none: the 20 Hz default; tuning=cv picks 5 Hz on measurement 1, whose filter
+    # edges (8 time constants, 0.68 s at each end) are 5.6 % of this short log
+    run = _kuka_run(tmp_path, "jittery", str(m1), str(jittery), "tuning=none")
     metrics = _metrics(run)
     counts = metrics["data"]["validation_preprocessing"]
     assert counts["recordings"][0]["resampled"]
@@ -250,3 +252,18 @@ def test_tx40_self_report(tmp_path: Path):
     predictions = run / "predictions_validation.csv"
     assert_self_report_is_independent_score(predictions, metrics["validation"])
     assert_rows_as_recorded(predictions, paths["val"], counts["edge_samples_dropped"])
+
+
+@needs_kuka
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (issue 13): with tuning=cv, the default, measurements 1+2 predict "
+    "measurement 3 worse than 1 alone (1.033 vs 0.728 Nm): the two-fold CV over the "
+    "recordings picks ridge 1e-3, measurement 3 wants 1e-2",
+)
+def test_kuka_several_recordings_beat_one_with_the_defaults(kuka_csv, tmp_path: Path):
+    """Measurements 1+2 predict measurement 3 better than 1 alone, with the defaults."""
+    m1, m2, m3 = (kuka_csv[i] for i in (1, 2, 3))
+    one = _metrics(_kuka_run(tmp_path, "one", str(m1), str(m3)))
+    both = _metrics(_kuka_run(tmp_path, "both", f"[{m1},{m2}]", str(m3)))
+    assert both["validation"]["physical"]["rmse"] < one["validation"]["physical"]["rmse"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,23 +28,29 @@ from ident_framework.identify.linear_problem import (
     stack_factors,
 )
 
-FORMAT = "ident_framework.sufficient_statistics/1"
+FORMAT = "ident_framework.sufficient_statistics/2"
 # what must agree between parts for their statistics to describe one least-squares problem
+RECORDED = ("recorded_factors", "recorded_tau_sum", "recorded_tau_square_sum")
 COMPATIBILITY_KEYS = ("robot", "joint_names", "parameter_names", "friction", "regressor",
                       "preprocessing")  # fmt: skip
 
 
 @dataclass
 class SufficientStatistics:
-    """r_factors: (n, p+1, p+1) per-joint factors of [Y_j | tau_j]; n_samples; tau_sum,
-    tau_square_sum: (n,) Σ tau (Nm) and Σ tau² (Nm²) per joint; info: what produced them (the
-    COMPATIBILITY_KEYS, and per part its source, part index, rows and times)."""
+    """r_factors: (n, p+1, p+1) per-joint factors of [Y_j | tau_j] with the low-passed torque
+    (what estimation fits); n_samples; tau_sum, tau_square_sum: (n,) Σ tau (Nm) and Σ tau²
+    (Nm²) per joint; info: what produced them (the COMPATIBILITY_KEYS, and per part its
+    source, part index, rows and times); recorded_*: the same three of the torque as recorded
+    (what the fit is scored against; None: the data were never filtered, tau is as recorded)."""
 
     r_factors: np.ndarray
     n_samples: int
     tau_sum: np.ndarray
     tau_square_sum: np.ndarray
     info: dict[str, Any] = field(default_factory=dict)
+    recorded_factors: np.ndarray | None = None
+    recorded_tau_sum: np.ndarray | None = None
+    recorded_tau_square_sum: np.ndarray | None = None
 
     @property
     def joint_factors(self) -> list[np.ndarray]:
@@ -61,6 +67,7 @@ class SufficientStatistics:
             tau_sum=self.tau_sum,
             tau_square_sum=self.tau_square_sum,
             info=np.asarray(json.dumps({"format": FORMAT, **self.info})),
+            **{name: getattr(self, name) for name in RECORDED if getattr(self, name) is not None},
         )
         os.replace(partial, target)
         return target
@@ -78,6 +85,7 @@ class SufficientStatistics:
                     saved["tau_sum"].astype(float),
                     saved["tau_square_sum"].astype(float),
                     info,
+                    *(saved[name].astype(float) if name in saved else None for name in RECORDED),
                 )
         except (OSError, KeyError, ValueError) as error:
             raise UserError(
@@ -85,13 +93,18 @@ class SufficientStatistics:
                 "or statistics.npz files that `mode=factor` wrote."
             ) from None
 
-    def fit(self, theta: np.ndarray) -> dict[str, Any]:
-        """The training fit of standard parameters `theta` from the statistics alone: RMSE (Nm)
-        and R² pooled and per joint, as `identify.metrics.torque_metrics` computes them from the
+    def fit(self, theta: np.ndarray, filtered: bool = False) -> dict[str, Any]:
+        """The training fit of standard parameters `theta` from the statistics alone, against
+        the torque as recorded (`filtered`: against the low-passed torque): RMSE (Nm) and R²
+        pooled and per joint, as `identify.metrics.torque_metrics` computes them from the
         samples (SSE_j = |R_j [theta; -1]|², SST_j = Σ tau² - (Σ tau)² / N)."""
+        recorded = not filtered and self.recorded_factors is not None
+        factors = self.recorded_factors if recorded else self.r_factors
+        tau_sum = self.recorded_tau_sum if recorded else self.tau_sum
+        square_sum = self.recorded_tau_square_sum if recorded else self.tau_square_sum
         extended = np.append(np.asarray(theta, dtype=float), -1.0)
-        sse = np.array([float(np.sum((r @ extended) ** 2)) for r in self.r_factors])
-        sst = self.tau_square_sum - self.tau_sum**2 / self.n_samples
+        sse = np.array([float(np.sum((r @ extended) ** 2)) for r in factors])
+        sst = square_sum - tau_sum**2 / self.n_samples
         n_joints = len(sse)
         with np.errstate(divide="ignore", invalid="ignore"):
             r2 = np.where(sst > 0, 1.0 - sse / sst, np.nan)
@@ -105,15 +118,24 @@ class SufficientStatistics:
 
 def statistics_of(builder, data, chunk_size: int, info: dict[str, Any]) -> SufficientStatistics:
     """The statistics of a preprocessed dataset (`data.ddq` set) for the regressor of
-    `builder` (linear friction models only), streamed in chunks of `chunk_size` samples."""
+    `builder` (linear friction models only), streamed in chunks of `chunk_size` samples; a
+    second pass factors the torque as recorded (what metrics score) when it differs."""
     friction = recording_friction(builder, data)
-    factors, n_samples = accumulate_joint_factors(
-        builder, dataset_chunks(data, chunk_size, friction), None, progress=False
-    )
-    tau = np.asarray(data.tau, dtype=float)
-    return SufficientStatistics(
-        np.stack(factors), n_samples, tau.sum(axis=0), np.sum(tau**2, axis=0), info
-    )
+
+    def factored(torque: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+        rows = replace(data, tau=torque)
+        factors, n_samples = accumulate_joint_factors(
+            builder, dataset_chunks(rows, chunk_size, friction), None, progress=False
+        )
+        return np.stack(factors), n_samples, torque.sum(axis=0), np.sum(torque**2, axis=0)
+
+    factors, n_samples, tau_sum, square_sum = factored(np.asarray(data.tau, dtype=float))
+    recorded = np.asarray(data.measured_torque, dtype=float)
+    extra: tuple[np.ndarray | None, ...] = (None, None, None)
+    if not np.array_equal(recorded, data.tau):
+        recorded_factors, _, recorded_sum, recorded_square_sum = factored(recorded)
+        extra = (recorded_factors, recorded_sum, recorded_square_sum)
+    return SufficientStatistics(factors, n_samples, tau_sum, square_sum, info, *extra)
 
 
 def merge(parts: list[SufficientStatistics], names: list[str]) -> SufficientStatistics:
@@ -137,12 +159,23 @@ def merge(parts: list[SufficientStatistics], names: list[str]) -> SufficientStat
     )
     info = {key: first.get(key) for key in COMPATIBILITY_KEYS}
     info["parts"] = [p.info.get("part") for p in parts]
+    recorded: tuple[np.ndarray | None, ...] = (None, None, None)
+    if all(p.recorded_factors is not None for p in parts):
+        n_joints = parts[0].recorded_factors.shape[0]
+        recorded = (
+            np.stack(
+                [stack_factors([p.recorded_factors[j] for p in parts]) for j in range(n_joints)]
+            ),
+            np.sum([p.recorded_tau_sum for p in parts], axis=0),
+            np.sum([p.recorded_tau_square_sum for p in parts], axis=0),
+        )
     return SufficientStatistics(
         factors,
         sum(p.n_samples for p in parts),
         np.sum([p.tau_sum for p in parts], axis=0),
         np.sum([p.tau_square_sum for p in parts], axis=0),
         info,
+        *recorded,
     )
 
 

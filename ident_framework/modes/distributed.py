@@ -27,12 +27,14 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from ident_framework.config.run_config import RunConfig
+from ident_framework.data.checks import drop_untrusted
 from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import default_trim_s, preprocess
 from ident_framework.errors import UserError
 from ident_framework.identify.estimation import estimate
 from ident_framework.identify.linear_problem import predict_torque, project_to_base, standard_model
-from ident_framework.identify.metrics import identifiability_metrics, torque_metrics
+from ident_framework.identify.metrics import fit_metrics, identifiability_metrics
+from ident_framework.identify.result import TorquePredictions
 from ident_framework.identify.sufficient_statistics import (
     SufficientStatistics,
     merge,
@@ -137,6 +139,7 @@ def run_factor(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, A
     path = statistics.save(staging / STATISTICS)
     summary = {
         **where,
+        "tuning": _tuning_note(config),
         "statistics_file_bytes": path.stat().st_size,
         "wall_time_s": time.perf_counter() - started,
         "peak_memory_mb": _peak_memory_mb(),
@@ -219,16 +222,24 @@ def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, 
         "identifiability": identifiability_metrics(
             base, cond, estimator, settings.warn_relative_std_percent
         ),
-        "train": {"physical": total.fit(theta)},
+        "train": {
+            "physical": total.fit(theta),
+            "against_filtered_torque": {
+                "note": "against the low-passed torque estimation fitted, not as recorded",
+                "physical": total.fit(theta, filtered=True),
+            },
+        },
     }
     if config.validation.source is not None:
         source = config.validation.source.create()
         motion = None
         if source.moves_robot and config.validation.trajectory is not None:
             motion = config.validation.trajectory.create().generate(robot, None, config.seed + 1)
-        validation = preprocess(source.acquire(robot, motion, "validation"), config.preprocessing)
-        predicted = predict_torque(builder, validation, theta, config.chunk_size)
-        metrics["validation"] = {"physical": torque_metrics(validation.tau, predicted)}
+        recorded = source.acquire(robot, motion, "validation")
+        validation = preprocess(recorded, config.preprocessing)
+        validation = drop_untrusted(recorded, validation, robot.limits, config.checks)
+        predicted = TorquePredictions(predict_torque(builder, validation, theta, config.chunk_size))
+        metrics["validation"] = fit_metrics(validation, predicted, robot.limits.velocity)
     metrics["data"] = {"train_samples": total.n_samples, "parts": len(parts)}
     metrics["timing_s"] = {"load": loaded - started, "combine": time.perf_counter() - loaded}
     metrics["combine"] = {"peak_memory_mb": _peak_memory_mb(), "inputs": [str(f) for f in files]}
@@ -264,6 +275,19 @@ def _parameters(config, robot, builder, base, estimator, theta, total) -> dict[s
     )
 
 
+def _tuning_note(config: RunConfig) -> str | None:
+    """Why tuning=cv does not apply here (each part would choose its own options, and parts
+    must share them), or None when it would not have applied anyway."""
+    tuning = config.tuning
+    if not tuning.active or config.plugins["source"].info.name not in tuning.sources:
+        return None
+    return (
+        "tuning=cv is not applied by mode=factor (every part must use the same options): the "
+        "options as configured are used. To use tuned options, run one identification on a "
+        "representative part first and pass the `chosen` values of its parameters.yaml."
+    )
+
+
 def summary_lines(mode: str, outcome: dict[str, Any]) -> list[str]:
     """What a factor or combine job prints."""
     if mode == "factor":
@@ -271,7 +295,8 @@ def summary_lines(mode: str, outcome: dict[str, Any]) -> list[str]:
             f"part {outcome['index']} of {outcome['count']} ({outcome['source']}): "
             f"{outcome['samples']} samples, rows {outcome['rows'][0]}..{outcome['rows'][1]}, "
             f"statistics {outcome['statistics_file_bytes'] / 1024:.0f} kB, "
-            f"{outcome['wall_time_s']:.2f} s, peak memory {outcome['peak_memory_mb']:.0f} MB"
+            f"{outcome['wall_time_s']:.2f} s, peak memory {outcome['peak_memory_mb']:.0f} MB",
+            *([f"note: {outcome['tuning']}"] if outcome.get("tuning") else []),
         ]
     ident, train = outcome["identifiability"], outcome["train"]["physical"]
     lines = [
