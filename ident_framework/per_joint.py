@@ -3,6 +3,7 @@ of the robot, with one message saying which key, how many values, how many joint
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,3 +38,17 @@ def per_joint_values(
             f"{key} has {count} {noun}, but {robot} has {n_joints} joints{names}: {fix}."
         )
     return np.array(array, dtype=float)
+
+
+def motor_constants(value: Any) -> list[float]:
+    """`current_to_torque` of a data source as floats (Nm/A); ValueError (turned into the
+    config key's message by the plugin config) when it is not a list of finite positives."""
+    try:
+        gains = [float(k) for k in value]
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"current_to_torque must be a list of motor constants in Nm/A, got {value!r}"
+        ) from None
+    if not all(math.isfinite(k) and k > 0 for k in gains):
+        raise ValueError(f"current_to_torque must hold finite positive values (Nm/A), got {gains}")
+    return gains

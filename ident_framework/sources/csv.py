@@ -12,7 +12,6 @@ directory.
 from __future__ import annotations
 
 import glob
-import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +22,7 @@ from ident_framework.data.dataset import Dataset, concatenate
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import hookimpl
 from ident_framework.launch_path import resolve_launch_path
+from ident_framework.per_joint import motor_constants
 
 GLOB_CHARACTERS = "*?["
 
@@ -58,18 +58,7 @@ class CsvSourceParams:
         if not isinstance(self.time_column, str) or not self.time_column:
             raise ValueError(f"time_column must be a column name, got {self.time_column!r}")
         if self.current_to_torque is not None:
-            try:
-                gains = [float(k) for k in self.current_to_torque]
-            except (TypeError, ValueError):
-                raise ValueError(
-                    "current_to_torque must be a list of motor constants in Nm/A, got "
-                    f"{self.current_to_torque!r}"
-                ) from None
-            if not all(math.isfinite(k) and k > 0 for k in gains):
-                raise ValueError(
-                    f"current_to_torque must hold finite positive values (Nm/A), got {gains}"
-                )
-            self.current_to_torque = gains
+            self.current_to_torque = motor_constants(self.current_to_torque)
 
 
 class CsvSource:

@@ -13,7 +13,6 @@ look like currents.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ from ident_framework.data.dataset import Dataset
 from ident_framework.data.rosbag_log import EFFORTS, STAMPS, read_rosbag_log
 from ident_framework.hookspecs import hookimpl
 from ident_framework.launch_path import resolve_launch_path
+from ident_framework.per_joint import motor_constants
 
 log = logging.getLogger(__name__)
 CONFIG_PREFIX = {"identification": "source.", "validation": "validation."}
@@ -64,18 +64,7 @@ class RosbagSourceParams:
                 "effort=current needs current_to_torque=[k_0,...] (motor constants, Nm/A)"
             )
         if self.current_to_torque is not None:
-            try:
-                gains = [float(k) for k in self.current_to_torque]
-            except (TypeError, ValueError):
-                raise ValueError(
-                    "current_to_torque must be a list of motor constants in Nm/A, got "
-                    f"{self.current_to_torque!r}"
-                ) from None
-            if not all(math.isfinite(k) and k > 0 for k in gains):
-                raise ValueError(
-                    f"current_to_torque must hold finite positive values (Nm/A), got {gains}"
-                )
-            self.current_to_torque = gains
+            self.current_to_torque = motor_constants(self.current_to_torque)
 
 
 class RosbagSource:
