@@ -36,7 +36,7 @@ def _config(*overrides: str, source: tuple[str, ...] = ("source=csv", "source.pa
 
 def test_time_blocks_are_contiguous_with_guards():
     t = np.linspace(0.0, 20.0, 2001)
-    plan = FoldPlan("time blocks", 5, (0.0,), (20.0,), None, 0.1)
+    plan = FoldPlan("time blocks", 5, (0.0,), (20.0,), (None,), 0.1)
     labels = plan.labels(0, t)
     kept = labels[labels >= 0]
     assert np.all(np.diff(kept) >= 0)  # in time order: 0,0,...,1,1,...,4
@@ -63,13 +63,21 @@ def test_a_repeating_motion_is_cut_in_its_phase():
     assert motion_period(t, rng.normal(size=(len(t), 2)).cumsum(axis=0)) is None
 
 
-def test_several_recordings_are_one_fold_each():
+def test_several_recordings_are_one_fold_each_when_there_are_enough():
     t = np.linspace(0, 5, 501)
     q = np.zeros((501, 1))
     records = [Dataset(t + 10 * i, q, q, q, ("a",)) for i in range(3)]
-    plan = plan_folds(records, 5, 0.1)
+    plan = plan_folds(records, 3, 0.1)
     assert plan.kind == "recordings" and plan.n_folds == 3
     assert np.all(plan.labels(2, records[2].timestamp) == 2)
+    # fewer recordings than folds: fold k is the k-th block of every recording
+    plan = plan_folds(records[:2], 5, 0.1)
+    assert plan.kind == "time blocks" and plan.n_folds == 5
+    for i in (0, 1):
+        labels = plan.labels(i, records[i].timestamp)
+        kept = labels[labels >= 0]
+        assert set(kept) == set(range(5)) and np.all(np.diff(kept) >= 0)
+    assert "of each of 2 recordings" in plan.describe()
 
 
 # -- cross-validation from merged factors equals refitting each fold --------------------
@@ -234,8 +242,10 @@ def test_chosen_values_apply_to_the_config():
 
 def test_several_recordings_are_selected_on_with_one_fold_each():
     """The hook for several identification recordings: each is preprocessed alone and is
-    one fold (whole recordings held out)."""
-    config = _config("tuning.cutoffs_hz=[20.0]", "tuning.velocity_sources=[measured]")
+    one fold (whole recordings held out) when there are at least tuning.folds of them."""
+    config = _config(
+        "tuning.cutoffs_hz=[20.0]", "tuning.velocity_sources=[measured]", "tuning.folds=3"
+    )
     robot = load_robot("ur10e")
     builder = regressor_builder(config, robot)
     theta = builder.standard_parameters(robot.inertial_parameters())

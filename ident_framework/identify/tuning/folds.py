@@ -1,9 +1,14 @@
 """Folds of time-blocked cross-validation: contiguous parts of the motion, never a shuffle.
 
-With several recordings each recording is one fold. One recording is cut into `n_folds`
-contiguous time blocks; when its motion repeats (a periodic excitation, detected from q), the
-blocks are cut in the phase of one period instead, so a held-out block is a part of the motion
-no training block shows again (a block of the clock would be repeated by the next period).
+With at least `n_folds` recordings each recording is one fold. Otherwise every recording is
+cut into `n_folds` contiguous time blocks and fold k holds the k-th block of each: with two
+or three recordings, one fold per recording would train each fold on half or two thirds of
+the data (measured on the KUKA LWR4+ logs 1+2: leave-one-recording-out chose a ridge 10x
+weaker and predicted measurement 3 at 1.033 Nm; blocks of both, 0.703 Nm, better than
+measurement 1 alone). When a recording's motion repeats (a periodic excitation, detected
+from q), its blocks are cut in the phase of its period instead, so a held-out block is a part
+of the motion no training block shows again (a block of the clock would be repeated by the
+next period).
 Samples within `guard_s` of a block boundary belong to no fold: the zero-phase filters spread
 each sample over its neighbours, which would otherwise leak across the boundary.
 """
@@ -25,13 +30,14 @@ class FoldPlan:
     """How the samples of the identification recordings fall into folds.
 
     kind: "recordings" (one fold per recording) | "periodic blocks" | "time blocks";
-    starts (per recording, s), duration_s (per recording), period_s (None: not periodic)."""
+    starts (per recording, s), durations (per recording, s), periods (per recording, s;
+    None: that recording's motion does not repeat)."""
 
     kind: str
     n_folds: int
     starts: tuple[float, ...]
     durations: tuple[float, ...]
-    period_s: float | None
+    periods: tuple[float | None, ...]
     guard_s: float
 
     def labels(self, recording: int, timestamp: np.ndarray) -> np.ndarray:
@@ -40,26 +46,29 @@ class FoldPlan:
         t = np.asarray(timestamp, dtype=float) - self.starts[recording]
         if self.kind == "recordings":
             return np.full(t.shape, recording, dtype=int)
-        length = self.period_s if self.period_s is not None else self.durations[recording]
-        position = np.clip((t % length if self.period_s else t) / length, 0.0, 1.0 - 1e-12)
+        period = self.periods[recording]
+        length = period if period is not None else self.durations[recording]
+        position = np.clip((t % length if period else t) / length, 0.0, 1.0 - 1e-12)
         scaled = position * self.n_folds
         labels = np.floor(scaled).astype(int)
         block_s = length / self.n_folds
         edge = np.minimum(scaled - labels, labels + 1 - scaled) * block_s
         inner = (labels > 0) | (scaled - labels > 0.5)  # the recording's own ends need no guard
-        inner &= (labels < self.n_folds - 1) | (scaled - labels < 0.5) | bool(self.period_s)
+        inner &= (labels < self.n_folds - 1) | (scaled - labels < 0.5) | bool(period)
         labels[(edge < self.guard_s) & inner] = -1
         return labels
 
     def describe(self) -> str:
         if self.kind == "recordings":
             return f"{self.n_folds} folds: one per recording"
-        if self.period_s is not None:
+        each = f" of each of {len(self.starts)} recordings" if len(self.starts) > 1 else ""
+        periods = [f"{p:.4g} s" for p in self.periods if p is not None]
+        if periods:
             return (
-                f"{self.n_folds} folds: blocks of the phase of the motion's period "
-                f"{self.period_s:.4g} s (guard {self.guard_s:g} s)"
+                f"{self.n_folds} folds: blocks{each} (of the phase of the motion's period "
+                f"{', '.join(periods)} where it repeats; guard {self.guard_s:g} s)"
             )
-        return f"{self.n_folds} folds: contiguous time blocks (guard {self.guard_s:g} s)"
+        return f"{self.n_folds} folds: contiguous time blocks{each} (guard {self.guard_s:g} s)"
 
 
 def motion_period(timestamp: np.ndarray, q: np.ndarray) -> float | None:
@@ -91,12 +100,13 @@ def motion_period(timestamp: np.ndarray, q: np.ndarray) -> float | None:
 
 
 def plan_folds(recordings: list[Dataset], n_folds: int, guard_s: float) -> FoldPlan:
-    """The folds of `recordings` (raw, in time order): one per recording when there are
-    several, else `n_folds` blocks of one (of its period's phase when the motion repeats)."""
+    """The folds of `recordings` (raw, in time order): one per recording when there are at
+    least `n_folds`, else `n_folds` blocks of each (of its period's phase when it repeats)."""
     starts = tuple(float(r.timestamp[0]) for r in recordings)
     durations = tuple(float(r.duration) for r in recordings)
-    if len(recordings) > 1:
-        return FoldPlan("recordings", len(recordings), starts, durations, None, 0.0)
-    period = motion_period(recordings[0].timestamp, recordings[0].q)
-    kind = "periodic blocks" if period is not None else "time blocks"
-    return FoldPlan(kind, n_folds, starts, durations, period, guard_s)
+    if len(recordings) >= max(n_folds, 2):
+        periods = (None,) * len(recordings)
+        return FoldPlan("recordings", len(recordings), starts, durations, periods, 0.0)
+    periods = tuple(motion_period(r.timestamp, r.q) for r in recordings)
+    kind = "periodic blocks" if any(p is not None for p in periods) else "time blocks"
+    return FoldPlan(kind, n_folds, starts, durations, periods, guard_s)

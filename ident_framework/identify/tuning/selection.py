@@ -70,7 +70,7 @@ def select_options(
 ) -> tuple[RunConfig, RegressorBuilder]:
     """(config with the chosen options and `selection` set, its regressor); unchanged when
     tuning is off or the data source is not one of `tuning.sources`. `recordings`:
-    the identification recordings as recorded (several: one fold each)."""
+    the identification recordings as recorded (see `folds.plan_folds`)."""
     settings = config.tuning
     exact = any(r.ddq is not None for r in recordings)
     if not settings.active or config.plugins["source"].info.name not in settings.sources:
