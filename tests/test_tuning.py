@@ -3,6 +3,8 @@ Coulomb sign, and a selection that must find a planted friction shape."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_module
@@ -255,3 +257,27 @@ def test_several_recordings_are_selected_on_with_one_fold_each():
     assert tuned.selection.folds == "3 folds: one per recording"
     assert tuned.selection.cv_rmse < tuned.selection.configured_cv_rmse
     assert all(0.01 <= w <= 0.03 for w in tuned.selection.chosen["friction.tanh_width"])
+
+
+def test_samples_the_data_checks_distrust_are_in_no_fold():
+    """A stretch of torque clipped at its extreme (a saturated sensor) is left out of the
+    cross-validation as it is left out of estimation: the CV figure is the clean one's."""
+    grid = ("tuning.cutoffs_hz=[20.0]", "tuning.velocity_sources=[measured]")
+    robot = load_robot("ur10e")
+    config = _config(*grid)
+    builder = regressor_builder(config, robot)
+    theta = builder.standard_parameters(robot.inertial_parameters())
+    clean = _recording(builder, theta, np.full(6, 0.01), seed=4)
+    tau = clean.tau.copy()
+    tau[3000:4500, 1] = tau[:, 1].max()  # 3 s of shoulder lift flat at its peak
+    clipped = dataclasses.replace(clean, tau=tau)
+    figures = {}
+    for name, data, checks in (
+        ("clean", clean, "checks.enabled=true"),
+        ("checked", clipped, "checks.enabled=true"),
+        ("unchecked", clipped, "checks.enabled=false"),
+    ):
+        tuned, _ = select_options(_config(*grid, checks), robot, builder, [data])
+        figures[name] = tuned.selection.cv_rmse
+    assert figures["checked"] < 1.1 * figures["clean"]
+    assert figures["unchecked"] > 2 * figures["clean"]

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ident_framework.config.run_config import RunConfig, SelectedPlugin
+from ident_framework.data.checks import check_recording, trusted_at
 from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.identify.linear_problem import joint_row_spaces, recording_friction
@@ -126,6 +127,12 @@ class _Spaces:
         self.own = _own_columns(config, builder, coulomb, start, config.tuning)
         self.row_spaces = joint_row_spaces(builder)
         self.spaces: dict[tuple[float, bool], ColumnSpace] = {}
+        # the samples the data checks do not trust are in no fold (`data/checks.py`)
+        checks = config.checks
+        self.trusted = [
+            check_recording(r, robot.limits, checks)[0] if checks.enabled else None
+            for r in recordings
+        ]
 
     def get(self, preprocessing: tuple[float, bool]) -> ColumnSpace:
         if preprocessing not in self.spaces:
@@ -134,7 +141,10 @@ class _Spaces:
                 lowpass_hz=preprocessing[0],
                 use_measured_velocity=preprocessing[1],
             )
-            rows = [_fold_rows(r, params, self.plan, i) for i, r in enumerate(self.recordings)]
+            rows = [
+                _fold_rows(r, params, self.plan, i, trusted)
+                for i, (r, trusted) in enumerate(zip(self.recordings, self.trusted, strict=True))
+            ]
             factors = fold_factors(
                 self.builder,
                 rows,
@@ -215,13 +225,19 @@ def _preprocessing_candidates(
     return [configured, *(p for p in pairs if p != configured)]
 
 
-def _fold_rows(recording: Dataset, params: Any, plan: FoldPlan, index: int) -> FoldRows:
-    """A recording preprocessed with `params`, the recorded torque at its rows, its folds."""
+def _fold_rows(
+    recording: Dataset, params: Any, plan: FoldPlan, index: int, trusted: np.ndarray | None
+) -> FoldRows:
+    """A recording preprocessed with `params`, the recorded torque at its rows, its folds
+    (-1, no fold, for the rows the data checks do not trust: `trusted` over the raw rows)."""
     data = preprocess(recording, params)
     recorded = np.column_stack(
         [np.interp(data.timestamp, recording.timestamp, column) for column in recording.tau.T]
     )
-    return FoldRows(data, recorded, plan.labels(index, data.timestamp))
+    labels = plan.labels(index, data.timestamp)
+    if trusted is not None and not trusted.all():
+        labels[~trusted_at(recording, trusted, data)] = -1
+    return FoldRows(data, recorded, labels)
 
 
 def _own_columns(
