@@ -23,6 +23,7 @@ from ident_framework.model.base_parameters import (
     condition_number,
 )
 from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import RobotModel
 
 
 def chunk_slices(n_samples: int, chunk_size: int) -> Iterator[slice]:
@@ -56,14 +57,24 @@ def joint_row_spaces(builder: RegressorBuilder, n_states: int = 400, seed: int =
     return memo[n_states, seed]
 
 
-def _row_spaces(builder: RegressorBuilder, n_states: int, seed: int) -> list[np.ndarray]:
-    robot = builder.robot
+def random_states(
+    robot: RobotModel, n_states: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(q rad, dq rad/s, ddq rad/s²), each (n_states, n): uniform within the joint limits
+    (positions clipped to ±pi), seeded: the states that reveal the regressor's structure."""
     rng = np.random.default_rng(seed)
     low, high = np.clip(robot.limits.position, -np.pi, np.pi).T
     n = robot.n_joints
     q = rng.uniform(low, high, (n_states, n))
     dq = rng.uniform(-1.0, 1.0, (n_states, n)) * robot.limits.velocity
     ddq = rng.uniform(-1.0, 1.0, (n_states, n)) * robot.limits.acceleration
+    return q, dq, ddq
+
+
+def _row_spaces(builder: RegressorBuilder, n_states: int, seed: int) -> list[np.ndarray]:
+    robot = builder.robot
+    n = robot.n_joints
+    q, dq, ddq = random_states(robot, n_states, seed)
     rigid = builder.rigid_body(q, dq, ddq)
     bases = []
     with threadpool_limits(limits=1, user_api="blas"):  # small SVDs: threads only contend

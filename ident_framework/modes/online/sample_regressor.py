@@ -18,7 +18,11 @@ import numpy as np
 import pinocchio as pin
 
 from ident_framework.errors import UserError
-from ident_framework.identify.linear_problem import accumulate_joint_factors, project_to_base
+from ident_framework.identify.linear_problem import (
+    accumulate_joint_factors,
+    project_to_base,
+    random_states,
+)
 from ident_framework.model import friction_terms
 from ident_framework.model.base_parameters import BaseParameters
 from ident_framework.model.regressor import RegressorBuilder
@@ -28,14 +32,8 @@ def structural_base(
     builder: RegressorBuilder, n_states: int, tolerance: float, method: str, seed: int = 0
 ) -> BaseParameters:
     """Base parameters of `builder`'s regressor over `n_states` random states in the limits."""
-    robot = builder.robot
-    rng = np.random.default_rng(seed)
-    low, high = np.clip(robot.limits.position, -np.pi, np.pi).T
-    n = robot.n_joints
-    q = rng.uniform(low, high, (n_states, n))
-    dq = rng.uniform(-1.0, 1.0, (n_states, n)) * robot.limits.velocity
-    ddq = rng.uniform(-1.0, 1.0, (n_states, n)) * robot.limits.acceleration
-    tau = np.zeros((n_states, n))
+    q, dq, ddq = random_states(builder.robot, n_states, seed)
+    tau = np.zeros_like(q)
     chunks = [
         (q[s : s + 500], dq[s : s + 500], ddq[s : s + 500], tau[s : s + 500])
         for s in range(0, n_states, 500)
