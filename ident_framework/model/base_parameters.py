@@ -17,6 +17,7 @@ Either way `combination` (r, p) maps standard to base parameters (beta = C theta
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.linalg
@@ -78,6 +79,11 @@ class BaseParameters:
         identifiable subspace: 1 identifiable on its own, 0 no torque of the data depends on
         it (its value in `to_standard` is then zero up to rounding), between: identified only
         in combination with others."""
+        return self._identifiable_share.copy()
+
+    @cached_property
+    def _identifiable_share(self) -> np.ndarray:
+        """Computed once per instance (the parameter file and each summary ask for it)."""
         svd_basis = np.linalg.svd(self.combination, full_matrices=False)[2].T
         return np.linalg.norm(svd_basis, axis=1)
 
