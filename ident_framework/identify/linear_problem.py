@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from ident_framework.blas_threads import one_blas_thread
 from ident_framework.data.dataset import Dataset
 from ident_framework.interfaces import LinearProblem, StandardModel
 from ident_framework.model.base_parameters import (
@@ -33,7 +33,7 @@ def chunk_slices(n_samples: int, chunk_size: int) -> Iterator[slice]:
 
 def stack_factors(factors: list[np.ndarray]) -> np.ndarray:
     """Triangular factor R with RᵀR = Σ FᵢᵀFᵢ of several factors (e.g. the per-joint ones)."""
-    with threadpool_limits(limits=1, user_api="blas"):  # small matrices: threads only contend
+    with one_blas_thread():  # small matrices: threads only contend
         return np.linalg.qr(np.vstack(factors), mode="r")
 
 
@@ -52,7 +52,7 @@ def joint_row_spaces(builder: RegressorBuilder, n_states: int = 400, seed: int =
     shoulder), so factoring the projected rows is cheaper."""
     memo = builder.__dict__.setdefault("_joint_row_spaces", {})
     if (n_states, seed) not in memo:
-        with threadpool_limits(limits=1, user_api="blas"):  # small SVDs: threads only contend
+        with one_blas_thread():  # small SVDs: threads only contend
             memo[n_states, seed] = _row_spaces(builder, n_states, seed)
     return memo[n_states, seed]
 
@@ -77,7 +77,7 @@ def _row_spaces(builder: RegressorBuilder, n_states: int, seed: int) -> list[np.
     q, dq, ddq = random_states(robot, n_states, seed)
     rigid = builder.rigid_body(q, dq, ddq)
     bases = []
-    with threadpool_limits(limits=1, user_api="blas"):  # small SVDs: threads only contend
+    with one_blas_thread():  # small SVDs: threads only contend
         for j in range(n):
             block = rigid[:, j, builder.subtree_columns(j)]
             _, singular, vt = np.linalg.svd(block, full_matrices=False)
@@ -126,7 +126,7 @@ class KeptRows:
         reduced = [space.T @ theta[cols] for space, cols in pairs]
         own_theta = [theta[cols] for cols in self.own_columns]
         parts = []
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             for projected, own in self.chunks:
                 part = np.empty((len(own), len(self.spaces)))
                 for j, rows in enumerate(projected):
@@ -162,7 +162,7 @@ def accumulate_joint_factors(
     ]
     n_samples = 0
     # Small QR factorisations: BLAS threads only contend (100x slower on a loaded 2-core box).
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         for chunk in tqdm(
             chunks,
             total=total,

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from ident_framework.blas_threads import one_blas_thread
 from ident_framework.data.dataset import Dataset
 from ident_framework.model.base_parameters import TriangularAccumulator
 from ident_framework.model.regressor import RegressorBuilder
@@ -98,22 +98,26 @@ def fold_factors(
     total = sum(int(np.sum(r.labels >= 0)) for r in recordings)
     stride = max(1, -(-total // max_samples)) if max_samples else 1
     counts = np.zeros(n_folds, dtype=int)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         for recording in recordings:
-            rows_kept = np.flatnonzero(recording.labels >= 0)[::stride]
-            counts += np.bincount(recording.labels[rows_kept], minlength=n_folds)
-            own_values = own.values(recording.data, rows_kept)
-            for start in range(0, len(rows_kept), CHUNK):
-                rows = rows_kept[start : start + CHUNK]
-                data = recording.data
+            kept = np.flatnonzero(recording.labels >= 0)[::stride]
+            # grouped by fold (the QR factor of a fold does not depend on its rows' order), so
+            # that a chunk holds one or two folds: few, tall updates instead of one per block
+            kept = kept[np.argsort(recording.labels[kept], kind="stable")]
+            counts += np.bincount(recording.labels[kept], minlength=n_folds)
+            own_values = own.values(recording.data, kept)
+            data = recording.data
+            for start in range(0, len(kept), CHUNK):
+                rows = kept[start : start + CHUNK]
                 rigid = builder.rigid_body(data.q[rows], data.dq[rows], data.ddq[rows])
                 own_part = own_values[start : start + CHUNK]
                 fold = recording.labels[rows]
-                for f in np.unique(fold):
-                    mine = fold == f
+                bounds = [0, *(np.flatnonzero(np.diff(fold)) + 1).tolist(), len(rows)]
+                for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+                    mine = slice(lo, hi)
                     for j in range(n):
-                        accumulators[f][j].add_blocks(
-                            rigid[mine][:, j, subtree[j]] @ spaces[j],
+                        accumulators[fold[lo]][j].add_blocks(
+                            rigid[mine, j][:, subtree[j]] @ spaces[j],
                             own_part[mine, j],
                             data.tau[rows[mine], j],
                             recording.tau_recorded[rows[mine], j],

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-from threadpoolctl import threadpool_limits
 
+from ident_framework.blas_threads import one_blas_thread
 from ident_framework.identify.regularization import spectral_solve
 from ident_framework.identify.tuning.block_factors import FoldFactors
 from ident_framework.model.base_parameters import BaseParameters
@@ -48,7 +48,7 @@ def cross_validate(
     test_columns = np.append(columns, factors.tau_recorded)
     sse = np.zeros(len(regularisers))
     sse_joint = np.zeros((len(regularisers), factors.n_joints))
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         total = np.linalg.qr(np.vstack([m[:, columns] for m in factors.merged]), mode="r")
         base = BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
         basis, r = base.basis, base.rank
