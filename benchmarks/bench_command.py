@@ -14,16 +14,19 @@ temperatures: 61 columns), for the reading time. Printed:
 - per size, the whole command `python -m ident_framework robot=ur10e source=csv ...
   validation=csv ...` (defaults, plots on): wall and CPU time, samples/s of the whole command,
   its steps from metrics.json `timing_s`, and the identification rate N / (regressor +
-  estimation + prediction);
+  estimation + prediction); then the same command with `tuning=none` (untuned) and the ratio
+  tuned / untuned (issue 13: at most 3);
 - the kernel of `bench_regressor_ls.py` (regressor + friction columns + factors + LS, streamed)
   and a bare `computeJointTorqueRegressor` loop at the same sizes, and the ratios.
-The machine may be shared: CPU time is printed beside wall time.
+The machine may be shared: CPU time is printed beside wall time, and the load average
+before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -107,12 +110,12 @@ def _timed(call) -> float:
     return time.perf_counter() - start
 
 
-def run_command(ident: Path, validation: Path, folder: Path) -> dict:
+def run_command(ident: Path, validation: Path, folder: Path, *extra: str) -> dict:
     """Wall and CPU seconds of the whole command, and its metrics.json `timing_s`."""
     command = [
         sys.executable, "-m", "ident_framework", "robot=ur10e",
         "source=csv", f"source.path={ident}", "validation=csv", f"validation.path={validation}",
-        f"hydra.run.dir={folder}",
+        f"hydra.run.dir={folder}", *extra,
     ]  # fmt: skip
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -138,6 +141,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     paths = simulate_ur10e(args.data, args.sizes, log=lambda text: print(text, flush=True))
     largest = max(args.sizes)
     wide = rtde_style_log(paths["ident"][largest], args.data / f"rtde_recorder_{largest}.csv")
@@ -163,6 +167,12 @@ def main() -> None:
         print(" ".join(f"{v:>9.0f}" if v > 100 else f"{v:>9.2f}" for v in values)
               + f" {ident_rate / kernel:>12.2f} {n / run['wall'] / kernel:>13.2f}  {steps}",
               flush=True)  # fmt: skip
+        with tempfile.TemporaryDirectory() as folder:
+            plain = run_command(paths["ident"][n], paths["validation"], Path(folder), "tuning=none")
+        print(f"{'':>9} untuned (tuning=none): {plain['wall']:.2f} s wall, {plain['cpu']:.2f} s "
+              f"CPU; tuned / untuned: x{run['wall'] / plain['wall']:.2f} wall, "
+              f"x{run['cpu'] / plain['cpu']:.2f} CPU", flush=True)  # fmt: skip
+    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
 
 if __name__ == "__main__":
