@@ -244,3 +244,35 @@ def test_tx40_coupled_wrist_on_real_data(tmp_path: Path):
     assert motor["Ia"]["value"] == pytest.approx(0.00964, rel=0.3)
     assert motor["fv"]["value"] == pytest.approx(0.616, rel=0.3)
     assert motor["fc"]["value"] == pytest.approx(1.95, rel=0.3)
+
+
+def test_tuning_fold_factors_share_the_coupled_columns(coupled_truth):
+    """tuning=cv's fold factors with a coupled motor: R^T R equals W^T W of the coupled
+    regressor (the motor's columns one parameter over both joints' rows, not one per row)."""
+    from ident_framework.identify.linear_problem import joint_row_spaces
+    from ident_framework.identify.tuning.block_factors import FoldRows, OwnColumns, fold_factors
+
+    _, builder, _, train, _ = coupled_truth
+    data = Dataset(
+        train.timestamp[:1500], train.q[:1500], train.dq[:1500], train.tau[:1500],
+        train.joint_names, ddq=train.ddq[:1500],
+    )  # fmt: skip
+    own = OwnColumns(
+        ("fv", "fc", "Ia"),
+        lambda d, rows: builder.own_terms(d.dq[rows], d.ddq[rows])[:, :, :3],
+        tuple(builder.parameter_names[-3:]),
+        lambda d, rows: builder.coupled_terms(d.dq[rows], d.ddq[rows]),
+    )
+    rows = FoldRows(data, data.tau, np.zeros(data.n_samples, dtype=int))
+    factors = fold_factors(builder, [rows], 1, own, joint_row_spaces(builder))
+    n = 6
+    names = builder.parameter_names
+    order = list(range(10 * n))  # the tuning's column of each regressor column
+    order += [factors.own_column(j, p) for j in range(n) for p in ("fv", "fc")]
+    order += [factors.own_column(j, "Ia") for j in range(n)]
+    order += [factors.shared_column(i) for i in range(3)]
+    assert len(order) == len(names)
+    w = builder.compute(data.q, data.dq, data.ddq).reshape(-1, len(names))
+    r = factors.merged[0][:, order]
+    gram = w.T @ w
+    np.testing.assert_allclose(r.T @ r, gram, rtol=1e-8, atol=1e-8 * np.abs(gram).max())
