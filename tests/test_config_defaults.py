@@ -35,6 +35,9 @@ SELECT = re.compile(r"^\$\{oc\.select:[\w.]+,(.*)\}$")
 MISSING = "???"  # a required value (robot.path of robot=urdf): no default to compare
 # Values an option sets on purpose where the dataclass default is another choice.
 DELIBERATE = {
+    ("robot/staubli_tx40.yaml", "coupled_joints"): (
+        "a robot preset: the TX40's coupled wrist is what the option is for"
+    ),
     ("validation/mujoco_fourier.yaml", "trajectory.progress"): (
         "the validation motion's search prints no progress bar"
     ),

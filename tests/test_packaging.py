@@ -271,7 +271,7 @@ def test_wheel_install_runs_from_any_directory(venv_python: Path, tmp_path: Path
     assert result.returncode == 0, result.stderr
     assert "plugin: mujoco" in result.stdout and "model: ur12e" in result.stdout
     help_text = run_cli("--help", cwd=tmp_path, python=str(venv_python)).stdout
-    assert "robot: mjcf, ur10e, ur12e, ur5e, urdf" in help_text
+    assert "robot: mjcf, staubli_tx40, ur10e, ur12e, ur5e, urdf" in help_text
 
 
 def test_third_party_plugin_appears_without_core_change(venv_python: Path, tmp_path: Path):

@@ -2,7 +2,8 @@
 
 tx40   Stäubli TX40 (FIGAROH's own example robot), rows [0, 24750) identify, [29250, 45000)
        validate; FIGAROH reads the motor-side files as its example does, the project gets them
-       converted to the CSV contract on the joint side (conversions.py).
+       converted to the CSV contract on the joint side (conversions.py) and its robot preset
+       (`robot=staubli_tx40`: the URDF plus the coupled wrist, as a user would run it).
 kuka   KUKA LWR4+ real data: measurement 3 validates; FIGAROH identifies on 1 and on 1+2
        (joined end to end), the project on 1, and on 1+2 given as a list
        (`source.path=[m1.csv,m2.csv]`: each recording preprocessed on its own, then stacked).
@@ -77,7 +78,7 @@ def tx40(settings: Settings, datasets: Path = DATASETS) -> list[CaseResult]:
     result = CaseResult("tx40", size, val_csv, 6)
     ident = f"rows {TX40_IDENT_ROWS[0]}-{TX40_IDENT_ROWS[1]}"
     overrides = [
-        "robot=urdf", f"robot.path={tx40_dir / 'tx40_mdh_modified.urdf'}",
+        "robot=staubli_tx40", f"robot.path={tx40_dir / 'tx40_mdh_modified.urdf'}",
         "source=csv", f"source.path={ident_csv}",
         "validation=csv", f"validation.path={val_csv}", "plots=false",
     ]  # fmt: skip
@@ -91,8 +92,9 @@ def tx40(settings: Settings, datasets: Path = DATASETS) -> list[CaseResult]:
         driver = "figaroh_tx40.py"
         result.runs.append(run_figaroh(settings, "tx40", size, label, ident, driver, args + extra))
     result.notes.append(
-        "known gap: FIGAROH models the wrist coupling of joints 5-6 (motor 6 drives both: three "
-        "extra columns Iam6, fvm6, fsm6); the project has no coupling term yet"
+        "both model the wrist coupling of joints 5-6 (motor 6 drives both): FIGAROH with its "
+        "example's columns Iam6, fvm6, fsm6, the project with its robot=staubli_tx40 preset "
+        "(robot.coupled_joints [5, 6], ratio 1: columns Ia_m6, fv_m6, fc_m6)"
     )
     result.notes.append(
         "the data have no velocity: the converter writes actual_qd = numpy.gradient(q, t) "

@@ -24,6 +24,7 @@ from ident_framework.data.preprocessing import PreprocessingParams
 from ident_framework.errors import UserError
 from ident_framework.extension_points import PLUGIN_GROUPS
 from ident_framework.model.base_parameters import METHODS
+from ident_framework.model.coupling import CoupledJoints
 from ident_framework.suggestions import did_you_mean
 
 __all__ = ["PLUGIN_GROUPS", "RunConfig", "SelectedPlugin", "validate_config"]
@@ -39,11 +40,13 @@ LOOP_DESIGNS = ("seeded", "aimed")  # how the closed loop's later rounds design 
 @dataclass
 class RobotSettings:
     """model: ur12e | ur10e | ur5e | urdf | mjcf; path: model file for urdf/mjcf;
-    acceleration_limits: rad/s² per joint (UR publishes none)."""
+    acceleration_limits: rad/s² per joint (UR publishes none); coupled_joints: motors that
+    drive two joints (`model/coupling.py`), e.g. [{joints: [5, 6], ratio: 1.0}]."""
 
     model: str = "ur12e"
     path: str | None = None
     acceleration_limits: list[float] | None = None
+    coupled_joints: list[CoupledJoints] = field(default_factory=list)
 
 
 @dataclass

@@ -246,6 +246,10 @@ def standard_model(
         if flag:
             kinds += [kind] * n
             joints += list(range(n))
+    motor = ["friction"] * k + ["armature"] * builder.armature  # a coupled motor's columns
+    for coupling in builder.couplings:
+        kinds += motor
+        joints += [coupling.driven] * len(motor)
     nominal = builder.standard_parameters(
         builder.robot.inertial_parameters(), armature=builder.robot.armature()
     )

@@ -48,6 +48,7 @@ def residual_inputs(
     frictionless = np.array(theta, dtype=float, copy=True)
     for j in range(builder.robot.n_joints):
         frictionless[builder.own_columns(j)[:k]] = 0.0
+    frictionless[builder.coupled_friction_columns()] = 0.0
     friction = physical - predict_torque(builder, data, frictionless, chunk_size)
     return ResidualInputs(
         q=data.q, dq=data.dq, ddq=data.ddq, tau_physical=physical, tau_gravity=gravity,

@@ -1,10 +1,11 @@
-"""The regressor a run's config asks for: friction plugin, rotor inertia, offsets."""
+"""The regressor a run's config asks for: friction plugin, rotor inertia, offsets, coupled
+motors (`robot.coupled_joints`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ident_framework.model import friction_terms
+from ident_framework.model import coupling, friction_terms
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
 
@@ -21,4 +22,5 @@ def regressor_builder(config: Any, robot: RobotModel) -> RegressorBuilder:
         parallel_friction=config.preprocessing.parallel_friction(
             friction_terms.is_nonlinear(model)
         ),
+        couplings=coupling.resolve(config.robot.coupled_joints, robot.n_joints),
     )

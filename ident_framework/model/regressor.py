@@ -2,7 +2,9 @@
 
 Columns, in order: Pinocchio's 10 inertial parameters per link
 (`computeJointTorqueRegressor`), then per joint the friction model's parameters, then
-optionally the rotor inertia (armature, column ddq_j on joint j) and a constant torque offset.
+optionally the rotor inertia (armature, column ddq_j on joint j) and a constant torque offset,
+then per coupled motor (`model/coupling.py`) its friction columns and rotor inertia, which act
+on the rows of the two joints it drives.
 Pinocchio's regressor has no armature column (although `rnea` includes armature), so it is
 added here. Rows are (sample, joint): the regressor of N samples has shape (N, n, p).
 
@@ -22,6 +24,7 @@ import pinocchio as pin
 
 from ident_framework.interfaces import FrictionModel
 from ident_framework.model import friction_terms
+from ident_framework.model.coupling import Coupling
 from ident_framework.model.robot import RobotModel
 
 INERTIAL_NAMES = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
@@ -38,6 +41,7 @@ class RegressorBuilder:
         torque_offset: bool = False,
         nonlinear: np.ndarray | None = None,
         parallel_friction: bool = False,
+        couplings: tuple[Coupling, ...] = (),
     ):
         self.robot = robot
         # A model given here directly (not made by its plugin factory) gets the defaults of
@@ -47,6 +51,7 @@ class RegressorBuilder:
         self.friction = friction
         self.armature = armature
         self.torque_offset = torque_offset
+        self.couplings = tuple(couplings)
         self._model = robot.pin_model
         self._data = self._model.createData()
         n = robot.n_joints
@@ -90,7 +95,44 @@ class RegressorBuilder:
             names += [f"Ia_{j + 1}" for j in range(n)]
         if self.torque_offset:
             names += [f"offset_{j + 1}" for j in range(n)]
+        for coupling in self.couplings:
+            names += [f"{p}_m{coupling.driven + 1}" for p in self.motor_parameters]
         return names
+
+    @property
+    def motor_parameters(self) -> tuple[str, ...]:
+        """Per coupled motor: the friction model's parameters, then Ia with `armature`."""
+        return (*self.friction.parameter_names, *(("Ia",) if self.armature else ()))
+
+    @property
+    def n_coupled(self) -> int:
+        """Columns of the coupled motors (0 without couplings)."""
+        return len(self.couplings) * len(self.motor_parameters)
+
+    def coupled_columns(self) -> np.ndarray:
+        """Indices of the coupled motors' columns (the last `n_coupled` of the regressor)."""
+        return np.arange(self.n_parameters - self.n_coupled, self.n_parameters)
+
+    def coupled_friction_columns(self) -> np.ndarray:
+        """Indices of the coupled motors' friction columns (`coupled_columns` without Ia)."""
+        k, m = len(self.friction.parameter_names), len(self.motor_parameters)
+        return np.array([c for i, c in enumerate(self.coupled_columns()) if i % m < k], int)
+
+    def coupled_terms(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """(N, n, n_coupled): every coupled motor's columns on every joint's row: its friction
+        basis at ω = dq_b + r dq_a (joint b's friction settings; time-free) and ω̇ (rotor
+        inertia), times the transmission weight of the row (1 on b, r on a, 0 elsewhere)."""
+        n = dq.shape[1]
+        parts = []
+        for coupling in self.couplings:
+            at_motor = dq.copy()
+            at_motor[:, coupling.driven] = coupling.motor_speed(dq)
+            motor = [self.friction_basis(None, at_motor)[:, coupling.driven, :]]
+            if self.armature:
+                motor.append(coupling.motor_speed(ddq)[:, None])
+            motor_columns = np.concatenate(motor, axis=-1)  # (N, m) Nm per unit parameter
+            parts.append(coupling.weights(n)[None, :, None] * motor_columns[:, None, :])
+        return np.concatenate(parts, axis=-1) if parts else np.zeros((*dq.shape, 0))
 
     @property
     def n_parameters(self) -> int:
@@ -109,12 +151,15 @@ class RegressorBuilder:
     ) -> np.ndarray:
         """(N, n, e): each joint's own columns, which act on that joint's row only: the
         friction basis (`friction` if given), then ddq_j (rotor inertia) and 1 (offset) when
-        enabled."""
+        enabled, then the coupled motors' columns (zero on the rows of joints they do not
+        drive)."""
         parts = [self.friction_basis(None, dq) if friction is None else friction]
         if self.armature:
             parts.append(ddq[:, :, None])
         if self.torque_offset:
             parts.append(np.ones((*dq.shape, 1)))
+        if self.couplings:
+            parts.append(self.coupled_terms(dq, ddq))
         return np.concatenate(parts, axis=-1)
 
     def compute(
@@ -131,7 +176,8 @@ class RegressorBuilder:
         return out
 
     def own_columns(self, joint: int) -> np.ndarray:
-        """Indices of the friction, armature and offset columns of `joint` (0-based)."""
+        """Indices of the friction, armature and offset columns of `joint` (0-based), then of
+        every coupled motor (`own_terms`: zero where the motor does not drive the joint)."""
         n, k = self.robot.n_joints, len(self.friction.parameter_names)
         own = [self.n_inertial + joint * k + c for c in range(k)]
         column = self.n_inertial + n * k
@@ -140,6 +186,7 @@ class RegressorBuilder:
             column += n
         if self.torque_offset:
             own.append(column + joint)
+        own += self.coupled_columns().tolist()
         return np.array(own, dtype=int)
 
     def subtree_columns(self, joint: int) -> np.ndarray:
@@ -171,10 +218,12 @@ class RegressorBuilder:
         friction: np.ndarray | None = None,
         armature: np.ndarray | None = None,
         offset: np.ndarray | None = None,
+        coupled: np.ndarray | None = None,
     ) -> np.ndarray:
         """Assemble a standard parameter vector in this regressor's column order.
 
-        friction is (n, k) in the friction model's parameter order; missing parts are zero."""
+        friction is (n, k) in the friction model's parameter order; coupled (n_coupled,) the
+        coupled motors' parameters (`parameter_names`' order); missing parts are zero."""
         n = self.robot.n_joints
         parts = [np.asarray(inertial, dtype=float).ravel()]
         parts.append(
@@ -184,6 +233,10 @@ class RegressorBuilder:
             parts.append(np.zeros(n) if armature is None else np.asarray(armature, float))
         if self.torque_offset:
             parts.append(np.zeros(n) if offset is None else np.asarray(offset, float))
+        if self.couplings:
+            parts.append(
+                np.zeros(self.n_coupled) if coupled is None else np.asarray(coupled, float).ravel()
+            )
         theta = np.concatenate(parts)
         if theta.size != self.n_parameters:
             raise ValueError(f"{theta.size} parameters given, regressor has {self.n_parameters}")

@@ -58,7 +58,16 @@ def _compatibility(config: RunConfig, robot, builder) -> dict[str, Any]:
     friction = config.plugins["friction"]
     return to_plain(
         {
-            "robot": {"name": robot.name, "model": config.robot.model},
+            "robot": {
+                "name": robot.name,
+                "model": config.robot.model,
+                # coupled motors (their ratios) only when given: older statistics still combine
+                **(
+                    {"coupled_joints": [dataclasses.asdict(c) for c in config.robot.coupled_joints]}
+                    if config.robot.coupled_joints
+                    else {}
+                ),
+            },
             "joint_names": list(robot.joint_names),
             "parameter_names": list(builder.parameter_names),
             "friction": {"plugin": friction.info.name, **dataclasses.asdict(friction.params)},

@@ -66,6 +66,29 @@ def joint_parameters(result: IdentificationResult) -> list[dict[str, Any]]:
     return rows
 
 
+def coupled_motor_parameters(result: IdentificationResult) -> list[dict[str, Any]]:
+    """Per coupled motor (`robot.coupled_joints`, `model/coupling.py`): the joints it drives
+    (names), its ratio and its identified friction and rotor inertia (as the joint rows)."""
+    model, truth_theta = result.model, result.diagnostics.truth_theta
+    index = {name: i for i, name in enumerate(model.builder.parameter_names)}
+    alone = model.base.identifiable_alone()
+    names = model.robot.joint_names
+    motors = []
+    for coupling in model.builder.couplings:
+        motor: dict[str, Any] = {
+            "joints": [names[coupling.other], names[coupling.driven]],
+            "ratio": coupling.ratio,
+        }
+        for key in model.builder.motor_parameters:
+            i = index[f"{key}_m{coupling.driven + 1}"]
+            entry = {"value": float(model.theta[i]), "identifiable_alone": bool(alone[i])}
+            if truth_theta is not None:
+                entry["true"] = float(truth_theta[i])
+            motor[key] = entry
+        motors.append(motor)
+    return motors
+
+
 def link_parameters(result: IdentificationResult) -> list[dict[str, Any]] | None:
     """Full per-link parameters (mass kg, centre of mass m and inertia about it kg·m², in the
     link frame) when they are physically valid, else None."""
@@ -133,6 +156,11 @@ def parameters_document(result: IdentificationResult) -> dict[str, Any]:
             "plugins": plugins_used(result),
             "base_parameters": base,
             "joints": joint_parameters(result),
+            **(
+                {"coupled_motors": coupled_motor_parameters(result)}
+                if model.builder.couplings
+                else {}
+            ),
             "links": link_parameters(result),
             "physical_violations": result.diagnostics.physical_violations,
             "standard_parameters": dict(

@@ -10,7 +10,11 @@ from ident_framework.extension_points import DISTRIBUTION
 from ident_framework.identify.result import IdentificationResult
 from ident_framework.interfaces import FrictionModel
 from ident_framework.reports.loop_table import loop_table
-from ident_framework.reports.parameters import joint_parameters, parameter_unit
+from ident_framework.reports.parameters import (
+    coupled_motor_parameters,
+    joint_parameters,
+    parameter_unit,
+)
 from ident_framework.reports.run_files import twin_files
 from ident_framework.reports.tables import aligned_table, format_cell
 from ident_framework.reports.tuning_report import tuning_lines
@@ -360,6 +364,16 @@ def joint_parameter_table(result: IdentificationResult) -> list[str]:
             texts.append(text)
         cells.append(texts)
     lines = aligned_table("joint", [row["joint"] for row in rows], headers, cells)
+    for motor in coupled_motor_parameters(result):
+        values = ", ".join(
+            f"{_with_unit(k, friction)} {format_cell(motor[k]['value'], '.4g')}"
+            f"{'' if motor[k]['identifiable_alone'] else '*'}"
+            for k in result.model.builder.motor_parameters
+        )
+        first, driven = motor["joints"]
+        lines.append(
+            f"coupled motor of {driven} (speed {driven} + {motor['ratio']:g} x {first}): {values}"
+        )
     if any(not row[k]["identifiable_alone"] for row in rows for k in keys):
         lines.append("* not identifiable on its own (merged into a base parameter)")
     return lines

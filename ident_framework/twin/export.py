@@ -16,6 +16,13 @@ twin.urdf is generated from the compiled twin (every body a link, every hinge a 
 joint, fixed bodies joined by fixed joints; inertia as principal moments in the frame of
 `<inertial><origin rpy>`; `<dynamics damping friction>`). URDF has no rotor-inertia field:
 the armature is only in twin.xml (and parameters.yaml); the URDF says so in a comment.
+
+Neither MJCF nor URDF can express a coupled transmission (`model/coupling.py`, a motor that
+drives two joints): `identified_dynamics` lumps the diagonal of each coupled motor's rotor
+inertia and viscous friction into its joints' armature and damping (Ia_m and fv_m on joint b,
+r² × them on joint a) and drops the rest — the cross terms r Ia_m ddq and r fv_m dq of one
+joint on the other, and the motor's Coulomb friction (a function of dq_b + r dq_a); write-back
+warns (`coupling_note`).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 
+from ident_framework.model.coupling import Coupling
 from ident_framework.model.physical_consistency import check_link
 from ident_framework.model.robot import N_INERTIAL, RobotModel
 
@@ -43,12 +51,15 @@ class TwinDynamics:
 
 
 def identified_dynamics(
-    robot: RobotModel, parameter_names: list[str], theta: np.ndarray
+    robot: RobotModel,
+    parameter_names: list[str],
+    theta: np.ndarray,
+    couplings: tuple[Coupling, ...] = (),
 ) -> TwinDynamics:
     """The twin's dynamics from standard parameters `theta` (regressor column order). Joint
     terms the model did not identify keep the robot's own values (rotor inertia without an
     armature column) or are zero (no fv/fc: friction=none, or a friction model that MJCF
-    cannot express)."""
+    cannot express). Coupled motors: their diagonal part is lumped in (module doc)."""
     n = robot.n_joints
     index = {name: i for i, name in enumerate(parameter_names)}
 
@@ -58,11 +69,33 @@ def identified_dynamics(
         return np.asarray(default, dtype=float)
 
     zero = np.zeros(n)
+    armature, damping = per_joint("Ia", robot.armature()), per_joint("fv", zero)
+    for coupling in couplings:
+        diagonal = coupling.weights(n) ** 2  # 1 on joint b, r² on joint a
+        for key, values in (("Ia", armature), ("fv", damping)):
+            name = f"{key}_m{coupling.driven + 1}"
+            if name in index:
+                values += diagonal * theta[index[name]]
     return TwinDynamics(
         inertial=np.asarray(theta[: N_INERTIAL * n], dtype=float).copy(),
-        armature=per_joint("Ia", robot.armature()),
-        damping=per_joint("fv", zero),
+        armature=armature,
+        damping=damping,
         frictionloss=per_joint("fc", zero),
+    )
+
+
+def coupling_note(robot: RobotModel, couplings: tuple[Coupling, ...]) -> str | None:
+    """What the twin leaves out of the coupled motors (None: no coupling)."""
+    if not couplings:
+        return None
+    pairs = ", ".join(
+        f"{robot.joint_names[c.other]}/{robot.joint_names[c.driven]}" for c in couplings
+    )
+    return (
+        f"MuJoCo and URDF cannot represent the coupled transmission of {pairs}: the twin has "
+        "each coupled motor's rotor inertia and viscous friction lumped on the diagonal "
+        "(joint b x 1, joint a x ratio²); the cross terms and the motor's Coulomb friction "
+        "are left out, so the twin's torques differ from the identified model's there"
     )
 
 

@@ -3,6 +3,7 @@ physically valid, checked in MuJoCo against the validation data."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -14,7 +15,14 @@ from ident_framework.identify.result import TwinWriteBack
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
 from ident_framework.twin.check import twin_metrics
-from ident_framework.twin.export import identified_dynamics, twin_model, twin_problems
+from ident_framework.twin.export import (
+    coupling_note,
+    identified_dynamics,
+    twin_model,
+    twin_problems,
+)
+
+log = logging.getLogger(__name__)
 
 
 def write_back(
@@ -29,12 +37,17 @@ def write_back(
     """(the twin or why it was refused, its metrics.json entry: `twin` — MuJoCo inverse
     dynamics and forward divergence on the validation data, beside the identified model's
     `physical_prediction` (N, n) Nm — or `twin_not_written`). `timed(step)` times the write
-    and check (a `StepTimer`)."""
-    dynamics = identified_dynamics(robot, builder.parameter_names, theta)
+    and check (a `StepTimer`). A coupled transmission is only approximated in the twin:
+    warned, and said in the entry (`twin.coupling`)."""
+    dynamics = identified_dynamics(robot, builder.parameter_names, theta, builder.couplings)
     refused = twin_problems(robot, dynamics, mass_share)
     if refused:
         return TwinWriteBack(None, refused), {"twin_not_written": refused}
     with timed("twin"):
         twin = twin_model(robot, dynamics)
         metrics = twin_metrics(twin, robot, validation, physical_prediction)
+    note = coupling_note(robot, builder.couplings)
+    if note is not None:
+        log.warning("twin: %s", note)
+        metrics = {**metrics, "coupling": note}
     return TwinWriteBack(twin, []), {"twin": metrics}

@@ -29,10 +29,14 @@ CHUNK = 2000  # rows per regressor call
 class OwnColumns:
     """A joint's own candidate columns: `names` (per joint, e.g. "fv", "fc[tanh 0.003]",
     "Ia", "offset") and `values(data, rows)` -> (len(rows), n, len(names)) at those rows of a
-    preprocessed dataset."""
+    preprocessed dataset; `shared`: columns whose parameter is shared by several joints' rows
+    (a coupled motor's, `model/coupling.py`), `shared_values(data, rows)` -> (len(rows), n,
+    len(shared))."""
 
     names: tuple[str, ...]
     values: Callable[[Dataset, np.ndarray], np.ndarray]
+    shared: tuple[str, ...] = ()
+    shared_values: Callable[[Dataset, np.ndarray], np.ndarray] | None = None
 
     def index(self, name: str) -> int:
         return self.names.index(name)
@@ -43,7 +47,8 @@ class FoldFactors:
     """Per fold f: `merged[f]` (P, P) factor of [inertial | own columns of every joint |
     tau_filtered | tau_recorded] over the fold's rows, all joints; `per_joint[f][j]` the same
     for joint j's rows only; `counts[f]` samples. Column layout: 10 n inertial, then joint j's
-    own columns at 10 n + j e + i, then the two torque columns."""
+    own columns at 10 n + j e + i, then the shared columns (`OwnColumns.shared`), then the two
+    torque columns."""
 
     merged: list[np.ndarray]
     per_joint: list[list[np.ndarray]]
@@ -65,6 +70,9 @@ class FoldFactors:
 
     def own_column(self, joint: int, name: str) -> int:
         return self.n_inertial + joint * len(self.own.names) + self.own.index(name)
+
+    def shared_column(self, index: int) -> int:
+        return self.n_inertial + self.n_joints * len(self.own.names) + index
 
 
 @dataclass(frozen=True)
@@ -89,10 +97,10 @@ def fold_factors(
     each fold's rows so that at most about `max_samples` rows are used in all. `spaces`: the
     joints' structural row spaces (`linear_problem.joint_row_spaces`)."""
     n = builder.robot.n_joints
-    e = len(own.names)
+    e, s = len(own.names), len(own.shared)
     subtree = [builder.subtree_columns(j) for j in range(n)]
     accumulators = [
-        [TriangularAccumulator(spaces[j].shape[1] + e + 2) for j in range(n)]
+        [TriangularAccumulator(spaces[j].shape[1] + e + s + 2) for j in range(n)]
         for _ in range(n_folds)
     ]
     total = sum(int(np.sum(r.labels >= 0)) for r in recordings)
@@ -106,6 +114,9 @@ def fold_factors(
             kept = kept[np.argsort(recording.labels[kept], kind="stable")]
             counts += np.bincount(recording.labels[kept], minlength=n_folds)
             own_values = own.values(recording.data, kept)
+            if s:
+                shared = own.shared_values(recording.data, kept)
+                own_values = np.concatenate([own_values, shared], axis=-1)
             data = recording.data
             for start in range(0, len(kept), CHUNK):
                 rows = kept[start : start + CHUNK]
@@ -122,7 +133,7 @@ def fold_factors(
                             data.tau[rows[mine], j],
                             recording.tau_recorded[rows[mine], j],
                         )
-        size = 10 * n + n * e + 2
+        size = 10 * n + n * e + s + 2
         merged, per_joint = [], []
         for f in range(n_folds):
             joints = []
@@ -132,6 +143,7 @@ def fold_factors(
                 full = np.zeros((r.shape[0], size))
                 full[:, subtree[j]] = r[:, :k] @ spaces[j].T
                 full[:, 10 * n + j * e : 10 * n + (j + 1) * e] = r[:, k : k + e]
+                full[:, 10 * n + n * e : 10 * n + n * e + s] = r[:, k + e : k + e + s]
                 full[:, -2:] = r[:, -2:]
                 joints.append(full)
             per_joint.append(joints)

@@ -82,6 +82,10 @@ class ColumnSpace:
             for name, value in own:
                 columns.append(f.own_column(j, name))
                 nominal.append(value)
+        for i, name in enumerate(f.own.shared):  # a coupled motor's: always in the model
+            if candidate.armature or not name.startswith("Ia_"):
+                columns.append(f.shared_column(i))
+                nominal.append(0.0)
         return np.array(columns), np.array(nominal)
 
 

@@ -243,7 +243,9 @@ def _fold_rows(
 def _own_columns(
     config: RunConfig, builder: RegressorBuilder, coulomb: bool, start: Candidate, settings: Any
 ) -> OwnColumns:
-    """Every joint's own candidate columns: friction shapes, rotor inertia, offset."""
+    """Every joint's own candidate columns: friction shapes, rotor inertia, offset; and the
+    coupled motors' columns (`robot.coupled_joints`: shared by two joints' rows, always in the
+    model, with the configured friction shape and rotor-inertia option)."""
     if coulomb:
         selected = config.plugins["friction"]
         dead_bands = sorted({start.dead_band, *settings.dead_bands})
@@ -273,7 +275,14 @@ def _own_columns(
         parts = [*friction_values(data, rows), ddq[:, :, None], np.ones((*ddq.shape, 1))]
         return np.concatenate(parts, axis=-1)
 
-    return OwnColumns(tuple(names), values)
+    if not builder.couplings:
+        return OwnColumns(tuple(names), values)
+
+    def coupled(data: Dataset, rows: np.ndarray) -> np.ndarray:
+        return builder.coupled_terms(data.dq[rows], data.ddq[rows])
+
+    shared = tuple(builder.parameter_names[-builder.n_coupled :])
+    return OwnColumns(tuple(names), values, shared, coupled)
 
 
 def _chosen_keys(best: Candidate, coulomb: bool, regularise: bool, exact: bool) -> dict[str, Any]:

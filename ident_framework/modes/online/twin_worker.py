@@ -85,7 +85,7 @@ def fit_twin(t_end: float, rows: np.ndarray) -> dict[str, Any]:
             "solve_s": time.perf_counter() - start,
         }
     theta = estimator.standard_coef_
-    dynamics = identified_dynamics(robot, builder.parameter_names, theta)
+    dynamics = identified_dynamics(robot, builder.parameter_names, theta, builder.couplings)
     problems = twin_problems(robot, dynamics)
     predicted = builder.compute(data.q, data.dq, data.ddq) @ theta
     rmse = float(np.sqrt(np.mean((predicted - data.tau) ** 2)))

@@ -1,0 +1,93 @@
+"""Coupled transmissions: one motor that drives two joints (e.g. a coupled wrist).
+
+In a coupled wrist the motor of joint b also turns when joint a moves: its speed, divided by its
+gear ratio, is ω = dq_b + r dq_a (rad/s), and by virtual work its torque T (referred to the
+joint side, Nm) acts on joint b as T and on joint a as r T. The motor's own dynamics
+
+    T = Ia_m (ddq_b + r ddq_a) + friction(ω)
+
+then enter the torques of both joints; a per-joint rotor-inertia and friction model cannot
+express them (it sees dq_b, not ω). The regressor adds, per coupling, the motor's friction
+columns (the friction model's basis at ω, with joint b's settings) and its rotor-inertia column
+(when `regressor.armature`), named `<parameter>_m<b>` (`fv_m6`, `fc_m6`, `Ia_m6`), on rows b
+(× 1) and a (× r); every joint's own columns stay (the same column space as FIGAROH's
+`has_coupled_wrist` columns Iam6, fvm6, fsm6 for r = 1).
+
+Config: `robot.coupled_joints: [{joints: [a, b], ratio: r}]`, 1-based joint numbers as in the
+parameter names. The Stäubli TX40's wrist: joints [5, 6], ratio 1 (`conf/robot/staubli_tx40.yaml`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ident_framework.errors import UserError
+
+KEY = "robot.coupled_joints"
+
+
+@dataclass
+class CoupledJoints:
+    """joints: [a, b] 1-based joint numbers, b the joint whose motor drives both; ratio: r in
+    ω = dq_b + r dq_a (the motor's speed over its gear ratio, rad/s; r T acts on joint a)."""
+
+    joints: list[int]
+    ratio: float = 1.0
+
+    def __post_init__(self) -> None:
+        joints = list(self.joints)
+        if len(joints) != 2 or len(set(joints)) != 2 or min(joints) < 1:
+            raise ValueError(
+                f"joints must be two different 1-based joint numbers [a, b] (b: the joint whose "
+                f"motor drives both), got {self.joints}"
+            )
+        if not (math.isfinite(self.ratio) and self.ratio != 0.0):
+            raise ValueError(f"ratio must be a finite non-zero number, got {self.ratio}")
+
+
+@dataclass(frozen=True)
+class Coupling:
+    """One coupled motor, 0-based: `driven` (b) is the joint whose motor it is, `other` (a)
+    the joint it also feels, ω = dq_b + ratio dq_a."""
+
+    other: int
+    driven: int
+    ratio: float
+
+    def weights(self, n: int) -> np.ndarray:
+        """(n,) how the motor's speed depends on each joint's, and how its torque enters each
+        joint (the transmission's row, used both ways by virtual work)."""
+        c = np.zeros(n)
+        c[self.driven], c[self.other] = 1.0, self.ratio
+        return c
+
+    def motor_speed(self, dq: np.ndarray) -> np.ndarray:
+        """ω (N,) rad/s from joint velocities dq (N, n); the same map for accelerations."""
+        return dq[:, self.driven] + self.ratio * dq[:, self.other]
+
+
+def resolve(settings: list[CoupledJoints] | None, n_joints: int) -> tuple[Coupling, ...]:
+    """The couplings of the config, checked against a robot of `n_joints` joints; UserError
+    naming the key when a joint does not exist or one motor is given twice."""
+    couplings = []
+    for i, entry in enumerate(settings or []):
+        a, b = (int(j) for j in entry.joints)
+        if max(a, b) > n_joints:
+            raise UserError(
+                f"{KEY}[{i}].joints = {list(entry.joints)} names a joint the robot does not "
+                f"have: it has joints 1 to {n_joints}. Give the 1-based numbers [a, b] of two "
+                "of its joints, b the one whose motor drives both (the Stäubli TX40's wrist: "
+                "[5, 6])."
+            )
+        couplings.append(Coupling(a - 1, b - 1, float(entry.ratio)))
+    driven = [c.driven for c in couplings]
+    if len(set(driven)) != len(driven):
+        raise UserError(
+            f"{KEY} gives the motor of one joint twice (joints b = "
+            f"{[d + 1 for d in driven]}): each motor drives at most one other joint; "
+            "give one entry per coupled motor."
+        )
+    return tuple(couplings)
