@@ -13,14 +13,22 @@ from ident_framework.residuals.bpnn_features import check_features
 from ident_framework.residuals.bpnn_torch import DEVICE_PATTERN, require_torch, resolve_device
 
 DEFAULT_FEATURES = ["velocity", "acceleration", "friction"]
+AUTO = "auto"  # features: auto -- each joint's set chosen among feature_candidates, held out
+DEFAULT_CANDIDATES = [
+    ["velocity", "acceleration", "friction"],  # friction-like: a joint's own motion
+    ["sin_position", "cos_position", "velocity", "friction"],  # ... and its angle (revolute)
+]
 
 
 @dataclass
 class BpnnParams:
     """Parameters of the `bpnn` residual learner.
 
-    features: input names per joint (`bpnn_features.FEATURES`: position, velocity,
-    acceleration, load, gravity, inertial, friction). inputs: "joint" (network j sees joint j's
+    features: input names per joint (`bpnn_features.FEATURES`: position, sin_position,
+    cos_position, velocity, acceleration, load, gravity, inertial, friction), or "auto": per
+    joint, the set of `feature_candidates` whose networks lower the held-out RMSE most in their
+    worst fold (all candidates train together on the same folds; the validation data play no
+    part). feature_candidates: the sets "auto" chooses from. inputs: "joint" (network j sees joint j's
     features) or "full" (every network sees all joints'). hidden_width, hidden_layers: MLP size
     (ReLU). ensemble_size: members per joint (split over the folds, at least one per fold).
     epochs: maximum training epochs. learning_rate: Adam step size. weight_decay: Adam's L2
@@ -39,7 +47,10 @@ class BpnnParams:
     (quadratic up to huber_delta_nm, Nm). progress: tqdm bar over the epochs on stderr.
     """
 
-    features: list[str] = field(default_factory=lambda: list(DEFAULT_FEATURES))
+    features: list[str] | str = field(default_factory=lambda: list(DEFAULT_FEATURES))
+    feature_candidates: list[list[str]] = field(
+        default_factory=lambda: [list(c) for c in DEFAULT_CANDIDATES]
+    )
     inputs: str = "joint"
     hidden_width: int = 32
     hidden_layers: int = 2
@@ -86,9 +97,20 @@ class BpnnParams:
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
 
         require_torch()  # before any job runs: the learner cannot train or load without it
-        self.features = check_features(
-            list(self.features) if not isinstance(self.features, str) else self.features
-        )
+        if self.features != AUTO:
+            self.features = check_features(
+                list(self.features) if not isinstance(self.features, str) else self.features
+            )
+        candidates = self.feature_candidates
+        if isinstance(candidates, str) or not isinstance(candidates, list | tuple) or not candidates:
+            raise ValueError(
+                f"feature_candidates must be a non-empty list of feature lists, got {candidates!r}"
+            )
+        self.feature_candidates = [
+            check_features(c if isinstance(c, str) else list(c)) for c in candidates
+        ]
+        if len({tuple(c) for c in self.feature_candidates}) != len(self.feature_candidates):
+            raise ValueError(f"feature_candidates lists a set twice: {self.feature_candidates}")
         if self.inputs not in ("joint", "full"):
             raise ValueError(f"inputs must be 'joint' or 'full', got {self.inputs!r}")
         for name in ("hidden_width", "hidden_layers", "ensemble_size", "epochs", "batch_size"):
