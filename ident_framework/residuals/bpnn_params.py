@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from omegaconf import ListConfig
 
 from ident_framework.errors import UserError
 from ident_framework.residuals.bpnn_features import check_features
@@ -28,9 +29,10 @@ class BpnnParams:
     cos_position, velocity, acceleration, load, gravity, inertial, friction), or "auto": per
     joint, the set of `feature_candidates` whose networks lower the held-out RMSE most in their
     worst fold (all candidates train together on the same folds; the validation data play no
-    part). feature_candidates: the sets "auto" chooses from. inputs: "joint" (network j sees joint j's
-    features) or "full" (every network sees all joints'). hidden_width, hidden_layers: MLP size
-    (ReLU). ensemble_size: members per joint (split over the folds, at least one per fold).
+    part). feature_candidates: the sets "auto" chooses from. inputs: "joint" (network j sees
+    joint j's features) or "full" (every network sees all joints'). hidden_width,
+    hidden_layers: MLP size (ReLU). ensemble_size: members per joint (split over the folds,
+    at least one per fold).
     epochs: maximum training epochs. learning_rate: Adam step size. weight_decay: Adam's L2
     penalty. batch_size: samples per minibatch. seed: weights, minibatch order, k-means.
     device: "cpu", "cuda", "cuda:<i>" or "mps". validation_fraction: last fraction (in time)
@@ -102,9 +104,12 @@ class BpnnParams:
                 list(self.features) if not isinstance(self.features, str) else self.features
             )
         candidates = self.feature_candidates
-        if isinstance(candidates, str) or not isinstance(candidates, list | tuple) or not candidates:
+        if isinstance(candidates, str) or not isinstance(candidates, list | tuple | ListConfig):
+            candidates = None
+        if not candidates:
             raise ValueError(
-                f"feature_candidates must be a non-empty list of feature lists, got {candidates!r}"
+                "feature_candidates must be a non-empty list of feature lists, got "
+                f"{self.feature_candidates!r}"
             )
         self.feature_candidates = [
             check_features(c if isinstance(c, str) else list(c)) for c in candidates
