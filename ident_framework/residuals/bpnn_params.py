@@ -56,11 +56,11 @@ class BpnnParams:
     inputs: str = "joint"
     hidden_width: int = 32
     hidden_layers: int = 2
-    ensemble_size: int = 2
-    epochs: int = 150
+    ensemble_size: int = 4
+    epochs: int = 60
     learning_rate: float = 3e-3
     weight_decay: float = 1e-4
-    batch_size: int = 512
+    batch_size: int = 128
     seed: int = 0
     device: str = "cpu"
     validation_fraction: float = 0.2
@@ -111,9 +111,12 @@ class BpnnParams:
                 "feature_candidates must be a non-empty list of feature lists, got "
                 f"{self.feature_candidates!r}"
             )
-        self.feature_candidates = [
-            check_features(c if isinstance(c, str) else list(c)) for c in candidates
-        ]
+        try:
+            self.feature_candidates = [
+                check_features(c if isinstance(c, str) else list(c)) for c in candidates
+            ]
+        except ValueError as error:
+            raise ValueError(f"feature_candidates: {error}") from None
         if len({tuple(c) for c in self.feature_candidates}) != len(self.feature_candidates):
             raise ValueError(f"feature_candidates lists a set twice: {self.feature_candidates}")
         if self.inputs not in ("joint", "full"):
