@@ -4,7 +4,11 @@ judged on held-out motion before they are used, and shrunk where they do not kno
 Inputs (`features`, `inputs`; `bpnn_features.py`): joint j's network maps its standardised
 features — by default its own velocity and acceleration and the physical model's friction
 torque (chosen by held-out acceptance, see README) — to its standardised residual
-tau_meas_j − tau_physical_j (Nm). The input scalers come from all identification samples
+tau_meas_j − tau_physical_j (Nm). `features: auto`: every set of `feature_candidates` trains,
+per joint, as its own networks on the same folds (one batch; the inputs outside a set are 0),
+and each joint keeps the set whose worst fold lowered the held-out RMSE most; the validation
+data play no part (report_ `features_per_joint`, `candidate_worst_fold_reduction_percent`). The
+input scalers come from all identification samples
 (inputs only), the output scaler from the samples some fold trains on (no held-out target
 reaches the training).
 
@@ -29,7 +33,8 @@ shrunk and refused.
 Training (`bpnn_training.py`): all networks (joints × folds × members) train together as one
 batched computation (weights shaped (K, in, out), `torch.baddbmm`); each is still an
 independent MLP. Adam with weight decay, MSE or Huber loss, early stopping per network on
-the last `validation_fraction` (in time) of its own training samples. The last layer starts at
+`validation_fraction` of its own training samples, in blocks spread over the recordings
+(`bpnn_folds.early_stopping_part`). The last layer starts at
 "residual 0 Nm", so an untrained network changes nothing. Deterministic given `seed` on the
 CPU (one thread, deterministic algorithms, seeded generators and k-means; torch's settings
 are restored afterwards).

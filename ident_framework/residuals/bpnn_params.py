@@ -35,10 +35,11 @@ class BpnnParams:
     at least one per fold).
     epochs: maximum training epochs. learning_rate: Adam step size. weight_decay: Adam's L2
     penalty. batch_size: samples per minibatch. seed: weights, minibatch order, k-means.
-    device: "cpu", "cuda", "cuda:<i>" or "mps". validation_fraction: last fraction (in time)
-    of each network's training samples kept for early stopping, in [0, 1) (0: the last epoch
-    is kept). patience: epochs without a better early-stopping loss before training stops (0:
-    never early). acceptance: judge each joint on held-out motion (false: accept every joint,
+    device: "cpu", "cuda", "cuda:<i>" or "mps". validation_fraction: share of each network's
+    training samples kept for early stopping (blocks spread over the recordings), in [0, 1)
+    (0: the last epoch is kept). patience: epochs without a better early-stopping loss
+    before training stops (0: never early). acceptance: judge each joint on held-out motion (false:
+    accept every joint,
     for experiments). acceptance_margin: the held-out RMSE reduction (fraction) a joint must
     reach to be corrected. holdout_fraction: share of the samples held out per joint when there
     is one recording (the region fold). disagreement_weight: κ of the ensemble shrinkage (0:
