@@ -13,11 +13,11 @@ from ident_framework.errors import UserError
 from ident_framework.residuals.bpnn_features import check_features
 from ident_framework.residuals.bpnn_torch import DEVICE_PATTERN, require_torch, resolve_device
 
-DEFAULT_FEATURES = ["velocity", "acceleration", "friction"]
+DEFAULT_FEATURES = ["velocity", "friction"]
 AUTO = "auto"  # features: auto -- each joint's set chosen among feature_candidates, held out
 DEFAULT_CANDIDATES = [
-    ["velocity", "acceleration", "friction"],  # friction-like: a joint's own motion
-    ["sin_position", "cos_position", "velocity", "friction"],  # ... and its angle (revolute)
+    ["velocity", "friction"],  # friction-like: a function of the joint's own velocity
+    ["sin_position", "cos_position", "velocity", "friction"],  # ... and of its angle (revolute)
 ]
 
 
