@@ -21,7 +21,7 @@ from ident_framework.interfaces import ResidualInputs
 from ident_framework.residuals import bpnn_trust
 from ident_framework.residuals.bpnn import BpnnParams, BpnnResidual, register_residual_learners
 from ident_framework.residuals.bpnn_files import MODEL_FILE, PLOT_FILE, WEIGHTS_FILE
-from ident_framework.residuals.bpnn_folds import region_fold
+from ident_framework.residuals.bpnn_folds import early_stopping_part, region_fold
 from ident_framework.testing.multisine import multisine
 
 REPO = Path(__file__).resolve().parents[1]
@@ -151,6 +151,53 @@ def test_one_recording_holds_out_a_region_and_the_time_tail():
     assert other.history_ == learner.history_
     assert other.report_["held_out_rmse_physical"] != learner.report_["held_out_rmse_physical"]
     assert other.report_["training_rmse_physical"] == learner.report_["training_rmse_physical"]
+
+
+def test_early_stopping_part_is_spread_over_the_recording():
+    """The early-stopping samples are blocks spread over each joint's fit samples (every fifth
+    of 50 blocks for 0.2), not the time tail (a Fourier recording's ramp to rest)."""
+    fit = np.ones((2, 1000), dtype=bool)
+    fit[1, :500] = False  # joint 1 fits on the second half only
+    stop = early_stopping_part(fit, 0.2)
+    assert stop.sum(axis=1).tolist() == [200, 100]
+    assert not np.any(stop & ~fit)
+    first, last = np.flatnonzero(stop[0])[[0, -1]]
+    assert first < 100 and last == 999  # from the start to the end, not only the tail
+    assert stop[0, 80:100].all() and not stop[0, 100:180].any()  # blocks of 20 samples
+    assert early_stopping_part(fit, 0.0).sum() == 0
+
+
+def test_features_auto_chooses_per_joint_on_held_out_motion(tmp_path):
+    """Joint 0's residual depends on its angle (sin 3q), joint 1's on its velocity only: with
+    features=auto joint 0 takes the set with sin/cos q (the other cannot represent it); the
+    choice, the candidates' scores and the masked inputs survive save and load bitwise."""
+    rng = np.random.default_rng(2)
+    recordings, residuals = [], []
+    for phase_seed in (0, 3):
+        q, dq, ddq = motion(3000, phase_seed=phase_seed)
+        recordings.append(inputs(q, dq, ddq))
+        truth = np.stack([np.sin(3.0 * q[:, 0]), np.tanh(dq[:, 1] / 0.05)], axis=1)
+        residuals.append(truth + rng.normal(0.0, 0.05, q.shape))
+    candidates = [["velocity", "acceleration"], ["sin_position", "cos_position", "velocity"]]
+    params = BpnnParams(**{**FAST, "features": "auto", "feature_candidates": candidates})
+    learner = BpnnResidual(params).fit(recordings, residuals)
+    report = learner.report_
+    assert report["features"] == "auto" and report["feature_candidates"] == candidates
+    assert report["features_per_joint"][0] == candidates[1]
+    scores = np.array(report["candidate_worst_fold_reduction_percent"])
+    assert scores.shape == (2, 2) and scores[0, 1] > scores[0, 0] + 20.0
+    assert report["accepted"][0]
+    assert learner.feature_names_ == ["velocity", "acceleration", "sin_position", "cos_position"]
+    assert learner.feature_mask_[0].tolist() == [True, False, True, True]
+    assert learner.n_networks_ == 2 * len(learner.folds_) * learner.n_members_
+
+    q, dq, ddq = motion(2000, phase_seed=1)
+    predicted = learner.predict(inputs(q, dq, ddq))
+    assert rmse(predicted[:, 0] - np.sin(3.0 * q[:, 0])) < 0.5 * rmse(np.sin(3.0 * q[:, 0]))
+    learner.save(tmp_path)
+    loaded = BpnnResidual.load(tmp_path)
+    np.testing.assert_array_equal(loaded.predict(inputs(q, dq, ddq)), predicted)
+    assert loaded.feature_mask_.tolist() == learner.feature_mask_.tolist()
 
 
 def test_distance_in_the_input_space_refuses_what_per_axis_ranges_let_through():
@@ -417,6 +464,10 @@ def test_unavailable_device_is_refused(fitted, tmp_path):
         ("features", ["speed"]),
         ("features", []),
         ("features", ["velocity", "velocity"]),
+        ("features", "velocity"),
+        ("feature_candidates", []),
+        ("feature_candidates", [["velocity"], ["velocity"]]),
+        ("feature_candidates", [["speed"]]),
         ("ensemble_size", 0),
         ("acceptance", "yes"),
         ("acceptance_margin", -0.1),

@@ -258,6 +258,20 @@ def acceptance_lines(joints: list[str], report: dict[str, Any] | None) -> list[s
             f"{format_cell(report['training_reduction_percent'][j], '>27.2f')}  "
             f"{report['reason'][j]}"
         )
+    chosen = report.get("features_per_joint")
+    if chosen:  # residual.features=auto
+        lines.append(
+            "features chosen per joint on held-out motion (residual.features=auto; worst-fold "
+            "held-out reduction % of each candidate set):"
+        )
+        candidates = report["feature_candidates"]
+        for j, joint in enumerate(joints):
+            scores = ", ".join(
+                f"[{', '.join(c)}] {format_cell(v, '.1f', 'n/a')}"
+                for c, v in zip(candidates, report["candidate_worst_fold_reduction_percent"][j],
+                                strict=True)
+            )  # fmt: skip
+            lines.append(f"  {joint:<20}[{', '.join(chosen[j])}]   ({scores})")
     return lines
 
 

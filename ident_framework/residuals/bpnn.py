@@ -4,7 +4,11 @@ judged on held-out motion before they are used, and shrunk where they do not kno
 Inputs (`features`, `inputs`; `bpnn_features.py`): joint j's network maps its standardised
 features — by default its own velocity and acceleration and the physical model's friction
 torque (chosen by held-out acceptance, see README) — to its standardised residual
-tau_meas_j − tau_physical_j (Nm). The input scalers come from all identification samples
+tau_meas_j − tau_physical_j (Nm). `features: auto`: every set of `feature_candidates` trains,
+per joint, as its own networks on the same folds (one batch; the inputs outside a set are 0),
+and each joint keeps the set whose worst fold lowered the held-out RMSE most; the validation
+data play no part (report_ `features_per_joint`, `candidate_worst_fold_reduction_percent`). The
+input scalers come from all identification samples
 (inputs only), the output scaler from the samples some fold trains on (no held-out target
 reaches the training).
 
@@ -29,7 +33,8 @@ shrunk and refused.
 Training (`bpnn_training.py`): all networks (joints × folds × members) train together as one
 batched computation (weights shaped (K, in, out), `torch.baddbmm`); each is still an
 independent MLP. Adam with weight decay, MSE or Huber loss, early stopping per network on
-the last `validation_fraction` (in time) of its own training samples. The last layer starts at
+`validation_fraction` of its own training samples, in blocks spread over the recordings
+(`bpnn_folds.early_stopping_part`). The last layer starts at
 "residual 0 Nm", so an untrained network changes nothing. Deterministic given `seed` on the
 CPU (one thread, deterministic algorithms, seeded generators and k-means; torch's settings
 are restored afterwards).
@@ -64,8 +69,8 @@ from ident_framework.residuals import bpnn_acceptance, bpnn_files, bpnn_trust
 from ident_framework.residuals.bpnn_batches import gather, gather_flags
 from ident_framework.residuals.bpnn_features import raw_features
 from ident_framework.residuals.bpnn_files import PLOT_FILE
-from ident_framework.residuals.bpnn_folds import early_stopping_part, folds_for
-from ident_framework.residuals.bpnn_params import DEFAULT_FEATURES, BpnnParams
+from ident_framework.residuals.bpnn_folds import Fold, early_stopping_part, folds_for
+from ident_framework.residuals.bpnn_params import AUTO, DEFAULT_FEATURES, BpnnParams
 from ident_framework.residuals.bpnn_torch import forward, resolve_device, torch_settings
 from ident_framework.residuals.bpnn_training import pointwise_loss, train_networks
 
@@ -101,6 +106,10 @@ class BpnnResidual(ResidualLearnerDefaults):
 
     def __init__(self, params: BpnnParams):
         self.params = params
+        self.feature_names_: list[str] = (
+            [] if params.features == AUTO else list(params.features)
+        )  # the networks' inputs: the features, or with "auto" every candidate's
+        self.feature_mask_: np.ndarray | None = None  # (n, f) bool, with "auto": joint j's set
         self.n_joints_: int | None = None
         self.n_folds_: int = 1
         self.n_members_: int = params.ensemble_size
@@ -115,7 +124,7 @@ class BpnnResidual(ResidualLearnerDefaults):
     def n_features_(self) -> int:
         """Input features per network: len(features) ("joint") or n·len(features) ("full")."""
         assert self.n_joints_ is not None
-        k = len(self.params.features)
+        k = len(self.feature_names_)
         return k if self.params.inputs == "joint" else k * self.n_joints_
 
     @property
@@ -148,7 +157,19 @@ class BpnnResidual(ResidualLearnerDefaults):
         return int(first[0])
 
     def _features(self, data: ResidualInputs) -> np.ndarray:
-        return raw_features(data, self.params.features, self.params.inputs)
+        """(n, N, f) raw features; with "auto", those outside joint j's chosen set are 0 (then
+        they are 0 in the scalers, the range guard and the distance too)."""
+        raw = raw_features(data, self.feature_names_, self.params.inputs)
+        if self.feature_mask_ is not None:
+            raw = raw * self.feature_mask_[:, None, :]
+        return raw
+
+    def _candidate_masks(self) -> np.ndarray:
+        """(C, f) bool: which of `feature_names_` (in the network's input layout) each
+        candidate set uses."""
+        sets = self.params.feature_candidates
+        masks = np.array([[name in c for name in self.feature_names_] for c in sets])
+        return masks if self.params.inputs == "joint" else np.tile(masks, (1, self.n_joints_))
 
     # ---------------------------------------------------------------------------------- fit
     def fit(
@@ -160,13 +181,23 @@ class BpnnResidual(ResidualLearnerDefaults):
         residuals tau_meas − tau_physical (Nm, (N_r, n) each, in time order). Returns self."""
         if isinstance(recordings, ResidualInputs):
             recordings, residuals = [recordings], [residuals]
+        auto = self.params.features == AUTO
+        if auto:  # every candidate's features; joint j's set is chosen below
+            sets = self.params.feature_candidates
+            self.feature_names_ = [f for f in dict.fromkeys(n for c in sets for n in c)]
+        self.feature_mask_ = None
         features, target, recording = self._checked_data(recordings, residuals)
         start = time.perf_counter()
+        folds = folds_for(
+            recording, self._scaled(features), self.params.holdout_fraction, self.params.seed
+        )
+        n_candidates = len(self.params.feature_candidates) if auto else 1
+        if auto:  # candidate c of joint j is "joint" j·C + c, judged on joint j's folds
+            features, target, folds = self._per_candidate(features, target, folds)
         self.x_mean_ = features.mean(axis=1)
         x_std = features.std(axis=1)
         self.x_std_ = np.where(x_std > _STD_FLOOR, x_std, 1.0)
         standardised = self._standardise(features)
-        folds = folds_for(recording, standardised, self.params.holdout_fraction, self.params.seed)
         self._set_folds(folds, features, target, standardised)
         self._train(folds, features, target, standardised)
 
@@ -180,10 +211,76 @@ class BpnnResidual(ResidualLearnerDefaults):
         self.report_ = bpnn_acceptance.judge(
             target, corrections, folds, p.acceptance_margin, p.acceptance
         )
+        if auto:
+            self._choose_features(n_candidates)
         self.accepted_ = np.array(self.report_["accepted"], dtype=bool)
         self.training_time_s_ = time.perf_counter() - start
         self.report_.update(self._training_summary(target.shape[1], len(recordings)))
         return self
+
+    @staticmethod
+    def _scaled(features: np.ndarray) -> np.ndarray:
+        """(n, N, f) features standardised per joint and feature (for the folds)."""
+        std = features.std(axis=1, keepdims=True)
+        scaled = (features - features.mean(axis=1, keepdims=True)) / np.where(
+            std > _STD_FLOOR, std, 1.0
+        )
+        return scaled.astype(np.float32)
+
+    def _per_candidate(
+        self, features: np.ndarray, target: np.ndarray, folds: list[Fold]
+    ) -> tuple[np.ndarray, np.ndarray, list[Fold]]:
+        """Each joint's data once per candidate feature set (the others' features 0): n·C
+        "joints", candidate c of joint j at j·C + c, with joint j's target and folds."""
+        masks = self._candidate_masks()  # (C, f)
+        n, n_samples, f = features.shape
+        c = len(masks)
+        expanded = (features[:, None] * masks[None, :, None, :]).reshape(n * c, n_samples, f)
+        folds = [
+            Fold(np.repeat(fold.fit, c, axis=0), np.repeat(fold.held_out, c, axis=0), fold.kind)
+            for fold in folds
+        ]
+        self.n_joints_ = n * c
+        return expanded, np.repeat(target, c, axis=0), folds
+
+    def _choose_features(self, n_candidates: int) -> None:
+        """Keep, per joint, the candidate set whose worst fold lowered the held-out RMSE most
+        (ties: the earlier candidate); drop the other candidates' networks and figures."""
+        c = n_candidates
+        n = self.n_joints_ // c
+        report = self.report_
+        worst = np.array(
+            [-np.inf if w is None else w for w in report["worst_fold_reduction_percent"]]
+        ).reshape(n, c)
+        choice = np.argmax(worst, axis=1)
+        rows = np.arange(n) * c + choice  # the kept "joints"
+        for name in ("x_mean_", "x_std_", "y_mean_", "y_std_", "fold_min_", "fold_max_",
+                     "x_min_", "x_max_", "support_"):  # fmt: skip
+            setattr(self, name, getattr(self, name)[rows])
+        per_network = self.n_folds_ * self.n_members_
+        kept = (rows[:, None] * per_network + np.arange(per_network)).ravel()
+        self._state = {name: t[kept].contiguous() for name, t in self._state.items()}
+        self.best_epoch_ = [self.best_epoch_[k] for k in kept]
+        for name in ("train_loss_per_joint", "val_loss_per_joint"):
+            self.history_[name] = [
+                None if v is None else [v[r] for r in rows] for v in self.history_[name]
+            ]
+        for name, value in report.items():
+            if name == "held_out_reduction_percent_per_fold":
+                continue
+            if isinstance(value, list) and len(value) == n * c:
+                report[name] = [value[r] for r in rows]
+        report["held_out_reduction_percent_per_fold"] = [
+            [fold[r] for r in rows] for fold in report["held_out_reduction_percent_per_fold"]
+        ]
+        sets = self.params.feature_candidates
+        report["feature_candidates"] = [list(s) for s in sets]
+        report["candidate_worst_fold_reduction_percent"] = [
+            [None if not np.isfinite(v) else float(v) for v in row] for row in worst
+        ]
+        report["features_per_joint"] = [list(sets[k]) for k in choice]
+        self.feature_mask_ = self._candidate_masks()[choice]
+        self.n_joints_ = n
 
     def _checked_data(
         self, recordings: list[ResidualInputs], residuals: list[np.ndarray]
@@ -287,7 +384,7 @@ class BpnnResidual(ResidualLearnerDefaults):
     def _training_summary(self, n_samples: int, n_recordings: int) -> dict[str, Any]:
         p = self.params
         return {
-            "features": list(p.features),
+            "features": p.features if p.features == AUTO else list(p.features),
             "inputs": p.inputs,
             "recordings": n_recordings,
             "samples": n_samples,

@@ -1,8 +1,11 @@
 """Input features of the `bpnn` residual learner's per-joint networks, chosen by name
 (`residual.features`), from `interfaces.ResidualInputs`.
 
-position (rad), velocity (rad/s), acceleration (rad/s²): the joint state; load (Nm): the
-physical model's whole torque; gravity, inertial, friction (Nm): its parts. With `inputs:
+position (rad), velocity (rad/s), acceleration (rad/s²): the joint state; sin_position,
+cos_position: sin q and cos q of a revolute joint (an encoding that is the same at q and
+q + 2π, so a correction learnt at one turn of the joint applies at the next; meaningless for
+a prismatic joint); load (Nm): the physical model's whole torque; gravity, inertial, friction
+(Nm): its parts. With `inputs:
 joint` network j sees joint j's features only (friction-like residuals are functions of a
 joint's own motion and load); with `inputs: full` every network sees every joint's features
 (feature-major per joint: joint 0's features, then joint 1's, ...).
@@ -17,6 +20,8 @@ from ident_framework.interfaces import ResidualInputs
 
 FEATURES = {  # name -> (ResidualInputs field, unit)
     "position": ("q", "rad"),
+    "sin_position": ("q", "1"),
+    "cos_position": ("q", "1"),
     "velocity": ("dq", "rad/s"),
     "acceleration": ("ddq", "rad/s^2"),
     "load": ("tau_physical", "Nm"),
@@ -24,6 +29,7 @@ FEATURES = {  # name -> (ResidualInputs field, unit)
     "inertial": ("tau_inertial", "Nm"),
     "friction": ("tau_friction", "Nm"),
 }
+TRANSFORMS = {"sin_position": np.sin, "cos_position": np.cos}  # of the field's values
 
 
 def check_features(features: list[str]) -> list[str]:
@@ -58,7 +64,8 @@ def raw_features(data: ResidualInputs, features: list[str], inputs: str) -> np.n
                 f"physical model's {field}, which the engine did not provide; drop it from "
                 "residual.features or run it through the identification pipeline."
             )
-        columns.append(np.asarray(value, dtype=np.float64))
+        value = np.asarray(value, dtype=np.float64)
+        columns.append(TRANSFORMS[name](value) if name in TRANSFORMS else value)
     state = np.stack(columns, axis=-1)  # (N, n, k)
     if inputs == "joint":
         return np.ascontiguousarray(state.transpose(1, 0, 2))

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ident_framework.errors import UserError
+from ident_framework.residuals.bpnn_features import check_features
 from ident_framework.residuals.bpnn_torch import DEVICE_PATTERN, resolve_device
 
 WEIGHTS_FILE = "bpnn_weights.pt"
@@ -39,9 +40,12 @@ def describe(model: Any) -> dict[str, Any]:
         "architecture": {
             "n_joints": model.n_joints_,
             "inputs": model.params.inputs,
-            "features": list(model.params.features),
+            "features": list(model.feature_names_),
+            "feature_mask": (
+                None if model.feature_mask_ is None else model.feature_mask_.tolist()
+            ),  # (n, n_features) with features: auto: the inputs joint j's network uses
             "n_features": model.n_features_,
-            "feature_order": describe_order(model.params.features, model.params.inputs),
+            "feature_order": describe_order(model.feature_names_, model.params.inputs),
             "n_folds": model.n_folds_,
             "members_per_fold": model.n_members_,
             "network_order": "joint-major: network (j, fold, member) is j*F*M + fold*M + member",
@@ -131,6 +135,7 @@ def _from_document(
         model.n_folds_ = int(architecture["n_folds"])
         model.n_members_ = int(architecture["members_per_fold"])
         model.support_per_fold_ = int(architecture["support_per_fold"])
+        model.feature_names_ = check_features(list(architecture["features"]))
         if architecture["n_features"] != model.n_features_:
             raise ValueError("n_features does not match inputs and n_joints")
         n, f, folds = model.n_joints_, model.n_features_, model.n_folds_
@@ -141,6 +146,11 @@ def _from_document(
                 raise ValueError(f"an array of shape {result.shape} is not a finite {shape}")
             return result
 
+        mask = architecture.get("feature_mask")
+        if mask is not None:
+            model.feature_mask_ = np.asarray(mask, dtype=bool)
+            if model.feature_mask_.shape != (n, f):
+                raise ValueError(f"feature_mask is not of shape {(n, f)}")
         model.x_mean_ = array(document["input_scaler"]["mean"], (n, f))
         model.x_std_ = array(document["input_scaler"]["std"], (n, f))
         model.y_mean_ = array(document["output_scaler"]["mean"], (n,))

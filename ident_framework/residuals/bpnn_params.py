@@ -7,28 +7,39 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from omegaconf import ListConfig
 
 from ident_framework.errors import UserError
 from ident_framework.residuals.bpnn_features import check_features
 from ident_framework.residuals.bpnn_torch import DEVICE_PATTERN, require_torch, resolve_device
 
-DEFAULT_FEATURES = ["velocity", "acceleration", "friction"]
+DEFAULT_FEATURES = ["velocity", "friction"]
+AUTO = "auto"  # features: auto -- each joint's set chosen among feature_candidates, held out
+DEFAULT_CANDIDATES = [
+    ["velocity", "friction"],  # friction-like: a function of the joint's own velocity
+    ["sin_position", "cos_position", "velocity", "friction"],  # ... and of its angle (revolute)
+]
 
 
 @dataclass
 class BpnnParams:
     """Parameters of the `bpnn` residual learner.
 
-    features: input names per joint (`bpnn_features.FEATURES`: position, velocity,
-    acceleration, load, gravity, inertial, friction). inputs: "joint" (network j sees joint j's
-    features) or "full" (every network sees all joints'). hidden_width, hidden_layers: MLP size
-    (ReLU). ensemble_size: members per joint (split over the folds, at least one per fold).
+    features: input names per joint (`bpnn_features.FEATURES`: position, sin_position,
+    cos_position, velocity, acceleration, load, gravity, inertial, friction), or "auto": per
+    joint, the set of `feature_candidates` whose networks lower the held-out RMSE most in their
+    worst fold (all candidates train together on the same folds; the validation data play no
+    part). feature_candidates: the sets "auto" chooses from. inputs: "joint" (network j sees
+    joint j's features) or "full" (every network sees all joints'). hidden_width,
+    hidden_layers: MLP size (ReLU). ensemble_size: members per joint (split over the folds,
+    at least one per fold).
     epochs: maximum training epochs. learning_rate: Adam step size. weight_decay: Adam's L2
     penalty. batch_size: samples per minibatch. seed: weights, minibatch order, k-means.
-    device: "cpu", "cuda", "cuda:<i>" or "mps". validation_fraction: last fraction (in time)
-    of each network's training samples kept for early stopping, in [0, 1) (0: the last epoch
-    is kept). patience: epochs without a better early-stopping loss before training stops (0:
-    never early). acceptance: judge each joint on held-out motion (false: accept every joint,
+    device: "cpu", "cuda", "cuda:<i>" or "mps". validation_fraction: share of each network's
+    training samples kept for early stopping (blocks spread over the recordings), in [0, 1)
+    (0: the last epoch is kept). patience: epochs without a better early-stopping loss
+    before training stops (0: never early). acceptance: judge each joint on held-out motion (false:
+    accept every joint,
     for experiments). acceptance_margin: the held-out RMSE reduction (fraction) a joint must
     reach to be corrected. holdout_fraction: share of the samples held out per joint when there
     is one recording (the region fold). disagreement_weight: κ of the ensemble shrinkage (0:
@@ -39,15 +50,18 @@ class BpnnParams:
     (quadratic up to huber_delta_nm, Nm). progress: tqdm bar over the epochs on stderr.
     """
 
-    features: list[str] = field(default_factory=lambda: list(DEFAULT_FEATURES))
+    features: list[str] | str = field(default_factory=lambda: list(DEFAULT_FEATURES))
+    feature_candidates: list[list[str]] = field(
+        default_factory=lambda: [list(c) for c in DEFAULT_CANDIDATES]
+    )
     inputs: str = "joint"
     hidden_width: int = 32
     hidden_layers: int = 2
-    ensemble_size: int = 2
-    epochs: int = 150
+    ensemble_size: int = 4
+    epochs: int = 60
     learning_rate: float = 3e-3
     weight_decay: float = 1e-4
-    batch_size: int = 512
+    batch_size: int = 128
     seed: int = 0
     device: str = "cpu"
     validation_fraction: float = 0.2
@@ -86,9 +100,26 @@ class BpnnParams:
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
 
         require_torch()  # before any job runs: the learner cannot train or load without it
-        self.features = check_features(
-            list(self.features) if not isinstance(self.features, str) else self.features
-        )
+        if self.features != AUTO:
+            self.features = check_features(
+                list(self.features) if not isinstance(self.features, str) else self.features
+            )
+        candidates = self.feature_candidates
+        if isinstance(candidates, str) or not isinstance(candidates, list | tuple | ListConfig):
+            candidates = None
+        if not candidates:
+            raise ValueError(
+                "feature_candidates must be a non-empty list of feature lists, got "
+                f"{self.feature_candidates!r}"
+            )
+        try:
+            self.feature_candidates = [
+                check_features(c if isinstance(c, str) else list(c)) for c in candidates
+            ]
+        except ValueError as error:
+            raise ValueError(f"feature_candidates: {error}") from None
+        if len({tuple(c) for c in self.feature_candidates}) != len(self.feature_candidates):
+            raise ValueError(f"feature_candidates lists a set twice: {self.feature_candidates}")
         if self.inputs not in ("joint", "full"):
             raise ValueError(f"inputs must be 'joint' or 'full', got {self.inputs!r}")
         for name in ("hidden_width", "hidden_layers", "ensemble_size", "epochs", "batch_size"):
