@@ -13,9 +13,12 @@ Run it when the machine is quiet (`uptime`); the load average is printed first.
   CPU share of one core (without the simulated robot's physics; the process's total too),
   latency sample -> a-priori prediction and -> updated estimate, median and p99 (target
   p99 < 2 ms);
-- clients: the same with a client that never reads and with ten reading clients, interleaved
-  with the baseline over `--rounds` rounds (a shared machine's load drifts): the medians of
-  updates and update p99 against the baseline's (target: within 10 %);
+- clients: the same with a client that never reads and with ten reading clients (one process
+  of their own, `sse_clients.py`: one connection each, reading every frame as a browser does;
+  `--client-nice` lowers its priority), interleaved with the baseline over `--rounds` rounds (a
+  shared machine's load drifts): the medians of updates and update p99 against the baseline's
+  (target: within 10 %), and the CPU of the web process, the estimator process and the
+  clients' own process in the same runs;
 - drift: payload 1.5 -> 3.5 kg at 60 s of a 120 s run: detection delay, and per joint and pooled
   the sliding R² after the change against its pre-change value, i.e. that of the same run
   without the change at the same instant: its lowest, and from when it stays no more than 1 %
@@ -32,11 +35,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +47,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 FAST = ["trajectory.n_candidates=200", "trajectory.n_refine=500", "trajectory.progress=false"]
 EXTRA: list[str] = []  # --method and --override: added to every online run
+CLIENT_NICE = 0  # --client-nice: the clients' process (0: like a browser on this computer)
 PARTS = ("sustained", "realtime", "clients", "drift", "convergence", "rtde")
 
 
@@ -101,41 +104,64 @@ def sustained(out: Path, minutes: float, time_factor: float | None, priority: in
 
 
 # ---------------------------------------------------------------------- real time, clients
+def process_cpu_s(pid: int) -> float:
+    """CPU time (s, user + system) of process `pid` so far (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def child_pids(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
 def service_with_clients(run: Path, seconds: float, stalled: int, readers: int, *extra) -> dict:
     """The service at real time for `seconds` with `stalled` clients that connect to /events
-    and never read, and `readers` clients that read every frame."""
-    import httpx
-
+    and never read, and `readers` clients that read every frame: all of them one process
+    (`sse_clients.py`, one connection per client, at CLIENT_NICE). Returns summary.json with
+    `cpu_shares`: the web process's, the estimator process's (simulated robot included) and
+    the clients' own, in shares of one core over the same middle part of the run."""
     from ident_framework.testing.online import running_service
 
     overrides = ("online.time_factor=1", f"online.duration_s={seconds:g}", *extra)
     with running_service(run, "online.twin.every_s=30", *overrides) as service:
-        host, port = service.url.split("//")[1].rstrip("/").split(":")
-        sockets, stop = [], threading.Event()
-        for _ in range(stalled):
-            s = socket.socket()
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
-            s.connect((host, int(port)))
-            s.sendall(f"GET /events HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-            sockets.append(s)
-
-        def read() -> None:
-            try:
-                with httpx.stream("GET", service.url + "events", timeout=None) as response:
-                    for _ in response.iter_lines():
-                        if stop.is_set():
-                            return
-            except httpx.HTTPError:
-                return  # the service ended
-
-        threads = [threading.Thread(target=read, daemon=True) for _ in range(readers)]
-        for t in threads:
-            t.start()
+        clients = None
+        if stalled or readers:
+            command = [sys.executable, str(Path(__file__).with_name("sse_clients.py"))]
+            command += [service.url, str(readers), f"--stalled={stalled}"]
+            command.append(f"--nice={CLIENT_NICE}")
+            clients = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        web = service.process.pid
+        estimator = max(child_pids(web), key=process_cpu_s, default=None)
+        window = 0.7 * seconds
+        watched = {"web": web, "estimator": estimator}
+        if clients is not None:
+            watched["clients"] = clients.pid
+        watched = {k: v for k, v in watched.items() if v is not None}
+        time.sleep(0.15 * seconds)
+        marks = {name: process_cpu_s(pid) for name, pid in watched.items()}
+        wall0 = time.perf_counter()
+        time.sleep(window)
+        shares = {
+            name: (process_cpu_s(pid) - marks[name]) / (time.perf_counter() - wall0)
+            for name, pid in watched.items()
+        }
         service.wait(seconds + 300)
-        stop.set()
-        for s in sockets:
-            s.close()
-    return json.loads((run / "online" / "summary.json").read_text())
+        frames = None
+        if clients is not None:
+            try:
+                out, _ = clients.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                clients.terminate()
+                out, _ = clients.communicate(timeout=30)
+            report = json.loads(out.strip().splitlines()[-1])
+            frames = report["frames"]
+    summary = json.loads((run / "online" / "summary.json").read_text())
+    summary["cpu_shares"] = shares
+    summary["client_frames"] = frames
+    return summary
 
 
 def realtime_and_clients(
@@ -162,7 +188,7 @@ def realtime_and_clients(
                 f"{os.getloadavg()[0]:.1f}: estimator CPU {100 * s['estimator_cpu_share']:.1f} % "
                 f"of one core (process {100 * s['cpu_share_of_one_core']:.1f} %, of which the "
                 f"simulated robot {100 * s['source_cpu_share']:.1f} %); updates {s['updates']}, "
-                f"skipped {s['skipped_updates']}; {latency(s)}",
+                f"skipped {s['skipped_updates']}; {latency(s)}; {cpu_line(s)}",
                 flush=True,
             )
     base = results["baseline"]
@@ -178,6 +204,18 @@ def realtime_and_clients(
             f"{[round(s['latency_update']['p99_ms'], 3) for s in runs]} ms",
             flush=True,
         )
+
+
+def cpu_line(s: dict) -> str:
+    """The processes' CPU in the middle of the run, shares of one core (2 cores: 200 %)."""
+    shares = ", ".join(f"{name} {100 * v:.1f} %" for name, v in s["cpu_shares"].items())
+    frames = s.get("client_frames")
+    if frames:
+        shares += (
+            f"; frames read per reading client {min(frames)}..{max(frames)} "
+            f"(service sent {s['frames_sent']})"
+        )
+    return f"CPU of one core: {shares}"
 
 
 # ---------------------------------------------------------------------- drift
@@ -394,12 +432,17 @@ def main() -> None:
     parser.add_argument("--method", default=None, help="online.estimator.method (rls default)")
     parser.add_argument("--priorities", default="none,10", help="realtime, clients: none,10")
     parser.add_argument("--rounds", type=int, default=3, help="clients: interleaved rounds")
+    parser.add_argument(
+        "--client-nice", type=int, default=0, help="clients: niceness of the clients' process"
+    )
     parser.add_argument("--out", default=None)
     parser.add_argument("--override", action="append", default=[], help="KEY=VALUE (repeat)")
     args = parser.parse_args()
     if args.method:
         EXTRA.append(f"online.estimator.method={args.method}")
     EXTRA.extend(args.override)
+    global CLIENT_NICE
+    CLIENT_NICE = args.client_nice
     out = Path(args.out or tempfile.mkdtemp(prefix="bench_online_"))
     out.mkdir(parents=True, exist_ok=True)
     parts = args.parts.split(",")

@@ -242,7 +242,7 @@ def _read_frames(link: EstimatorLink, state: ServiceState) -> None:
 async def _serve(
     server: Any, sock: socket.socket, state: ServiceState, clients: ClientQueues, rate: float
 ) -> None:
-    from ident_framework.modes.online.web_app import encode
+    from ident_framework.modes.online.web_app import sse_frame
 
     sequence = itertools.count()
 
@@ -254,7 +254,7 @@ async def _serve(
             if frames:
                 frame = merge_frames(frames)
                 frame["seq"] = next(sequence)  # the clients' sequence: a gap is a dropped frame
-                clients.offer(encode(frame))
+                clients.offer(sse_frame(frame))  # encoded once, shared
             if state.status != "running":
                 server.should_exit = True
         for client in list(clients.clients.values()):  # end the event streams: shutdown
