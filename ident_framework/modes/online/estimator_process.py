@@ -42,11 +42,11 @@ from ident_framework.modes.online.sample_regressor import (
     check_streamable,
     structural_base,
 )
+from ident_framework.modes.online.scheduling import realtime_scheduling, short_time_slice
 from ident_framework.modes.online.session_setup import (
     check_source,
     load_initial_parameters,
     open_stream,
-    realtime_scheduling,
     say,
 )
 from ident_framework.modes.online.streaming_estimator import StepResult, StreamingIdentifier
@@ -171,7 +171,9 @@ class OnlineSession:
         self.started = True
         online = self.settings
         if online.realtime_priority is not None:
-            self.scheduling = realtime_scheduling(online.realtime_priority)
+            self.scheduling = realtime_scheduling(online.realtime_priority, say)
+        if online.scheduler_slice_ms is not None and "FIFO" not in self.scheduling:
+            self.scheduling = short_time_slice(online.scheduler_slice_ms, say)
         identifier, publisher, recording = self.identifier, self.publisher, self.recording
         parent = os.getppid()
         self._wall0 = time.perf_counter()
