@@ -1,6 +1,7 @@
 """mode=online measured: what issue 15 asks to show, each part through the real CLI.
 
     python benchmarks/bench_online.py [--parts PART,...] [--minutes 10] [--realtime-s 60]
+                                      [--schedulings slice,noslice,fifo10] [--rounds 3]
                                       [--method rls|sliding_ls] [--out DIR] [--override K=V]
 
 Run it when the machine is quiet (`uptime`); the load average is printed first.
@@ -9,7 +10,9 @@ Run it when the machine is quiet (`uptime`); the load average is printed first.
   by more than online.max_lag_s skips updates), with a twin fit every 30 s: updates, skipped
   updates (target 0), joint rows held at low speed, drift alarms in this steady run (false
   alarms, target 0), CPU, latency;
-- realtime: `--realtime-s` at real time, normal scheduling and SCHED_FIFO 10: the estimator's
+- realtime: `--realtime-s` at real time for each of `--schedulings` (slice: the default, normal
+  scheduling with online.scheduler_slice_ms=0.1; noslice: the kernel's own slice; fifo10:
+  SCHED_FIFO 10, needs privileges): the estimator's
   CPU share of one core (without the simulated robot's physics; the process's total too),
   latency sample -> a-priori prediction and -> updated estimate, median and p99 (target
   p99 < 2 ms);
@@ -164,46 +167,56 @@ def service_with_clients(run: Path, seconds: float, stalled: int, readers: int, 
     return summary
 
 
+SCHEDULINGS = {  # --schedulings: name -> (label, overrides)
+    "slice": ("normal scheduling, 0.1 ms slice (the default)", ()),
+    "noslice": ("normal scheduling, kernel's slice", ("online.scheduler_slice_ms=null",)),
+    "fifo10": ("SCHED_FIFO 10", ("online.realtime_priority=10",)),
+}
+
+
 def realtime_and_clients(
-    out: Path, seconds: float, clients: bool, priority: int | None, rounds: int
+    out: Path, seconds: float, clients: bool, schedulings: list[str], rounds: int
 ) -> None:
-    """The baseline and, with `clients`, a never-reading client and ten reading clients,
-    interleaved over `rounds` rounds (the machine's own load drifts: each case's median over
-    the rounds is compared with the baseline's)."""
-    extra = () if priority is None else (f"online.realtime_priority={priority}",)
-    tag = "normal scheduling" if priority is None else f"SCHED_FIFO {priority}"
-    out = out / tag.replace(" ", "_")
+    """The baseline and, with `clients`, a never-reading client and ten reading clients, for
+    each scheduling, all interleaved over `rounds` rounds (the machine's own load drifts: each
+    case's median over the rounds is compared with the same scheduling's baseline's)."""
     cases = (("baseline", 0, 0),)
     if clients:
         cases += (("never-reading client", 1, 0), ("ten clients", 0, 10))
-    results: dict[str, list[dict]] = {name: [] for name, _, _ in cases}
+    results = {(key, name): [] for key in schedulings for name, _, _ in cases}
     for k in range(rounds):
-        for name, stalled, readers in cases:
-            run = out / f"{name.replace(' ', '_')}_{k}"
-            s = service_with_clients(run, seconds, stalled, readers, *extra)
-            results[name].append(s)
+        for key in schedulings:
+            tag, extra = SCHEDULINGS[key]
+            for name, stalled, readers in cases:
+                run = out / key / f"{name.replace(' ', '_')}_{k}"
+                s = service_with_clients(run, seconds, stalled, readers, *extra)
+                results[key, name].append(s)
+                print(
+                    f"[{'realtime' if name == 'baseline' else 'clients'}, {tag}, round {k + 1}] "
+                    f"{name}: {seconds:g} s at real time ({s['scheduling']}), load "
+                    f"{os.getloadavg()[0]:.1f}: estimator CPU "
+                    f"{100 * s['estimator_cpu_share']:.1f} % of one core (process "
+                    f"{100 * s['cpu_share_of_one_core']:.1f} %, of which the simulated robot "
+                    f"{100 * s['source_cpu_share']:.1f} %); updates {s['updates']}, skipped "
+                    f"{s['skipped_updates']}; {latency(s)}; {cpu_line(s)}",
+                    flush=True,
+                )
+    for key in schedulings:
+        tag = SCHEDULINGS[key][0]
+        base = results[key, "baseline"]
+        base_p99 = float(np.median([s["latency_update"]["p99_ms"] for s in base]))
+        base_updates = float(np.median([s["updates"] for s in base]))
+        for name, _, _ in cases:
+            runs = results[key, name]
+            p99 = float(np.median([s["latency_update"]["p99_ms"] for s in runs]))
+            updates = float(np.median([s["updates"] for s in runs]))
             print(
-                f"[{'realtime' if name == 'baseline' else 'clients'}, {tag}, round {k + 1}] "
-                f"{name}: {seconds:g} s at real time ({s['scheduling']}), load "
-                f"{os.getloadavg()[0]:.1f}: estimator CPU {100 * s['estimator_cpu_share']:.1f} % "
-                f"of one core (process {100 * s['cpu_share_of_one_core']:.1f} %, of which the "
-                f"simulated robot {100 * s['source_cpu_share']:.1f} %); updates {s['updates']}, "
-                f"skipped {s['skipped_updates']}; {latency(s)}; {cpu_line(s)}",
+                f"[clients, {tag}] {name}, median of {len(runs)}: updates {updates:.0f} "
+                f"({updates / base_updates:.3f} x baseline), update p99 {p99:.3f} ms "
+                f"({p99 / base_p99:.2f} x baseline); each round's p99 "
+                f"{[round(s['latency_update']['p99_ms'], 3) for s in runs]} ms",
                 flush=True,
             )
-    base = results["baseline"]
-    base_p99 = float(np.median([s["latency_update"]["p99_ms"] for s in base]))
-    base_updates = float(np.median([s["updates"] for s in base]))
-    for name, runs in results.items():
-        p99 = float(np.median([s["latency_update"]["p99_ms"] for s in runs]))
-        updates = float(np.median([s["updates"] for s in runs]))
-        print(
-            f"[clients, {tag}] {name}, median of {len(runs)}: updates {updates:.0f} "
-            f"({updates / base_updates:.3f} x baseline), update p99 {p99:.3f} ms "
-            f"({p99 / base_p99:.2f} x baseline); each round's p99 "
-            f"{[round(s['latency_update']['p99_ms'], 3) for s in runs]} ms",
-            flush=True,
-        )
 
 
 def cpu_line(s: dict) -> str:
@@ -436,7 +449,11 @@ def main() -> None:
     parser.add_argument("--sustained-priority", type=int, default=None, help="SCHED_FIFO level")
     parser.add_argument("--realtime-s", type=float, default=60.0, help="realtime, clients: s")
     parser.add_argument("--method", default=None, help="online.estimator.method (rls default)")
-    parser.add_argument("--priorities", default="none,10", help="realtime, clients: none,10")
+    parser.add_argument(
+        "--schedulings",
+        default="slice,noslice,fifo10",
+        help=f"realtime, clients: comma-separated of {list(SCHEDULINGS)}",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="clients: interleaved rounds")
     parser.add_argument(
         "--client-nice", type=int, default=0, help="clients: niceness of the clients' process"
@@ -459,10 +476,11 @@ def main() -> None:
     if "sustained" in parts:
         sustained(out, args.minutes, args.time_factor, args.sustained_priority)
     if "realtime" in parts or "clients" in parts:
-        for priority in args.priorities.split(","):
-            level = None if priority == "none" else int(priority)
-            rounds = args.rounds if "clients" in parts else 1
-            realtime_and_clients(out, args.realtime_s, "clients" in parts, level, rounds)
+        rounds = args.rounds if "clients" in parts else 1
+        chosen = args.schedulings.split(",")
+        if set(chosen) - set(SCHEDULINGS):
+            parser.error(f"--schedulings: choose from {list(SCHEDULINGS)}")
+        realtime_and_clients(out, args.realtime_s, "clients" in parts, chosen, rounds)
     if "drift" in parts:
         drift(out)
     if "convergence" in parts:
