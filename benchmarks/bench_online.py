@@ -29,6 +29,9 @@ Run it when the machine is quiet (`uptime`); the load average is printed first.
 - convergence: an identification recording of the simulated robot replayed (`source=csv`) from
   the nominal model; the streaming estimate's RMSE on a held-out validation recording (another
   motion) over time, against batch `ls` on the same recording scored the same way;
+- mcap: mcap=true, `--mcap-minutes` as fast as possible (the web process's memory over the
+  run, the file's size) and `--realtime-s` at real time with and without it over `--rounds`
+  (estimator CPU and update p99, web process CPU);
 - rtde: 60 s of `source=rtde` against `python -m ident_framework.rtde.emulator` (real ur_rtde
   client): samples lost, against the recorder of `source=rtde` on the same emulator.
 """
@@ -51,7 +54,7 @@ REPO = Path(__file__).resolve().parents[1]
 FAST = ["trajectory.n_candidates=200", "trajectory.n_refine=500", "trajectory.progress=false"]
 EXTRA: list[str] = []  # --method and --override: added to every online run
 CLIENT_NICE = 0  # --client-nice: the clients' process (0: like a browser on this computer)
-PARTS = ("sustained", "realtime", "clients", "drift", "convergence", "rtde")
+PARTS = ("sustained", "realtime", "clients", "drift", "convergence", "rtde", "mcap")
 
 
 def online_cli(run: Path, *overrides: str, timeout: float = 7200) -> dict:
@@ -399,6 +402,67 @@ def convergence(out: Path) -> None:
         )
 
 
+# ---------------------------------------------------------------------- MCAP
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def mcap_recording(out: Path, minutes: float, seconds: float, rounds: int) -> None:
+    """mcap=true: (1) `minutes` of source time as fast as possible, the web process's resident
+    memory sampled every 2 s (it must not grow with the run); (2) at real time for `seconds`,
+    with and without mcap=true interleaved over `rounds`: the estimator's CPU and update p99,
+    the web process's CPU."""
+    from ident_framework.testing.online import running_service
+
+    run = out / "mcap_long"
+    overrides = ("online.time_factor=null", f"online.duration_s={60 * minutes:g}", "mcap=true")
+    samples: list[tuple[float, float]] = []
+    with running_service(run, "online.twin.every_s=null", *overrides) as service:
+        start = time.perf_counter()
+        while service.process.poll() is None:
+            try:
+                samples.append((time.perf_counter() - start, rss_mb(service.process.pid)))
+            except OSError:
+                break
+            time.sleep(2.0)
+        service.wait(600)
+    s = json.loads((run / "online" / "summary.json").read_text())
+    size = (run / "online" / "run.mcap").stat().st_size / 2**20
+    rss = np.array([m for _, m in samples])
+    tenth = rss[len(rss) // 10] if len(rss) else float("nan")
+    print(
+        f"[mcap] {minutes:g} min of source time as fast as possible in {s['wall_s']:.0f} s: "
+        f"{s['mcap']['samples']} joint states, {s['mcap']['steps']} torques "
+        f"(dropped {s['mcap']['dropped_samples']}), run.mcap {size:.1f} MiB "
+        f"({size / minutes:.1f} MiB per minute of source); web process resident memory "
+        f"{tenth:.0f} MB at a tenth of the run, {rss.max():.0f} MB highest, {rss[-1]:.0f} MB "
+        f"at the end ({len(rss)} samples every 2 s); skipped updates {s['skipped_updates']}",
+        flush=True,
+    )
+    results: dict[str, list[dict]] = {"without": [], "with mcap=true": []}
+    for k in range(rounds):
+        for name, extra in (("without", ()), ("with mcap=true", ("mcap=true",))):
+            r = service_with_clients(out / f"mcap_{name.split()[0]}_{k}", seconds, 0, 0, *extra)
+            results[name].append(r)
+            print(
+                f"[mcap, round {k + 1}] {name}: load {os.getloadavg()[0]:.1f}: estimator CPU "
+                f"{100 * r['estimator_cpu_share']:.1f} % of one core; updates {r['updates']}, "
+                f"skipped {r['skipped_updates']}; {latency(r)}; {cpu_line(r)}",
+                flush=True,
+            )
+    for name, runs in results.items():
+        print(
+            f"[mcap] {name}, median of {len(runs)}: update p99 "
+            f"{np.median([r['latency_update']['p99_ms'] for r in runs]):.3f} ms, estimator CPU "
+            f"{100 * np.median([r['estimator_cpu_share'] for r in runs]):.1f} %, web process CPU "
+            f"{100 * np.median([r['cpu_shares']['web'] for r in runs]):.1f} % of one core",
+            flush=True,
+        )
+
+
 # ---------------------------------------------------------------------- RTDE
 def rtde(out: Path) -> None:
     from ident_framework.model.robot import load_robot
@@ -448,6 +512,7 @@ def main() -> None:
     )
     parser.add_argument("--sustained-priority", type=int, default=None, help="SCHED_FIFO level")
     parser.add_argument("--realtime-s", type=float, default=60.0, help="realtime, clients: s")
+    parser.add_argument("--mcap-minutes", type=float, default=5.0, help="mcap: source minutes")
     parser.add_argument("--method", default=None, help="online.estimator.method (rls default)")
     parser.add_argument(
         "--schedulings",
@@ -487,6 +552,8 @@ def main() -> None:
         convergence(out)
     if "rtde" in parts:
         rtde(out)
+    if "mcap" in parts:
+        mcap_recording(out, args.mcap_minutes, args.realtime_s, args.rounds)
     print(f"load average {os.getloadavg()} at the end", flush=True)
 
 
