@@ -5,7 +5,8 @@ encoding, the encodings both tools read natively).
 Per data set (`identification`, `validation`), one message per sample at the sample's time:
 
 - `/<set>/joint_states`: like sensor_msgs/msg/JointState: `header.stamp` {sec, nsec},
-  `name`, `position` (rad), `velocity` (rad/s), `effort` (the measured torque, Nm);
+  `name`, `position` (rad), `velocity` (rad/s), `effort` (the measured torque as recorded, Nm,
+  as in predictions_validation.csv: not the low-passed torque the fit used);
 - `/<set>/torque`: `measured`, `physical` (identified model), `fused` (physical + residual
   learner; equals physical without one) and `residual` (measured − fused), each an object of
   joint name → Nm, so every joint is a plottable field of its own.
@@ -168,8 +169,9 @@ def _write_set(writer, name: str, data: Dataset, physical: np.ndarray, fused: np
     torques = json_channel(writer, f"/{name}/torque", torque_schema(joints))
     origin = int(data.metadata.get("time_origin_ns", 0))
     times = origin + np.round(np.asarray(data.timestamp) * 1e9).astype(np.int64)
+    recorded = data.measured_torque  # as recorded, never the low-passed torque (DESIGN.md)
     for k, at in enumerate(times.tolist()):
-        measured = data.tau[k]
+        measured = recorded[k]
         state = joint_state_message(
             stamp(at), list(joints), data.q[k].tolist(), data.dq[k].tolist(), measured.tolist()
         )
