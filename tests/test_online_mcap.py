@@ -108,15 +108,23 @@ def test_mcap_of_a_simulated_run_stopped_with_ctrl_c(tmp_path):
 def test_mcap_of_a_replayed_recording_holds_its_samples_exactly(tmp_path):
     """source=csv to the end of the recording: the joint states are the CSV's rows, to the
     bit, at the recording's timestamps."""
-    from ident_framework.data.csv_log import write_csv_log
     from ident_framework.model.robot import load_robot
     from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
     from ident_framework.trajectories.file import default_motion
 
     robot = load_robot("ur12e")
+    n = robot.n_joints
+    data = MujocoSource(MujocoSourceParams()).acquire(robot, default_motion(robot, period_s=8.0))
     csv = tmp_path / "log.csv"
-    write_csv_log(
-        MujocoSource(MujocoSourceParams()).acquire(robot, default_motion(robot, 8.0)), csv
+    names = [f"{kind}_{j}" for kind in ("actual_q", "actual_qd", "actual_current_as_torque")
+             for j in range(n)]  # fmt: skip
+    np.savetxt(
+        csv,
+        np.column_stack([data.timestamp, data.q, data.dq, data.tau]),
+        delimiter=",",
+        header=",".join(["timestamp", *names]),
+        comments="",
+        fmt="%.17g",  # every double exactly
     )
     command = [sys.executable, "-m", "ident_framework", "mode=online", *FAST, "source=csv"]
     command += [f"source.path={csv}", "online.time_factor=null", "online.twin.every_s=null"]
@@ -130,7 +138,6 @@ def test_mcap_of_a_replayed_recording_holds_its_samples_exactly(tmp_path):
     assert mcap_summary is not None
     states = messages["/online/joint_states"]
     assert len(states) == rows
-    n = robot.n_joints
     columns = [
         header.index(f"{kind}_{j}")
         for kind in ("actual_q", "actual_qd", "actual_current_as_torque")
