@@ -1,6 +1,7 @@
 """mode=online measured: what issue 15 asks to show, each part through the real CLI.
 
     python benchmarks/bench_online.py [--parts PART,...] [--minutes 10] [--realtime-s 60]
+                                      [--schedulings slice,noslice,fifo10] [--rounds 3]
                                       [--method rls|sliding_ls] [--out DIR] [--override K=V]
 
 Run it when the machine is quiet (`uptime`); the load average is printed first.
@@ -9,13 +10,18 @@ Run it when the machine is quiet (`uptime`); the load average is printed first.
   by more than online.max_lag_s skips updates), with a twin fit every 30 s: updates, skipped
   updates (target 0), joint rows held at low speed, drift alarms in this steady run (false
   alarms, target 0), CPU, latency;
-- realtime: `--realtime-s` at real time, normal scheduling and SCHED_FIFO 10: the estimator's
+- realtime: `--realtime-s` at real time for each of `--schedulings` (slice: the default, normal
+  scheduling with online.scheduler_slice_ms=0.1; noslice: the kernel's own slice; fifo10:
+  SCHED_FIFO 10, needs privileges): the estimator's
   CPU share of one core (without the simulated robot's physics; the process's total too),
   latency sample -> a-priori prediction and -> updated estimate, median and p99 (target
   p99 < 2 ms);
-- clients: the same with a client that never reads and with ten reading clients, interleaved
-  with the baseline over `--rounds` rounds (a shared machine's load drifts): the medians of
-  updates and update p99 against the baseline's (target: within 10 %);
+- clients: the same with a client that never reads and with ten reading clients (one process
+  of their own, `sse_clients.py`: one connection each, reading every frame as a browser does;
+  `--client-nice` lowers its priority), interleaved with the baseline over `--rounds` rounds (a
+  shared machine's load drifts): the medians of updates and update p99 against the baseline's
+  (target: within 10 %), and the CPU of the web process, the estimator process and the
+  clients' own process in the same runs;
 - drift: payload 1.5 -> 3.5 kg at 60 s of a 120 s run: detection delay, and per joint and pooled
   the sliding R² after the change against its pre-change value, i.e. that of the same run
   without the change at the same instant: its lowest, and from when it stays no more than 1 %
@@ -23,6 +29,9 @@ Run it when the machine is quiet (`uptime`); the load average is printed first.
 - convergence: an identification recording of the simulated robot replayed (`source=csv`) from
   the nominal model; the streaming estimate's RMSE on a held-out validation recording (another
   motion) over time, against batch `ls` on the same recording scored the same way;
+- mcap: mcap=true, `--mcap-minutes` as fast as possible (the web process's memory over the
+  run, the file's size) and `--realtime-s` at real time with and without it over `--rounds`
+  (estimator CPU and update p99, web process CPU);
 - rtde: 60 s of `source=rtde` against `python -m ident_framework.rtde.emulator` (real ur_rtde
   client): samples lost, against the recorder of `source=rtde` on the same emulator.
 """
@@ -32,11 +41,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +53,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 FAST = ["trajectory.n_candidates=200", "trajectory.n_refine=500", "trajectory.progress=false"]
 EXTRA: list[str] = []  # --method and --override: added to every online run
-PARTS = ("sustained", "realtime", "clients", "drift", "convergence", "rtde")
+CLIENT_NICE = 0  # --client-nice: the clients' process (0: like a browser on this computer)
+PARTS = ("sustained", "realtime", "clients", "drift", "convergence", "rtde", "mcap")
 
 
 def online_cli(run: Path, *overrides: str, timeout: float = 7200) -> dict:
@@ -101,83 +110,128 @@ def sustained(out: Path, minutes: float, time_factor: float | None, priority: in
 
 
 # ---------------------------------------------------------------------- real time, clients
+def process_cpu_s(pid: int) -> float:
+    """CPU time (s, user + system) of process `pid` so far (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def child_pids(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
 def service_with_clients(run: Path, seconds: float, stalled: int, readers: int, *extra) -> dict:
     """The service at real time for `seconds` with `stalled` clients that connect to /events
-    and never read, and `readers` clients that read every frame."""
-    import httpx
-
+    and never read, and `readers` clients that read every frame: all of them one process
+    (`sse_clients.py`, one connection per client, at CLIENT_NICE). Returns summary.json with
+    `cpu_shares`: the web process's, the estimator process's (simulated robot included) and
+    the clients' own, in shares of one core over the same middle part of the run."""
     from ident_framework.testing.online import running_service
 
     overrides = ("online.time_factor=1", f"online.duration_s={seconds:g}", *extra)
     with running_service(run, "online.twin.every_s=30", *overrides) as service:
-        host, port = service.url.split("//")[1].rstrip("/").split(":")
-        sockets, stop = [], threading.Event()
-        for _ in range(stalled):
-            s = socket.socket()
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
-            s.connect((host, int(port)))
-            s.sendall(f"GET /events HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-            sockets.append(s)
-
-        def read() -> None:
-            try:
-                with httpx.stream("GET", service.url + "events", timeout=None) as response:
-                    for _ in response.iter_lines():
-                        if stop.is_set():
-                            return
-            except httpx.HTTPError:
-                return  # the service ended
-
-        threads = [threading.Thread(target=read, daemon=True) for _ in range(readers)]
-        for t in threads:
-            t.start()
+        clients = None
+        if stalled or readers:
+            command = [sys.executable, str(Path(__file__).with_name("sse_clients.py"))]
+            command += [service.url, str(readers), f"--stalled={stalled}"]
+            command.append(f"--nice={CLIENT_NICE}")
+            clients = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        web = service.process.pid
+        estimator = max(child_pids(web), key=process_cpu_s, default=None)
+        window = 0.7 * seconds
+        watched = {"web": web, "estimator": estimator}
+        if clients is not None:
+            watched["clients"] = clients.pid
+        watched = {k: v for k, v in watched.items() if v is not None}
+        time.sleep(0.15 * seconds)
+        marks = {name: process_cpu_s(pid) for name, pid in watched.items()}
+        wall0 = time.perf_counter()
+        time.sleep(window)
+        shares = {
+            name: (process_cpu_s(pid) - marks[name]) / (time.perf_counter() - wall0)
+            for name, pid in watched.items()
+        }
         service.wait(seconds + 300)
-        stop.set()
-        for s in sockets:
-            s.close()
-    return json.loads((run / "online" / "summary.json").read_text())
+        frames = None
+        if clients is not None:
+            try:
+                out, _ = clients.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                clients.terminate()
+                out, _ = clients.communicate(timeout=30)
+            report = json.loads(out.strip().splitlines()[-1])
+            frames = report["frames"]
+    summary = json.loads((run / "online" / "summary.json").read_text())
+    summary["cpu_shares"] = shares
+    summary["client_frames"] = frames
+    return summary
+
+
+SCHEDULINGS = {  # --schedulings: name -> (label, overrides)
+    "slice": ("normal scheduling, 0.1 ms slice (the default)", ()),
+    "noslice": ("normal scheduling, kernel's slice", ("online.scheduler_slice_ms=null",)),
+    "fifo10": ("SCHED_FIFO 10", ("online.realtime_priority=10",)),
+}
 
 
 def realtime_and_clients(
-    out: Path, seconds: float, clients: bool, priority: int | None, rounds: int
+    out: Path, seconds: float, clients: bool, schedulings: list[str], rounds: int
 ) -> None:
-    """The baseline and, with `clients`, a never-reading client and ten reading clients,
-    interleaved over `rounds` rounds (the machine's own load drifts: each case's median over
-    the rounds is compared with the baseline's)."""
-    extra = () if priority is None else (f"online.realtime_priority={priority}",)
-    tag = "normal scheduling" if priority is None else f"SCHED_FIFO {priority}"
-    out = out / tag.replace(" ", "_")
+    """The baseline and, with `clients`, a never-reading client and ten reading clients, for
+    each scheduling, all interleaved over `rounds` rounds (the machine's own load drifts: each
+    case's median over the rounds is compared with the same scheduling's baseline's)."""
     cases = (("baseline", 0, 0),)
     if clients:
         cases += (("never-reading client", 1, 0), ("ten clients", 0, 10))
-    results: dict[str, list[dict]] = {name: [] for name, _, _ in cases}
+    results = {(key, name): [] for key in schedulings for name, _, _ in cases}
     for k in range(rounds):
-        for name, stalled, readers in cases:
-            run = out / f"{name.replace(' ', '_')}_{k}"
-            s = service_with_clients(run, seconds, stalled, readers, *extra)
-            results[name].append(s)
+        for key in schedulings:
+            tag, extra = SCHEDULINGS[key]
+            for name, stalled, readers in cases:
+                run = out / key / f"{name.replace(' ', '_')}_{k}"
+                s = service_with_clients(run, seconds, stalled, readers, *extra)
+                results[key, name].append(s)
+                print(
+                    f"[{'realtime' if name == 'baseline' else 'clients'}, {tag}, round {k + 1}] "
+                    f"{name}: {seconds:g} s at real time ({s['scheduling']}), load "
+                    f"{os.getloadavg()[0]:.1f}: estimator CPU "
+                    f"{100 * s['estimator_cpu_share']:.1f} % of one core (process "
+                    f"{100 * s['cpu_share_of_one_core']:.1f} %, of which the simulated robot "
+                    f"{100 * s['source_cpu_share']:.1f} %); updates {s['updates']}, skipped "
+                    f"{s['skipped_updates']}; {latency(s)}; {cpu_line(s)}",
+                    flush=True,
+                )
+    for key in schedulings:
+        tag = SCHEDULINGS[key][0]
+        base = results[key, "baseline"]
+        base_p99 = float(np.median([s["latency_update"]["p99_ms"] for s in base]))
+        base_updates = float(np.median([s["updates"] for s in base]))
+        for name, _, _ in cases:
+            runs = results[key, name]
+            p99 = float(np.median([s["latency_update"]["p99_ms"] for s in runs]))
+            updates = float(np.median([s["updates"] for s in runs]))
             print(
-                f"[{'realtime' if name == 'baseline' else 'clients'}, {tag}, round {k + 1}] "
-                f"{name}: {seconds:g} s at real time ({s['scheduling']}), load "
-                f"{os.getloadavg()[0]:.1f}: estimator CPU {100 * s['estimator_cpu_share']:.1f} % "
-                f"of one core (process {100 * s['cpu_share_of_one_core']:.1f} %, of which the "
-                f"simulated robot {100 * s['source_cpu_share']:.1f} %); updates {s['updates']}, "
-                f"skipped {s['skipped_updates']}; {latency(s)}",
+                f"[clients, {tag}] {name}, median of {len(runs)}: updates {updates:.0f} "
+                f"({updates / base_updates:.3f} x baseline), update p99 {p99:.3f} ms "
+                f"({p99 / base_p99:.2f} x baseline); each round's p99 "
+                f"{[round(s['latency_update']['p99_ms'], 3) for s in runs]} ms",
                 flush=True,
             )
-    base = results["baseline"]
-    base_p99 = float(np.median([s["latency_update"]["p99_ms"] for s in base]))
-    base_updates = float(np.median([s["updates"] for s in base]))
-    for name, runs in results.items():
-        p99 = float(np.median([s["latency_update"]["p99_ms"] for s in runs]))
-        updates = float(np.median([s["updates"] for s in runs]))
-        print(
-            f"[clients, {tag}] {name}, median of {len(runs)}: updates {updates:.0f} "
-            f"({updates / base_updates:.3f} x baseline), update p99 {p99:.3f} ms "
-            f"({p99 / base_p99:.2f} x baseline); each round's p99 "
-            f"{[round(s['latency_update']['p99_ms'], 3) for s in runs]} ms",
-            flush=True,
+
+
+def cpu_line(s: dict) -> str:
+    """The processes' CPU in the middle of the run, shares of one core (2 cores: 200 %)."""
+    shares = ", ".join(f"{name} {100 * v:.1f} %" for name, v in s["cpu_shares"].items())
+    frames = s.get("client_frames")
+    if frames:
+        shares += (
+            f"; frames read per reading client {min(frames)}..{max(frames)} "
+            f"(service sent {s['frames_sent']})"
         )
+    return f"CPU of one core: {shares}"
 
 
 # ---------------------------------------------------------------------- drift
@@ -289,12 +343,17 @@ def convergence(out: Path) -> None:
     train, val = folder / "train.csv", folder / "validation.csv"
     write_csv(train, ident)
     write_csv(val, validation)
-    ls_run = folder / "ls"
     command = [sys.executable, "-m", "ident_framework", "source=csv", f"source.path={train}"]
-    command += ["validation=csv", f"validation.path={val}", f"hydra.run.dir={ls_run}"]
-    command.append("plots=false")
-    subprocess.run(command, check=True, capture_output=True)
+    command += ["validation=csv", f"validation.path={val}", "plots=false"]
+    # batch ls with the streaming estimator's model (tuning=none: the same columns and
+    # preprocessing defaults), and with its own tuning (csv's default) for context
+    ls_run, tuned_run = folder / "ls", folder / "ls_tuned"
+    subprocess.run(
+        [*command, "tuning=none", f"hydra.run.dir={ls_run}"], check=True, capture_output=True
+    )
+    subprocess.run([*command, f"hydra.run.dir={tuned_run}"], check=True, capture_output=True)
     reported = json.loads((ls_run / "metrics.json").read_text())["validation"]["physical"]["rmse"]
+    tuned = json.loads((tuned_run / "metrics.json").read_text())["validation"]["physical"]["rmse"]
     standard = yaml.safe_load((ls_run / "parameters.yaml").read_text())["standard_parameters"]
     ls_theta = np.array([standard[name] for name in builder.parameter_names])
 
@@ -325,7 +384,8 @@ def convergence(out: Path) -> None:
     nominal = builder.standard_parameters(robot.inertial_parameters(), armature=robot.armature())
     print(
         f"[convergence] {ident.n_samples} samples replayed; batch ls held-out RMSE "
-        f"{ls_rmse:.4f} Nm (its metrics.json: {reported:.4f} Nm); nominal model "
+        f"{ls_rmse:.4f} Nm (its metrics.json: {reported:.4f} Nm; batch ls with tuning=cv, "
+        f"csv's default: {tuned:.4f} Nm); nominal model "
         f"{held_out_rmse(nominal):.4f} Nm; the streaming estimate ({' '.join(EXTRA) or 'rls'}) "
         "over the replay:"
     )
@@ -338,6 +398,67 @@ def convergence(out: Path) -> None:
         print(
             f"    t = {rows['t_s'][k]:6.1f} s: held-out RMSE {rmse:8.4f} Nm, ratio to ls "
             f"{rmse / ls_rmse:7.3f} (own sliding pooled R² {rows['pooled_r2'][k]:.5f})",
+            flush=True,
+        )
+
+
+# ---------------------------------------------------------------------- MCAP
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def mcap_recording(out: Path, minutes: float, seconds: float, rounds: int) -> None:
+    """mcap=true: (1) `minutes` of source time as fast as possible, the web process's resident
+    memory sampled every 2 s (it must not grow with the run); (2) at real time for `seconds`,
+    with and without mcap=true interleaved over `rounds`: the estimator's CPU and update p99,
+    the web process's CPU."""
+    from ident_framework.testing.online import running_service
+
+    run = out / "mcap_long"
+    overrides = ("online.time_factor=null", f"online.duration_s={60 * minutes:g}", "mcap=true")
+    samples: list[tuple[float, float]] = []
+    with running_service(run, "online.twin.every_s=null", *overrides) as service:
+        start = time.perf_counter()
+        while service.process.poll() is None:
+            try:
+                samples.append((time.perf_counter() - start, rss_mb(service.process.pid)))
+            except OSError:
+                break
+            time.sleep(2.0)
+        service.wait(600)
+    s = json.loads((run / "online" / "summary.json").read_text())
+    size = (run / "online" / "run.mcap").stat().st_size / 2**20
+    rss = np.array([m for _, m in samples])
+    tenth = rss[len(rss) // 10] if len(rss) else float("nan")
+    print(
+        f"[mcap] {minutes:g} min of source time as fast as possible in {s['wall_s']:.0f} s: "
+        f"{s['mcap']['samples']} joint states, {s['mcap']['steps']} torques "
+        f"(dropped {s['mcap']['dropped_samples']}), run.mcap {size:.1f} MiB "
+        f"({size / minutes:.1f} MiB per minute of source); web process resident memory "
+        f"{tenth:.0f} MB at a tenth of the run, {rss.max():.0f} MB highest, {rss[-1]:.0f} MB "
+        f"at the end ({len(rss)} samples every 2 s); skipped updates {s['skipped_updates']}",
+        flush=True,
+    )
+    results: dict[str, list[dict]] = {"without": [], "with mcap=true": []}
+    for k in range(rounds):
+        for name, extra in (("without", ()), ("with mcap=true", ("mcap=true",))):
+            r = service_with_clients(out / f"mcap_{name.split()[0]}_{k}", seconds, 0, 0, *extra)
+            results[name].append(r)
+            print(
+                f"[mcap, round {k + 1}] {name}: load {os.getloadavg()[0]:.1f}: estimator CPU "
+                f"{100 * r['estimator_cpu_share']:.1f} % of one core; updates {r['updates']}, "
+                f"skipped {r['skipped_updates']}; {latency(r)}; {cpu_line(r)}",
+                flush=True,
+            )
+    for name, runs in results.items():
+        print(
+            f"[mcap] {name}, median of {len(runs)}: update p99 "
+            f"{np.median([r['latency_update']['p99_ms'] for r in runs]):.3f} ms, estimator CPU "
+            f"{100 * np.median([r['estimator_cpu_share'] for r in runs]):.1f} %, web process CPU "
+            f"{100 * np.median([r['cpu_shares']['web'] for r in runs]):.1f} % of one core",
             flush=True,
         )
 
@@ -391,15 +512,25 @@ def main() -> None:
     )
     parser.add_argument("--sustained-priority", type=int, default=None, help="SCHED_FIFO level")
     parser.add_argument("--realtime-s", type=float, default=60.0, help="realtime, clients: s")
+    parser.add_argument("--mcap-minutes", type=float, default=5.0, help="mcap: source minutes")
     parser.add_argument("--method", default=None, help="online.estimator.method (rls default)")
-    parser.add_argument("--priorities", default="none,10", help="realtime, clients: none,10")
+    parser.add_argument(
+        "--schedulings",
+        default="slice,noslice,fifo10",
+        help=f"realtime, clients: comma-separated of {list(SCHEDULINGS)}",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="clients: interleaved rounds")
+    parser.add_argument(
+        "--client-nice", type=int, default=0, help="clients: niceness of the clients' process"
+    )
     parser.add_argument("--out", default=None)
     parser.add_argument("--override", action="append", default=[], help="KEY=VALUE (repeat)")
     args = parser.parse_args()
     if args.method:
         EXTRA.append(f"online.estimator.method={args.method}")
     EXTRA.extend(args.override)
+    global CLIENT_NICE
+    CLIENT_NICE = args.client_nice
     out = Path(args.out or tempfile.mkdtemp(prefix="bench_online_"))
     out.mkdir(parents=True, exist_ok=True)
     parts = args.parts.split(",")
@@ -410,16 +541,19 @@ def main() -> None:
     if "sustained" in parts:
         sustained(out, args.minutes, args.time_factor, args.sustained_priority)
     if "realtime" in parts or "clients" in parts:
-        for priority in args.priorities.split(","):
-            level = None if priority == "none" else int(priority)
-            rounds = args.rounds if "clients" in parts else 1
-            realtime_and_clients(out, args.realtime_s, "clients" in parts, level, rounds)
+        rounds = args.rounds if "clients" in parts else 1
+        chosen = args.schedulings.split(",")
+        if set(chosen) - set(SCHEDULINGS):
+            parser.error(f"--schedulings: choose from {list(SCHEDULINGS)}")
+        realtime_and_clients(out, args.realtime_s, "clients" in parts, chosen, rounds)
     if "drift" in parts:
         drift(out)
     if "convergence" in parts:
         convergence(out)
     if "rtde" in parts:
         rtde(out)
+    if "mcap" in parts:
+        mcap_recording(out, args.mcap_minutes, args.realtime_s, args.rounds)
     print(f"load average {os.getloadavg()} at the end", flush=True)
 
 

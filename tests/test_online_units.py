@@ -5,6 +5,7 @@ detection delay), client queues, settings."""
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import numpy as np
 import pytest
@@ -242,6 +243,44 @@ def test_online_settings_errors_name_the_key():
         online_settings({"payload_change": {"t_s": 1.0}})
     settings = online_settings({"host": "0.0.0.0", "allow_remote": True, "port": 0})
     assert not settings.loopback and settings.port == 0
+    with pytest.raises(UserError, match="online.scheduler_slice_ms"):
+        online_settings({"scheduler_slice_ms": 0.01})
+    assert online_settings({"scheduler_slice_ms": None}).scheduler_slice_ms is None
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="sched_setattr is Linux's")
+def test_short_time_slice_is_set_on_the_calling_thread_without_privileges():
+    """The kernel reads back the slice asked for (sched_getattr's sched_runtime, ns) on the
+    thread that asked, and no other thread's (the estimator's main loop, not the test's)."""
+    import ctypes
+    import platform
+    import threading
+
+    from ident_framework.modes.online import scheduling
+
+    number = {"x86_64": 315, "aarch64": 275}.get(platform.machine())
+    if number is None:
+        pytest.skip(f"no sched_getattr number for {platform.machine()}")
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def runtime_ns() -> int:
+        attr = scheduling._SchedAttr()
+        size = ctypes.sizeof(attr)
+        assert libc.syscall(number, 0, ctypes.byref(attr), size, 0) == 0
+        return int(attr.sched_runtime)
+
+    before, seen = runtime_ns(), {}
+
+    def worker() -> None:
+        seen["phrase"] = scheduling.short_time_slice(0.25, print)
+        seen["runtime"] = runtime_ns()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen["phrase"] == "normal (SCHED_OTHER), time slice 0.25 ms"
+    assert seen["runtime"] == 250_000
+    assert runtime_ns() == before  # this thread keeps its own
 
 
 class TwoJointRegressor:

@@ -174,6 +174,7 @@ class OnlineSettings:
     initial_run: str | None = None
     max_lag_s: float = 1.0
     realtime_priority: int | None = None
+    scheduler_slice_ms: float | None = 0.1
     window_s: float = 5.0
     parameters_every_s: float = 1.0
     trajectory: str = "excitation"
@@ -265,6 +266,12 @@ def _check(settings: OnlineSettings) -> None:
     priority = settings.realtime_priority
     if priority is not None and not 1 <= priority <= 99:
         raise bad("realtime_priority", f"a SCHED_FIFO priority in [1, 99] or null, got {priority}")
+    slice_ms = settings.scheduler_slice_ms
+    if slice_ms is not None and not (math.isfinite(slice_ms) and 0.1 <= slice_ms <= 100):
+        raise bad(
+            "scheduler_slice_ms",
+            f"a time slice in [0.1, 100] ms or null (the kernel's default), got {slice_ms}",
+        )
     if settings.trajectory not in TRAJECTORIES:
         raise bad("trajectory", f"one of {list(TRAJECTORIES)}, got {settings.trajectory!r}")
     for key in ("max_lag_s", "window_s", "parameters_every_s"):

@@ -5,14 +5,17 @@ encoding, the encodings both tools read natively).
 Per data set (`identification`, `validation`), one message per sample at the sample's time:
 
 - `/<set>/joint_states`: like sensor_msgs/msg/JointState: `header.stamp` {sec, nsec},
-  `name`, `position` (rad), `velocity` (rad/s), `effort` (the measured torque, Nm);
+  `name`, `position` (rad), `velocity` (rad/s), `effort` (the measured torque as recorded, Nm,
+  as in predictions_validation.csv: not the low-passed torque the fit used);
 - `/<set>/torque`: `measured`, `physical` (identified model), `fused` (physical + residual
   learner; equals physical without one) and `residual` (measured − fused), each an object of
   joint name → Nm, so every joint is a plottable field of its own.
 
-Log and publish times are in ns: `metadata["time_origin_ns"]` of the recording (a ROS bag's
-first stamp) plus the sample time, else the sample time itself. Written to a temporary name and
-renamed, so a reader never sees half a file.
+The schemas and message builders are shared with the online service's recording
+(`modes/online/mcap_recording.py`). Log and publish times are in ns:
+`metadata["time_origin_ns"]` of the recording (a ROS bag's first stamp) plus the sample time,
+else the sample time itself. Written to a temporary name and renamed, so a reader never sees
+half a file.
 """
 
 from __future__ import annotations
@@ -52,28 +55,50 @@ def joint_state_schema() -> dict:
     }
 
 
-def torque_schema(joints: tuple[str, ...]) -> dict:
+# torque kinds of a batch run's `/<set>/torque` messages and what each is
+BATCH_TORQUES = {
+    "measured": "as recorded",
+    "physical": "the identified physical model",
+    "fused": "physical + residual learner",
+    "residual": "measured - fused",
+}
+
+
+def torque_schema(joints: tuple[str, ...], kinds: dict[str, str] = BATCH_TORQUES) -> dict:
+    """JSON schema of a torque message: `timestamp` and, per kind, joint name -> Nm."""
     per_joint = {
         "type": "object",
         "properties": {name: {"type": "number"} for name in joints},
     }
+    meanings = ", ".join(f"{kind} ({meaning})" for kind, meaning in kinds.items())
     return {
         "title": "ident_framework.JointTorques",
-        "description": "Joint torques in Nm: measured, identified physical model, fused "
-        "(physical + residual learner), residual = measured - fused",
+        "description": f"Joint torques in Nm: {meanings}",
         "type": "object",
-        "properties": {
-            "timestamp": _STAMP,
-            **{kind: per_joint for kind in ("measured", "physical", "fused", "residual")},
-        },
+        "properties": {"timestamp": _STAMP, **{kind: per_joint for kind in kinds}},
     }
 
 
-def write_run_mcap(
-    path: str | os.PathLike[str],
-    sets: dict[str, tuple[Dataset, np.ndarray, np.ndarray]],
-) -> Path:
-    """Write `sets` (name -> (data, physical torque, fused torque), (N, n) in Nm) to `path`."""
+def event_schema() -> dict:
+    """JSON schema of an event message (the objects of online/events.jsonl)."""
+    return {
+        "title": "ident_framework.Event",
+        "description": "A service event: kind (drift, response, twin, reset, start, end, ...), "
+        "t (s, source time), joint (0-based) and joint_name for a drift alarm",
+        "type": "object",
+        "properties": {
+            "kind": {"type": "string"},
+            "t": {"type": ["number", "null"]},
+            "joint": {"type": "integer"},
+            "joint_name": {"type": "string"},
+            "sigma_Nm": {"type": "number"},
+        },
+        "required": ["kind"],
+    }
+
+
+def writer_class():
+    """mcap's Writer; UserError without the `mcap` package."""
     try:
         from mcap.writer import Writer
     except ImportError:
@@ -81,11 +106,57 @@ def write_run_mcap(
             "mcap=true needs the `mcap` package, the extra `mcap`: "
             'pip install "ident-framework[mcap]".'
         ) from None
+    return Writer
+
+
+def new_writer(stream):
+    """An mcap Writer started on the binary `stream`; UserError without the `mcap` package."""
+    writer = writer_class()(stream)
+    writer.start(profile="", library="ident_framework")
+    return writer
+
+
+def json_channel(writer, topic: str, schema: dict) -> int:
+    """A channel of JSON messages with `schema` (registered once per channel)."""
+    schema_id = writer.register_schema(
+        name=schema["title"], encoding="jsonschema", data=json.dumps(schema).encode()
+    )
+    return writer.register_channel(topic, "json", schema_id)
+
+
+def stamp(ns: int) -> dict[str, int]:
+    return {"sec": ns // 1_000_000_000, "nsec": ns % 1_000_000_000}
+
+
+def joint_state_message(at: dict, joints: list[str], q, dq, effort) -> bytes:
+    """One JointState-like message (lists of float: rad, rad/s, Nm) as JSON bytes."""
+    state = {
+        "header": {"stamp": at, "frame_id": ""},
+        "name": joints,
+        "position": q,
+        "velocity": dq,
+        "effort": effort,
+    }
+    return json.dumps(state).encode()
+
+
+def torque_message(at: dict, joints: tuple[str, ...], torques: dict[str, list[float]]) -> bytes:
+    """One torque message: kind -> per-joint list of Nm, as JSON bytes."""
+    body = {"timestamp": at}
+    for kind, values in torques.items():
+        body[kind] = dict(zip(joints, values, strict=True))
+    return json.dumps(body).encode()
+
+
+def write_run_mcap(
+    path: str | os.PathLike[str],
+    sets: dict[str, tuple[Dataset, np.ndarray, np.ndarray]],
+) -> Path:
+    """Write `sets` (name -> (data, physical torque, fused torque), (N, n) in Nm) to `path`."""
     target = Path(os.fspath(path))
     partial = target.with_name(target.name + ".partial")
     with open(partial, "wb") as stream:
-        writer = Writer(stream)
-        writer.start(profile="", library="ident_framework")
+        writer = new_writer(stream)
         for name, (data, physical, fused) in sets.items():
             _write_set(writer, name, data, np.asarray(physical), np.asarray(fused))
         writer.finish()
@@ -95,39 +166,28 @@ def write_run_mcap(
 
 def _write_set(writer, name: str, data: Dataset, physical: np.ndarray, fused: np.ndarray) -> None:
     joints = tuple(data.joint_names)
-    states = writer.register_channel(
-        f"/{name}/joint_states", "json", _schema(writer, joint_state_schema())
-    )
-    torques = writer.register_channel(
-        f"/{name}/torque", "json", _schema(writer, torque_schema(joints))
-    )
+    states = json_channel(writer, f"/{name}/joint_states", joint_state_schema())
+    torques = json_channel(writer, f"/{name}/torque", torque_schema(joints))
     origin = int(data.metadata.get("time_origin_ns", 0))
     times = origin + np.round(np.asarray(data.timestamp) * 1e9).astype(np.int64)
+    recorded = data.measured_torque  # as recorded, never the low-passed torque (DESIGN.md)
     for k, at in enumerate(times.tolist()):
-        stamp = {"sec": at // 1_000_000_000, "nsec": at % 1_000_000_000}
-        state = {
-            "header": {"stamp": stamp, "frame_id": ""},
-            "name": list(joints),
-            "position": data.q[k].tolist(),
-            "velocity": data.dq[k].tolist(),
-            "effort": data.tau[k].tolist(),
-        }
-        measured = data.tau[k]
-        torque = {
-            "timestamp": stamp,
-            "measured": dict(zip(joints, measured.tolist(), strict=True)),
-            "physical": dict(zip(joints, physical[k].tolist(), strict=True)),
-            "fused": dict(zip(joints, fused[k].tolist(), strict=True)),
-            "residual": dict(zip(joints, (measured - fused[k]).tolist(), strict=True)),
-        }
-        writer.add_message(states, at, json.dumps(state).encode(), at, sequence=k)
-        writer.add_message(torques, at, json.dumps(torque).encode(), at, sequence=k)
-
-
-def _schema(writer, schema: dict) -> int:
-    return writer.register_schema(
-        name=schema["title"], encoding="jsonschema", data=json.dumps(schema).encode()
-    )
+        measured = recorded[k]
+        state = joint_state_message(
+            stamp(at), list(joints), data.q[k].tolist(), data.dq[k].tolist(), measured.tolist()
+        )
+        torque = torque_message(
+            stamp(at),
+            joints,
+            {
+                "measured": measured.tolist(),
+                "physical": physical[k].tolist(),
+                "fused": fused[k].tolist(),
+                "residual": (measured - fused[k]).tolist(),
+            },
+        )
+        writer.add_message(states, at, state, at, sequence=k)
+        writer.add_message(torques, at, torque, at, sequence=k)
 
 
 def write_result_mcap(folder: Path, result) -> Path:

@@ -49,6 +49,7 @@ ONLINE_PARAMETERS_CSV = "parameters.csv"  # in ONLINE_FOLDER, and so are the nex
 ONLINE_EVENTS_JSONL = "events.jsonl"
 ONLINE_SUMMARY_JSON = "summary.json"
 ONLINE_RECORDING = "recording.csv"  # source=rtde: what the service received
+ONLINE_MCAP = "run.mcap"  # mcap=true: samples, torques and events (modes/online/mcap_recording)
 ONLINE_TWINS_FOLDER = "twins"  # every valid twin, online_twin_snapshot(t) inside
 
 # the staging folder a job writes into before its outputs are moved into the run directory,

@@ -47,8 +47,9 @@ class ClientQueues:
         client.closed = True
         self.clients.pop(client.id, None)
 
-    def offer(self, payload: str, now: float | None = None) -> None:
-        """Queue `payload` for every client (dropping each one's oldest frame when full)."""
+    def offer(self, payload: bytes, now: float | None = None) -> None:
+        """Queue `payload` (one encoded event: the same bytes for every client) for every
+        client, dropping each one's oldest frame when its queue is full."""
         now = time.monotonic() if now is None else now
         for client in list(self.clients.values()):
             queue = client.queue

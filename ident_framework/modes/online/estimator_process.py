@@ -30,6 +30,7 @@ from ident_framework.errors import UserError
 from ident_framework.modes.online.estimators import single_threaded
 from ident_framework.modes.online.final_parameters import parameters_document
 from ident_framework.modes.online.publisher import Publisher
+from ident_framework.modes.online.recording_buffer import RecordingBuffer
 from ident_framework.modes.online.run_logs import (
     EventLog,
     ParametersLog,
@@ -41,11 +42,11 @@ from ident_framework.modes.online.sample_regressor import (
     check_streamable,
     structural_base,
 )
+from ident_framework.modes.online.scheduling import realtime_scheduling, short_time_slice
 from ident_framework.modes.online.session_setup import (
     check_source,
     load_initial_parameters,
     open_stream,
-    realtime_scheduling,
     say,
 )
 from ident_framework.modes.online.streaming_estimator import StepResult, StreamingIdentifier
@@ -61,6 +62,8 @@ BEHIND_SHARE = 0.1
 BEHIND_FRAME_EVERY_S = 1.0
 CAUGHT_UP_S = 5.0  # s of source time below half that lag before it counts as caught up
 _FINAL_TWIN_TIMEOUT_S = 120.0
+RECORDING_BACKLOG_S = 60.0  # mcap=true: s of rows kept while frames cannot go out
+_FINAL_RECORD_TIMEOUT_S = 30.0
 
 
 def estimator_main(cfg: dict, run_dir: str, outbox: Any, commands: Any, stop: Any) -> None:
@@ -137,6 +140,11 @@ class OnlineSession:
         self._below_since: float | None = None
         self.scheduling = "normal (SCHED_OTHER)"
         self.twin = TwinSchedule(online.twin, self.stream.rate_hz, n, cfg, run_dir)
+        self.recording = (  # mcap=true: the web process writes online/run.mcap
+            RecordingBuffer(n, int(RECORDING_BACKLOG_S * self.stream.rate_hz) + 1)
+            if config.mcap
+            else None
+        )
 
     def describe(self) -> dict[str, Any]:
         filt = self.identifier.filter
@@ -163,8 +171,10 @@ class OnlineSession:
         self.started = True
         online = self.settings
         if online.realtime_priority is not None:
-            self.scheduling = realtime_scheduling(online.realtime_priority)
-        identifier, publisher = self.identifier, self.publisher
+            self.scheduling = realtime_scheduling(online.realtime_priority, say)
+        if online.scheduler_slice_ms is not None and "FIFO" not in self.scheduling:
+            self.scheduling = short_time_slice(online.scheduler_slice_ms, say)
+        identifier, publisher, recording = self.identifier, self.publisher, self.recording
         parent = os.getppid()
         self._wall0 = time.perf_counter()
         self._cpu0 = self._cpu()
@@ -182,6 +192,10 @@ class OnlineSession:
                     t_first = sample.t
                     next_twin = t_first + (twin_every or 0.0)
                 result = identifier.step(sample)
+                if recording is not None:  # after the step: not in its latency
+                    recording.sample(sample)
+                    if result is not None:
+                        recording.step(result)
                 if result is not None:
                     publisher.add(result)
                     self.twin.add(result)
@@ -211,7 +225,7 @@ class OnlineSession:
                     if self.behind and not publisher.overdue(BEHIND_FRAME_EVERY_S):
                         publisher.skip()  # behind: catch up first, the view waits
                     else:
-                        publisher.send(self.frame())
+                        self._send_frame()
         self._wall_end, self._cpu_end = time.perf_counter(), self._cpu()
 
     def _watch_lag(self, t: float, lag: float) -> None:
@@ -297,6 +311,28 @@ class OnlineSession:
             self.event(event)
 
     # ------------------------------------------------------------------ frames
+    def _send_frame(self) -> None:
+        """The next dashboard frame, with the recording's rows since the last one (mcap=true;
+        they wait for the next frame when this one cannot go out)."""
+        frame, recording = self.frame(), self.recording
+        if recording is not None:
+            frame["record"] = recording.rows()
+        if self.publisher.send(frame) and recording is not None:
+            recording.sent(frame["record"])
+
+    def _send_last_record(self) -> None:
+        """The rows and events after the last frame (mcap=true), before the final summary."""
+        recording = self.recording
+        if recording is None:
+            return
+        rows = recording.rows()
+        message = {"kind": "record", "record": rows, "events": list(self.publisher.events)}
+        try:
+            self.outbox.put(message, timeout=_FINAL_RECORD_TIMEOUT_S)
+        except queue.Full:
+            return
+        recording.sent(rows)
+
     def frame(self) -> dict[str, Any]:
         identifier, fit = self.identifier, self.identifier.fit
         latest = self.publisher.latest
@@ -393,6 +429,14 @@ class OnlineSession:
         self.event({"kind": "end", "t": t_end, "reason": self.stop_reason})
         self.parameters_log.close()
         self.events.close()
+        self._send_last_record()
+        if self.recording is not None:
+            summary["mcap"] = {
+                "samples": self.recording.samples,
+                "steps": self.recording.steps,
+                "dropped_samples": self.recording.dropped_samples,
+                "dropped_steps": self.recording.dropped_steps,
+            }
         write_summary(self.run_dir, summary)
         return summary
 

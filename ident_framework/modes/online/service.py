@@ -35,8 +35,10 @@ from ident_framework.config.run_config import RunConfig
 from ident_framework.errors import UserError
 from ident_framework.modes.online.client_queues import ClientQueues
 from ident_framework.modes.online.estimator_process import estimator_main
+from ident_framework.modes.online.mcap_recording import McapRecording
 from ident_framework.modes.online.service_state import ServiceState, merge_frames
-from ident_framework.reports.run_files import CONFIG
+from ident_framework.reports.mcap_export import writer_class
+from ident_framework.reports.run_files import CONFIG, ONLINE_FOLDER, ONLINE_MCAP
 
 SEND_BUFFER_BYTES = 65536
 WEB_NICE = 5  # the web process's niceness above the estimator's (lower priority)
@@ -136,6 +138,8 @@ def run_online(config: RunConfig, cfg: DictConfig, run_dir: Path) -> dict[str, A
     """The whole service; returns the estimator's final summary."""
     settings = config.online
     uvicorn, web_app = _web_stack()
+    if config.mcap:
+        writer_class()  # the `mcap` package is there (UserError before anything starts)
     sock = bind(settings.host, settings.port)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
@@ -149,6 +153,9 @@ def run_online(config: RunConfig, cfg: DictConfig, run_dir: Path) -> dict[str, A
         link.shutdown(timeout_s=10)
         raise
     state = ServiceState(info, settings.dashboard)
+    recording = None
+    if config.mcap:  # written here, off the estimator process (mcap_recording.py)
+        recording = McapRecording(run_dir / ONLINE_FOLDER / ONLINE_MCAP, info["joint_names"])
     clients = ClientQueues(settings.dashboard.client_queue, settings.dashboard.client_timeout_s)
     token = None if settings.loopback else secrets.token_urlsafe(18)
     app = web_app.build_app(state, clients, link.commands.put, token)
@@ -161,7 +168,7 @@ def run_online(config: RunConfig, cfg: DictConfig, run_dir: Path) -> dict[str, A
             timeout_graceful_shutdown=3,
         )
     )
-    reader = threading.Thread(target=_read_frames, args=(link, state), daemon=True)
+    reader = threading.Thread(target=_read_frames, args=(link, state, recording), daemon=True)
     reader.start()
     port = sock.getsockname()[1]
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
@@ -190,6 +197,15 @@ def run_online(config: RunConfig, cfg: DictConfig, run_dir: Path) -> dict[str, A
         signal.signal(signal.SIGTERM, previous)
     link.shutdown()
     reader.join(timeout=10)
+    if recording is not None:
+        written = recording.close()
+        counts = written["messages"]
+        print(
+            f"{written['path']}: {counts['states']} joint states, {counts['torque']} torques, "
+            f"{counts['events']} events ({counts['drift']} drift)"
+            + (f"; writing failed: {written['error']}" if written["error"] else ""),
+            flush=True,
+        )
     if link.error is not None:
         if link.internal:
             raise RuntimeError(f"the estimator process failed:\n{link.error}")
@@ -217,8 +233,11 @@ def _raise_stop(signum: int, frame: Any) -> None:
     raise _Stop
 
 
-def _read_frames(link: EstimatorLink, state: ServiceState) -> None:
-    """Move the estimator's messages into the state until its final summary or error."""
+def _read_frames(
+    link: EstimatorLink, state: ServiceState, recording: McapRecording | None = None
+) -> None:
+    """Move the estimator's messages into the state (and the recording's rows to the MCAP
+    writer) until its final summary or error."""
     while True:
         try:
             message = link.outbox.get(timeout=0.5)
@@ -229,7 +248,12 @@ def _read_frames(link: EstimatorLink, state: ServiceState) -> None:
             continue
         kind = message["kind"]
         if kind == "frame":
+            record = message.pop("record", None)  # never to the dashboard's clients
+            if recording is not None:
+                recording.put(record, message["events"])
             state.ingest(message)
+        elif kind == "record" and recording is not None:
+            recording.put(message["record"], message["events"])
         elif kind == "final":
             link.final = message["summary"]
             state.end(message["summary"])
@@ -242,7 +266,7 @@ def _read_frames(link: EstimatorLink, state: ServiceState) -> None:
 async def _serve(
     server: Any, sock: socket.socket, state: ServiceState, clients: ClientQueues, rate: float
 ) -> None:
-    from ident_framework.modes.online.web_app import encode
+    from ident_framework.modes.online.web_app import sse_frame
 
     sequence = itertools.count()
 
@@ -254,7 +278,7 @@ async def _serve(
             if frames:
                 frame = merge_frames(frames)
                 frame["seq"] = next(sequence)  # the clients' sequence: a gap is a dropped frame
-                clients.offer(encode(frame))
+                clients.offer(sse_frame(frame))  # encoded once, shared
             if state.status != "running":
                 server.should_exit = True
         for client in list(clients.clients.values()):  # end the event streams: shutdown

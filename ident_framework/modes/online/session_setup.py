@@ -1,9 +1,8 @@
 """What the estimator process of mode=online sets up before its first sample: the checks of the
-source, the starting parameters, the sample stream, real-time scheduling."""
+source, the starting parameters, the sample stream (scheduling: `scheduling.py`)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -131,17 +130,3 @@ def validation_motion(config: RunConfig, robot: RobotModel) -> Any:
             "online.trajectory=excitation or default_motion."
         )
     return motion
-
-
-def realtime_scheduling(priority: int) -> str:
-    """Real-time scheduling (SCHED_FIFO) of the estimator thread: the OS then wakes it on time
-    even on a loaded machine. Needs root or CAP_SYS_NICE / an rtprio limit; else a note."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-    except (PermissionError, OSError) as error:
-        say(
-            f"note: online.realtime_priority={priority} not applied ({error.strerror}): needs "
-            "root, CAP_SYS_NICE or an rtprio limit (ulimit -r); running with normal scheduling"
-        )
-        return "normal (SCHED_OTHER): real-time priority refused"
-    return f"SCHED_FIFO priority {priority}"

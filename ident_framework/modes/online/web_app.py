@@ -23,7 +23,7 @@ import json
 from importlib import resources
 from typing import Any
 
-from sse_starlette.sse import EventSourceResponse
+from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
@@ -47,6 +47,12 @@ def encode(document: Any) -> str:
     return json.dumps(to_plain(document), separators=(",", ":"))
 
 
+def sse_frame(document: Any) -> bytes:
+    """`document` as one server-sent event (`data: <JSON>`), encoded once per frame: every
+    client's stream sends these same bytes (no per-client JSON or SSE encoding)."""
+    return ServerSentEvent(data=encode(document)).encode()
+
+
 def events_endpoint(state: ServiceState, clients: ClientQueues) -> Any:
     """GET /events: each client its own bounded queue (`client_queues.py`); a client that
     stops reading is dropped after `clients.timeout_s`."""
@@ -68,7 +74,7 @@ def events_endpoint(state: ServiceState, clients: ClientQueues) -> Any:
                     if payload is None:
                         break
                     client.sent += 1
-                    yield {"data": payload}
+                    yield payload  # bytes shared by all clients (`sse_frame`)
             finally:
                 clients.remove(client)
 

@@ -1,0 +1,71 @@
+"""How the estimator thread of mode=online asks the kernel to be woken on time.
+
+A sample is due every 2 ms (500 Hz); the estimator sleeps until then. When both cores are busy
+(the dashboard's clients, other programs), the latency to its updated estimate is mostly the
+time the woken thread waits for a CPU, not its computation. Two remedies:
+
+- `online.realtime_priority` (SCHED_FIFO): it preempts every normal task at once; needs root,
+  CAP_SYS_NICE or an rtprio limit (`ulimit -r`).
+- `online.scheduler_slice_ms` (default 0.1): a short time slice for a normal (SCHED_OTHER)
+  thread, which Linux's EEVDF scheduler (kernel 6.12 and later) honours without privileges: a
+  task with a short slice gets an earlier virtual deadline, so when it wakes it preempts a
+  running task with the default slice (~3 ms) instead of waiting for that slice to end. It asks
+  for no more CPU (the slice is how long it may run before others get their turn; the estimator
+  needs ~0.3 ms per sample). Set with sched_setattr(2) (`sched_runtime`) through ctypes: Python
+  has no wrapper. Older kernels accept and ignore it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+
+# sched_setattr's system call number per architecture (Linux)
+_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274, "arm64": 274}
+
+
+class _SchedAttr(ctypes.Structure):
+    """struct sched_attr (linux/sched/types.h), version 1 (56 bytes)."""
+
+    _fields_ = [
+        ("size", ctypes.c_uint32),
+        ("sched_policy", ctypes.c_uint32),
+        ("sched_flags", ctypes.c_uint64),
+        ("sched_nice", ctypes.c_int32),
+        ("sched_priority", ctypes.c_uint32),
+        ("sched_runtime", ctypes.c_uint64),  # ns: the time slice of a SCHED_OTHER task
+        ("sched_deadline", ctypes.c_uint64),
+        ("sched_period", ctypes.c_uint64),
+    ]
+
+
+def realtime_scheduling(priority: int, say) -> str:
+    """Real-time scheduling (SCHED_FIFO) of the calling thread: the OS then wakes it on time
+    even on a loaded machine. Needs root or CAP_SYS_NICE / an rtprio limit; else a note."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except (PermissionError, OSError) as error:
+        say(
+            f"note: online.realtime_priority={priority} not applied ({error.strerror}): needs "
+            "root, CAP_SYS_NICE or an rtprio limit (ulimit -r); running with normal scheduling"
+        )
+        return "normal (SCHED_OTHER): real-time priority refused"
+    return f"SCHED_FIFO priority {priority}"
+
+
+def short_time_slice(slice_ms: float, say) -> str:
+    """A time slice of `slice_ms` ms for the calling thread under normal scheduling (see the
+    module docstring); the scheduling it runs with, as a phrase for summary.json."""
+    number = _SCHED_SETATTR.get(platform.machine())
+    if os.name != "posix" or platform.system() != "Linux" or number is None:
+        return "normal (SCHED_OTHER)"
+    attr = _SchedAttr(size=ctypes.sizeof(_SchedAttr), sched_policy=os.SCHED_OTHER)
+    attr.sched_nice = os.getpriority(os.PRIO_PROCESS, 0)
+    attr.sched_runtime = int(round(slice_ms * 1e6))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(number, 0, ctypes.byref(attr), 0) != 0:
+        error = os.strerror(ctypes.get_errno())
+        say(f"note: online.scheduler_slice_ms={slice_ms:g} not applied ({error})")
+        return "normal (SCHED_OTHER)"
+    return f"normal (SCHED_OTHER), time slice {slice_ms:g} ms"
