@@ -68,17 +68,23 @@ def make_logs(samples: int) -> tuple[Path, Path]:
 
 
 def split_log(log: Path, parts: int) -> list[Path]:
-    """The log's data rows in `parts` files of equal row counts (each with the header)."""
+    """The log's data rows in `parts` files of equal row counts (each with the header),
+    streamed line by line; cached beside the log."""
     folder = log.with_name(f"{log.stem}_{parts}_files")
     files = [folder / f"part_{k:02d}.csv" for k in range(parts)]
     if all(f.exists() for f in files):
         return files
     folder.mkdir(exist_ok=True)
     with open(log, "rb") as handle:
-        header, lines = handle.readline(), handle.readlines()
-    bounds = np.linspace(0, len(lines), parts + 1).round().astype(int)
-    for k, target in enumerate(files):
-        target.write_bytes(header + b"".join(lines[bounds[k] : bounds[k + 1]]))
+        rows = sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 24), b"")) - 1
+    bounds = np.linspace(0, rows, parts + 1).round().astype(int)
+    with open(log, "rb") as handle:
+        header = handle.readline()
+        for k, target in enumerate(files):
+            with open(target, "wb") as out:
+                out.write(header)
+                for _ in range(bounds[k + 1] - bounds[k]):
+                    out.write(handle.readline())
     return files
 
 
@@ -138,8 +144,14 @@ def main() -> None:
     ident, validation = CACHE / f"ident_{options.samples}.csv", CACHE / "validation.csv"
     print(f"logs ready in {time.perf_counter() - started:.0f} s: {ident}")
     source = f"source.path={ident}"
-    if options.files:
-        source = f"source.path=[{','.join(map(str, split_log(ident, options.parts)))}]"
+    if options.files:  # split in a process of its own too (it reads the whole log)
+        splitter = (
+            "from bench_distributed import split_log; from pathlib import Path; print(','.join("
+            f"map(str, split_log(Path({str(ident)!r}), {options.parts}))))"
+        )
+        made = subprocess.run([sys.executable, "-c", splitter], cwd=Path(__file__).parent,
+                              check=True, capture_output=True, text=True)  # fmt: skip
+        source = f"source.path=[{made.stdout.strip().splitlines()[-1]}]"
     common = ["robot=ur10e", "plots=false", "tuning=none", *options.overrides]
     single_args = [*common, "source=csv", source, "validation=csv",
                    f"validation.path={validation}", f"hydra.run.dir={out / 'single'}"]  # fmt: skip

@@ -52,6 +52,12 @@ def _peak_memory_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kB on Linux
 
 
+def _cpu_time_s() -> float:
+    """User + system CPU time of this process so far (s)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _compatibility(config: RunConfig, robot, builder) -> dict[str, Any]:
     friction = config.plugins["friction"]
     return to_plain(
@@ -88,6 +94,7 @@ def run_factor(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, A
         "tuning": _tuning_note(config),
         "statistics_file_bytes": path.stat().st_size,
         "wall_time_s": time.perf_counter() - started,
+        "cpu_time_s": _cpu_time_s(),
         "peak_memory_mb": _peak_memory_mb(),
     }
     (staging / FACTOR_SUMMARY).write_text(json.dumps(to_plain(summary), indent=2))
@@ -188,7 +195,11 @@ def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, 
         metrics["validation"] = fit_metrics(validation, predicted, robot.limits.velocity)
     metrics["data"] = {"train_samples": total.n_samples, "parts": len(parts)}
     metrics["timing_s"] = {"load": loaded - started, "combine": time.perf_counter() - loaded}
-    metrics["combine"] = {"peak_memory_mb": _peak_memory_mb(), "inputs": [str(f) for f in files]}
+    metrics["combine"] = {
+        "peak_memory_mb": _peak_memory_mb(),
+        "cpu_time_s": _cpu_time_s(),
+        "inputs": [str(f) for f in files],
+    }
     document = _parameters(config, robot, builder, base, estimator, theta, total)
     (staging / run_files.METRICS).write_text(json.dumps(to_plain(metrics), indent=2))
     (staging / run_files.PARAMETERS).write_text(yaml.safe_dump(document, sort_keys=False))
