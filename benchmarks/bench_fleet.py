@@ -57,6 +57,8 @@ def make_logs(folder: Path, robots: int, worn: int) -> dict[str, int]:
         coulomb = nominal * rng.uniform(0.9, 1.1, 6)
         if name in worn_joints:
             coulomb[worn_joints[name]] *= 2.0
+        if (folder / f"{name}_2026-11-01.csv").exists():  # made before (same seeds)
+            continue
         source = MujocoSource(MujocoSourceParams(seed=100 + i, coulomb=coulomb.tolist()))
         write_csv_log(source.acquire(robot, motion), folder / f"{name}_2026-11-01.csv")
     return worn_joints
