@@ -11,8 +11,8 @@ deviation, at least `min_spread` × the median, so the estimation noise of a fle
 robots is not read as wear). Trend: a joint whose fc rose by more than k σ since the same
 robot's earliest log. Written: fleet.csv, fleet.md and fleet.png (fc per joint and robot, the
 median and the k σ limit, each robot's ±2 std as error bars, flagged joints marked). The flags
-use the fleet σ only: a robot's own std (0.1–0.8 % of fc on a 20 s excitation) is far below the
-spread of healthy joints, so adding it would change no flag.
+use the fleet σ only: a robot's own std (0.4–3.7 % of fc on a 20 s excitation, at most 0.3
+fleet σ in benchmarks/bench_fleet.py) would change no flag if added to it.
 """
 
 from __future__ import annotations
