@@ -1,7 +1,7 @@
 """Exact distributed identification against the single-process run (run on demand).
 
     python benchmarks/bench_distributed.py [--samples 1000000] [--parts 10] [--workers 2]
-        [--out DIR]
+        [--files] [--out DIR] [OVERRIDES...]
 
 A simulated UR10e (MuJoCo, seeded perturbation, torque noise) follows a Fourier excitation of
 `--samples` samples at 500 Hz (20 s periods repeated) and a point-to-point validation motion;
@@ -12,10 +12,14 @@ as its own process through the command line, as a user would:
 2. `--parts` factor jobs (`mode=factor distributed.part=k`), `--workers` at a time;
 3. the combine step (`mode=combine distributed.inputs=[...] validation=csv`).
 
-Printed and written to DIR (default outputs/bench_distributed/<date-time>: results.md,
-results.json): wall time and peak memory (max RSS, from wait4) of every process, the largest
-difference of the base parameters (absolute, and relative to the largest |value|), of the
-training and validation RMSE, and the statistics files' sizes.
+`--files`: the log is first split into `--parts` files (rows in order, each with the header);
+the single run reads the list (each file a recording of its own) and factor job k file k.
+Every process runs with tuning=none (factor jobs do not tune; the single run must use the same
+options). Printed and written to DIR (default outputs/bench_distributed/<date-time>:
+results.md, results.json): wall time, CPU time (user + system) and peak memory (max RSS, from
+wait4) of every process with the load average when it ended, the difference of every base
+parameter (absolute and relative), the largest over them, of the training and validation
+RMSE, and the statistics files' sizes.
 """
 
 from __future__ import annotations
@@ -63,8 +67,30 @@ def make_logs(samples: int) -> tuple[Path, Path]:
     return ident, validation
 
 
+def split_log(log: Path, parts: int) -> list[Path]:
+    """The log's data rows in `parts` files of equal row counts (each with the header),
+    streamed line by line; cached beside the log."""
+    folder = log.with_name(f"{log.stem}_{parts}_files")
+    files = [folder / f"part_{k:02d}.csv" for k in range(parts)]
+    if all(f.exists() for f in files):
+        return files
+    folder.mkdir(exist_ok=True)
+    with open(log, "rb") as handle:
+        rows = sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 24), b"")) - 1
+    bounds = np.linspace(0, rows, parts + 1).round().astype(int)
+    with open(log, "rb") as handle:
+        header = handle.readline()
+        for k, target in enumerate(files):
+            with open(target, "wb") as out:
+                out.write(header)
+                for _ in range(bounds[k + 1] - bounds[k]):
+                    out.write(handle.readline())
+    return files
+
+
 def run(args: list[str], cwd: Path) -> dict:
-    """`python -m ident_framework ARGS` as its own process: wall time (s), peak RSS (MB)."""
+    """`python -m ident_framework ARGS` as its own process: wall time (s), CPU time (user +
+    system, s), peak RSS (MB), the 1-minute load average when it ended."""
     env = dict(os.environ, MPLBACKEND="Agg")
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -77,7 +103,12 @@ def run(args: list[str], cwd: Path) -> dict:
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"failed: {' '.join(args)}\n{stderr[-3000:]}")
     del stdout
-    return {"wall_s": wall, "peak_rss_mb": usage.ru_maxrss / 1024.0}
+    return {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "peak_rss_mb": usage.ru_maxrss / 1024.0,
+        "load_1min": os.getloadavg()[0],
+    }
 
 
 def base_values(run_dir: Path) -> np.ndarray:
@@ -95,6 +126,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=1_000_000)
     parser.add_argument("--parts", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--files", action="store_true", help="split the log into part files")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
         "overrides", nargs="*", help="for every process, e.g. base_parameters.method=qr"
@@ -111,14 +143,23 @@ def main() -> None:
     subprocess.run([sys.executable, "-c", maker], cwd=Path(__file__).parent, check=True)
     ident, validation = CACHE / f"ident_{options.samples}.csv", CACHE / "validation.csv"
     print(f"logs ready in {time.perf_counter() - started:.0f} s: {ident}")
-    common = ["robot=ur10e", "plots=false", *options.overrides]
-    single_args = [*common, "source=csv", f"source.path={ident}", "validation=csv",
+    source = f"source.path={ident}"
+    if options.files:  # split in a process of its own too (it reads the whole log)
+        splitter = (
+            "from bench_distributed import split_log; from pathlib import Path; print(','.join("
+            f"map(str, split_log(Path({str(ident)!r}), {options.parts}))))"
+        )
+        made = subprocess.run([sys.executable, "-c", splitter], cwd=Path(__file__).parent,
+                              check=True, capture_output=True, text=True)  # fmt: skip
+        source = f"source.path=[{made.stdout.strip().splitlines()[-1]}]"
+    common = ["robot=ur10e", "plots=false", "tuning=none", *options.overrides]
+    single_args = [*common, "source=csv", source, "validation=csv",
                    f"validation.path={validation}", f"hydra.run.dir={out / 'single'}"]  # fmt: skip
     single = run(single_args, out)
     print(f"single run: {single}")
 
     def factor(k: int) -> dict:
-        return run([*common, "mode=factor", "source=csv", f"source.path={ident}",
+        return run([*common, "mode=factor", "source=csv", source,
                     f"distributed.parts={options.parts}", f"distributed.part={k}",
                     f"hydra.run.dir={out / 'factors' / str(k)}"], out)  # fmt: skip
 
@@ -139,6 +180,7 @@ def main() -> None:
 
 def compare(out: Path, options, single: dict, jobs: list, factor_wall: float, combine: dict):
     one, merged = base_values(out / "single"), base_values(out / "combined")
+    difference = np.abs(merged - one)
     metrics = {name: json.loads((out / name / "metrics.json").read_text())
                for name in ("single", "combined")}  # fmt: skip
     summaries = [
@@ -150,6 +192,16 @@ def compare(out: Path, options, single: dict, jobs: list, factor_wall: float, co
         "parts": options.parts,
         "workers": options.workers,
         "n_base": len(one),
+        "files": options.files,
+        "per_parameter": [
+            {
+                "single": float(a),
+                "combined": float(b),
+                "abs_difference": float(d),
+                "relative_difference": float(d / abs(a)) if a != 0 else None,
+            }
+            for a, b, d in zip(one, merged, difference, strict=True)
+        ],  # fmt: skip
         "base_max_abs_difference": float(np.max(np.abs(merged - one))),
         "base_max_difference_relative_to_largest": float(
             np.max(np.abs(merged - one)) / np.max(np.abs(one))
@@ -178,7 +230,8 @@ def markdown(r: dict) -> str:
         f"# Distributed identification: {r['samples']} samples, {r['parts']} parts, "
         f"{r['workers']} at a time",
         "",
-        f"- overrides: {' '.join(r['overrides']) or 'none'}",
+        f"- overrides: {' '.join(r['overrides']) or 'none'}; "
+        f"{'part files' if r['files'] else 'part indices of one file'}",
         f"- base parameters ({r['n_base']}): max |difference| {r['base_max_abs_difference']:.3g}"
         f" ({r['base_max_difference_relative_to_largest']:.3g} of the largest |value|; largest "
         f"relative difference {r['base_max_relative_difference']:.3g})",
@@ -188,22 +241,35 @@ def markdown(r: dict) -> str:
         f"- validation RMSE single / combined: {r['validation_rmse'][0]:.12g} / "
         f"{r['validation_rmse'][1]:.12g} Nm",
         "",
-        "| process | wall time (s) | peak RSS (MB) | samples | statistics (kB) |",
-        "|---|---|---|---|---|",
-        f"| single run | {r['single']['wall_s']:.1f} | {r['single']['peak_rss_mb']:.0f} | "
-        f"{r['samples']} | |",
+        "| process | wall (s) | CPU (s) | peak RSS (MB) | load (1 min) | samples | stats (kB) |",
+        "|---|---|---|---|---|---|---|",
+        f"| single run | {_figures(r['single'])} | {r['samples']} | |",
     ]
     for k, job in enumerate(r["factor_jobs"]):
         lines.append(
-            f"| factor job {k} | {job['wall_s']:.1f} | {job['peak_rss_mb']:.0f} | "
-            f"{job['samples']} | {job['statistics_kb']:.0f} |"
+            f"| factor job {k} | {_figures(job)} | {job['samples']} | {job['statistics_kb']:.0f} |"
         )
     lines += [
-        f"| all factor jobs ({r['workers']} at a time) | {r['factor_wall_s']:.1f} | | | |",
-        f"| combine | {r['combine']['wall_s']:.1f} | {r['combine']['peak_rss_mb']:.0f} | | |",
+        f"| all factor jobs ({r['workers']} at a time) | {r['factor_wall_s']:.1f} | | | | | |",
+        f"| combine | {_figures(r['combine'])} | | |",
+        "",
+        "| base parameter | single | combined | abs difference | relative difference |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {i + 1} | {p['single']:.12g} | {p['combined']:.12g} | "
+            f"{p['abs_difference']:.2g} | {p['relative_difference'] or 0:.2g} |"
+            for i, p in enumerate(r["per_parameter"])
+        ),
         "",
     ]
     return "\n".join(lines)
+
+
+def _figures(process: dict) -> str:
+    return (
+        f"{process['wall_s']:.1f} | {process['cpu_s']:.1f} | {process['peak_rss_mb']:.0f} | "
+        f"{process['load_1min']:.1f}"
+    )
 
 
 if __name__ == "__main__":

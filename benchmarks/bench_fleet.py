@@ -6,10 +6,21 @@ Each robot is the UR10e with its own seeded perturbation (masses, inertias, payl
 ±10 % spread of joint friction; `--worn` of them have one joint worn (Coulomb friction × 2).
 Each records the same 20 s excitation at 500 Hz (CSV logs, made in a process of their own).
 Then `python -m ident_framework.fleet` identifies all of them with hydra/launcher=joblib
-(`--workers` processes) and one robot is identified alone (the same command on its log only).
-Printed and written to DIR (default outputs/bench_fleet/<date-time>: results.md, results.json,
-and the fleet report): wall time of the fleet vs one robot's × N (parallel efficiency), the
-worn joints flagged and any healthy joint flagged.
+(`--workers` processes), and one robot is identified alone by the same command on its log only
+(same launcher, one job). Printed and written to DIR (default outputs/bench_fleet/<date-time>:
+results.md, results.json, and the fleet report):
+
+- wall and CPU time (user + system of the command and its workers, from wait4) of both commands
+  and the load average (1 min) when each ended;
+- each job's own time (the sum of its metrics.json timing_s: the identification steps, without
+  Python, Hydra and plugin start-up, which a worker pays once, nor the report);
+- the start-up S of a command: the one-robot command's wall time minus its job's time;
+- parallel efficiency, clean: (S + N × one robot's job time) / (workers × fleet wall time), the
+  time one process would need for the same N jobs over the time the workers had; naive: N × the
+  one-robot command / (workers × fleet wall), which counts the start-up N times;
+- the workers' occupancy: Σ job times in the fleet / (workers × fleet wall), and the jobs' mean
+  time in the fleet over the one robot's (contention for the cores);
+- the worn joints flagged and any healthy joint flagged.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import subprocess
 import sys
 import time
@@ -45,23 +57,33 @@ def make_logs(folder: Path, robots: int, worn: int) -> dict[str, int]:
         coulomb = nominal * rng.uniform(0.9, 1.1, 6)
         if name in worn_joints:
             coulomb[worn_joints[name]] *= 2.0
+        if (folder / f"{name}_2026-11-01.csv").exists():  # made before (same seeds)
+            continue
         source = MujocoSource(MujocoSourceParams(seed=100 + i, coulomb=coulomb.tolist()))
         write_csv_log(source.acquire(robot, motion), folder / f"{name}_2026-11-01.csv")
     return worn_joints
 
 
-def fleet(logs: list[str], out: Path, workers: int | None) -> float:
-    """Wall time (s) of the fleet command; workers None: the basic launcher (one process)."""
-    launcher = (
-        [] if workers is None else ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={workers}"]
-    )
+def fleet(logs: list[str], out: Path, workers: int) -> dict:
+    """The fleet command on joblib with `workers` processes: wall time (s), CPU time (s, the
+    command and all its children), load average at the end, and each job's own time (s)."""
+    launcher = ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={workers}"]
     started = time.perf_counter()
-    subprocess.run(
+    process = subprocess.Popen(
         [sys.executable, "-m", "ident_framework.fleet", *logs, "--out", str(out), "--",
          "robot=ur10e", "plots=false", *launcher],
-        check=True, capture_output=True, text=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    return time.perf_counter() - started
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"fleet failed: {process.stderr.read()[-3000:]}")  # type: ignore[union-attr]
+    jobs = [
+        sum(json.loads(metrics.read_text()).get("timing_s", {}).values())
+        for metrics in sorted((out / "runs").glob("*/*/metrics.json"))
+    ]
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+            "load_1min": os.getloadavg()[0], "job_s": jobs}  # fmt: skip
 
 
 def main() -> None:
@@ -82,17 +104,26 @@ def main() -> None:
                           capture_output=True, text=True)  # fmt: skip
     worn = json.loads(made.stdout.strip().splitlines()[-1])
     last = f"r{options.robots - 1:02d}_2026-11-01.csv"  # a healthy robot (the first are worn)
-    one = fleet([str(logs / last)], out / "one", None)
-    wall = fleet([str(logs)], out / "fleet", options.workers)
+    one = fleet([str(logs / last)], out / "one", options.workers)
+    many = fleet([str(logs)], out / "fleet", options.workers)
     with open(out / "fleet" / "fleet.csv") as handle:
         rows = list(csv.DictReader(handle))
     joints = list(dict.fromkeys(r["joint"] for r in rows))
     flagged = {(r["robot"], joints.index(r["joint"])) for r in rows if r["outlier"] == "True"}
     expected = set(worn.items())
+    n, workers, wall = options.robots, options.workers, many["wall_s"]
+    job = one["job_s"][0]
+    startup = one["wall_s"] - job
     results = {
-        "robots": options.robots, "workers": options.workers, "worn": sorted(expected),
-        "one_robot_wall_s": one, "fleet_wall_s": wall,
-        "parallel_efficiency": one * options.robots / (wall * options.workers),
+        "robots": n, "workers": workers, "worn": sorted(expected),
+        "one_robot": {**one, "job_s": job}, "fleet": {**many, "job_s": None},
+        "fleet_jobs": len(many["job_s"]),
+        "fleet_job_s_mean": sum(many["job_s"]) / len(many["job_s"]),
+        "startup_s": startup,
+        "parallel_efficiency_clean": (startup + n * job) / (workers * wall),
+        "parallel_efficiency_naive": n * one["wall_s"] / (workers * wall),
+        "worker_occupancy": sum(many["job_s"]) / (workers * wall),
+        "job_slowdown_in_fleet": sum(many["job_s"]) / len(many["job_s"]) / job,
         "worn_flagged": sorted(expected & flagged), "worn_missed": sorted(expected - flagged),
         "healthy_flagged": sorted(flagged - expected),
     }  # fmt: skip

@@ -236,6 +236,7 @@ class EstimatorDefaults:
     """The optional members of `Estimator`, with their defaults."""
 
     standard_coef_: np.ndarray | None = None
+    coef_cov_: np.ndarray | None = None  # (r, r) covariance of coef_, when the estimator has it
 
     def write_outputs(self, folder: Path) -> None:
         """Nothing to add to the run directory."""

@@ -63,5 +63,8 @@ def test_fleet_report_flags_worn_joints_only(tmp_path: Path):
     assert trends == {("r05", 2)}, trends
     for row in rows:
         assert float(row["validation_r2"]) > 0.9  # one random 20 s excitation per log
+        # each robot's own std of fc (its fit's covariance): below the fleet spread
+        assert 0 < float(row["fc_std"]) < 0.5 * float(row["fleet_sigma_fc"])
+    assert "_std" in (out / "fleet_payload.csv").read_text().splitlines()[0]
     assert (out / "fleet.png").stat().st_size > 10_000
     assert "## Flagged joints (3)" in (out / "fleet.md").read_text()  # r05: both flags, one row

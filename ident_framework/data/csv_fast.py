@@ -30,64 +30,158 @@ _BLANK_RUN = re.compile(rb"[ \t]+")
 _EDGE_BLANKS = re.compile(rb"(?m)^ | (?=\r?$)")
 
 
-def read_used_columns(layout: CsvLayout, usecols: list[int]) -> np.ndarray | None:
+BLOCK_BYTES = 1 << 24  # bytes read at a time when looking for line starts
+
+
+def read_used_columns(
+    layout: CsvLayout, usecols: list[int], rows: tuple[int, int] | None = None
+) -> np.ndarray | None:
     """(rows, len(usecols)) float array of the data rows' `usecols` (0-based file columns, in
-    that order), or None when the file needs the reference parser (see the module doc)."""
-    delimiter = layout.delimiter
-    text = _file_text(layout.path, whitespace=delimiter is None)
-    if text is None:
-        return None
-    if delimiter is None:
-        delimiter = " "
-    names = [f"c{i}" for i in range(len(layout.names))]
-    wanted = [names[i] for i in usecols]
+    that order), or None when the file needs the reference parser (see the module doc).
+    `rows`: only data rows first..last-1 (0-based), read from their byte range alone (a
+    factor job's part of a long log: time and memory scale with the part); None when the file
+    has blank lines there or the range cannot be found."""
     try:
-        table = pa_csv.read_csv(
-            text,
-            read_options=pa_csv.ReadOptions(
-                column_names=names, skip_rows=layout.header_line, use_threads=False
-            ),
-            parse_options=pa_csv.ParseOptions(
-                delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False
-            ),
-            convert_options=pa_csv.ConvertOptions(
-                include_columns=wanted,
-                column_types={name: pa.float64() for name in wanted},
-                null_values=[],
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        if rows is None:
+            raw = _file_text(layout.path, whitespace=layout.delimiter is None)
+            skip = layout.header_line
+        else:
+            raw = _row_bytes(layout, *rows)
+            skip = 0
+    except OSError:
         return None
-    out = np.empty((table.num_rows, len(wanted)), order="F")
-    for index, name in enumerate(wanted):
+    if raw is None:
+        return None
+    table = _parse(raw, layout, usecols, skip)
+    if table is None:
+        return None
+    if rows is not None and table.num_rows != rows[1] - rows[0]:
+        return None
+    return _column_major(table, usecols)
+
+
+def _column_major(table: pa.Table, usecols: list[int]) -> np.ndarray:
+    """(rows, len(usecols)) Fortran-ordered copy of the table's used columns (one copy each)."""
+    out = np.empty((table.num_rows, len(usecols)), order="F")
+    for index, column in enumerate(usecols):
         row = 0
-        for chunk in table.column(name).chunks:
+        for chunk in table.column(f"c{column}").chunks:
             values = chunk.to_numpy(zero_copy_only=True)
             out[row : row + len(values), index] = values
             row += len(values)
     return out
 
 
-def _file_text(path: str | Path, whitespace: bool) -> pa.Buffer | None:
-    """The file's bytes for pyarrow (None: unreadable, or not UTF-8). A comma-separated file is
-    memory-mapped (no copy: ~0.1 s less for a 78 MB RTDE recording); a whitespace-separated one
-    is read and its blanks normalised: one space between fields, none at the edges."""
-    try:
-        if not whitespace:
-            mapped = pa.memory_map(str(path)).read_buffer()
-            if mapped.size == 0 or np.frombuffer(mapped, dtype=np.uint8).max() < 128:
-                return mapped
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError:
+def _file_text(path: str | Path, whitespace: bool) -> pa.Buffer | bytes | None:
+    """The whole file's bytes (None: not UTF-8). A clean ASCII comma-separated file is
+    memory-mapped (no copy: ~0.1 s less for a 78 MB RTDE recording); anything else is read."""
+    if not whitespace:
+        mapped = pa.memory_map(str(path)).read_buffer()
+        if mapped.size == 0 or np.frombuffer(mapped, dtype=np.uint8).max() < 128:
+            return mapped
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def read_column_streamed(layout: CsvLayout, column: int) -> np.ndarray | None:
+    """One column of every data row (e.g. the timestamps, s), parsed block by block (memory of
+    that column only: ~0.6 s CPU and 120 MB for a 10^6-row, 480 MB RTDE log), or None when the
+    file needs the reference parser (whitespace separated, not clean)."""
+    if layout.delimiter != ",":
         return None
-    if not raw.isascii():
-        try:
-            raw.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            return None
-    if whitespace:
-        raw = _EDGE_BLANKS.sub(b"", _BLANK_RUN.sub(b" ", raw))
-    return pa.py_buffer(raw)
+    names = [f"c{i}" for i in range(len(layout.names))]
+    try:
+        reader = pa_csv.open_csv(
+            layout.path,
+            read_options=pa_csv.ReadOptions(column_names=names, skip_rows=layout.header_line),
+            parse_options=_parse_options(","),
+            convert_options=_convert_options([names[column]]),
+        )
+        batches = [batch.column(0).to_numpy() for batch in reader]
+    except (OSError, pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+    return np.concatenate(batches) if batches else np.empty(0)
+
+
+def _row_bytes(layout: CsvLayout, first: int, last: int) -> bytes | None:
+    """The bytes of data rows first..last-1 (data row r is line header_line + r, 0-based,
+    of a file without blank lines), or None when they cannot be delimited."""
+    start, stop = line_starts(layout.path, [layout.header_line + first, layout.header_line + last])
+    if start is None:
+        return None
+    with open(layout.path, "rb") as handle:
+        handle.seek(start)
+        raw = handle.read() if stop is None else handle.read(stop - start)
+    if b"\n\n" in raw or b"\n\r\n" in raw or raw.startswith((b"\n", b"\r\n")):
+        return None  # blank lines: rows and lines no longer correspond
+    return raw
+
+
+def line_starts(path: str, lines: list[int]) -> list[int | None]:
+    """Byte offset at which each 0-based line index starts (None past the last line), found by
+    counting newlines block by block (~0.25 s CPU per 500 MB, constant memory)."""
+    wanted = sorted(set(lines))
+    found: dict[int, int | None] = {line: 0 for line in wanted if line == 0}
+    seen, offset = 0, 0  # newlines before the block, bytes before the block
+    with open(path, "rb") as handle:
+        while len(found) < len(wanted):
+            block = handle.read(BLOCK_BYTES)
+            if not block:
+                break
+            count = block.count(b"\n")
+            inside = [line for line in wanted if line not in found and line <= seen + count]
+            if inside:
+                newlines = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+                for line in inside:
+                    found[line] = offset + int(newlines[line - seen - 1]) + 1
+            seen += count
+            offset += len(block)
+    size = offset
+    return [found.get(line) if found.get(line) != size else None for line in lines]
+
+
+def _parse_options(delimiter: str) -> pa_csv.ParseOptions:
+    return pa_csv.ParseOptions(
+        delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False
+    )
+
+
+def _convert_options(wanted: list[str]) -> pa_csv.ConvertOptions:
+    return pa_csv.ConvertOptions(
+        include_columns=wanted,
+        column_types={name: pa.float64() for name in wanted},
+        null_values=[],
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+    )
+
+
+def _parse(
+    raw: bytes | pa.Buffer, layout: CsvLayout, usecols: list[int], skip_rows: int
+) -> pa.Table | None:
+    """pyarrow's table of the used columns (one thread), None when it refuses the text; a
+    `pa.Buffer` is a memory-mapped ASCII comma-separated file, parsed without a copy."""
+    delimiter = layout.delimiter or " "
+    if isinstance(raw, pa.Buffer):
+        text = raw
+    else:
+        if not raw.isascii():
+            try:
+                raw.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                return None
+        if layout.delimiter is None:  # whitespace: one space between fields, none at the edges
+            raw = _EDGE_BLANKS.sub(b"", _BLANK_RUN.sub(b" ", raw))
+        text = pa.py_buffer(raw)
+    names = [f"c{i}" for i in range(len(layout.names))]
+    try:
+        return pa_csv.read_csv(
+            text,
+            read_options=pa_csv.ReadOptions(
+                column_names=names, skip_rows=skip_rows, use_threads=False
+            ),
+            parse_options=_parse_options(delimiter),
+            convert_options=_convert_options([names[i] for i in usecols]),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None

@@ -49,6 +49,7 @@ def read_csv_log(
     max_abs_qd: float = 4 * math.pi,
     min_samples: int = 2,
     config_prefix: str = "source.",
+    rows: tuple[int, int] | None = None,
 ) -> Dataset:
     """Read a CSV recording for a robot with the given joints (column index j = joint j).
 
@@ -66,6 +67,9 @@ def read_csv_log(
         min_samples: fewest data rows accepted (the pipeline passes the number of base
             parameters).
         config_prefix: config key prefix used in hints ("source." or "validation.").
+        rows: only data rows first..last-1 (0-based), parsed from their bytes alone when the
+            file is clean (a factor job's part of a long log); a problem in them is reported
+            as reading the whole file reports it (its row and line).
 
     Raises:
         UserError: one paragraph naming the file, the column and/or row and what to do.
@@ -86,10 +90,24 @@ def read_csv_log(
     columns = {time_column: [layout.names.index(time_column)]}
     for group in used_groups:
         columns[group] = [groups[group][j] for j in range(n)]
-    timestamp, arrays, used = _read_columns(
-        layout, columns, time_column, min_samples, (max_abs_q, max_abs_qd), config_prefix
-    )
-    return _dataset(layout, joint_names, torque_group, gains, timestamp, arrays, used)
+    limits = (max_abs_q, max_abs_qd)
+    if rows is None:
+        timestamp, arrays, used = _read_columns(
+            layout, columns, time_column, min_samples, limits, config_prefix
+        )
+        return _dataset(layout, joint_names, torque_group, gains, timestamp, arrays, used)
+    try:
+        timestamp, arrays, used = _read_columns(
+            layout, columns, time_column, min_samples, limits, config_prefix, rows
+        )
+    except UserError:  # named as in the whole file: its row and line
+        timestamp, arrays, used = _read_columns(
+            layout, columns, time_column, min_samples, limits, config_prefix
+        )
+        timestamp, arrays = timestamp[slice(*rows)], {k: v[slice(*rows)] for k, v in arrays.items()}
+    ds = _dataset(layout, joint_names, torque_group, gains, timestamp, arrays, used)
+    ds.metadata["rows"] = list(rows)
+    return ds
 
 
 def _dataset(
@@ -145,6 +163,7 @@ def _read_columns(
     min_samples: int,
     max_abs: tuple[float, float],
     prefix: str,
+    rows: tuple[int, int] | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray], dict[int, int]]:
     """(timestamp (N,), group -> (N, n) array, used column -> position) of the needed columns
     only (pyarrow: ~0.05 s for 1e5 rows x 19 columns), checked: finite numbers, time
@@ -152,7 +171,7 @@ def _read_columns(
     where_path = f"The CSV file '{layout.path}' ({prefix}path)"
     usecols = sorted({c for cols in columns.values() for c in cols})
     position = {c: i for i, c in enumerate(usecols)}
-    data = _load(layout, usecols, prefix)
+    data = _load(layout, usecols, prefix, rows)
     n_rows = data.shape[0]
     if n_rows == 0:
         raise UserError(
@@ -197,12 +216,17 @@ def _check_gains(gains: Sequence[float] | None, n: int, prefix: str) -> np.ndarr
     return values
 
 
-def _load(layout: CsvLayout, usecols: list[int], prefix: str) -> np.ndarray:
-    """The used columns of the data rows: pyarrow's parser for a clean file (`csv_fast`),
-    else numpy's, whose failures become the messages naming the row, line and column."""
-    fast = read_used_columns(layout, usecols)
+def _load(
+    layout: CsvLayout, usecols: list[int], prefix: str, rows: tuple[int, int] | None = None
+) -> np.ndarray:
+    """The used columns of the data rows (`rows`: only first..last-1): pyarrow's parser for a
+    clean file (`csv_fast`), else numpy's, whose failures become the messages naming the row,
+    line and column."""
+    fast = read_used_columns(layout, usecols, rows)
     if fast is not None:
         return fast
+    if rows is not None:
+        return _load(layout, usecols, prefix)[slice(*rows)]
     where = f"The CSV file '{layout.path}' ({prefix}path)"
     try:
         with open(layout.path, encoding="utf-8-sig", newline="") as handle:

@@ -16,6 +16,7 @@ that knows them) is returned as it is: exact data need no preprocessing.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -100,7 +101,11 @@ class PreprocessingParams:
 
 
 def preprocess(
-    ds: Dataset, params: PreprocessingParams | None = None, *, min_samples: int = 10
+    ds: Dataset,
+    params: PreprocessingParams | None = None,
+    *,
+    min_samples: int = 10,
+    step_of: Callable[[np.ndarray], float] | None = None,
 ) -> Dataset:
     """Filtered, differentiated copy of `ds` (which is left untouched) at its recorded rows.
 
@@ -108,7 +113,13 @@ def preprocess(
     the recorded timestamps (s) of every row the filters can serve, the rows as recorded in
     `recorded` (timestamp, torque, recording), and `metadata["preprocessing"]` describing what
     was done. Raises UserError when the sample rate cannot carry the cut-off, a recording is
-    too short, or its timestamps do not increase."""
+    too short, or its timestamps do not increase.
+
+    `step_of`: the sample step (s) the filters of a piece between gaps use, from the piece's
+    timestamps (default: their median step). A window cut from a longer recording
+    (`modes/distributed_parts.py`) passes the step of the whole recording's piece: the median
+    step of a window differs from the whole's in the last digits (timestamps of 2000 s carry
+    rounding of 2e-13 s), which moved the filtered accelerations by 1e-10 relative."""
     params = params or PreprocessingParams()
     recorded = ds.recorded or AsRecorded.of(ds)
     names = ds.recording_paths
@@ -120,7 +131,7 @@ def preprocess(
         part = ds.select(rows)
         part = replace(part, recorded=recorded.select(rows))
         where = _where(names, index, ds)
-        kept, report = _preprocess_recording(part, params, min_samples, where)
+        kept, report = _preprocess_recording(part, params, min_samples, where, step_of)
         pieces += kept
         reports.append({"path": names[index] if index < len(names) else None, **report})
     out = concatenate(pieces) if len(pieces) > 1 else pieces[0]
@@ -138,7 +149,11 @@ def preprocess(
 
 
 def _preprocess_recording(
-    part: Dataset, params: PreprocessingParams, min_samples: int, where: str
+    part: Dataset,
+    params: PreprocessingParams,
+    min_samples: int,
+    where: str,
+    step_of: Callable[[np.ndarray], float] | None = None,
 ) -> tuple[list[Dataset], dict[str, Any]]:
     """(the filtered pieces of one recording between its gaps, its report)."""
     t = np.asarray(part.timestamp, dtype=float)
@@ -149,7 +164,9 @@ def _preprocess_recording(
         piece_where = where if len(slices) == 1 else f"{where} (t = {t[rows.start]:.6g} s to "
         piece_where += "" if len(slices) == 1 else f"{t[rows.stop - 1]:.6g} s, between gaps)"
         try:
-            filtered, report = filter_segment(part.select(rows), params, min_samples, piece_where)
+            filtered, report = filter_segment(
+                part.select(rows), params, min_samples, piece_where, step_of
+            )
         except SegmentTooShort:
             if len(slices) == 1:
                 raise

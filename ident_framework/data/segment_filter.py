@@ -30,6 +30,7 @@ measured velocity (0.181 s with the window, 20 Hz, 500 Hz), 12 from q (0.265 s).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -54,14 +55,19 @@ class SegmentTooShort(UserError):
 
 
 def filter_segment(
-    ds: Dataset, params: PreprocessingParams, min_samples: int, where: str
+    ds: Dataset,
+    params: PreprocessingParams,
+    min_samples: int,
+    where: str,
+    step_of: Callable[[np.ndarray], float] | None = None,
 ) -> tuple[Dataset, dict[str, Any]]:
     """(filtered, differentiated copy of the contiguous piece `ds` at its kept recorded rows,
     the report of what was done). `ds.recorded` (default: `ds` itself) gives the rows'
-    recorded values; `where` names the piece in messages (e.g. " from 'a.csv'")."""
+    recorded values; `where` names the piece in messages (e.g. " from 'a.csv'"); `step_of`:
+    the sample step (s) from the piece's timestamps (default: their median step)."""
     t = np.asarray(ds.timestamp, dtype=float)
     steps = np.diff(t)
-    step = float(np.median(steps))
+    step = float(np.median(steps)) if step_of is None else float(step_of(t))
     jitter = float(np.max(np.abs(steps - step)) / step)
     signals = finite_signals(ds, where)
     resampled = params.resample == "always" or (

@@ -44,14 +44,21 @@ def solve_stacked(
 
     std = sqrt(diag(s² (WᵀW)⁻¹)), with s² the residual variance (RSS / (rows − parameters))
     when `scale_by_residual`, else s² = 1 (rows already weighted by their noise std)."""
+    beta, covariance = solve_with_covariance(factors, n_rows, scale_by_residual)
+    return beta, np.sqrt(np.diag(covariance))
+
+
+def solve_with_covariance(
+    factors: list[np.ndarray], n_rows: int, scale_by_residual: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """(beta, its covariance s² (WᵀW)⁻¹ = s² R⁻¹R⁻ᵀ (r, r)), as `solve_stacked`."""
     r = stack_factors(factors)
     k = r.shape[1] - 1
     r_w, rhs, residual = r[:k, :k], r[:k, k], abs(r[k, k]) if r.shape[0] > k else 0.0
     beta = scipy.linalg.solve_triangular(r_w, rhs)
     sigma2 = residual**2 / max(n_rows - k, 1) if scale_by_residual else 1.0
     r_inv = scipy.linalg.solve_triangular(r_w, np.eye(k))
-    std = np.sqrt(sigma2 * np.sum(r_inv**2, axis=1))
-    return beta, std
+    return beta, sigma2 * (r_inv @ r_inv.T)
 
 
 def joint_residual_std(factors: list[np.ndarray], beta: np.ndarray, n_samples: int) -> np.ndarray:
@@ -65,7 +72,8 @@ def joint_residual_std(factors: list[np.ndarray], beta: np.ndarray, n_samples: i
 
 
 class LeastSquares(EstimatorDefaults):
-    """fit(problem) -> self; coef_ (base parameters), coef_std_ (their std deviations)."""
+    """fit(problem) -> self; coef_ (base parameters), coef_std_ (their std deviations),
+    coef_cov_ (their covariance)."""
 
     def __init__(self, params: LeastSquaresParams):
         self.params = params
@@ -73,11 +81,12 @@ class LeastSquares(EstimatorDefaults):
     def fit(self, problem: LinearProblem) -> LeastSquares:
         n_rows = problem.n_samples * len(problem.r_factors)
         if self.params.ridge == 0.0 and self.params.truncate == 0.0:
-            self.coef_, self.coef_std_ = solve_stacked(problem.r_factors, n_rows)
-            return self
-        self.coef_, self.coef_std_ = solve_regularised(
-            problem, self.params.ridge, self.params.truncate
-        )
+            self.coef_, self.coef_cov_ = solve_with_covariance(problem.r_factors, n_rows)
+        else:
+            self.coef_, self.coef_cov_ = regularised_with_covariance(
+                problem, self.params.ridge, self.params.truncate
+            )
+        self.coef_std_ = np.sqrt(np.diag(self.coef_cov_))
         return self
 
 
@@ -93,14 +102,21 @@ def solve_regularised(
     problem: LinearProblem, ridge: float, truncate: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """(beta, std): ridge / truncated SVD toward the nominal base parameters."""
+    beta, covariance = regularised_with_covariance(problem, ridge, truncate)
+    return beta, np.sqrt(np.diag(covariance))
+
+
+def regularised_with_covariance(
+    problem: LinearProblem, ridge: float, truncate: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(beta, its covariance s² G Gᵀ, G the regularised solution's gain on R's rows)."""
     r = stack_factors(problem.r_factors)
     k = r.shape[1] - 1
     beta, gain, _ = spectral_solve(r[:k, :k], r[:k, k], nominal_base(problem), ridge, truncate)
     augmented = np.append(beta, -1.0)
     rss = float(np.sum((r @ augmented) ** 2))
     sigma2 = rss / max(problem.n_samples * len(problem.r_factors) - k, 1)
-    std = np.sqrt(sigma2 * np.sum(gain**2, axis=1))
-    return beta, std
+    return beta, sigma2 * (gain @ gain.T)
 
 
 @hookimpl

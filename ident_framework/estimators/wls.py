@@ -12,7 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ident_framework.estimators.ls import joint_residual_std, solve_stacked
+from ident_framework.estimators.ls import (
+    joint_residual_std,
+    solve_stacked,
+    solve_with_covariance,
+)
 from ident_framework.hookspecs import hookimpl
 from ident_framework.interfaces import EstimatorDefaults, LinearProblem
 
@@ -30,7 +34,7 @@ class WeightedLeastSquaresParams:
 
 
 class WeightedLeastSquares(EstimatorDefaults):
-    """fit(problem) -> self; coef_, coef_std_, and joint_sigma_ (Nm per joint)."""
+    """fit(problem) -> self; coef_, coef_std_, coef_cov_, and joint_sigma_ (Nm per joint)."""
 
     def __init__(self, params: WeightedLeastSquaresParams):
         self.params = params
@@ -41,7 +45,10 @@ class WeightedLeastSquares(EstimatorDefaults):
         sigma = joint_residual_std(problem.r_factors, beta_ls, problem.n_samples)
         self.joint_sigma_ = np.maximum(sigma, self.params.min_sigma)
         weighted = [f / s for f, s in zip(problem.r_factors, self.joint_sigma_, strict=True)]
-        self.coef_, self.coef_std_ = solve_stacked(weighted, n_rows, scale_by_residual=False)
+        self.coef_, self.coef_cov_ = solve_with_covariance(
+            weighted, n_rows, scale_by_residual=False
+        )
+        self.coef_std_ = np.sqrt(np.diag(self.coef_cov_))
         return self
 
 

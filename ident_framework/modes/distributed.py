@@ -1,14 +1,14 @@
 """Exact distributed identification: `mode=factor` (map) and `mode=combine` (reduce).
 
-A factor job reads the source's recording, takes its part (`distributed.part` of
-`distributed.parts`, equal numbers of samples in time order) with `distributed.halo_s` of
-recording on either side, preprocesses that window (so the part's filtered samples equal those
-of the whole recording's preprocessing: the halo absorbs the filters' edge transients), keeps
-the part's own samples and reduces them to sufficient statistics (`statistics.npz`,
-`identify/sufficient_statistics.py`). The combine step merges the statistics of all parts and
-solves as the single-process run does: the same base parameters, estimator and training fit.
-Quadratic estimators only (ls, wls, consistent); friction models with nonlinear parameters and
-recursive estimators need the samples themselves.
+A factor job reads its part of the source's recording (`distributed.part` of
+`distributed.parts`, equal numbers of samples in time order, or one file of a list) with
+`distributed.halo_s` of recording on either side, preprocesses it as the whole recording's
+preprocessing would (`modes/distributed_parts.py`), and reduces the part's own samples to
+sufficient statistics (`statistics.npz`, `identify/sufficient_statistics.py`). The combine
+step merges the statistics of all parts and solves as the single-process run does: the same
+base parameters, estimator and training fit. Quadratic estimators only (ls, wls, consistent);
+friction models with nonlinear parameters and recursive estimators need the samples
+themselves.
 """
 
 from __future__ import annotations
@@ -16,20 +16,17 @@ from __future__ import annotations
 import dataclasses
 import glob
 import json
-import math
 import resource
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from ident_framework.config.run_config import RunConfig
 from ident_framework.data.checks import drop_untrusted
-from ident_framework.data.dataset import Dataset
-from ident_framework.data.preprocessing import default_trim_s, preprocess
+from ident_framework.data.preprocessing import preprocess
 from ident_framework.errors import UserError
 from ident_framework.identify.estimation import estimate
 from ident_framework.identify.linear_problem import predict_torque, project_to_base, standard_model
@@ -43,6 +40,7 @@ from ident_framework.identify.sufficient_statistics import (
 from ident_framework.interfaces import LinearProblem
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model import friction_terms
+from ident_framework.modes.distributed_parts import read_part
 from ident_framework.modes.pipeline import robot_and_regressor
 from ident_framework.plain_data import to_plain
 from ident_framework.reports import run_files
@@ -52,6 +50,12 @@ STATISTICS, FACTOR_SUMMARY = run_files.STATISTICS, run_files.FACTOR_SUMMARY
 
 def _peak_memory_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kB on Linux
+
+
+def _cpu_time_s() -> float:
+    """User + system CPU time of this process so far (s)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _compatibility(config: RunConfig, robot, builder) -> dict[str, Any]:
@@ -77,57 +81,6 @@ def _compatibility(config: RunConfig, robot, builder) -> dict[str, Any]:
     )
 
 
-def halo_samples(config: RunConfig, step: float) -> int:
-    """Samples of recording on each side of a part that are preprocessed with it."""
-    settings, pre = config.distributed, config.preprocessing
-    halo_s = settings.halo_s
-    if halo_s is None:
-        halo_s = 4 * default_trim_s(pre.lowpass_hz, pre.filter_order) + 2 * pre.savgol_window_s
-        halo_s = max(halo_s, 2 * (pre.trim_s or 0.0))
-    return math.ceil(halo_s / step)
-
-
-def part_of(config: RunConfig, recorded: Dataset) -> tuple[Dataset, dict[str, Any]]:
-    """The preprocessed samples of this job's part, and where they lie in the recording."""
-    settings = config.distributed
-    n = recorded.n_samples
-    bounds = np.linspace(0, n, settings.parts + 1).round().astype(int)
-    first, last = int(bounds[settings.part]), int(bounds[settings.part + 1])
-    step = float(np.median(np.diff(recorded.timestamp)))
-    halo = halo_samples(config, step)
-    window = recorded.select(slice(max(0, first - halo), min(n, last + halo)))
-    data = preprocess(window, config.preprocessing)
-    report = data.metadata.get("preprocessing", {})
-    if report.get("resampled"):
-        raise UserError(
-            "The recording's time steps jitter, so preprocessing resamples it onto a uniform "
-            "grid that starts at each part's own first sample: the parts would not share the "
-            "whole recording's grid and the combination would not be exact. Use "
-            "preprocessing.resample=never (if the jitter is small), or split the recording into "
-            "files and factor each as a recording of its own (distributed.parts=1)."
-        )
-    t = recorded.timestamp
-    upper = t[last] if last < n else np.inf
-    keep = (data.timestamp >= t[first]) & (data.timestamp < upper)
-    trim = int(report.get("trim_samples", 0))
-    expected = min(last, n - trim) - max(first, trim)
-    if int(keep.sum()) != expected:
-        raise UserError(
-            f"distributed.halo_s={settings.halo_s} is shorter than preprocessing trims "
-            f"({trim} samples): part {settings.part} would lose samples. Leave halo_s null."
-        )
-    where = {
-        "source": str(recorded.metadata.get("path", recorded.metadata.get("source", "?"))),
-        "index": settings.part,
-        "count": settings.parts,
-        "rows": [first, last],
-        "halo_samples": halo,
-        "samples": int(keep.sum()),
-        "time_s": [float(t[first]), float(t[last - 1])],
-    }
-    return data.select(keep), where
-
-
 def run_factor(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, Any]:
     """mode=factor: this job's part reduced to statistics.npz (and statistics.json, config.yaml)
     in `staging`; returns the summary."""
@@ -140,8 +93,7 @@ def run_factor(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, A
             "mode=factor reduces a recording: use a source that reads one (source=csv "
             "source.path=FILE or source=rosbag). Record the motion first."
         )
-    recorded = source.acquire(robot, None, "identification")
-    data, where = part_of(config, recorded)
+    data, where = read_part(config, robot, source)
     statistics = statistics_of(
         builder, data, config.chunk_size, {**_compatibility(config, robot, builder), "part": where}
     )
@@ -151,6 +103,7 @@ def run_factor(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, A
         "tuning": _tuning_note(config),
         "statistics_file_bytes": path.stat().st_size,
         "wall_time_s": time.perf_counter() - started,
+        "cpu_time_s": _cpu_time_s(),
         "peak_memory_mb": _peak_memory_mb(),
     }
     (staging / FACTOR_SUMMARY).write_text(json.dumps(to_plain(summary), indent=2))
@@ -251,7 +204,11 @@ def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, 
         metrics["validation"] = fit_metrics(validation, predicted, robot.limits.velocity)
     metrics["data"] = {"train_samples": total.n_samples, "parts": len(parts)}
     metrics["timing_s"] = {"load": loaded - started, "combine": time.perf_counter() - loaded}
-    metrics["combine"] = {"peak_memory_mb": _peak_memory_mb(), "inputs": [str(f) for f in files]}
+    metrics["combine"] = {
+        "peak_memory_mb": _peak_memory_mb(),
+        "cpu_time_s": _cpu_time_s(),
+        "inputs": [str(f) for f in files],
+    }
     document = _parameters(config, robot, builder, base, estimator, theta, total)
     (staging / run_files.METRICS).write_text(json.dumps(to_plain(metrics), indent=2))
     (staging / run_files.PARAMETERS).write_text(yaml.safe_dump(document, sort_keys=False))

@@ -9,8 +9,10 @@ LOGS: folders (every .csv, .mcap, .db3, .bag in them) or files. Robot and date c
 manifest (CSV with columns path, robot and optionally model, date) or from the file name
 (`--pattern`, a regular expression with groups `robot` and optionally `date`; default
 `<robot>_<YYYY-MM-DD>`, else the whole stem is the robot). OVERRIDES go to every job (e.g.
-`hydra/launcher=joblib hydra.launcher.n_jobs=2`, `validation=split`, the default). One sweep
-per robot model and log format; each log is one job, validated on its held-out tail.
+`hydra/launcher=joblib hydra.launcher.n_jobs=2`, `validation=split`, the default). Every log
+is identified with the same options (`tuning=none` unless overridden: parameters chosen with
+different model options are not comparable). One sweep per robot model and log format; each
+log is one job, validated on its held-out tail.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ from ident_framework.reports.fleet import RobotRun, write_fleet_report
 
 LOG_SOURCES = {".csv": "csv", ".mcap": "rosbag", ".db3": "rosbag", ".bag": "rosbag"}
 DEFAULT_PATTERN = r"^(?P<robot>.+?)_(?P<date>\d{4}-\d{2}-\d{2})$"
+# Every robot with the same model options: a fleet compares parameters, and tuning=cv chooses
+# per log (a wrist's Coulomb friction moved by 25 % between two tanh widths it chose, more than
+# the wear to be flagged). A later override (e.g. tuning=cv) still wins.
+FLEET_DEFAULTS = ("tuning=none",)
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,7 @@ def run_sweeps(logs: list[FleetLog], overrides: list[str], out: Path) -> dict[Pa
         sweep = out / "runs" / f"{model or 'robot'}_{source}"
         paths = ",".join(f"'{log.path}'" for log in members)
         command = [sys.executable, "-m", "ident_framework", "-m", f"source={source}",
-                   f"source.path={paths}", "validation=split", *overrides,
+                   f"source.path={paths}", "validation=split", *FLEET_DEFAULTS, *overrides,
                    *([f"robot={model}"] if model else []), f"hydra.sweep.dir={sweep}"]  # fmt: skip
         result = subprocess.run(command, text=True, capture_output=True)
         if result.returncode not in (0, 2) or not sweep.is_dir():

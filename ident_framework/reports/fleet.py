@@ -1,12 +1,18 @@
 """The fleet report: per robot and joint the identified Coulomb and viscous friction and rotor
-inertia, the fit on each robot's held-out data, and flags a maintenance engineer acts on.
+inertia with their standard deviations (from that robot's fit: the estimator's covariance of
+the base parameters, s² (RᵀR)⁻¹ with s² its residual variance, mapped to each parameter that is
+identifiable on its own; empty where it is identified only in combination), the payload-like
+parameters of the last link (mass, first moments m·c; those identifiable alone, with their
+std), the fit on each robot's held-out data, and flags a maintenance engineer acts on.
 
 Outliers against the fleet: a joint whose Coulomb friction fc lies more than k σ above the
 fleet's median for that joint (latest log of each robot; σ = 1.4826 × the median absolute
 deviation, at least `min_spread` × the median, so the estimation noise of a fleet of identical
 robots is not read as wear). Trend: a joint whose fc rose by more than k σ since the same
 robot's earliest log. Written: fleet.csv, fleet.md and fleet.png (fc per joint and robot, the
-median and the k σ limit, flagged joints marked).
+median and the k σ limit, each robot's ±2 std as error bars, flagged joints marked). The flags
+use the fleet σ only: a robot's own std (0.4–3.7 % of fc on a 20 s excitation, at most 0.3
+fleet σ in benchmarks/bench_fleet.py) would change no flag if added to it.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from ident_framework.reports import run_files
 from ident_framework.reports.tables import COMPACT, format_cell, markdown_table
 
 FLEET_CSV, FLEET_MARKDOWN, FLEET_PLOT = "fleet.csv", "fleet.md", "fleet.png"
+FLEET_PAYLOAD_CSV = "fleet_payload.csv"
 QUANTITIES = ("fc", "fv", "Ia")  # Nm, Nm·s/rad, kg·m²
+PAYLOAD = ("m", "mx", "my", "mz")  # last link: kg, kg·m (mass times centre of mass)
 
 
 @dataclass
@@ -37,6 +45,8 @@ class RobotRun:
     values: dict[str, np.ndarray] = field(default_factory=dict)  # quantity -> (n,)
     validation_rmse: float | None = None
     validation_r2: float | None = None
+    stds: dict[str, np.ndarray] = field(default_factory=dict)  # quantity -> (n,), NaN: none
+    payload: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> value, std
 
     @classmethod
     def read(cls, robot: str, date: str, run_dir: Path) -> RobotRun:
@@ -45,13 +55,23 @@ class RobotRun:
         parameters = yaml.safe_load((run_dir / run_files.PARAMETERS).read_text())
         metrics = json.loads((run_dir / run_files.METRICS).read_text())
         rows = parameters["joints"]
-        values = {
-            q: np.array([row[q]["value"] if q in row else np.nan for row in rows], dtype=float)
-            for q in QUANTITIES
-        }
+
+        def per_joint(quantity: str, key: str) -> np.ndarray:
+            cells = [(row.get(quantity) or {}).get(key) for row in rows]
+            return np.array([np.nan if c is None else c for c in cells], dtype=float)
+
+        values = {q: per_joint(q, "value") for q in QUANTITIES}
+        stds = {q: per_joint(q, "std") for q in QUANTITIES}
         physical = metrics["validation"]["physical"]
+        standard = parameters.get("standard_parameters") or {}
+        standard_std = parameters.get("standard_parameter_std") or {}
+        payload = {
+            name: (float(standard[name]), float(standard_std[name]))
+            for name in (f"{p}_{len(rows)}" for p in PAYLOAD)
+            if standard_std.get(name) is not None and name in standard
+        }
         return cls(robot, date, run_dir, [row["joint"] for row in rows], values,
-                   physical["rmse"], physical["r2"])  # fmt: skip
+                   physical["rmse"], physical["r2"], stds, payload)  # fmt: skip
 
 
 def fleet_flags(runs: list[RobotRun], k: float, min_spread: float) -> list[dict[str, Any]]:
@@ -74,7 +94,8 @@ def fleet_flags(runs: list[RobotRun], k: float, min_spread: float) -> list[dict[
             trend = run is not first and rise > k * spread[j]
             rows.append({
                 "robot": run.robot, "date": run.date, "joint": joint,
-                **{q: float(run.values[q][j]) for q in QUANTITIES},
+                **{key: value for q in QUANTITIES for key, value in (
+                    (q, float(run.values[q][j])), (f"{q}_std", _cell(run.stds.get(q), j)))},
                 "fleet_median_fc": float(median[j]), "fleet_sigma_fc": float(spread[j]),
                 "fc_sigmas_above_median": float((value - median[j]) / spread[j]),
                 "fc_rise_since_first": float(rise) if run is not first else None,
@@ -85,6 +106,21 @@ def fleet_flags(runs: list[RobotRun], k: float, min_spread: float) -> list[dict[
     return rows
 
 
+def _cell(values: np.ndarray | None, j: int) -> float | None:
+    return None if values is None or np.isnan(values[j]) else float(values[j])
+
+
+def payload_rows(runs: list[RobotRun]) -> list[dict[str, Any]]:
+    """One row per robot and date: the last link's payload-like parameters and their std."""
+    rows = []
+    for run in sorted(runs, key=lambda r: (r.robot, r.date)):
+        row: dict[str, Any] = {"robot": run.robot, "date": run.date}
+        for name, (value, std) in run.payload.items():
+            row[name], row[f"{name}_std"] = value, std
+        rows.append(row)
+    return rows
+
+
 def write_fleet_report(folder: Path, runs: list[RobotRun], k: float, min_spread: float) -> list:
     """fleet.csv, fleet.md and fleet.png into `folder`; returns the rows."""
     rows = fleet_flags(runs, k, min_spread)
@@ -92,8 +128,14 @@ def write_fleet_report(folder: Path, runs: list[RobotRun], k: float, min_spread:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    columns = ["robot", "date", "joint", "fc", "fv", "Ia", "fc_sigmas_above_median",
-               "validation_rmse", "validation_r2"]  # fmt: skip
+    payload = payload_rows(runs)
+    payload_names = list(dict.fromkeys(key for row in payload for key in row))
+    with open(folder / FLEET_PAYLOAD_CSV, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=payload_names)
+        writer.writeheader()
+        writer.writerows(payload)
+    columns = ["robot", "date", "joint", "fc", "fc_std", "fv", "fv_std", "Ia", "Ia_std",
+               "fc_sigmas_above_median", "validation_rmse", "validation_r2"]  # fmt: skip
     flagged = [r for r in rows if r["outlier"] or r["trend"]]
     lines = [
         f"# Fleet report: {len({r['robot'] for r in rows})} robots, {len(runs)} logs",
@@ -101,7 +143,9 @@ def write_fleet_report(folder: Path, runs: list[RobotRun], k: float, min_spread:
         f"Flags: Coulomb friction fc more than {k:g} σ above the fleet median of its joint "
         f"(outlier, latest log per robot) or risen by more than {k:g} σ since the robot's first "
         f"log (trend); σ = 1.4826 MAD, at least {min_spread:g} × median. fc, fv, Ia in Nm, "
-        "Nm·s/rad, kg·m²; validation on each log's held-out tail.",
+        "Nm·s/rad, kg·m²; `_std`: the standard deviation of that robot's estimate (its fit's "
+        "covariance; empty where the parameter is identified only in combination with others); "
+        "validation on each log's held-out tail.",
         "",
         f"## Flagged joints ({len(flagged)})",
         "",
@@ -119,6 +163,16 @@ def write_fleet_report(folder: Path, runs: list[RobotRun], k: float, min_spread:
         "## Every robot and joint",
         "",
         *markdown_table(columns, [[format_cell(r[c], COMPACT) for c in columns] for r in rows]),
+        "",
+        "## Payload-like parameters of the last link",
+        "",
+        "Mass (kg) and first moments m·c (kg·m) of the last link, those identifiable on their "
+        f"own, with their std ({FLEET_PAYLOAD_CSV}): a payload changes them.",
+        "",
+        *markdown_table(
+            payload_names,
+            [[format_cell(r.get(c), COMPACT) for c in payload_names] for r in payload],
+        ),
         "",
     ]
     (folder / FLEET_MARKDOWN).write_text("\n".join(lines))
@@ -148,6 +202,8 @@ def plot_fleet(rows: list[dict[str, Any]], k: float, path: Path) -> None:
         x = j + rng.uniform(-0.25, 0.25, len(points))
         flagged = np.array([r["outlier"] or r["trend"] for r in points])
         values = np.array([r["fc"] for r in points])
+        errors = np.array([2 * (r["fc_std"] or 0.0) for r in points])
+        ax.errorbar(x, values, yerr=errors, fmt="none", ecolor="0.4", elinewidth=0.8, capsize=2)
         ax.scatter(x[~flagged], values[~flagged], s=14, color="tab:blue")
         ax.scatter(x[flagged], values[flagged], s=40, color="tab:red", marker="^")
         for xi, r in zip(x[flagged], [p for p, f in zip(points, flagged, strict=True) if f],
@@ -156,7 +212,9 @@ def plot_fleet(rows: list[dict[str, Any]], k: float, path: Path) -> None:
                         textcoords="offset points")  # fmt: skip
     ax.set_xticks(range(len(joints)), [name.replace("_joint", "") for name in joints])
     ax.set_ylabel("Coulomb friction fc [Nm]")
-    ax.set_title(f"Fleet: fc per joint (latest log per robot); median (black), +{k:g} σ (orange)")
+    ax.set_title(
+        f"Fleet: fc per joint (latest log per robot, ±2 std); median (black), +{k:g} σ (orange)"
+    )
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

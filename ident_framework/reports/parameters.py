@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
+
 from ident_framework.identify.result import IdentificationResult
 from ident_framework.interfaces import FrictionModel
 from ident_framework.model.physical_consistency import com_inertia
@@ -42,12 +44,49 @@ def parameter_unit(name: str, friction: FrictionModel | None = None) -> str | No
     return declared.get(name, PARAMETER_UNITS.get(name))
 
 
+def standard_std(result: IdentificationResult) -> np.ndarray | None:
+    """`parameter_std` of the result's estimator and base parameters."""
+    return parameter_std(result.model.estimator, result.model.base)
+
+
+def parameter_std(estimator: Any, base: Any) -> np.ndarray | None:
+    """(p,) standard deviation of each standard parameter identifiable on its own, from the
+    estimator's covariance of the base parameters (θ_i = B_i β: std² = B_i Cov(β) B_iᵀ; for
+    LS Cov(β) = s² (RᵀR)⁻¹, s² the residual variance of this fit); NaN where the parameter is
+    identified only in combination with others (its value is then a minimum-norm share);
+    None when the estimator gives no covariance or identifies standard parameters itself."""
+    covariance = getattr(estimator, "coef_cov_", None)
+    if covariance is None or getattr(estimator, "standard_coef_", None) is not None:
+        return None
+    basis = base.basis
+    variance = np.einsum("ir,rs,is->i", basis, np.asarray(covariance), basis)
+    std = np.sqrt(np.maximum(variance, 0.0))
+    return np.where(base.identifiable_alone(), std, np.nan)
+
+
+def standard_std_section(result: IdentificationResult) -> dict[str, Any]:
+    """parameters.yaml `standard_parameter_std`: name -> std (null: identified only in
+    combination), when the estimator gives a covariance."""
+    std = standard_std(result)
+    if std is None:
+        return {}
+    names = result.model.builder.parameter_names
+    return {
+        "standard_parameter_std": {
+            name: None if np.isnan(value) else float(value)
+            for name, value in zip(names, std, strict=True)
+        }
+    }
+
+
 def joint_parameters(result: IdentificationResult) -> list[dict[str, Any]]:
-    """Friction, rotor inertia and offset per joint, identified (and true when simulated)."""
+    """Friction, rotor inertia and offset per joint, identified (and true when simulated),
+    with their std where the estimator gives it and the parameter is identifiable alone."""
     model, truth_theta = result.model, result.diagnostics.truth_theta
     names = model.builder.parameter_names
     index = {name: i for i, name in enumerate(names)}
     alone = model.base.identifiable_alone()
+    std = standard_std(result)
     rows = []
     for j, joint in enumerate(model.robot.joint_names):
         row: dict[str, Any] = {"joint": joint}
@@ -59,6 +98,8 @@ def joint_parameters(result: IdentificationResult) -> list[dict[str, Any]]:
         for key in keys:
             i = index[f"{key}_{j + 1}"]
             entry = {"value": float(model.theta[i]), "identifiable_alone": bool(alone[i])}
+            if std is not None:
+                entry["std"] = None if np.isnan(std[i]) else float(std[i])
             if truth_theta is not None:
                 entry["true"] = float(truth_theta[i])
             row[key] = entry
@@ -166,6 +207,7 @@ def parameters_document(result: IdentificationResult) -> dict[str, Any]:
             "standard_parameters": dict(
                 zip(model.builder.parameter_names, model.theta.tolist(), strict=True)
             ),
+            **standard_std_section(result),
             **({"friction": friction_document(result)} if model.friction_fit else {}),
             **(
                 {"tuning": tuning_section(result.config.selection)}

@@ -16,7 +16,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ident_framework.data.csv_columns import TORQUE_COLUMNS
+import numpy as np
+
+from ident_framework.data.csv_columns import TORQUE_COLUMNS, read_header
+from ident_framework.data.csv_fast import read_column_streamed
 from ident_framework.data.csv_log import read_csv_log
 from ident_framework.data.dataset import Dataset, concatenate
 from ident_framework.errors import UserError
@@ -96,6 +99,33 @@ class CsvSource:
             for path in recording_paths(params.path, f"{prefix}path")
         ]
         return concatenate(recordings) if len(recordings) > 1 else recordings[0]
+
+    # What a factor job (mode=factor, modes/distributed_parts.py) uses to read its part only.
+    def recording_files(self) -> list[str]:
+        """The files of `params.path`, in order (each a recording of its own)."""
+        return recording_paths(self.params.path, "source.path")
+
+    def timestamps(self, robot: Any, path: str) -> np.ndarray:
+        """(N,) the time column (s) of every data row of `path`, streamed (only that column
+        is kept in memory); read and checked like `acquire` when the file is not clean."""
+        layout = read_header(path, "source.")
+        if self.params.time_column in layout.names:
+            times = read_column_streamed(layout, layout.names.index(self.params.time_column))
+            if times is not None:
+                return times
+        return self._read(path, tuple(robot.joint_names)).timestamp
+
+    def acquire_rows(self, robot: Any, path: str, rows: tuple[int, int] | None = None) -> Dataset:
+        """Data rows first..last-1 (0-based; None: all) of `path` for `robot.joint_names`,
+        checked like `acquire` checks the whole file."""
+        return self._read(path, tuple(robot.joint_names), rows)
+
+    def _read(self, path: str, joint_names: tuple[str, ...], rows=None) -> Dataset:
+        params = self.params
+        return read_csv_log(
+            path, joint_names, current_to_torque=params.current_to_torque,
+            torque_column=params.torque_column, time_column=params.time_column, rows=rows,
+        )  # fmt: skip
 
 
 def recording_paths(path: str | list[str] | None, key: str) -> list[str]:
