@@ -10,7 +10,11 @@ from ident_framework.extension_points import DISTRIBUTION
 from ident_framework.identify.result import IdentificationResult
 from ident_framework.interfaces import FrictionModel
 from ident_framework.reports.loop_table import loop_table
-from ident_framework.reports.parameters import joint_parameters, parameter_unit
+from ident_framework.reports.parameters import (
+    joint_parameters,
+    parameter_unit,
+    temperature_document,
+)
 from ident_framework.reports.run_files import twin_files
 from ident_framework.reports.tables import aligned_table, format_cell
 from ident_framework.reports.tuning_report import tuning_lines
@@ -26,6 +30,7 @@ def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[s
         models_line(result),
     ]
     lines += tuning_lines(result.config.selection)
+    lines += temperature_lines(result)
     for split in ("train", "validation"):
         lines += metric_lines(split, m[split])
         lines += recording_lines(m[split].get("recordings") or [])
@@ -51,6 +56,19 @@ def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[s
         lines += ["closed loop (every round; the lines above are the last one's):"]
         lines += loop_table(m["loop"])
     return lines
+
+
+def temperature_lines(result: IdentificationResult) -> list[str]:
+    """The friction's temperature term, when on: its reference and what the twin carries."""
+    document = temperature_document(result)
+    if not document:
+        return []
+    reference = " ".join(f"{v:.2f}" for v in document["temperature"]["reference_c"])
+    return [
+        f"friction temperature term on: fv(T) = fv + fv_T (T - T_ref), fc(T) = fc + fc_T "
+        f"(T - T_ref), T_ref per joint {reference} °C; twin.xml carries fv and fc at T_ref "
+        "(MuJoCo's damping and frictionloss are constants)"
+    ]
 
 
 def check_lines(checks: dict[str, Any]) -> list[str]:
