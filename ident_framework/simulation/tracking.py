@@ -24,7 +24,7 @@ import math
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import mujoco
 import numpy as np
@@ -58,7 +58,14 @@ class SimulationParams:
     record_acceleration: also record MuJoCo's exact qacc as `ddq`;
     unmodelled: an extra joint friction the Coulomb-viscous model lacks (`UNMODELLED_EFFECTS`),
     applied as a generalised force each step, of size `unmodelled_scale` (see
-    `unmodelled_friction`)."""
+    `unmodelled_friction`).
+    temperature_c: a thermal model, [T_start, T_end] °C: every joint's temperature runs
+    linearly from T_start to T_end over the recording and is recorded (`Dataset.temperature`,
+    RTDE's `joint_temperatures`); null: no temperatures. friction_temperature_coefficient k
+    (1/K): the MJCF's damping and frictionloss are scaled by (1 - k (T - friction_reference_c))
+    at every recorded sample (set in `model.dof_damping` / `dof_frictionloss` between steps),
+    i.e. friction falls by k per kelvin above the reference (a plugin's true friction is not
+    scaled)."""
 
     sim_rate_hz: float = 1000.0
     record_rate_hz: float = 500.0
@@ -69,9 +76,25 @@ class SimulationParams:
     record_acceleration: bool = False
     unmodelled: str = "none"
     unmodelled_scale: float = 1.0
+    temperature_c: list[float] | None = None
+    friction_temperature_coefficient: float = 0.0
+    friction_reference_c: float = 25.0
 
     def __post_init__(self) -> None:
         check_rates(self.sim_rate_hz, self.record_rate_hz)
+        if self.temperature_c is not None:
+            values = np.asarray(self.temperature_c, dtype=float)
+            if values.shape != (2,) or not np.all((values > -30) & (values < 130)):
+                raise ValueError(
+                    "temperature_c must be [T_start, T_end] in °C (-30..130), got "
+                    f"{self.temperature_c!r}"
+                )
+            self.temperature_c = [float(v) for v in values]
+        k = self.friction_temperature_coefficient
+        if not (math.isfinite(k) and 0 <= k < 0.05):
+            raise ValueError(f"friction_temperature_coefficient must be in 0..0.05 1/K, got {k}")
+        if not math.isfinite(self.friction_reference_c):
+            raise ValueError(f"friction_reference_c must be in °C, got {self.friction_reference_c}")
         if self.unmodelled not in UNMODELLED_EFFECTS:
             raise ValueError(
                 f"unmodelled must be one of {list(UNMODELLED_EFFECTS)}, got {self.unmodelled!r}"
@@ -274,9 +297,13 @@ def simulate(
     if friction is not None:
         plugin_torque = friction.stepper(dt)
         coulomb = friction.physical.get("fc", coulomb)
+    temperature = joint_temperatures(params, time[::ratio][:n_rows], n)
+    thermal = None
+    if temperature is not None and params.friction_temperature_coefficient > 0:
+        thermal = ThermalFriction.of(model, true_robot, params, temperature)
     q, dq, tau, ddq = _run_steps(
         model, data, base, kp, kd, (n_rows, ratio, n_steps), params, plugin_torque, coulomb,
-        progress,
+        progress, thermal,
     )  # fmt: skip
     if data.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number or not np.all(np.isfinite(tau)):
         raise UserError(
@@ -287,9 +314,60 @@ def simulate(
         )
     reference = (time, q_ref, dq_ref, ddq_ref)
     recorded = (q, dq, tau, ddq)
-    return _recording(
+    dataset = _recording(
         true_robot, params, seed, truth, reference, recorded, ratio, (kp, kd, noise_std)
     )
+    if temperature is None:
+        return dataset
+    dataset.metadata["truth"]["temperature"] = {
+        "coefficient_per_k": float(params.friction_temperature_coefficient),
+        "reference_c": float(params.friction_reference_c),
+        "temperature_c": list(params.temperature_c),
+    }
+    return replace(dataset, temperature=temperature)
+
+
+def joint_temperatures(params: SimulationParams, t: np.ndarray, n: int) -> np.ndarray | None:
+    """(len(t), n) °C of the thermal model at the recorded times t (s), or None without one:
+    linear from T_start at the first to T_end at the last sample, the same on every joint."""
+    if params.temperature_c is None:
+        return None
+    start, end = params.temperature_c
+    share = (t - t[0]) / (t[-1] - t[0]) if len(t) > 1 else np.zeros(len(t))
+    return np.repeat((start + (end - start) * share)[:, None], n, axis=1)
+
+
+@dataclass(frozen=True)
+class ThermalFriction:
+    """The MJCF's damping (Nm·s/rad) and frictionloss (Nm) of each joint's dof at the
+    reference temperature, the recorded temperatures (rows, n) °C and k (1/K)."""
+
+    dofs: np.ndarray
+    damping: np.ndarray
+    frictionloss: np.ndarray
+    temperature: np.ndarray
+    coefficient: float
+    reference_c: float
+
+    @staticmethod
+    def of(
+        model: mujoco.MjModel, robot: RobotModel, params: SimulationParams, temperature: np.ndarray
+    ) -> ThermalFriction:
+        dofs = np.array([model.jnt_dofadr[model.joint(name).id] for name in robot.joint_names])
+        return ThermalFriction(
+            dofs,
+            model.dof_damping[dofs].copy(),
+            model.dof_frictionloss[dofs].copy(),
+            temperature,
+            float(params.friction_temperature_coefficient),
+            float(params.friction_reference_c),
+        )
+
+    def set_row(self, model: mujoco.MjModel, row: int) -> None:
+        """The model's friction at the temperature of recorded row `row`."""
+        scale = 1.0 - self.coefficient * (self.temperature[row] - self.reference_c)
+        model.dof_damping[self.dofs] = self.damping * scale
+        model.dof_frictionloss[self.dofs] = self.frictionloss * scale
 
 
 def _run_steps(
@@ -303,6 +381,7 @@ def _run_steps(
     plugin_torque: Callable[[np.ndarray], np.ndarray] | None,
     coulomb: np.ndarray,
     progress: bool,
+    thermal: ThermalFriction | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Step the PD-controlled simulation: ctrl_k = base_k - kp q_k - kd dq_k, the plugin's
     friction torque and the unmodelled friction applied each step. counts: (recorded rows,
@@ -329,6 +408,8 @@ def _run_steps(
             stop = min(n_rows, start + (_PROGRESS_CHUNK // ratio or 1))
             for row in range(start, stop):
                 k0 = row * ratio
+                if thermal is not None:
+                    thermal.set_row(model, row)
                 q[row] = qpos
                 dq[row] = qvel
                 for k in range(k0, k0 + ratio if row < n_rows - 1 else k0 + 1):
