@@ -1,0 +1,101 @@
+"""The friction's temperature term against a known truth: a simulated UR12e whose damping and
+frictionloss fall by k per kelvin as its joints warm from 25 to 45 °C during the excitation,
+validated on a point-to-point motion of the warm robot (45 °C)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_module
+
+from ident_framework.config.registry import get_registry
+from ident_framework.config.run_config import validate_config
+from ident_framework.config.search_path import register_plugin_search_path
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.identify.regressor_setup import regressor_builder
+from ident_framework.identify.result import StepTimer
+from ident_framework.identify.temperature import with_temperature
+from ident_framework.modes.pipeline import identify, run_pipeline
+
+K = 0.01  # 1/K: friction falls 1 % per kelvin above 25 °C
+COULOMB = np.array([7.0, 7.0, 4.0, 1.5, 1.5, 1.2])  # Nm at 25 °C (the source's defaults)
+
+
+def _config(*overrides: str):
+    register_plugin_search_path()
+    with initialize_config_module("ident_framework.conf", version_base="1.3"):
+        cfg = compose(
+            "config",
+            overrides=[
+                "source.temperature_c=[25,45]",
+                "validation.temperature_c=[45,45]",
+                "tuning.sources=[mujoco]",
+                "plots=false",
+                *overrides,
+            ],
+        )
+    return validate_config(cfg, get_registry())
+
+
+def test_temperature_columns_scale_the_friction_columns():
+    model = CoulombViscousFriction(
+        CoulombViscousParams(dead_band=0.0, temperature="on", reference_temperature=[30.0, 40.0])
+    )
+    assert model.parameter_names == ("fv", "fc", "fv_T", "fc_T")
+    dq = np.array([[0.5, -0.2], [-1.0, 0.3]])
+    basis = model.basis(dq)
+    assert np.all(basis[..., 2:] == 0)  # at T_ref
+    full = model.temperature_basis(basis, np.array([[35.0, 35.0], [30.0, 45.0]]))
+    np.testing.assert_allclose(full[..., 2], dq * np.array([[5.0, -5.0], [0.0, 5.0]]))
+    np.testing.assert_allclose(full[..., 3], np.sign(dq) * np.array([[5.0, -5.0], [0.0, 5.0]]))
+    off = CoulombViscousFriction(CoulombViscousParams(temperature="auto"))
+    assert off.parameter_names == ("fv", "fc")  # auto is decided by the pipeline
+
+
+@pytest.mark.slow
+def test_warming_robot_identified_with_the_temperature_term_predicts_the_warm_robot():
+    config = _config(f"source.friction_temperature_coefficient={K}")
+    result = run_pipeline(config, progress=False)
+    chosen = result.config.selection.chosen
+    assert chosen["friction.temperature"] == "on"  # the tuning picked it
+    builder = result.model.builder
+    assert builder.uses_temperature
+    reference = np.asarray(builder.friction.reference_temperature)
+    np.testing.assert_allclose(reference, 35.0, atol=0.01)  # the excitation's mean
+    theta = dict(zip(builder.parameter_names, result.model.theta, strict=True))
+    fc_t = np.array([theta[f"fc_T_{j + 1}"] for j in range(6)])
+    fc = np.array([theta[f"fc_{j + 1}"] for j in range(6)])
+    # the strong joints: the temperature coefficient within 25 % of the truth -k fc(25 °C)
+    np.testing.assert_allclose(fc_t[:3], -K * COULOMB[:3], rtol=0.25)
+    np.testing.assert_allclose(fc[:3], COULOMB[:3] * (1 - K * 10.0), rtol=0.05)  # fc at T_ref
+    with_term = result.metrics["validation"]["physical"]["rmse"]
+
+    # the same data and chosen options, without the term
+    plain = with_temperature(result.config, "off", None)
+    without = identify(
+        plain, result.model.robot, regressor_builder(plain, result.model.robot),
+        result.data.train, result.data.validation, None, None, StepTimer(), progress=False,
+    )  # fmt: skip
+    without_term = without.metrics["validation"]["physical"]["rmse"]
+    print(
+        f"validation RMSE with the temperature term {with_term:.4f} Nm, without {without_term:.4f}"
+    )
+    assert with_term < 0.85 * without_term
+
+
+@pytest.mark.slow
+def test_temperatures_without_a_temperature_dependence_change_nothing():
+    """Joint temperatures recorded, friction independent of them (k = 0)."""
+    result = run_pipeline(_config(), progress=False)
+    chosen = result.config.selection.chosen
+    if chosen["friction.temperature"] == "on":  # then it must not matter
+        plain = with_temperature(result.config, "off", None)
+        without = identify(
+            plain, result.model.robot, regressor_builder(plain, result.model.robot),
+            result.data.train, result.data.validation, None, None, StepTimer(), progress=False,
+        )  # fmt: skip
+        with_term = result.metrics["validation"]["physical"]["rmse"]
+        without_term = without.metrics["validation"]["physical"]["rmse"]
+        assert abs(with_term - without_term) < 0.02 * without_term
+    rows = [r for r in result.config.selection.table if r["stage"] == "temperature term"]
+    assert rows, "the term was a candidate"
