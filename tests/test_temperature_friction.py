@@ -4,18 +4,30 @@ validated on a point-to-point motion of the warm robot (45 °C)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+import yaml
 from hydra import compose, initialize_config_module
 
 from ident_framework.config.registry import get_registry
 from ident_framework.config.run_config import validate_config
 from ident_framework.config.search_path import register_plugin_search_path
+from ident_framework.data.csv_log import write_csv_log
+from ident_framework.data.dataset import Dataset
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.result import StepTimer
 from ident_framework.identify.temperature import with_temperature
 from ident_framework.modes.pipeline import identify, run_pipeline
+from ident_framework.testing.cli import run_cli
+from ident_framework.testing.known_truth import (
+    TRUE_COULOMB,
+    TRUE_VISCOUS,
+    known_truth_setup,
+    sines,
+)
 
 K = 0.01  # 1/K: friction falls 1 % per kelvin above 25 °C
 COULOMB = np.array([7.0, 7.0, 4.0, 1.5, 1.5, 1.2])  # Nm at 25 °C (the source's defaults)
@@ -99,3 +111,61 @@ def test_temperatures_without_a_temperature_dependence_change_nothing():
         assert abs(with_term - without_term) < 0.02 * without_term
     rows = [r for r in result.config.selection.table if r["stage"] == "temperature term"]
     assert rows, "the term was a candidate"
+
+
+def _warm_log(path, seed: int, temperatures: tuple[float, float], with_columns: bool = True):
+    """A 200 Hz UR12e log in the CSV contract whose friction falls by K per kelvin above
+    25 °C (known-truth regressor, torque noise 0.05 Nm), temperatures rising linearly."""
+    builder, theta = known_truth_setup()
+    t, q, dq, ddq = sines(30.0, 200.0, seed)
+    tau = builder.compute(q, dq, ddq) @ theta
+    temperature = np.linspace(*temperatures, len(t))[:, None].repeat(6, axis=1)
+    friction = TRUE_VISCOUS * dq + TRUE_COULOMB * np.where(np.abs(dq) > 0.01, np.sign(dq), 0.0)
+    tau = tau - K * (temperature - 25.0) * friction
+    tau += np.random.default_rng(seed).normal(0.0, 0.05, tau.shape)
+    ds = Dataset(t, q, dq, tau, builder.robot.joint_names,
+                 temperature=temperature if with_columns else None)  # fmt: skip
+    write_csv_log(ds, path)
+    return path
+
+
+@pytest.mark.slow
+def test_recorded_log_identified_with_temperatures_and_predicted(tmp_path):
+    """source=csv (tuning=cv by default) on a warming log; validation on a warm log; mode=predict
+    reuses the term and its T_ref; a log without temperatures is refused by predict."""
+    ident = _warm_log(tmp_path / "ident.csv", 1, (25.0, 45.0))
+    warm = _warm_log(tmp_path / "warm.csv", 2, (45.0, 46.0))
+    run = tmp_path / "run"
+    result = run_cli(
+        "source=csv", f"source.path={ident}", "validation=csv", f"validation.path={warm}",
+        "plots=false", f"hydra.run.dir={run}", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    parameters = yaml.safe_load((run / "parameters.yaml").read_text())
+    assert parameters["tuning"]["chosen"]["friction.temperature"] == "on"
+    assert parameters["temperature"]["reference_c"] == pytest.approx([35.0] * 6, abs=0.01)
+    standard = parameters["standard_parameters"]
+    fc_t = np.array([standard[f"fc_T_{j + 1}"] for j in range(6)])
+    np.testing.assert_allclose(fc_t, -K * TRUE_COULOMB, rtol=0.1, atol=0.003)
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert "friction temperature term on" in (run / "summary.txt").read_text()
+
+    predicted = run_cli(
+        "mode=predict", f"run={run}", "source=csv", f"source.path={warm}",
+        f"hydra.run.dir={tmp_path / 'predict'}", cwd=tmp_path,
+    )  # fmt: skip
+    assert predicted.returncode == 0, predicted.stderr[-3000:]
+    again = json.loads((tmp_path / "predict" / "metrics_warm.json").read_text())
+    assert again["physical"]["rmse"] == pytest.approx(
+        metrics["validation"]["physical"]["rmse"], 1e-9
+    )
+
+    bare = _warm_log(tmp_path / "bare.csv", 2, (45.0, 46.0), with_columns=False)
+    refused = run_cli(
+        "mode=predict", f"run={run}", "source=csv", f"source.path={bare}",
+        f"hydra.run.dir={tmp_path / 'refused'}", cwd=tmp_path,
+    )  # fmt: skip
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    message = refused.stderr.strip()
+    assert "Traceback" not in refused.stderr and "\n" not in message
+    assert "joint_temperatures_0" in message and "friction.temperature" in message

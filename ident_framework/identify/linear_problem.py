@@ -240,6 +240,12 @@ def recording_friction(builder: RegressorBuilder, data: Dataset) -> np.ndarray |
             f"{builder.robot.n_joints - 1} columns (°C) to the recording, or set "
             "friction.temperature=off (or auto)."
         )
+    if getattr(builder.friction, "reference_temperature", 0.0) is None:
+        raise UserError(
+            "The friction's temperature term (friction.temperature=on) has no reference "
+            "temperature in this mode: set friction.reference_temperature=T (°C, one or one "
+            "per joint), or friction.temperature=off."
+        )
     return friction_terms.with_temperature(builder.friction, whole, data.temperature)
 
 
