@@ -169,3 +169,26 @@ def test_recorded_log_identified_with_temperatures_and_predicted(tmp_path):
     message = refused.stderr.strip()
     assert "Traceback" not in refused.stderr and "\n" not in message
     assert "joint_temperatures_0" in message and "friction.temperature" in message
+
+
+def test_online_and_distributed_refuse_the_term_on(tmp_path):
+    from ident_framework.errors import UserError
+    from ident_framework.model.regressor import RegressorBuilder
+    from ident_framework.model.robot import load_robot
+    from ident_framework.modes.online.sample_regressor import check_streamable
+
+    robot = load_robot("ur12e")
+    params = CoulombViscousParams(temperature="on", reference_temperature=30.0)
+    with pytest.raises(UserError, match="friction.temperature=off or auto"):
+        check_streamable(RegressorBuilder(robot, CoulombViscousFriction(params)), "coulomb_viscous")
+    check_streamable(RegressorBuilder(robot, CoulombViscousFriction(CoulombViscousParams())), "x")
+
+    log = _warm_log(tmp_path / "ident.csv", 1, (25.0, 45.0))
+    result = run_cli(
+        "mode=factor", "source=csv", f"source.path={log}", "friction.temperature=on",
+        "distributed.parts=2", f"hydra.run.dir={tmp_path / 'factor'}", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr[-3000:]
+    message = result.stderr.strip()
+    assert "Traceback" not in result.stderr and "\n" not in message
+    assert "mode=factor does not support the friction's temperature term" in message
