@@ -192,3 +192,28 @@ def test_online_and_distributed_refuse_the_term_on(tmp_path):
     message = result.stderr.strip()
     assert "Traceback" not in result.stderr and "\n" not in message
     assert "mode=factor does not support the friction's temperature term" in message
+
+
+@pytest.mark.slow
+def test_term_on_is_kept_by_the_tuning_and_a_log_without_temperatures_is_refused(tmp_path):
+    log = _warm_log(tmp_path / "ident.csv", 1, (25.0, 45.0))
+    run = tmp_path / "run"
+    result = run_cli(
+        "source=csv", f"source.path={log}", "validation=split", "friction.temperature=on",
+        "friction.reference_temperature=30", "plots=false", f"hydra.run.dir={run}", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    parameters = yaml.safe_load((run / "parameters.yaml").read_text())
+    assert "friction.temperature" not in parameters["tuning"]["chosen"]  # not a candidate
+    assert parameters["temperature"]["reference_c"] == [30.0] * 6
+    assert "fc_T_1" in parameters["standard_parameters"]
+
+    bare = _warm_log(tmp_path / "bare.csv", 1, (25.0, 45.0), with_columns=False)
+    refused = run_cli(
+        "source=csv", f"source.path={bare}", "validation=split", "friction.temperature=on",
+        f"hydra.run.dir={tmp_path / 'refused'}", cwd=tmp_path,
+    )  # fmt: skip
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    message = refused.stderr.strip()
+    assert "\n" not in message and "joint_temperatures_0..joint_temperatures_5" in message
+    assert not (tmp_path / "refused" / "parameters.yaml").exists()

@@ -68,7 +68,7 @@ class ColumnSpace:
     armature_nominal: np.ndarray  # (n,) kg·m²
     coulomb: bool
     friction_names: tuple[str, ...] = ()
-    temperature: bool = False  # the factors hold the temperature columns (a candidate)
+    temperature: bool = False  # the temperature term is a candidate (on or off)
 
     def columns(self, candidate: Candidate) -> tuple[np.ndarray, np.ndarray]:
         f = self.factors

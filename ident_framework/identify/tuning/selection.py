@@ -80,10 +80,10 @@ def select_options(
     started = time.perf_counter()
     plan = plan_folds(recordings, settings.folds, settings.guard_s)
     coulomb = config.plugins["friction"].info.name == COULOMB
-    thermal = coulomb and _temperature_candidates(config, recordings)
+    thermal, toggle = _temperature_columns(config, recordings) if coulomb else (False, False)
     regularise = config.plugins["estimator"].info.name == REGULARISED
     start = _configured(config, robot.n_joints)
-    spaces = _Spaces(config, robot, builder, recordings, plan, (coulomb, thermal), start)
+    spaces = _Spaces(config, robot, builder, recordings, plan, (coulomb, thermal, toggle), start)
     log = SearchLog()
     tolerance = config.base_parameters.tolerance
     # 1. column options on the configured preprocessing; 2. every preprocessing with them;
@@ -105,7 +105,7 @@ def select_options(
     _mark_chosen(log, best, best_rmse)
     best_space = spaces.get(best_preprocessing)
     chosen_keys = _chosen_keys(best, coulomb, regularise, exact)
-    if thermal:
+    if toggle:
         chosen_keys["friction.temperature"] = "on" if best.temperature else "off"
     selection = Selection(
         chosen_keys,
@@ -127,13 +127,13 @@ def tuning_applies(config: RunConfig) -> bool:
     return settings.active and config.plugins["source"].info.name in settings.sources
 
 
-def _temperature_candidates(config: RunConfig, recordings: list[Dataset]) -> bool:
-    """Whether the temperature term is a candidate (friction.temperature=auto, left to the
-    tuning by `identify/temperature.py`, and every recording has joint temperatures)."""
-    params = config.plugins["friction"].params
-    return getattr(params, "temperature", None) == "auto" and all(
-        r.temperature is not None for r in recordings
-    )
+def _temperature_columns(config: RunConfig, recordings: list[Dataset]) -> tuple[bool, bool]:
+    """(the fold factors hold the temperature columns, the term is a candidate): columns when
+    friction.temperature is on, or auto (left to the tuning by `identify/temperature.py`: then
+    a candidate), and every recording has joint temperatures."""
+    mode = getattr(config.plugins["friction"].params, "temperature", None)
+    recorded = all(r.temperature is not None for r in recordings)
+    return recorded and mode in ("auto", "on"), recorded and mode == "auto"
 
 
 class _Spaces:
@@ -143,8 +143,9 @@ class _Spaces:
     def __init__(self, config, robot, builder, recordings, plan, friction, start) -> None:
         self.config, self.robot, self.builder = config, robot, builder
         self.recordings, self.plan = recordings, plan
-        self.coulomb, self.thermal = friction  # (coulomb_viscous, temperature term candidate)
-        self.own = _own_columns(config, builder, friction, start, config.tuning)
+        # coulomb_viscous, its temperature columns in the factors, the term a candidate
+        self.coulomb, thermal, self.toggle = friction
+        self.own = _own_columns(config, builder, (self.coulomb, thermal), start, config.tuning)
         self.row_spaces = joint_row_spaces(builder)
         self.spaces: dict[tuple[float, bool], ColumnSpace] = {}
         # the samples the data checks do not trust are in no fold (`data/checks.py`)
@@ -179,7 +180,7 @@ class _Spaces:
                 self.robot.armature(),
                 self.coulomb,
                 tuple(self.builder.friction.parameter_names),
-                self.thermal,
+                self.toggle,
             )
         return self.spaces[preprocessing]
 
