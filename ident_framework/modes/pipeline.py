@@ -102,8 +102,11 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResu
     # Options the user should not have to guess, chosen on the identification data alone
     # (the friction's temperature term: decided here or left to the tuning).
     with timer("tuning"):
-        config = resolve_temperature(config, recorded, validation_recorded, tuning_applies(config))
-        builder = regressor_builder(config, robot)
+        resolved = resolve_temperature(
+            config, recorded, validation_recorded, tuning_applies(config)
+        )
+        if resolved.plugins["friction"].params != config.plugins["friction"].params:
+            config, builder = resolved, regressor_builder(resolved, robot)
         config, builder = select_options(config, robot, builder, recordings_of(recorded))
     with timer("preprocessing"):
         train = preprocess(recorded, config.preprocessing)
