@@ -24,7 +24,7 @@ import math
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
@@ -38,6 +38,7 @@ from ident_framework.model.robot import RobotModel
 from ident_framework.model.ur_description import UR_JOINTS
 from ident_framework.per_joint import per_joint_values
 from ident_framework.simulation.perturbed_robot import SimulatedTruth, truth_from_robot
+from ident_framework.simulation.thermal import ThermalFriction, with_temperatures
 from ident_framework.simulation.true_friction import TrueFriction
 
 # PD gains that track a UR e-Series arm to ~5e-5 rad at 1 kHz (measured with computed-torque
@@ -297,10 +298,7 @@ def simulate(
     if friction is not None:
         plugin_torque = friction.stepper(dt)
         coulomb = friction.physical.get("fc", coulomb)
-    temperature = joint_temperatures(params, time[::ratio][:n_rows], n)
-    thermal = None
-    if temperature is not None and params.friction_temperature_coefficient > 0:
-        thermal = ThermalFriction.of(model, true_robot, params, temperature)
+    thermal = ThermalFriction.of(model, true_robot, params, time[::ratio][:n_rows])
     q, dq, tau, ddq = _run_steps(
         model, data, base, kp, kd, (n_rows, ratio, n_steps), params, plugin_torque, coulomb,
         progress, thermal,
@@ -317,57 +315,7 @@ def simulate(
     dataset = _recording(
         true_robot, params, seed, truth, reference, recorded, ratio, (kp, kd, noise_std)
     )
-    if temperature is None:
-        return dataset
-    dataset.metadata["truth"]["temperature"] = {
-        "coefficient_per_k": float(params.friction_temperature_coefficient),
-        "reference_c": float(params.friction_reference_c),
-        "temperature_c": list(params.temperature_c),
-    }
-    return replace(dataset, temperature=temperature)
-
-
-def joint_temperatures(params: SimulationParams, t: np.ndarray, n: int) -> np.ndarray | None:
-    """(len(t), n) °C of the thermal model at the recorded times t (s), or None without one:
-    linear from T_start at the first to T_end at the last sample, the same on every joint."""
-    if params.temperature_c is None:
-        return None
-    start, end = params.temperature_c
-    share = (t - t[0]) / (t[-1] - t[0]) if len(t) > 1 else np.zeros(len(t))
-    return np.repeat((start + (end - start) * share)[:, None], n, axis=1)
-
-
-@dataclass(frozen=True)
-class ThermalFriction:
-    """The MJCF's damping (Nm·s/rad) and frictionloss (Nm) of each joint's dof at the
-    reference temperature, the recorded temperatures (rows, n) °C and k (1/K)."""
-
-    dofs: np.ndarray
-    damping: np.ndarray
-    frictionloss: np.ndarray
-    temperature: np.ndarray
-    coefficient: float
-    reference_c: float
-
-    @staticmethod
-    def of(
-        model: mujoco.MjModel, robot: RobotModel, params: SimulationParams, temperature: np.ndarray
-    ) -> ThermalFriction:
-        dofs = np.array([model.jnt_dofadr[model.joint(name).id] for name in robot.joint_names])
-        return ThermalFriction(
-            dofs,
-            model.dof_damping[dofs].copy(),
-            model.dof_frictionloss[dofs].copy(),
-            temperature,
-            float(params.friction_temperature_coefficient),
-            float(params.friction_reference_c),
-        )
-
-    def set_row(self, model: mujoco.MjModel, row: int) -> None:
-        """The model's friction at the temperature of recorded row `row`."""
-        scale = 1.0 - self.coefficient * (self.temperature[row] - self.reference_c)
-        model.dof_damping[self.dofs] = self.damping * scale
-        model.dof_frictionloss[self.dofs] = self.frictionloss * scale
+    return with_temperatures(dataset, params)
 
 
 def _run_steps(
