@@ -78,6 +78,10 @@ def test_end_to_end_recording_is_identified_offline(tmp_path, robot):
     q_ref = excitation.evaluate(np.mod(data.timestamp, excitation.duration))[0]
     assert np.abs(data.q_target - q_ref).max() < 1e-7
     assert np.allclose(np.round(data.timestamp / 0.002) * 0.002, data.timestamp, atol=1e-6)
+    # RTDE's joint_temperatures (°C, the emulator's I²R thermal model) reach the dataset
+    assert data.temperature is not None and data.temperature.shape == data.q.shape
+    assert np.all(data.temperature >= 25.0) and np.all(data.temperature < 130.0)
+    assert np.ptp(data.temperature, axis=0).max() > 0.1  # the loaded joints warm up
 
     run = tmp_path / "run"
     result = run_cli("source=csv", f"source.path={recording}", f"hydra.run.dir={run}", cwd=tmp_path)

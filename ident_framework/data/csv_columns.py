@@ -22,7 +22,15 @@ TORQUE_COLUMNS = ("actual_current_as_torque", "actual_current", "target_moment")
 TARGET_GROUPS = {"target_q": "q_target", "target_qd": "dq_target", "target_qdd": "ddq_target"}
 
 
-_GROUPS = ("actual_q", "actual_qd", *TORQUE_COLUMNS, *TARGET_GROUPS)
+# joint temperatures in °C, named as RTDE's output `joint_temperatures` (VECTOR6D) is recorded
+TEMPERATURE_GROUP = "joint_temperatures"
+
+
+# the optional column groups read when present: CSV group -> Dataset field
+OPTIONAL_GROUPS = {**TARGET_GROUPS, TEMPERATURE_GROUP: "temperature"}
+
+
+_GROUPS = ("actual_q", "actual_qd", *TORQUE_COLUMNS, *OPTIONAL_GROUPS)
 
 
 _GROUP_RE = re.compile(r"^(" + "|".join(sorted(_GROUPS, key=len, reverse=True)) + r")_(\d+)$")
@@ -328,8 +336,9 @@ def select_columns(
     prefix: str,
 ) -> tuple[dict[str, dict[int, int]], str, list[str]]:
     """(group -> {joint -> column}, the torque group, the groups to read: q, dq, torque and
-    the targets present) of a CSV for the robot with `joint_names`; UserError naming what is
-    missing (with the closest header names) or which joint columns do not match the robot."""
+    the targets and joint temperatures present) of a CSV for the robot with `joint_names`;
+    UserError naming what is missing (with the closest header names) or which joint columns do
+    not match the robot."""
     n = len(joint_names)
     where_path = f"The CSV file '{layout.path}' ({prefix}path)"
     groups, duplicates = group_columns(layout.names)
@@ -365,7 +374,7 @@ def select_columns(
         )
     assert torque_group is not None
     used_groups = ["actual_q", "actual_qd", torque_group]
-    used_groups += [g for g in TARGET_GROUPS if g in groups]
+    used_groups += [g for g in OPTIONAL_GROUPS if g in groups]
     same = len({tuple(sorted(groups[g])) for g in used_groups[:3]}) == 1
     for group in used_groups:
         indices = sorted(groups[group])

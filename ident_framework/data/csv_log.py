@@ -6,7 +6,9 @@ Contract: a header row; comma OR whitespace separated; one row per sample. Colum
 `actual_current_as_torque_0..n-1` (Nm), or `actual_current_0..n-1` (A) times
 `current_to_torque` (Nm/A). `target_moment_*` (the controller's model output, not a
 measurement) is used only when asked for by name. Optional `target_q_*`, `target_qd_*`,
-`target_qdd_*`. Other columns are ignored. The file is only read, never modified.
+`target_qdd_*`, and `joint_temperatures_*` (°C, RTDE's `joint_temperatures`; used by the
+temperature term of `coulomb_viscous` friction). Other columns are ignored. The file is only
+read, never modified.
 
 Rows in messages are "data rows" counted from 1 at the first row after the header, with the
 line of the file beside it (the header being line 1 unless blank lines precede it).
@@ -24,7 +26,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ident_framework.data.csv_columns import (
-    TARGET_GROUPS,
+    OPTIONAL_GROUPS,
+    TEMPERATURE_GROUP,
     TORQUE_COLUMNS,
     CsvLayout,
     column_names,
@@ -149,7 +152,7 @@ def _dataset(
         joint_names=joint_names,
         **{
             field: np.ascontiguousarray(arrays[group])
-            for group, field in TARGET_GROUPS.items()
+            for group, field in OPTIONAL_GROUPS.items()
             if group in arrays
         },
         metadata=metadata,
@@ -187,6 +190,7 @@ def _read_columns(
         if group != time_column
     }
     _check_units(arrays, max_abs[0], max_abs[1], layout, where_path)
+    _check_temperatures(arrays, layout, where_path)
     if n_rows < min_samples:
         raise UserError(
             f"{where_path} has only {n_rows} data rows, but at least {min_samples} samples "
@@ -343,16 +347,46 @@ def _check_units(
         )
 
 
+TEMPERATURE_RANGE_C = (-30.0, 130.0)  # °C: what a robot joint's sensor plausibly reads
+
+
+def _check_temperatures(arrays: dict[str, np.ndarray], layout: CsvLayout, where: str) -> None:
+    """Joint temperatures must be plausible °C: kelvin or °F would shift the friction's
+    temperature term (and the twin's reference) by hundreds of degrees."""
+    values = arrays.get(TEMPERATURE_GROUP)
+    if values is None:
+        return
+    low, high = TEMPERATURE_RANGE_C
+    outside = (values < low) | (values > high)
+    if not outside.any():
+        return
+    row, joint = (int(i) for i in np.argwhere(outside)[0])
+    value = float(values[row, joint])
+    guess = ""
+    if 240.0 <= value <= 410.0:
+        guess = " The values look like kelvin: subtract 273.15."
+    elif value > high:
+        guess = " The values look like °F: convert with (F - 32) / 1.8."
+    raise UserError(
+        f"{where}: column '{TEMPERATURE_GROUP}_{joint}' holds {value:.6g} at {layout.where(row)}, "
+        f"outside the plausible {low:g}..{high:g} °C of a joint temperature ({int(outside.sum())} "
+        f"such value(s) in the {TEMPERATURE_GROUP}_* columns); the CSV contract gives joint "
+        f"temperatures in °C.{guess} Repair or convert those columns, or remove them (they are "
+        "optional)."
+    )
+
+
 def write_csv_log(
     ds: Dataset, path: str | os.PathLike[str], torque_column: str = TORQUE_COLUMNS[0]
 ) -> None:
     """Write a dataset in the CSV contract (comma separated, one header row): timestamp,
-    actual_q_j, actual_qd_j, `<torque_column>_j` and the targets that exist. The file is
+    actual_q_j, actual_qd_j, `<torque_column>_j`, the targets and joint temperatures that
+    exist. The file is
     written to a temporary name and renamed, so a reader never sees half a file."""
     n = ds.n_joints
     blocks = [("timestamp", ds.timestamp[:, None], 1)]
     blocks += [("actual_q", ds.q, n), ("actual_qd", ds.dq, n), (torque_column, ds.tau, n)]
-    for group, attribute in TARGET_GROUPS.items():
+    for group, attribute in OPTIONAL_GROUPS.items():
         value = getattr(ds, attribute)
         if value is not None:
             blocks.append((group, value, n))

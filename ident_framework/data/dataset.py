@@ -18,7 +18,11 @@ UNITS = {
     "q_target": "rad",
     "dq_target": "rad/s",
     "ddq_target": "rad/s^2",
+    "temperature": "degC",
 }
+# the optional per-joint columns (N, n) a dataset may carry, beside q, dq, tau
+OPTIONAL_COLUMNS = ("ddq", "q_target", "dq_target", "ddq_target", "temperature")
+ROW_COLUMNS = ("timestamp", "q", "dq", "tau", *OPTIONAL_COLUMNS)
 UNNAMED = "recording"  # the name of a recording that has no file path
 
 
@@ -59,6 +63,8 @@ class Dataset:
         tau: (N, n) measured joint torques in Nm (what the motors applied).
         ddq: (N, n) joint accelerations in rad/s^2 when measured or exactly known, else None.
         q_target, dq_target, ddq_target: (N, n) controller targets when recorded, else None.
+        temperature: (N, n) joint temperatures in °C when recorded (RTDE's
+            `joint_temperatures`), else None; never filtered (it changes over minutes).
         joint_names: names of the n joints, in column order.
         metadata: free-form provenance (source, file, units, simulated truth, ...).
         parallel_filter: set by preprocessing: the unfiltered velocity and the low-pass of
@@ -77,6 +83,7 @@ class Dataset:
     q_target: np.ndarray | None = None
     dq_target: np.ndarray | None = None
     ddq_target: np.ndarray | None = None
+    temperature: np.ndarray | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     parallel_filter: ParallelFilter | None = None
     recorded: AsRecorded | None = None
@@ -86,7 +93,7 @@ class Dataset:
         n_joints = len(self.joint_names)
         if np.ndim(self.timestamp) != 1:
             raise ValueError("timestamp must be one-dimensional")
-        for name in ("q", "dq", "tau", "ddq", "q_target", "dq_target", "ddq_target"):
+        for name in ("q", "dq", "tau", *OPTIONAL_COLUMNS):
             value = getattr(self, name)
             if value is not None and np.shape(value) != (n_samples, n_joints):
                 raise ValueError(
@@ -140,7 +147,7 @@ class Dataset:
     def select(self, rows: slice | np.ndarray) -> Dataset:
         """A new dataset with only the given rows (a slice or an index/boolean array)."""
         changes = {}
-        for name in ("timestamp", "q", "dq", "tau", "ddq", "q_target", "dq_target", "ddq_target"):
+        for name in ROW_COLUMNS:
             value = getattr(self, name)
             if value is not None:
                 changes[name] = value[rows]
@@ -175,7 +182,7 @@ def concatenate(datasets: list[Dataset]) -> Dataset:
     if len(datasets) == 1:
         return first
     columns: dict[str, Any] = {"timestamp": _stacked_times(datasets)}
-    for name in ("q", "dq", "tau", "ddq", "q_target", "dq_target", "ddq_target"):
+    for name in ("q", "dq", "tau", *OPTIONAL_COLUMNS):
         values = [getattr(data, name) for data in datasets]
         columns[name] = None if any(v is None for v in values) else np.concatenate(values)
     names, parts = _stacked_recordings(datasets)

@@ -9,7 +9,9 @@ exactly. Time is `header.stamp` (the time the driver sampled the joints), not th
 receive time, unless asked for; it is given in s from the first kept message
 (`metadata["time_origin_ns"]` holds that stamp in ns since the epoch). Messages that lack one
 of the robot's joints (another publisher on the topic, e.g. a gripper) are skipped and counted.
-The bag is only read, never modified.
+JointState has no joint temperatures, so a bag's dataset has none (`Dataset.temperature` is
+None: the friction's temperature term stays off with `friction.temperature=auto`). The bag is
+only read, never modified.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ Steps (all joints at once, no per-sample loops):
    filtered signals are mapped back onto the recorded timestamps by cubic spline. The rows
    within `trim_s` of either end are dropped (the filters' edge transients); every other
    recorded row is kept, with its timestamp and torque as recorded (`Dataset.recorded`).
+   Joint temperatures (°C), when recorded, are kept as recorded at those rows (unfiltered:
+   they change over minutes).
 
 Edge length (default `trim_s`): measured on multi-sines (0.1-1.3 Hz) at 100, 500 and 1000 Hz,
 20 Hz order-4 cut-off, against the same filters run on a longer record of the same signal, the
@@ -109,6 +111,7 @@ def filter_segment(
         ddq=np.ascontiguousarray(ddq),
         tau=np.ascontiguousarray(tau),
         **{name: signals[name][rows].copy() for name in TARGETS if name in signals},
+        temperature=None if ds.temperature is None else np.asarray(ds.temperature)[rows].copy(),
         parallel_filter=ParallelFilter((segment,)),
         recorded=recorded,
     )

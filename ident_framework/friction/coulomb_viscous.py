@@ -10,6 +10,15 @@ s(dq) is the Coulomb "sign" of each joint, one of two shapes per joint:
 `tanh_width` takes one value for every joint or a list of one per joint; a joint whose width
 is 0 (or `tanh_width: null`) uses the dead-band sign. `tuning=cv` chooses the dead band and the
 width of each joint from the identification data.
+
+Temperature term (`temperature: on`; joint temperatures T in °C recorded beside the motion,
+e.g. RTDE's `joint_temperatures`): two more columns per joint, linear in their parameters,
+dq·(T − T_ref) and s(dq)·(T − T_ref), i.e. fv(T) = fv + fv_T·(T − T_ref) and fc(T) = fc +
+fc_T·(T − T_ref) (harmonic-drive friction falls as the joint warms: fv_T, fc_T < 0).
+T_ref (°C per joint, `reference_temperature`) is fixed when the model is identified (default:
+the identification data's mean per joint) and saved with it, so fv and fc are the friction at
+T_ref. `temperature: auto` lets the pipeline decide (`identify/temperature.py`): off without
+recorded temperatures, else chosen by `tuning=cv` (on without tuning).
 """
 
 from __future__ import annotations
@@ -31,14 +40,22 @@ def _per_joint(value: float | list[float] | None, key: str) -> np.ndarray | None
     return values
 
 
+TEMPERATURE_MODES = ("auto", "on", "off")
+TEMPERATURE_NAMES = ("fv_T", "fc_T")  # Nm·s/rad/K, Nm/K: the friction's change per kelvin
+
+
 @dataclass
 class CoulombViscousParams:
     """dead_band: joint speed (rad/s) below which sign(dq) is taken as 0; tanh_width: width
     (rad/s) of a smooth sign tanh(dq / w) instead, one value or one per joint (0 or null: the
-    dead-band sign)."""
+    dead-band sign). temperature: auto | on | off, the temperature term (module doc);
+    reference_temperature: T_ref in °C, one value or one per joint (null: the identification
+    data's mean)."""
 
     dead_band: float = 0.01
     tanh_width: float | list[float] | None = None
+    temperature: str = "auto"
+    reference_temperature: float | list[float] | None = None
 
     def __post_init__(self) -> None:
         if not self.dead_band >= 0.0:
@@ -46,17 +63,40 @@ class CoulombViscousParams:
         values = _per_joint(self.tanh_width, "tanh_width")
         if values is not None:
             self.tanh_width = float(values[0]) if values.size == 1 else values.tolist()
+        if isinstance(self.temperature, bool):  # YAML reads a bare on / off as a boolean
+            self.temperature = "on" if self.temperature else "off"
+        if self.temperature not in TEMPERATURE_MODES:
+            raise ValueError(
+                f"temperature must be one of {list(TEMPERATURE_MODES)}, got {self.temperature!r}"
+            )
+        if self.reference_temperature is not None:
+            ref = np.atleast_1d(np.asarray(self.reference_temperature, dtype=float))
+            if ref.ndim != 1 or ref.size == 0 or not np.all(np.isfinite(ref)):
+                raise ValueError(
+                    "reference_temperature must be a temperature in °C, one value or one per "
+                    f"joint, got {self.reference_temperature}"
+                )
+            self.reference_temperature = float(ref[0]) if ref.size == 1 else ref.tolist()
 
 
 class CoulombViscousFriction(FrictionModelDefaults):
     """Viscous (Nm·s/rad) and Coulomb (Nm) friction per joint, linear in its parameters."""
 
-    parameter_names = ("fv", "fc")
+    parameter_names: tuple[str, ...] = ("fv", "fc")
+    parameter_units = {"fv_T": "Nm·s/rad/K", "fc_T": "Nm/K"}
 
     def __init__(self, params: CoulombViscousParams):
         self.dead_band = float(params.dead_band)
         width = _per_joint(params.tanh_width, "tanh_width")
         self.tanh_width = np.zeros(1) if width is None else width
+        # the temperature term: on only once the pipeline said so (`auto` is decided there)
+        self.uses_temperature = params.temperature == "on"
+        reference = params.reference_temperature
+        self.reference_temperature = (
+            None if reference is None else np.atleast_1d(np.asarray(reference, dtype=float))
+        )
+        if self.uses_temperature:
+            self.parameter_names = ("fv", "fc", *TEMPERATURE_NAMES)
 
     def _broadcast(self, values: np.ndarray, n: int, key: str) -> np.ndarray:
         if values.size not in (1, n):
@@ -67,13 +107,33 @@ class CoulombViscousFriction(FrictionModelDefaults):
         return np.broadcast_to(values, (n,))
 
     def basis(self, dq: np.ndarray) -> np.ndarray:
+        """(N, n, k) columns dq, s(dq) (and, with the temperature term, its two columns at
+        T = T_ref, i.e. zero: `temperature_basis` fills them)."""
         n = dq.shape[-1]
         width = self._broadcast(self.tanh_width, n, "tanh_width")
         sign = np.where(np.abs(dq) > self.dead_band, np.sign(dq), 0.0)
         if np.any(width > 0):
             smooth = np.tanh(dq / np.where(width > 0, width, 1.0))
             sign = np.where(width > 0, smooth, sign)
-        return np.stack([dq, sign], axis=-1)
+        columns = [dq, sign]
+        if self.uses_temperature:
+            columns += [np.zeros_like(dq), np.zeros_like(dq)]
+        return np.stack(columns, axis=-1)
+
+    def temperature_basis(self, basis: np.ndarray, temperature: np.ndarray) -> np.ndarray:
+        """`basis` (N, n, 4) from `basis` (possibly low-passed like the torque) with its
+        temperature columns set: its dq and s(dq) columns times (T − T_ref), T (N, n) in °C.
+        Temperature changes over minutes, so the product of the filtered columns with T is
+        the filtered product."""
+        if self.reference_temperature is None:
+            raise ValueError("the temperature term needs its reference temperature T_ref")
+        n = basis.shape[1]
+        reference = self._broadcast(self.reference_temperature, n, "reference_temperature")
+        out = np.array(basis, dtype=float, copy=True)
+        out[..., 2:4] = (
+            basis[..., 0:2] * (np.asarray(temperature, dtype=float) - reference)[..., None]
+        )
+        return out
 
 
 @hookimpl

@@ -16,7 +16,9 @@ from tqdm.auto import tqdm
 
 from ident_framework.blas_threads import one_blas_thread
 from ident_framework.data.dataset import Dataset
+from ident_framework.errors import UserError
 from ident_framework.interfaces import LinearProblem, StandardModel
+from ident_framework.model import friction_terms
 from ident_framework.model.base_parameters import (
     BaseParameters,
     TriangularAccumulator,
@@ -220,10 +222,31 @@ def recording_friction(builder: RegressorBuilder, data: Dataset) -> np.ndarray |
     """The friction basis of a whole recording (N, n, k): filtered in parallel with the torque
     when the builder asks for it and preprocessing filtered the data (`parallel_filter.py`),
     else at the recorded velocity when the friction model is sequential (its state runs along
-    the samples in time order); None otherwise (computed chunk by chunk)."""
+    the samples in time order) or uses the joint temperatures (its temperature columns from
+    `data.temperature`, °C); None otherwise (computed chunk by chunk)."""
     if builder.parallel_friction and data.parallel_filter is not None:
-        return data.parallel_filter.apply(builder.friction_basis)
-    return builder.friction_basis(data.timestamp, data.dq) if builder.sequential else None
+        whole = data.parallel_filter.apply(builder.friction_basis)
+    elif builder.sequential or builder.uses_temperature:
+        whole = builder.friction_basis(data.timestamp if builder.sequential else None, data.dq)
+    else:
+        return None
+    if not builder.uses_temperature:
+        return whole
+    if data.temperature is None:
+        where = ", ".join(data.recording_paths)
+        raise UserError(
+            f"The friction model has a temperature term (friction.temperature=on), but the "
+            f"data ({where}) record no joint temperatures: add the joint_temperatures_0..."
+            f"{builder.robot.n_joints - 1} columns (°C) to the recording, or set "
+            "friction.temperature=off (or auto)."
+        )
+    if getattr(builder.friction, "reference_temperature", 0.0) is None:
+        raise UserError(
+            "The friction's temperature term (friction.temperature=on) has no reference "
+            "temperature in this mode: set friction.reference_temperature=T (°C, one or one "
+            "per joint), or friction.temperature=off."
+        )
+    return friction_terms.with_temperature(builder.friction, whole, data.temperature)
 
 
 def dataset_chunks(

@@ -31,9 +31,29 @@ def true_friction(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """(linear (n, k), nonlinear (n, m) or None) of the builder's friction model that stand for
     the true friction (names the truth lacks: the model's defaults, e.g. 0 for a linear one)."""
-    return friction_terms.from_physical(
-        builder.friction, true_friction_physical(truth), builder.robot.n_joints
-    )
+    physical = true_friction_physical(truth)
+    thermal = truth.get("temperature")
+    if thermal and friction_terms.uses_temperature(builder.friction):
+        physical = at_reference_temperature(physical, thermal, builder.friction)
+    return friction_terms.from_physical(builder.friction, physical, builder.robot.n_joints)
+
+
+def at_reference_temperature(
+    physical: dict[str, Any], thermal: dict[str, Any], model: Any
+) -> dict[str, Any]:
+    """The true fv, fc of a simulated robot whose friction scales by (1 - k (T - T0)) (its
+    `truth["temperature"]`) at the model's reference T_ref, and fv_T, fc_T = -k fv, -k fc
+    (the friction at T0) per kelvin."""
+    k, t0 = float(thermal["coefficient_per_k"]), float(thermal["reference_c"])
+    n = len(np.atleast_1d(physical.get("fc", physical.get("fv", [0.0]))))
+    reference = np.broadcast_to(np.asarray(model.reference_temperature, dtype=float), (n,))
+    out = dict(physical)
+    for name in ("fv", "fc"):
+        if name in physical:
+            at_t0 = np.asarray(physical[name], dtype=float)
+            out[name] = at_t0 * (1.0 - k * (reference - t0))
+            out[f"{name}_T"] = -k * at_t0
+    return out
 
 
 def true_standard_parameters(

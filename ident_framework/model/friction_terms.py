@@ -4,7 +4,10 @@ A friction plugin always gives `parameter_names` (linear, per joint) and `basis(
 nonlinear parameters (`interfaces.NonlinearFrictionModel`) also names them
 (`nonlinear_names`) and evaluates its basis for given values of them (`basis_along`), possibly
 along a recording in time order (`sequential`: a state such as LuGre's bristle deflection).
-These helpers give both kinds one interface; `check_friction_model` checks that a plugin
+A model may also use the joint temperatures (`uses_temperature`, e.g. `coulomb_viscous` with
+its temperature term): its `basis(dq)` is then the friction at its reference temperature and
+`temperature_basis(basis, T)` adds the temperature's share (`with_temperature`). These helpers
+give all kinds one interface; `check_friction_model` checks that a plugin
 declaring nonlinear parameters implements what the engine calls (`extension_points.conform`).
 """
 
@@ -37,6 +40,17 @@ def check_friction_model(model: Any, name: str, distribution: str) -> Any:
     UserError naming the plugin and its distribution when a model that declares nonlinear
     parameters lacks a member the engine calls, or is sequential without a stepper."""
     return conform("friction", model, name, distribution)
+
+
+def uses_temperature(model: Any) -> bool:
+    """Whether the model's columns depend on the joint temperatures (°C) too."""
+    return bool(getattr(model, "uses_temperature", False))
+
+
+def with_temperature(model: Any, columns: np.ndarray, temperature: np.ndarray) -> np.ndarray:
+    """(N, n, k) the model's columns `columns` (its basis at the reference temperature,
+    possibly filtered) with the share of the joint temperatures (N, n) °C."""
+    return model.temperature_basis(columns, temperature)
 
 
 def basis(

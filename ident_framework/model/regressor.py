@@ -80,6 +80,13 @@ class RegressorBuilder:
         """Whether the friction basis depends on the sample order (see the module doc)."""
         return friction_terms.is_sequential(self.friction)
 
+    @property
+    def uses_temperature(self) -> bool:
+        """Whether the friction columns need the joint temperatures (a temperature term): the
+        callers pass the whole recording's basis (`identify/linear_problem.
+        recording_friction`); without it the basis is at the model's reference temperature."""
+        return friction_terms.uses_temperature(self.friction)
+
     def friction_basis(self, t: np.ndarray | None, dq: np.ndarray) -> np.ndarray:
         """(N, n, k) friction columns at velocities dq (N, n) rad/s; t (N,) s: the sample
         times of a recording in time order (None: rows are no time series)."""

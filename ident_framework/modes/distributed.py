@@ -112,6 +112,13 @@ def run_factor(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, A
 
 
 def _require_linear(builder, mode: str) -> None:
+    if friction_terms.uses_temperature(builder.friction):
+        raise UserError(
+            f"{mode} does not support the friction's temperature term (friction.temperature=on): "
+            "its reference temperature is fixed from the whole identification data, which no "
+            "factor job sees. Set friction.temperature=off (with auto the term is off in "
+            "distributed identification: joint temperatures are ignored)."
+        )
     if friction_terms.is_nonlinear(builder.friction):
         raise UserError(
             f"{mode} needs a friction model linear in its parameters (coulomb_viscous, none): "

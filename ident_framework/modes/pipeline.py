@@ -32,8 +32,9 @@ from ident_framework.identify.result import (
     IdentifiedModel,
     StepTimer,
 )
+from ident_framework.identify.temperature import resolve_temperature
 from ident_framework.identify.truth import friction_comparison, truth_metrics
-from ident_framework.identify.tuning.selection import select_options
+from ident_framework.identify.tuning.selection import select_options, tuning_applies
 from ident_framework.interfaces import ConditionObjective, Trajectory
 from ident_framework.model import friction_terms
 from ident_framework.model.regressor import RegressorBuilder
@@ -98,8 +99,14 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResu
         recorded = source.acquire(robot, excitation, "identification")
         recorded, validation_recorded = acquire_validation(config, robot, recorded)
 
-    # Options the user should not have to guess, chosen on the identification data alone.
+    # Options the user should not have to guess, chosen on the identification data alone
+    # (the friction's temperature term: decided here or left to the tuning).
     with timer("tuning"):
+        resolved = resolve_temperature(
+            config, recorded, validation_recorded, tuning_applies(config)
+        )
+        if resolved.plugins["friction"].params != config.plugins["friction"].params:
+            config, builder = resolved, regressor_builder(resolved, robot)
         config, builder = select_options(config, robot, builder, recordings_of(recorded))
     with timer("preprocessing"):
         train = preprocess(recorded, config.preprocessing)

@@ -79,8 +79,10 @@ def load_saved_model(run_dir: str | Path) -> SavedModel:
     except (yaml.YAMLError, ValueError) as error:
         raise UserError(f"Cannot read the saved run in {folder}: {error}") from None
     # the options tuning=cv chose for that run (parameters.yaml `tuning.chosen`)
-    for key, value in (((parameters or {}).get("tuning") or {}).get("chosen") or {}).items():
-        OmegaConf.update(cfg, key, value, merge=False)
+    # and the friction's temperature term (`temperature.chosen`: on, and its reference)
+    for section in ("tuning", "temperature"):
+        for key, value in (((parameters or {}).get(section) or {}).get("chosen") or {}).items():
+            OmegaConf.update(cfg, key, value, merge=False)
     config = validate_config(cfg, get_registry())
     robot, builder = robot_and_regressor(config)
     saved = (parameters or {}).get("standard_parameters")

@@ -12,6 +12,7 @@ import numpy as np
 
 from ident_framework.identify.result import IdentificationResult
 from ident_framework.interfaces import FrictionModel
+from ident_framework.model import friction_terms
 from ident_framework.model.physical_consistency import com_inertia
 from ident_framework.plain_data import to_plain
 from ident_framework.reports.tuning_report import tuning_section
@@ -214,8 +215,30 @@ def parameters_document(result: IdentificationResult) -> dict[str, Any]:
                 if result.config.selection is not None
                 else {}
             ),
+            **temperature_document(result),
         }
     )
+
+
+def temperature_document(result: IdentificationResult) -> dict[str, Any]:
+    """parameters.yaml `temperature` when the friction has its temperature term: the config
+    keys `mode=predict` applies (`chosen`: the term on, its reference T_ref in °C per joint),
+    and how the twin carries it (empty when the term is off)."""
+    friction = result.model.builder.friction
+    if not friction_terms.uses_temperature(friction):
+        return {}
+    reference = [float(v) for v in np.broadcast_to(
+        friction.reference_temperature, (result.model.robot.n_joints,)
+    )]  # fmt: skip
+    return {
+        "temperature": {
+            "chosen": {"friction.temperature": "on", "friction.reference_temperature": reference},
+            "reference_c": reference,
+            "twin": "MuJoCo's damping and frictionloss are constants: twin.xml carries fv and "
+            "fc, the friction at the reference temperature T_ref (the identification data's "
+            "mean unless friction.reference_temperature is set)",
+        }
+    }
 
 
 def friction_document(result: IdentificationResult) -> dict[str, Any]:

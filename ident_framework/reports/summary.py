@@ -14,6 +14,7 @@ from ident_framework.reports.parameters import (
     coupled_motor_parameters,
     joint_parameters,
     parameter_unit,
+    temperature_document,
 )
 from ident_framework.reports.run_files import twin_files
 from ident_framework.reports.tables import aligned_table, format_cell
@@ -30,6 +31,7 @@ def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[s
         models_line(result),
     ]
     lines += tuning_lines(result.config.selection)
+    lines += temperature_lines(result)
     for split in ("train", "validation"):
         lines += metric_lines(split, m[split])
         lines += recording_lines(m[split].get("recordings") or [])
@@ -55,6 +57,19 @@ def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[s
         lines += ["closed loop (every round; the lines above are the last one's):"]
         lines += loop_table(m["loop"])
     return lines
+
+
+def temperature_lines(result: IdentificationResult) -> list[str]:
+    """The friction's temperature term, when on: its reference and what the twin carries."""
+    document = temperature_document(result)
+    if not document:
+        return []
+    reference = " ".join(f"{v:.2f}" for v in document["temperature"]["reference_c"])
+    return [
+        f"friction temperature term on: fv(T) = fv + fv_T (T - T_ref), fc(T) = fc + fc_T "
+        f"(T - T_ref), T_ref per joint {reference} °C; twin.xml carries fv and fc at T_ref "
+        "(MuJoCo's damping and frictionloss are constants)"
+    ]
 
 
 def check_lines(checks: dict[str, Any]) -> list[str]:

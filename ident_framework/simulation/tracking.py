@@ -38,6 +38,7 @@ from ident_framework.model.robot import RobotModel
 from ident_framework.model.ur_description import UR_JOINTS
 from ident_framework.per_joint import per_joint_values
 from ident_framework.simulation.perturbed_robot import SimulatedTruth, truth_from_robot
+from ident_framework.simulation.thermal import ThermalFriction, with_temperatures
 from ident_framework.simulation.true_friction import TrueFriction
 
 # PD gains that track a UR e-Series arm to ~5e-5 rad at 1 kHz (measured with computed-torque
@@ -58,7 +59,14 @@ class SimulationParams:
     record_acceleration: also record MuJoCo's exact qacc as `ddq`;
     unmodelled: an extra joint friction the Coulomb-viscous model lacks (`UNMODELLED_EFFECTS`),
     applied as a generalised force each step, of size `unmodelled_scale` (see
-    `unmodelled_friction`)."""
+    `unmodelled_friction`).
+    temperature_c: a thermal model, [T_start, T_end] °C: every joint's temperature runs
+    linearly from T_start to T_end over the recording and is recorded (`Dataset.temperature`,
+    RTDE's `joint_temperatures`); null: no temperatures. friction_temperature_coefficient k
+    (1/K): the MJCF's damping and frictionloss are scaled by (1 - k (T - friction_reference_c))
+    at every recorded sample (set in `model.dof_damping` / `dof_frictionloss` between steps),
+    i.e. friction falls by k per kelvin above the reference (a plugin's true friction is not
+    scaled)."""
 
     sim_rate_hz: float = 1000.0
     record_rate_hz: float = 500.0
@@ -69,9 +77,25 @@ class SimulationParams:
     record_acceleration: bool = False
     unmodelled: str = "none"
     unmodelled_scale: float = 1.0
+    temperature_c: list[float] | None = None
+    friction_temperature_coefficient: float = 0.0
+    friction_reference_c: float = 25.0
 
     def __post_init__(self) -> None:
         check_rates(self.sim_rate_hz, self.record_rate_hz)
+        if self.temperature_c is not None:
+            values = np.asarray(self.temperature_c, dtype=float)
+            if values.shape != (2,) or not np.all((values > -30) & (values < 130)):
+                raise ValueError(
+                    "temperature_c must be [T_start, T_end] in °C (-30..130), got "
+                    f"{self.temperature_c!r}"
+                )
+            self.temperature_c = [float(v) for v in values]
+        k = self.friction_temperature_coefficient
+        if not (math.isfinite(k) and 0 <= k < 0.05):
+            raise ValueError(f"friction_temperature_coefficient must be in 0..0.05 1/K, got {k}")
+        if not math.isfinite(self.friction_reference_c):
+            raise ValueError(f"friction_reference_c must be in °C, got {self.friction_reference_c}")
         if self.unmodelled not in UNMODELLED_EFFECTS:
             raise ValueError(
                 f"unmodelled must be one of {list(UNMODELLED_EFFECTS)}, got {self.unmodelled!r}"
@@ -274,9 +298,10 @@ def simulate(
     if friction is not None:
         plugin_torque = friction.stepper(dt)
         coulomb = friction.physical.get("fc", coulomb)
+    thermal = ThermalFriction.of(model, true_robot, params, time[::ratio][:n_rows])
     q, dq, tau, ddq = _run_steps(
         model, data, base, kp, kd, (n_rows, ratio, n_steps), params, plugin_torque, coulomb,
-        progress,
+        progress, thermal,
     )  # fmt: skip
     if data.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number or not np.all(np.isfinite(tau)):
         raise UserError(
@@ -287,9 +312,10 @@ def simulate(
         )
     reference = (time, q_ref, dq_ref, ddq_ref)
     recorded = (q, dq, tau, ddq)
-    return _recording(
+    dataset = _recording(
         true_robot, params, seed, truth, reference, recorded, ratio, (kp, kd, noise_std)
     )
+    return with_temperatures(dataset, params)
 
 
 def _run_steps(
@@ -303,6 +329,7 @@ def _run_steps(
     plugin_torque: Callable[[np.ndarray], np.ndarray] | None,
     coulomb: np.ndarray,
     progress: bool,
+    thermal: ThermalFriction | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Step the PD-controlled simulation: ctrl_k = base_k - kp q_k - kd dq_k, the plugin's
     friction torque and the unmodelled friction applied each step. counts: (recorded rows,
@@ -329,6 +356,8 @@ def _run_steps(
             stop = min(n_rows, start + (_PROGRESS_CHUNK // ratio or 1))
             for row in range(start, stop):
                 k0 = row * ratio
+                if thermal is not None:
+                    thermal.set_row(model, row)
                 q[row] = qpos
                 dq[row] = qvel
                 for k in range(k0, k0 + ratio if row < n_rows - 1 else k0 + 1):

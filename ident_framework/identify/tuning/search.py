@@ -3,7 +3,8 @@
 Coordinate search, each stage keeping the best candidate so far: on the configured
 preprocessing the column options are chosen greedily (`search_columns`): regressor columns
 (rotor inertia, offset), the Coulomb dead band (`coulomb_viscous`), each joint's friction
-shape (dead-band sign or tanh of a width, `sweeps` passes over the joints), then the
+shape (dead-band sign or tanh of a width, `sweeps` passes over the joints), the friction's
+temperature term on or off (when the recordings have joint temperatures), then the
 estimator's regularisation (ridge toward the nominal parameters, truncated SVD; `ls` only).
 Then every preprocessing candidate (low-pass cut-off x velocity source; each needs one pass
 of the regressor over the rows the cross-validation uses) is scored with those options; when
@@ -23,6 +24,11 @@ from ident_framework.identify.tuning.cross_validation import Regulariser, cross_
 SHAPE_DEAD_BAND = 0.0  # a joint's tanh width 0: the dead-band sign
 
 
+def temperature_name(column: str) -> str:
+    """The name of a friction column's temperature partner (the column times T - T_ref)."""
+    return f"{column}*dT"
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One combination of options. tanh_width (n,) rad/s per joint, 0: dead-band sign."""
@@ -35,6 +41,7 @@ class Candidate:
     tanh_width: tuple[float, ...]
     ridge: float = 0.0
     truncate: float = 0.0
+    temperature: bool = False  # the friction's temperature term (coulomb_viscous)
 
     def row(self) -> dict[str, Any]:
         return {
@@ -46,6 +53,7 @@ class Candidate:
             "tanh_width": " ".join(f"{w:g}" for w in self.tanh_width),
             "ridge": self.ridge,
             "truncate": self.truncate,
+            "temperature": "on" if self.temperature else "off",
         }
 
 
@@ -60,6 +68,7 @@ class ColumnSpace:
     armature_nominal: np.ndarray  # (n,) kg·m²
     coulomb: bool
     friction_names: tuple[str, ...] = ()
+    temperature: bool = False  # the temperature term is a candidate (on or off)
 
     def columns(self, candidate: Candidate) -> tuple[np.ndarray, np.ndarray]:
         f = self.factors
@@ -73,6 +82,8 @@ class ColumnSpace:
                     f"fc[tanh {width:g}]" if width > 0 else f"fc[dead band {candidate.dead_band:g}]"
                 )
                 own += [("fv", 0.0), (shape, 0.0)]
+                if candidate.temperature:
+                    own += [(temperature_name("fv"), 0.0), (temperature_name(shape), 0.0)]
             else:
                 own += [(name, 0.0) for name in self.friction_names]
             if candidate.armature:
@@ -164,6 +175,8 @@ def search_columns(
                 )
             if best == before:
                 break
+    if space.temperature:
+        consider([replace(best, temperature=not best.temperature)], "temperature term")
     if regularise:
         options = [(r, 0.0) for r in grids.ridges] + [(0.0, t) for t in grids.truncations]
         columns, nominal = space.columns(best)

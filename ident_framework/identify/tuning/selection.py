@@ -29,6 +29,7 @@ from ident_framework.identify.tuning.search import (
     per_joint_rmse,
     score_candidate,
     search_columns,
+    temperature_name,
 )
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
@@ -74,14 +75,15 @@ def select_options(
     the identification recordings as recorded (see `folds.plan_folds`)."""
     settings = config.tuning
     exact = any(r.ddq is not None for r in recordings)
-    if not settings.active or config.plugins["source"].info.name not in settings.sources:
+    if not tuning_applies(config):
         return config, builder
     started = time.perf_counter()
     plan = plan_folds(recordings, settings.folds, settings.guard_s)
     coulomb = config.plugins["friction"].info.name == COULOMB
+    thermal, toggle = _temperature_columns(config, recordings) if coulomb else (False, False)
     regularise = config.plugins["estimator"].info.name == REGULARISED
     start = _configured(config, robot.n_joints)
-    spaces = _Spaces(config, robot, builder, recordings, plan, coulomb, start)
+    spaces = _Spaces(config, robot, builder, recordings, plan, (coulomb, thermal, toggle), start)
     log = SearchLog()
     tolerance = config.base_parameters.tolerance
     # 1. column options on the configured preprocessing; 2. every preprocessing with them;
@@ -103,6 +105,8 @@ def select_options(
     _mark_chosen(log, best, best_rmse)
     best_space = spaces.get(best_preprocessing)
     chosen_keys = _chosen_keys(best, coulomb, regularise, exact)
+    if toggle:
+        chosen_keys["friction.temperature"] = "on" if best.temperature else "off"
     selection = Selection(
         chosen_keys,
         float(best_rmse),
@@ -117,14 +121,31 @@ def select_options(
     return tuned, regressor_builder(tuned, robot)
 
 
+def tuning_applies(config: RunConfig) -> bool:
+    """Whether `select_options` tunes this run (tuning=cv and a tuned data source)."""
+    settings = config.tuning
+    return settings.active and config.plugins["source"].info.name in settings.sources
+
+
+def _temperature_columns(config: RunConfig, recordings: list[Dataset]) -> tuple[bool, bool]:
+    """(the fold factors hold the temperature columns, the term is a candidate): columns when
+    friction.temperature is on, or auto (left to the tuning by `identify/temperature.py`: then
+    a candidate), and every recording has joint temperatures."""
+    mode = getattr(config.plugins["friction"].params, "temperature", None)
+    recorded = all(r.temperature is not None for r in recordings)
+    return recorded and mode in ("auto", "on"), recorded and mode == "auto"
+
+
 class _Spaces:
     """The column space (fold factors) of each preprocessing candidate, built when first
     asked for: one preprocessing of every recording and one regressor pass each."""
 
-    def __init__(self, config, robot, builder, recordings, plan, coulomb, start) -> None:
+    def __init__(self, config, robot, builder, recordings, plan, friction, start) -> None:
         self.config, self.robot, self.builder = config, robot, builder
-        self.recordings, self.plan, self.coulomb = recordings, plan, coulomb
-        self.own = _own_columns(config, builder, coulomb, start, config.tuning)
+        self.recordings, self.plan = recordings, plan
+        # coulomb_viscous, its temperature columns in the factors, the term a candidate
+        self.coulomb, thermal, self.toggle = friction
+        self.own = _own_columns(config, builder, (self.coulomb, thermal), start, config.tuning)
         self.row_spaces = joint_row_spaces(builder)
         self.spaces: dict[tuple[float, bool], ColumnSpace] = {}
         # the samples the data checks do not trust are in no fold (`data/checks.py`)
@@ -159,6 +180,7 @@ class _Spaces:
                 self.robot.armature(),
                 self.coulomb,
                 tuple(self.builder.friction.parameter_names),
+                self.toggle,
             )
         return self.spaces[preprocessing]
 
@@ -207,6 +229,7 @@ def _configured(config: RunConfig, n: int) -> Candidate:
         tuple(float(w) for w in widths),
         float(getattr(estimator, "ridge", 0.0)),
         float(getattr(estimator, "truncate", 0.0)),
+        getattr(friction, "temperature", "off") == "on",
     )
 
 
@@ -241,11 +264,17 @@ def _fold_rows(
 
 
 def _own_columns(
-    config: RunConfig, builder: RegressorBuilder, coulomb: bool, start: Candidate, settings: Any
+    config: RunConfig,
+    builder: RegressorBuilder,
+    friction: tuple[bool, bool],
+    start: Candidate,
+    settings: Any,
 ) -> OwnColumns:
-    """Every joint's own candidate columns: friction shapes, rotor inertia, offset; and the
-    coupled motors' columns (`robot.coupled_joints`: shared by two joints' rows, always in the
-    model, with the configured friction shape and rotor-inertia option)."""
+    """Every joint's own candidate columns: friction shapes (and, `friction[1]`, their
+    temperature columns: each times T - T_ref), rotor inertia, offset; and the coupled
+    motors' columns (`robot.coupled_joints`: shared by two joints' rows, always in the model,
+    with the configured friction shape and rotor-inertia option)."""
+    coulomb, thermal = friction
     if coulomb:
         selected = config.plugins["friction"]
         dead_bands = sorted({start.dead_band, *settings.dead_bands})
@@ -256,10 +285,17 @@ def _own_columns(
         shapes += [(f"fc[tanh {w:g}]", {"tanh_width": w}) for w in widths]
         models = [selected.info.create(replace(selected.params, **p)) for _, p in shapes]
         names = ("fv", *(name for name, _ in shapes), "Ia", "offset")
+        if thermal:
+            names = (*names[:-2], *(temperature_name(name) for name in names[:-2]), "Ia", "offset")
+        reference = np.asarray(selected.params.reference_temperature, dtype=float)
 
         def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
             dq = data.dq[rows]
-            return [dq[:, :, None]] + [m.basis(dq)[:, :, 1:2] for m in models]
+            columns = [dq[:, :, None]] + [m.basis(dq)[:, :, 1:2] for m in models]
+            if thermal:
+                warmer = (data.temperature[rows] - reference)[:, :, None]
+                columns += [c * warmer for c in columns]
+            return columns
 
     else:
         names = (*builder.friction.parameter_names, "Ia", "offset")

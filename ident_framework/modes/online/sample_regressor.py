@@ -44,7 +44,14 @@ def structural_base(
 
 
 def check_streamable(builder: RegressorBuilder, friction_name: str) -> None:
-    """A friction model with an internal state (e.g. LuGre) needs the whole recording."""
+    """A friction model with an internal state (e.g. LuGre) needs the whole recording; the
+    temperature term is not streamed (with friction.temperature=auto it is off online)."""
+    if friction_terms.uses_temperature(builder.friction):
+        raise UserError(
+            "mode=online streams joint positions, velocities and torques only: the friction's "
+            "temperature term (friction.temperature=on) is not supported online. Set "
+            "friction.temperature=off or auto (auto: off online, joint temperatures ignored)."
+        )
     if friction_terms.is_sequential(builder.friction):
         raise UserError(
             f"mode=online computes each sample's regressor on its own, but the friction model "
