@@ -52,7 +52,7 @@ def test_loadtxt_path_reads_temperatures_like_the_fast_path(tmp_path: Path, monk
     path = tmp_path / "log.csv"
     write_csv_log(ds, path)
     fast = read_csv_log(path, JOINTS)
-    monkeypatch.setattr(csv_log, "read_used_columns", lambda layout, usecols: None)
+    monkeypatch.setattr(csv_log, "read_used_columns", lambda layout, usecols, rows=None: None)
     slow = read_csv_log(path, JOINTS)
     np.testing.assert_array_equal(fast.temperature, slow.temperature)
 

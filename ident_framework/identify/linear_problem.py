@@ -14,9 +14,9 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 from tqdm.auto import tqdm
 
-from ident_framework.blas_threads import one_blas_thread
 from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
+from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.interfaces import LinearProblem, StandardModel
 from ident_framework.model import friction_terms
 from ident_framework.model.base_parameters import (

@@ -67,9 +67,10 @@ from ident_framework.interfaces import (
 )
 from ident_framework.residuals import bpnn_acceptance, bpnn_files, bpnn_trust
 from ident_framework.residuals.bpnn_batches import gather, gather_flags
+from ident_framework.residuals.bpnn_feature_choice import choose_features, per_candidate
 from ident_framework.residuals.bpnn_features import raw_features
 from ident_framework.residuals.bpnn_files import PLOT_FILE
-from ident_framework.residuals.bpnn_folds import Fold, early_stopping_part, folds_for
+from ident_framework.residuals.bpnn_folds import early_stopping_part, folds_for
 from ident_framework.residuals.bpnn_params import AUTO, DEFAULT_FEATURES, BpnnParams
 from ident_framework.residuals.bpnn_torch import forward, resolve_device, torch_settings
 from ident_framework.residuals.bpnn_training import pointwise_loss, train_networks
@@ -164,13 +165,6 @@ class BpnnResidual(ResidualLearnerDefaults):
             raw = raw * self.feature_mask_[:, None, :]
         return raw
 
-    def _candidate_masks(self) -> np.ndarray:
-        """(C, f) bool: which of `feature_names_` (in the network's input layout) each
-        candidate set uses."""
-        sets = self.params.feature_candidates
-        masks = np.array([[name in c for name in self.feature_names_] for c in sets])
-        return masks if self.params.inputs == "joint" else np.tile(masks, (1, self.n_joints_))
-
     # ---------------------------------------------------------------------------------- fit
     def fit(
         self,
@@ -193,7 +187,7 @@ class BpnnResidual(ResidualLearnerDefaults):
         )
         n_candidates = len(self.params.feature_candidates) if auto else 1
         if auto:  # candidate c of joint j is "joint" j·C + c, judged on joint j's folds
-            features, target, folds = self._per_candidate(features, target, folds)
+            features, target, folds = per_candidate(self, features, target, folds)
         self.x_mean_ = features.mean(axis=1)
         x_std = features.std(axis=1)
         self.x_std_ = np.where(x_std > _STD_FLOOR, x_std, 1.0)
@@ -212,7 +206,7 @@ class BpnnResidual(ResidualLearnerDefaults):
             target, corrections, folds, p.acceptance_margin, p.acceptance
         )
         if auto:
-            self._choose_features(n_candidates)
+            choose_features(self, n_candidates)
         self.accepted_ = np.array(self.report_["accepted"], dtype=bool)
         self.training_time_s_ = time.perf_counter() - start
         self.report_.update(self._training_summary(target.shape[1], len(recordings)))
@@ -226,61 +220,6 @@ class BpnnResidual(ResidualLearnerDefaults):
             std > _STD_FLOOR, std, 1.0
         )
         return scaled.astype(np.float32)
-
-    def _per_candidate(
-        self, features: np.ndarray, target: np.ndarray, folds: list[Fold]
-    ) -> tuple[np.ndarray, np.ndarray, list[Fold]]:
-        """Each joint's data once per candidate feature set (the others' features 0): n·C
-        "joints", candidate c of joint j at j·C + c, with joint j's target and folds."""
-        masks = self._candidate_masks()  # (C, f)
-        n, n_samples, f = features.shape
-        c = len(masks)
-        expanded = (features[:, None] * masks[None, :, None, :]).reshape(n * c, n_samples, f)
-        folds = [
-            Fold(np.repeat(fold.fit, c, axis=0), np.repeat(fold.held_out, c, axis=0), fold.kind)
-            for fold in folds
-        ]
-        self.n_joints_ = n * c
-        return expanded, np.repeat(target, c, axis=0), folds
-
-    def _choose_features(self, n_candidates: int) -> None:
-        """Keep, per joint, the candidate set whose worst fold lowered the held-out RMSE most
-        (ties: the earlier candidate); drop the other candidates' networks and figures."""
-        c = n_candidates
-        n = self.n_joints_ // c
-        report = self.report_
-        worst = np.array(
-            [-np.inf if w is None else w for w in report["worst_fold_reduction_percent"]]
-        ).reshape(n, c)
-        choice = np.argmax(worst, axis=1)
-        rows = np.arange(n) * c + choice  # the kept "joints"
-        for name in ("x_mean_", "x_std_", "y_mean_", "y_std_", "fold_min_", "fold_max_",
-                     "x_min_", "x_max_", "support_"):  # fmt: skip
-            setattr(self, name, getattr(self, name)[rows])
-        per_network = self.n_folds_ * self.n_members_
-        kept = (rows[:, None] * per_network + np.arange(per_network)).ravel()
-        self._state = {name: t[kept].contiguous() for name, t in self._state.items()}
-        self.best_epoch_ = [self.best_epoch_[k] for k in kept]
-        for name in ("train_loss_per_joint", "val_loss_per_joint"):
-            self.history_[name] = [
-                None if v is None else [v[r] for r in rows] for v in self.history_[name]
-            ]
-        for name, value in report.items():
-            if name == "held_out_reduction_percent_per_fold":
-                continue
-            if isinstance(value, list) and len(value) == n * c:
-                report[name] = [value[r] for r in rows]
-        report["held_out_reduction_percent_per_fold"] = [
-            [fold[r] for r in rows] for fold in report["held_out_reduction_percent_per_fold"]
-        ]
-        sets = self.params.feature_candidates
-        report["feature_candidates"] = [list(s) for s in sets]
-        report["candidate_worst_fold_reduction_percent"] = [
-            [None if not np.isfinite(v) else float(v) for v in row] for row in worst
-        ]
-        report["features_per_joint"] = [list(sets[k]) for k in choice]
-        self.feature_mask_ = self._candidate_masks()[choice]
-        self.n_joints_ = n
 
     def _checked_data(
         self, recordings: list[ResidualInputs], residuals: list[np.ndarray]

@@ -100,26 +100,7 @@ class BpnnParams:
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
 
         require_torch()  # before any job runs: the learner cannot train or load without it
-        if self.features != AUTO:
-            self.features = check_features(
-                list(self.features) if not isinstance(self.features, str) else self.features
-            )
-        candidates = self.feature_candidates
-        if isinstance(candidates, str) or not isinstance(candidates, list | tuple | ListConfig):
-            candidates = None
-        if not candidates:
-            raise ValueError(
-                "feature_candidates must be a non-empty list of feature lists, got "
-                f"{self.feature_candidates!r}"
-            )
-        try:
-            self.feature_candidates = [
-                check_features(c if isinstance(c, str) else list(c)) for c in candidates
-            ]
-        except ValueError as error:
-            raise ValueError(f"feature_candidates: {error}") from None
-        if len({tuple(c) for c in self.feature_candidates}) != len(self.feature_candidates):
-            raise ValueError(f"feature_candidates lists a set twice: {self.feature_candidates}")
+        self._check_feature_sets()
         if self.inputs not in ("joint", "full"):
             raise ValueError(f"inputs must be 'joint' or 'full', got {self.inputs!r}")
         for name in ("hidden_width", "hidden_layers", "ensemble_size", "epochs", "batch_size"):
@@ -164,3 +145,26 @@ class BpnnParams:
         if not number("huber_delta_nm") > 0.0:
             raise ValueError(f"huber_delta_nm must be > 0, got {self.huber_delta_nm}")
         flag("progress")
+
+    def _check_feature_sets(self) -> None:
+        """`features` (a list or "auto") and `feature_candidates` (distinct lists), checked."""
+        if self.features != AUTO:
+            self.features = check_features(
+                list(self.features) if not isinstance(self.features, str) else self.features
+            )
+        candidates = self.feature_candidates
+        if isinstance(candidates, str) or not isinstance(candidates, list | tuple | ListConfig):
+            candidates = None
+        if not candidates:
+            raise ValueError(
+                "feature_candidates must be a non-empty list of feature lists, got "
+                f"{self.feature_candidates!r}"
+            )
+        try:
+            self.feature_candidates = [
+                check_features(c if isinstance(c, str) else list(c)) for c in candidates
+            ]
+        except ValueError as error:
+            raise ValueError(f"feature_candidates: {error}") from None
+        if len({tuple(c) for c in self.feature_candidates}) != len(self.feature_candidates):
+            raise ValueError(f"feature_candidates lists a set twice: {self.feature_candidates}")

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ident_framework.blas_threads import one_blas_thread
 from ident_framework.data.dataset import Dataset
+from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.model.base_parameters import TriangularAccumulator
 from ident_framework.model.regressor import RegressorBuilder
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from ident_framework.blas_threads import one_blas_thread
+from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.identify.regularization import spectral_solve
 from ident_framework.identify.tuning.block_factors import FoldFactors
 from ident_framework.model.base_parameters import BaseParameters

@@ -1,0 +1,77 @@
+"""`residual.features: auto` for the bpnn learner: every candidate feature set trained in one
+batch as extra "joints" on the same folds, then per joint the set whose worst held-out fold
+improved most kept (the other candidates' networks and figures dropped). Functions of the
+learner (`bpnn.BpnnResidual`), whose fitted state they read and reshape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ident_framework.residuals.bpnn_folds import Fold
+
+
+def candidate_masks(learner: Any) -> np.ndarray:
+    """(C, f) bool: which of `feature_names_` (in the network's input layout) each
+    candidate set uses."""
+    sets = learner.params.feature_candidates
+    masks = np.array([[name in c for name in learner.feature_names_] for c in sets])
+    return masks if learner.params.inputs == "joint" else np.tile(masks, (1, learner.n_joints_))
+
+
+def per_candidate(
+    learner: Any, features: np.ndarray, target: np.ndarray, folds: list[Fold]
+) -> tuple[np.ndarray, np.ndarray, list[Fold]]:
+    """Each joint's data once per candidate feature set (the others' features 0): n·C
+    "joints", candidate c of joint j at j·C + c, with joint j's target and folds."""
+    masks = candidate_masks(learner)  # (C, f)
+    n, n_samples, f = features.shape
+    c = len(masks)
+    expanded = (features[:, None] * masks[None, :, None, :]).reshape(n * c, n_samples, f)
+    folds = [
+        Fold(np.repeat(fold.fit, c, axis=0), np.repeat(fold.held_out, c, axis=0), fold.kind)
+        for fold in folds
+    ]
+    learner.n_joints_ = n * c
+    return expanded, np.repeat(target, c, axis=0), folds
+
+
+def choose_features(learner: Any, n_candidates: int) -> None:
+    """Keep, per joint, the candidate set whose worst fold lowered the held-out RMSE most
+    (ties: the earlier candidate); drop the other candidates' networks and figures."""
+    c = n_candidates
+    n = learner.n_joints_ // c
+    report = learner.report_
+    worst = np.array(
+        [-np.inf if w is None else w for w in report["worst_fold_reduction_percent"]]
+    ).reshape(n, c)
+    choice = np.argmax(worst, axis=1)
+    rows = np.arange(n) * c + choice  # the kept "joints"
+    for name in ("x_mean_", "x_std_", "y_mean_", "y_std_", "fold_min_", "fold_max_",
+                 "x_min_", "x_max_", "support_"):  # fmt: skip
+        setattr(learner, name, getattr(learner, name)[rows])
+    per_network = learner.n_folds_ * learner.n_members_
+    kept = (rows[:, None] * per_network + np.arange(per_network)).ravel()
+    learner._state = {name: t[kept].contiguous() for name, t in learner._state.items()}
+    learner.best_epoch_ = [learner.best_epoch_[k] for k in kept]
+    for name in ("train_loss_per_joint", "val_loss_per_joint"):
+        learner.history_[name] = [
+            None if v is None else [v[r] for r in rows] for v in learner.history_[name]
+        ]
+    for name, value in report.items():
+        if name == "held_out_reduction_percent_per_fold":
+            continue
+        if isinstance(value, list) and len(value) == n * c:
+            report[name] = [value[r] for r in rows]
+    report["held_out_reduction_percent_per_fold"] = [
+        [fold[r] for r in rows] for fold in report["held_out_reduction_percent_per_fold"]
+    ]
+    sets = learner.params.feature_candidates
+    report["feature_candidates"] = [list(s) for s in sets]
+    report["candidate_worst_fold_reduction_percent"] = [
+        [None if not np.isfinite(v) else float(v) for v in row] for row in worst
+    ]
+    report["features_per_joint"] = [list(sets[k]) for k in choice]
+    learner.feature_mask_ = candidate_masks(learner)[choice]
+    learner.n_joints_ = n
