@@ -11,13 +11,12 @@ rounded to 0.01 °C. fv and fc are then the friction at T_ref, the twin is writt
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
-from ident_framework.config.run_config import RunConfig, SelectedPlugin
+from ident_framework.config.run_config import RunConfig
 from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
+from ident_framework.identify.tuning.selection import apply_chosen
 
 
 def temperature_mode(config: RunConfig) -> str | None:
@@ -28,10 +27,8 @@ def temperature_mode(config: RunConfig) -> str | None:
 
 def with_temperature(config: RunConfig, mode: str, reference: list[float] | None) -> RunConfig:
     """`config` with friction.temperature = mode and friction.reference_temperature set."""
-    selected = config.plugins["friction"]
-    params = replace(selected.params, temperature=mode, reference_temperature=reference)
-    return replace(
-        config, plugins={**config.plugins, "friction": SelectedPlugin(selected.info, params)}
+    return apply_chosen(
+        config, {"friction.temperature": mode, "friction.reference_temperature": reference}
     )
 
 
