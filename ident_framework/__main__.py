@@ -14,7 +14,8 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from ident_framework.config.preflight import CONFIG_MODULE, CONFIG_NAME, check_command_line
+from ident_framework.config import single_run
+from ident_framework.config.preflight import CONFIG_MODULE, CONFIG_NAME, prepare_command_line
 from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.errors import RehearsalFailed, UserError
 from ident_framework.reports.sweep import LAST_SWEEP, report_unfinished_sweep
@@ -59,9 +60,12 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     register_plugin_search_path()
     try:
-        check_command_line(argv)
+        _, single = prepare_command_line(argv, run_job)
     except UserError as error:
         fail(error)
+    if single is not None:  # one job: composed once above, run as Hydra runs it
+        single_run.run(single, run_job.__wrapped__)
+        return
     sys.argv = [sys.argv[0], *argv]
     try:
         run_job()

@@ -9,6 +9,8 @@ against the plugins' schemas; any problem becomes a `UserError` (exit code 2).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from hydra import compose, initialize_config_module
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
@@ -23,6 +25,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 from ident_framework.config.keys import unknown_key_message
 from ident_framework.config.registry import PluginRegistry, get_registry
 from ident_framework.config.run_config import RunConfig, validate_config
+from ident_framework.config.single_run import SingleRun, compose_run, hydra_for, is_plain_run
 from ident_framework.errors import UserError
 
 CONFIG_MODULE = "ident_framework.conf"
@@ -65,18 +68,37 @@ def _is_job_override(override: str) -> bool:
 
 def check_command_line(argv: list[str]) -> list[RunConfig]:
     """Validated configs of every job the command line would run (none for --help etc.)."""
+    return prepare_command_line(argv)[0]
+
+
+def prepare_command_line(
+    argv: list[str], task_function: Callable[..., Any] | None = None
+) -> tuple[list[RunConfig], SingleRun | None]:
+    """(validated configs of every job, the composed run of a plain one-job command line).
+    With `task_function` (the `@hydra.main` function of the command) a plain run is composed
+    once, as `@hydra.main` would, for `single_run.run` (`single_run.py`); otherwise (and for
+    sweeps) the second item is None and the command goes through `@hydra.main`."""
     args = get_args_parser().parse_args(argv)
     if any(getattr(args, flag, None) for flag in _INFO_FLAGS):
-        return []
+        return [], None
     registry = get_registry()
     GlobalHydra.instance().clear()
+    ready = False  # a composed single run keeps its Hydra object (the global one) for the run
     try:
+        if task_function is not None and is_plain_run(args):
+            single = SingleRun(hydra_for(task_function, CONFIG_MODULE), CONFIG_NAME, args.overrides)
+            single.config = _compose_job(
+                list(args.overrides), registry, lambda o: compose_run(single, o)
+            )
+            configs = [validate_config(single.job_config(), registry)]
+            ready = True
+            return configs, single
         with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
             configs = []
             for job in _job_overrides(list(args.overrides), bool(args.multirun)):
-                cfg = _compose_job([o for o in job if _is_job_override(o)], registry)
+                cfg = _compose_job([o for o in job if _is_job_override(o)], registry, _compose)
                 configs.append(validate_config(cfg, registry))
-            return configs
+            return configs, None
     except MissingConfigException as error:
         raise UserError(_unknown_option_message(error)) from None
     except (HydraException, OmegaConfBaseException) as error:
@@ -85,7 +107,12 @@ def check_command_line(argv: list[str]) -> list[RunConfig]:
             "Run `python -m ident_framework --help` to list the config groups and options."
         ) from None
     finally:
-        GlobalHydra.instance().clear()
+        if not ready:
+            GlobalHydra.instance().clear()
+
+
+def _compose(overrides: list[str]) -> DictConfig:
+    return compose(CONFIG_NAME, overrides=overrides)
 
 
 def _unknown_key(error: ConfigCompositionException, overrides: list[str]) -> str | None:
@@ -98,20 +125,22 @@ def _unknown_key(error: ConfigCompositionException, overrides: list[str]) -> str
     return next((o for o in overrides if o.split("=", 1)[0] == match.group(1)), None)
 
 
-def _compose_job(overrides: list[str], registry: PluginRegistry) -> DictConfig:
+def _compose_job(
+    overrides: list[str], registry: PluginRegistry, compose_job: Callable[[list[str]], DictConfig]
+) -> DictConfig:
     """The job's composed config. An override of a key that does not exist gets, instead of
     Hydra's advice to add it with +, the valid keys of its section and the closest one: the
     config is composed again without it (and any further unknown one) to know them."""
     remaining, unknown = list(overrides), []
     while True:
         try:
-            cfg = compose(CONFIG_NAME, overrides=remaining)
+            cfg = compose_job(remaining)
         except ConfigCompositionException as error:
             override = _unknown_key(error, remaining)
             if override is None:
                 if not unknown:
                     raise
-                cfg = compose(CONFIG_NAME, overrides=[o for o in remaining if "." not in o])
+                cfg = compose_job([o for o in remaining if "." not in o])
                 break
             unknown.append(override)
             remaining.remove(override)
