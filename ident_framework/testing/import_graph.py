@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "hookspecs",
         "interfaces",
         "extension_points",
+        "parallel_work",
     ),  # fmt: skip
     ("model",),  # robot model, regressor, base parameters, friction terms, physical consistency
     ("data",),  # dataset, CSV logs, preprocessing

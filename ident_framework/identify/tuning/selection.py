@@ -20,7 +20,12 @@ from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.identify.linear_problem import joint_row_spaces, recording_friction
 from ident_framework.identify.regressor_setup import regressor_builder
-from ident_framework.identify.tuning.block_factors import FoldRows, OwnColumns, fold_factors
+from ident_framework.identify.tuning.block_factors import (
+    FoldFactors,
+    FoldRows,
+    OwnColumns,
+    fold_factors,
+)
 from ident_framework.identify.tuning.folds import FoldPlan, plan_folds
 from ident_framework.identify.tuning.search import (
     Candidate,
@@ -33,6 +38,7 @@ from ident_framework.identify.tuning.search import (
 )
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
+from ident_framework.parallel_work import forked_map
 
 COULOMB = "coulomb_viscous"  # the friction plugin whose shapes are candidates
 REGULARISED = "ls"  # the estimator whose ridge / truncation are candidates
@@ -89,6 +95,7 @@ def select_options(
     # 1. column options on the configured preprocessing; 2. every preprocessing with them;
     # 3. the column options again on the preprocessing that won, if another did
     candidates = _preprocessing_candidates(config, recordings, exact)
+    spaces.build(candidates)
     best, best_rmse = search_columns(
         spaces.get(candidates[0]), start, settings, tolerance, regularise, log
     )
@@ -155,34 +162,53 @@ class _Spaces:
             for r in recordings
         ]
 
+    def build(self, candidates: list[tuple[float, bool]]) -> None:
+        """The spaces of every preprocessing candidate not built yet, side by side on forked
+        workers (`parallel_work.py`)."""
+        missing = [c for c in candidates if c not in self.spaces]
+        for preprocessing, parts in zip(missing, forked_map(self._factors, missing), strict=True):
+            self.spaces[preprocessing] = self._space(parts)
+
     def get(self, preprocessing: tuple[float, bool]) -> ColumnSpace:
         if preprocessing not in self.spaces:
-            params = replace(
-                self.config.preprocessing,
-                lowpass_hz=preprocessing[0],
-                use_measured_velocity=preprocessing[1],
-            )
-            rows = [
-                _fold_rows(r, params, self.plan, i, trusted)
-                for i, (r, trusted) in enumerate(zip(self.recordings, self.trusted, strict=True))
-            ]
-            factors = fold_factors(
-                self.builder,
-                rows,
-                self.plan.n_folds,
-                self.own,
-                self.row_spaces,
-                self.config.tuning.max_samples,
-            )
-            self.spaces[preprocessing] = ColumnSpace(
-                factors,
-                self.robot.inertial_parameters(),
-                self.robot.armature(),
-                self.coulomb,
-                tuple(self.builder.friction.parameter_names),
-                self.toggle,
-            )
+            self.spaces[preprocessing] = self._space(self._factors(preprocessing))
         return self.spaces[preprocessing]
+
+    def _factors(
+        self, preprocessing: tuple[float, bool]
+    ) -> tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray]:
+        """(merged, per_joint, counts) of the fold factors of one preprocessing (arrays only:
+        what a worker sends back)."""
+        params = replace(
+            self.config.preprocessing,
+            lowpass_hz=preprocessing[0],
+            use_measured_velocity=preprocessing[1],
+        )
+        rows = [
+            _fold_rows(r, params, self.plan, i, trusted)
+            for i, (r, trusted) in enumerate(zip(self.recordings, self.trusted, strict=True))
+        ]
+        factors = fold_factors(
+            self.builder,
+            rows,
+            self.plan.n_folds,
+            self.own,
+            self.row_spaces,
+            self.config.tuning.max_samples,
+        )
+        return factors.merged, factors.per_joint, factors.counts
+
+    def _space(
+        self, parts: tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray]
+    ) -> ColumnSpace:
+        return ColumnSpace(
+            FoldFactors(*parts, self.robot.n_joints, self.own),
+            self.robot.inertial_parameters(),
+            self.robot.armature(),
+            self.coulomb,
+            tuple(self.builder.friction.parameter_names),
+            self.toggle,
+        )
 
 
 def _mark_chosen(log: SearchLog, best: Candidate, best_rmse: float) -> None:

@@ -1,0 +1,82 @@
+"""How many cores to use, and independent CPU-bound tasks on forked worker processes.
+
+`worker_limit` caps every parallel part (forked workers here, the regressor's threads in
+`model/sample_threads.py`). `forked_map` runs tasks on forked processes, results sent back by
+pickle.
+
+The tuning builds one column space per preprocessing candidate (filters, Pinocchio's
+per-sample regressor, small QR factorisations: about 0.2 s each for 10⁵ samples), ten of
+them by default, independent of one another. Threads do not help there: the work is many
+short compiled calls between Python lines, and the threads spend their time waiting for the
+interpreter lock (measured: slower on two threads than on one). Forked processes inherit the
+data without copying it and return only the small factors.
+
+Serial where forking is not possible or not wise: one usable core, a single task, no `fork`
+start method (not Linux), inside a daemonic process (which may not have children), or when
+IDENT_FRAMEWORK_WORKERS=1 (the environment variable caps the worker count).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+MAX_WORKERS = 8
+
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+_work: Callable[[Any], Any] | None = None  # the task of the current map (inherited by fork)
+_in_worker = False  # True in a forked worker: everything there runs on one core
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def worker_limit() -> int:
+    """Processes or threads to use at most: the usable cores, capped by
+    IDENT_FRAMEWORK_WORKERS when it is set to a positive integer (1 inside a forked worker:
+    the workers share the cores already)."""
+    if _in_worker:
+        return 1
+    cap = os.environ.get("IDENT_FRAMEWORK_WORKERS", "")
+    limit = int(cap) if cap.isdigit() and int(cap) > 0 else MAX_WORKERS
+    return max(1, min(limit, usable_cores()))
+
+
+def worker_count(tasks: int) -> int:
+    """Workers `forked_map` uses for `tasks` tasks (1: it runs them in this process)."""
+    count = min(worker_limit(), tasks)
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    if multiprocessing.current_process().daemon or _work is not None:  # no nested pools
+        return 1
+    return max(1, count)
+
+
+def _call(item: Any) -> Any:
+    global _in_worker
+    _in_worker = True
+    assert _work is not None
+    return _work(item)
+
+
+def forked_map(work: Callable[[_Item], _Result], items: Sequence[_Item]) -> list[_Result]:
+    """[work(item) for item in items], on forked workers when that helps; the first error
+    of a task is raised here. `work` may be a closure: the workers inherit it by fork."""
+    workers = worker_count(len(items))
+    if workers == 1:
+        return [work(item) for item in items]
+    global _work
+    _work = work
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return pool.map(_call, items, chunksize=1)
+    finally:
+        _work = None
