@@ -120,3 +120,46 @@ def test_optuna_sweep_minimises_the_selection_objective(cli, logs, tmp_path):
         for i in range(2)
     ]
     assert best == pytest.approx(min(objectives), rel=1e-12)
+
+
+def test_tuning_on_forked_workers_chooses_and_predicts_as_one_process(
+    cli, logs, tmp_path, monkeypatch
+):
+    """The candidates' column spaces are built on forked workers (parallel_work.py); with one
+    process the table, the choice and the predictions are the same to the last digit."""
+    forked, alone = tmp_path / "forked", tmp_path / "alone"
+    assert cli(*_data_args(logs), *FAST, f"hydra.run.dir={forked}").returncode == 0
+    monkeypatch.setenv("IDENT_FRAMEWORK_WORKERS", "1")
+    assert cli(*_data_args(logs), *FAST, f"hydra.run.dir={alone}").returncode == 0
+    for name in ("tuning.csv", "predictions_validation.csv"):
+        assert (forked / name).read_bytes() == (alone / name).read_bytes(), name
+    timing = ("seconds", "_s:")
+    lines = [
+        [line for line in (run / "parameters.yaml").read_text().splitlines()
+         if not any(word in line for word in timing)]
+        for run in (forked, alone)
+    ]  # fmt: skip
+    assert lines[0] == lines[1]
+
+
+def test_one_job_composed_once_writes_the_run_directory_hydra_main_writes(cli, logs, tmp_path):
+    """A plain command line is composed once and run through Hydra's run_job
+    (config/single_run.py); `hydra.mode=RUN` sends it through @hydra.main: the same files."""
+    once, main = tmp_path / "once", tmp_path / "main"
+    args = [*_data_args(logs), "tuning=none", "plots=false"]
+    assert cli(*args, f"hydra.run.dir={once}").returncode == 0
+    assert cli(*args, f"hydra.run.dir={main}", "hydra.mode=RUN").returncode == 0
+
+    def files(run: Path) -> list[str]:
+        return sorted(str(p.relative_to(run)) for p in run.rglob("*"))
+
+    assert files(once) == files(main)
+    for name in ("config.yaml", "overrides.yaml"):
+        assert (once / ".hydra" / name).read_text() == (main / ".hydra" / name).read_text()
+    hydra = [yaml.safe_load((run / ".hydra" / "hydra.yaml").read_text()) for run in (once, main)]
+    for composed, run in zip(hydra, (once, main), strict=True):
+        assert composed["hydra"]["run"]["dir"] == str(run)
+        composed["hydra"]["run"]["dir"] = composed["hydra"]["runtime"]["output_dir"] = None
+        composed["hydra"]["overrides"]["hydra"].remove(f"hydra.run.dir={run}")
+    assert hydra[0] == hydra[1]
+    assert (once / "config.yaml").read_text() == (main / "config.yaml").read_text()
