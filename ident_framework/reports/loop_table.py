@@ -7,9 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from ident_framework.plain_data import to_plain
+from ident_framework.plain_data import to_plain, yaml_text
 from ident_framework.reports import run_files
 from ident_framework.reports.tables import format_cell, markdown_table
 
@@ -74,7 +72,7 @@ def write_loop_outputs(
         {"iteration": record["iteration"], "seed": record["seed"], **to_plain(e.describe())}
         for record, e in zip(loop["iterations"], excitations, strict=True)
     ]
-    (folder / run_files.LOOP_TRAJECTORIES).write_text(yaml.safe_dump(rounds, sort_keys=False))
+    (folder / run_files.LOOP_TRAJECTORIES).write_text(yaml_text(rounds))
     if result.config.plots:
         (folder / run_files.PLOTS).mkdir(exist_ok=True)
         plot_loop_r2(folder / run_files.PLOTS / run_files.LOOP_R2_PLOT, loop)

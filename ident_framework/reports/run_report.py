@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from ident_framework.config.registry import get_registry
 from ident_framework.data.dataset import Dataset
 from ident_framework.identify.result import IdentificationResult
 from ident_framework.model.robot import RobotModel
-from ident_framework.plain_data import to_plain
+from ident_framework.plain_data import to_plain, yaml_text
 from ident_framework.reports import run_files
 from ident_framework.reports.parameters import parameters_document
 from ident_framework.reports.plots import write_plots, write_prediction_plots
@@ -72,9 +71,7 @@ def write_run_directory(
     if selection is not None:
         metrics = {**metrics, "tuning": tuning_section(selection)}
     (staging / run_files.METRICS).write_text(json.dumps(to_plain(metrics), indent=2))
-    (staging / run_files.PARAMETERS).write_text(
-        yaml.safe_dump(parameters_document(result), sort_keys=False)
-    )
+    (staging / run_files.PARAMETERS).write_text(yaml_text(parameters_document(result)))
     validation = result.predictions["validation"]
     write_torque_table(
         staging / run_files.PREDICTIONS_VALIDATION,
@@ -83,9 +80,7 @@ def write_run_directory(
         validation.final,
     )
     write_tuning_table(staging, selection)
-    (staging / run_files.PLUGINS).write_text(
-        yaml.safe_dump({"installed": installed_plugins()}, sort_keys=False)
-    )
+    (staging / run_files.PLUGINS).write_text(yaml_text({"installed": installed_plugins()}))
     (staging / run_files.CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
     (staging / run_files.SUMMARY).write_text("\n".join(summary_lines(result, twin_prefix)) + "\n")
     if result.data.excitation is not None:
@@ -93,7 +88,7 @@ def write_run_directory(
         description["cond_base_regressor_recorded"] = result.diagnostics.cond
         if "loop" in result.metrics:  # the last round's excitation; cond is of every round's
             description["closed_loop_round"] = len(result.metrics["loop"]["iterations"])
-        (staging / run_files.TRAJECTORY).write_text(yaml.safe_dump(description, sort_keys=False))
+        (staging / run_files.TRAJECTORY).write_text(yaml_text(description))
     if plots:
         write_plots(staging / run_files.PLOTS, result)
     if model.residual is not None:
