@@ -57,9 +57,11 @@ class SimulationParams:
     `default_gains`); torque_noise_std: Gaussian torque noise std in Nm, one value or one per
     joint; encoder_resolution: position quantisation step in rad (0: none);
     record_acceleration: also record MuJoCo's exact qacc as `ddq`;
-    unmodelled: an extra joint friction the Coulomb-viscous model lacks (`UNMODELLED_EFFECTS`),
-    applied as a generalised force each step, of size `unmodelled_scale` (see
-    `unmodelled_friction`).
+    unmodelled: an extra joint torque the rigid-body + Coulomb-viscous model lacks
+    (`UNMODELLED_EFFECTS`), applied as a generalised force each step, of size
+    `unmodelled_scale` (see `unmodelled_friction`, `cogging_torque`); cogging_periods (cycles
+    per joint revolution, whole numbers) and cogging_phase_rad (rad): the cogging term's
+    harmonic and phase, one value or one per joint.
     temperature_c: a thermal model, [T_start, T_end] °C: every joint's temperature runs
     linearly from T_start to T_end over the recording and is recorded (`Dataset.temperature`,
     RTDE's `joint_temperatures`); null: no temperatures. friction_temperature_coefficient k
@@ -77,6 +79,8 @@ class SimulationParams:
     record_acceleration: bool = False
     unmodelled: str = "none"
     unmodelled_scale: float = 1.0
+    cogging_periods: int | list[int] = 2
+    cogging_phase_rad: float | list[float] = 0.0
     temperature_c: list[float] | None = None
     friction_temperature_coefficient: float = 0.0
     friction_reference_c: float = 25.0
@@ -102,6 +106,7 @@ class SimulationParams:
             )
         if not (math.isfinite(self.unmodelled_scale) and self.unmodelled_scale >= 0):
             raise ValueError(f"unmodelled_scale must be >= 0, got {self.unmodelled_scale}")
+        self._check_cogging()
         for name in ("kp", "kd"):
             value = getattr(self, name)
             if value is not None:
@@ -118,8 +123,35 @@ class SimulationParams:
         if not (math.isfinite(self.encoder_resolution) and self.encoder_resolution >= 0):
             raise ValueError(f"encoder_resolution must be >= 0 rad, got {self.encoder_resolution}")
 
+    def _check_cogging(self) -> None:
+        """cogging_periods: whole numbers 1..MAX_COGGING_PERIODS; cogging_phase_rad: finite."""
+        periods = np.asarray(self.cogging_periods, dtype=float)
+        if (
+            periods.ndim > 1
+            or periods.size == 0
+            or not np.all(np.isfinite(periods))
+            or np.any(periods != np.round(periods))
+            or np.any((periods < 1) | (periods > MAX_COGGING_PERIODS))
+        ):
+            raise ValueError(
+                "cogging_periods must be a whole number of cycles per joint revolution, 1.."
+                f"{MAX_COGGING_PERIODS}, one for all joints or one per joint, got "
+                f"{self.cogging_periods!r} (the joint-side ripple is periodic in the joint angle; "
+                "motor-side cogging at poles x gear ratio per revolution is not simulated)"
+            )
+        self.cogging_periods = int(periods) if periods.ndim == 0 else [int(v) for v in periods]
+        phase = np.asarray(self.cogging_phase_rad, dtype=float)
+        if phase.ndim > 1 or phase.size == 0 or not np.all(np.isfinite(phase)):
+            raise ValueError(
+                "cogging_phase_rad must be a phase in rad, one for all joints or one per joint, "
+                f"got {self.cogging_phase_rad!r}"
+            )
+        self.cogging_phase_rad = float(phase) if phase.ndim == 0 else [float(v) for v in phase]
 
-UNMODELLED_EFFECTS = ("none", "stribeck", "position")
+
+UNMODELLED_EFFECTS = ("none", "stribeck", "position", "cogging")
+COGGING_FRACTION = 0.01  # cogging amplitude per unit unmodelled_scale, of the joint's effort limit
+MAX_COGGING_PERIODS = 12  # cycles per joint revolution: a low-harmonic, joint-side ripple
 STRIBECK_VELOCITY = 0.05  # rad/s, width of the extra static friction
 _SIGN_SMOOTHING = 0.002  # rad/s, tanh width standing in for sign(dq)
 
@@ -139,6 +171,46 @@ def unmodelled_friction(
     if kind == "position":
         return scale * 0.3 * coulomb * 0.5 * (1.0 + np.sin(2.0 * q)) * sign
     return np.zeros_like(dq)
+
+
+def cogging_torque(
+    amplitude: np.ndarray, periods: np.ndarray, phase: np.ndarray, q: np.ndarray
+) -> np.ndarray:
+    """Position-periodic, velocity-independent joint torque (Nm) the motor must supply on top
+    of the rigid-body and friction torque: amplitude_j · sin(periods_j · q_j + phase_j), q in
+    rad (joint side), amplitude in Nm, periods in cycles per joint revolution."""
+    return amplitude * np.sin(periods * q + phase)
+
+
+def cogging_amplitude(scale: float, effort: np.ndarray) -> np.ndarray:
+    """(n,) cogging amplitude in Nm: scale × COGGING_FRACTION × each joint's effort limit (Nm);
+    UserError when a joint has no finite effort limit to size it by."""
+    effort = np.asarray(effort, dtype=float)
+    if not np.all(np.isfinite(effort) & (effort > 0)):
+        raise UserError(
+            "source.unmodelled=cogging sizes the ripple by each joint's effort limit, but the "
+            f"robot's effort limits are {effort.tolist()} Nm. Give the robot finite effort "
+            "limits (URDF <limit effort=...>, MJCF actuatorfrcrange), or choose another "
+            "source.unmodelled effect."
+        )
+    return scale * COGGING_FRACTION * effort
+
+
+def unmodelled_torque(
+    params: SimulationParams, effort: np.ndarray, coulomb: np.ndarray
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """The unmodelled torque (Nm) the motors must supply, as a function of (q rad, dq rad/s),
+    per `params.unmodelled`; None when there is none."""
+    if params.unmodelled == "none" or params.unmodelled_scale == 0:
+        return None
+    if params.unmodelled == "cogging":
+        n = len(effort)
+        amplitude = cogging_amplitude(params.unmodelled_scale, effort)
+        periods = _per_joint(params.cogging_periods, n, "cogging_periods")
+        phase = _per_joint(params.cogging_phase_rad, n, "cogging_phase_rad")
+        return lambda q, dq: cogging_torque(amplitude, periods, phase, q)
+    kind, scale = params.unmodelled, params.unmodelled_scale
+    return lambda q, dq: unmodelled_friction(kind, scale, coulomb, q, dq)
 
 
 def check_rates(sim_rate_hz: float, record_rate_hz: float) -> int:
@@ -299,9 +371,10 @@ def simulate(
         plugin_torque = friction.stepper(dt)
         coulomb = friction.physical.get("fc", coulomb)
     thermal = ThermalFriction.of(model, true_robot, params, time[::ratio][:n_rows])
+    extra = unmodelled_torque(params, true_robot.limits.effort, coulomb)
     q, dq, tau, ddq = _run_steps(
-        model, data, base, kp, kd, (n_rows, ratio, n_steps), params, plugin_torque, coulomb,
-        progress, thermal,
+        model, data, base, kp, kd, (n_rows, ratio, n_steps), plugin_torque, extra, progress,
+        thermal,
     )  # fmt: skip
     if data.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number or not np.all(np.isfinite(tau)):
         raise UserError(
@@ -325,21 +398,20 @@ def _run_steps(
     kp: np.ndarray,
     kd: np.ndarray,
     counts: tuple[int, int, int],
-    params: SimulationParams,
     plugin_torque: Callable[[np.ndarray], np.ndarray] | None,
-    coulomb: np.ndarray,
+    extra: Callable[[np.ndarray, np.ndarray], np.ndarray] | None,
     progress: bool,
     thermal: ThermalFriction | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Step the PD-controlled simulation: ctrl_k = base_k - kp q_k - kd dq_k, the plugin's
-    friction torque and the unmodelled friction applied each step. counts: (recorded rows,
+    friction torque and the unmodelled torque `extra(q, dq)` (Nm the motors must supply)
+    applied each step. counts: (recorded rows,
     sim steps per row, sim steps). Returns per recorded row (q, dq) at the start of its step,
     the actuator torque and qacc of that step."""
     n_rows, ratio, n_steps = counts
     n = len(kp)
     qpos, qvel, ctrl = data.qpos, data.qvel, data.ctrl  # views, updated in place by mj_step
     qfrc, qacc = data.qfrc_actuator, data.qacc
-    extra = params.unmodelled != "none" and params.unmodelled_scale > 0
     kp_q, kd_dq = np.empty(n), np.empty(n)
 
     q = np.empty((n_rows, n))
@@ -365,12 +437,10 @@ def _run_steps(
                     np.multiply(kd, qvel, out=kd_dq)
                     np.subtract(base[k], kp_q, out=ctrl)
                     ctrl -= kd_dq
-                    if plugin_torque is not None or extra:
+                    if plugin_torque is not None or extra is not None:
                         applied = 0.0 if plugin_torque is None else -plugin_torque(qvel)
-                        if extra:
-                            applied = applied - unmodelled_friction(
-                                params.unmodelled, params.unmodelled_scale, coulomb, qpos, qvel
-                            )
+                        if extra is not None:
+                            applied = applied - extra(qpos, qvel)
                         data.qfrc_applied[:] = applied
                     step(model, data)
                     if k == k0:
@@ -378,6 +448,20 @@ def _run_steps(
                         ddq[row] = qacc
             bar.update(min(n_steps, stop * ratio) - min(n_steps, start * ratio))
     return q, dq, tau, ddq
+
+
+def unmodelled_metadata(params: SimulationParams, effort: np.ndarray) -> dict:
+    """metadata["unmodelled"]: the planted effect, its scale, and for cogging the amplitude
+    (Nm), periods per revolution and phase (rad) per joint."""
+    out = {"kind": params.unmodelled, "scale": float(params.unmodelled_scale)}
+    if params.unmodelled == "cogging":
+        n = len(effort)
+        out.update(
+            amplitude_nm=cogging_amplitude(params.unmodelled_scale, effort).tolist(),
+            periods=_per_joint(params.cogging_periods, n, "cogging_periods").tolist(),
+            phase_rad=_per_joint(params.cogging_phase_rad, n, "cogging_phase_rad").tolist(),
+        )
+    return out
 
 
 def _recording(
@@ -431,7 +515,7 @@ def _recording(
         "tracking_error_max_rad": np.max(np.abs(error), axis=0).tolist(),
         "saturated_fraction": saturated.tolist(),
         "truth": truth.to_dict(),
-        "unmodelled": {"kind": params.unmodelled, "scale": float(params.unmodelled_scale)},
+        "unmodelled": unmodelled_metadata(params, true_robot.limits.effort),
         "true_robot_mjcf": true_robot.mjcf,
         "final_state": {"q": q[-1].tolist(), "dq": dq[-1].tolist()},
     }
