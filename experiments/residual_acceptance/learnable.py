@@ -37,6 +37,7 @@ from ident_framework.identify.metrics import torque_metrics
 from ident_framework.identify.prediction import recordings, residual_inputs
 from ident_framework.modes.closed_loop import run_closed_loop
 from ident_framework.residuals.bpnn import BpnnResidual
+from ident_framework.residuals.bpnn_params import DEFAULT_CANDIDATES
 
 PROTOCOL = [
     "source.unmodelled=cogging",
@@ -53,6 +54,11 @@ VARIANTS = {  # name: the learner's parameters replaced (none: its defaults)
     # diagnostics, not options to use: acceptance as usual, no shrinkage and no range guard
     "sincos_unshrunk": {"features": SINCOS, **UNSHRUNK},
     "sincos_only": {"features": ["sin_position", "cos_position"]},  # the planted term's inputs
+    # auto with the position-only set as a third candidate
+    "auto3": {
+        "features": "auto",
+        "feature_candidates": [*DEFAULT_CANDIDATES, ["sin_position", "cos_position"]],
+    },
 }
 
 
