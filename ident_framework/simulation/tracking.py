@@ -40,6 +40,12 @@ from ident_framework.per_joint import per_joint_values
 from ident_framework.simulation.perturbed_robot import SimulatedTruth, truth_from_robot
 from ident_framework.simulation.thermal import ThermalFriction, with_temperatures
 from ident_framework.simulation.true_friction import TrueFriction
+from ident_framework.simulation.unmodelled import (
+    UNMODELLED_EFFECTS,
+    check_cogging,
+    unmodelled_metadata,
+    unmodelled_torque,
+)
 
 # PD gains that track a UR e-Series arm to ~5e-5 rad at 1 kHz (measured with computed-torque
 # feed-forward; wrist joints go unstable above kd ≈ 30 Nm·s/rad), base to wrist 3.
@@ -106,7 +112,9 @@ class SimulationParams:
             )
         if not (math.isfinite(self.unmodelled_scale) and self.unmodelled_scale >= 0):
             raise ValueError(f"unmodelled_scale must be >= 0, got {self.unmodelled_scale}")
-        self._check_cogging()
+        self.cogging_periods, self.cogging_phase_rad = check_cogging(
+            self.cogging_periods, self.cogging_phase_rad
+        )
         for name in ("kp", "kd"):
             value = getattr(self, name)
             if value is not None:
@@ -122,95 +130,6 @@ class SimulationParams:
             )
         if not (math.isfinite(self.encoder_resolution) and self.encoder_resolution >= 0):
             raise ValueError(f"encoder_resolution must be >= 0 rad, got {self.encoder_resolution}")
-
-    def _check_cogging(self) -> None:
-        """cogging_periods: whole numbers 1..MAX_COGGING_PERIODS; cogging_phase_rad: finite."""
-        periods = np.asarray(self.cogging_periods, dtype=float)
-        if (
-            periods.ndim > 1
-            or periods.size == 0
-            or not np.all(np.isfinite(periods))
-            or np.any(periods != np.round(periods))
-            or np.any((periods < 1) | (periods > MAX_COGGING_PERIODS))
-        ):
-            raise ValueError(
-                "cogging_periods must be a whole number of cycles per joint revolution, 1.."
-                f"{MAX_COGGING_PERIODS}, one for all joints or one per joint, got "
-                f"{self.cogging_periods!r} (the joint-side ripple is periodic in the joint angle; "
-                "motor-side cogging at poles x gear ratio per revolution is not simulated)"
-            )
-        self.cogging_periods = int(periods) if periods.ndim == 0 else [int(v) for v in periods]
-        phase = np.asarray(self.cogging_phase_rad, dtype=float)
-        if phase.ndim > 1 or phase.size == 0 or not np.all(np.isfinite(phase)):
-            raise ValueError(
-                "cogging_phase_rad must be a phase in rad, one for all joints or one per joint, "
-                f"got {self.cogging_phase_rad!r}"
-            )
-        self.cogging_phase_rad = float(phase) if phase.ndim == 0 else [float(v) for v in phase]
-
-
-UNMODELLED_EFFECTS = ("none", "stribeck", "position", "cogging")
-COGGING_FRACTION = 0.01  # cogging amplitude per unit unmodelled_scale, of the joint's effort limit
-MAX_COGGING_PERIODS = 12  # cycles per joint revolution: a low-harmonic, joint-side ripple
-STRIBECK_VELOCITY = 0.05  # rad/s, width of the extra static friction
-_SIGN_SMOOTHING = 0.002  # rad/s, tanh width standing in for sign(dq)
-
-
-def unmodelled_friction(
-    kind: str, scale: float, coulomb: np.ndarray, q: np.ndarray, dq: np.ndarray
-) -> np.ndarray:
-    """Friction torque (Nm, opposing the motion) that Coulomb-viscous friction does not model.
-
-    stribeck: extra static friction at low speed, 0.5·fc·exp(−(dq/0.05)²)·sign(dq), i.e. the
-    static level is 1.5 × the Coulomb level (Stribeck effect). position: friction that depends
-    on the joint angle (e.g. gear eccentricity), 0.15·fc·(1 + sin 2q)·sign(dq). Both scaled by
-    `scale`; sign(dq) is a steep tanh (width 0.002 rad/s)."""
-    sign = np.tanh(dq / _SIGN_SMOOTHING)
-    if kind == "stribeck":
-        return scale * 0.5 * coulomb * np.exp(-((dq / STRIBECK_VELOCITY) ** 2)) * sign
-    if kind == "position":
-        return scale * 0.3 * coulomb * 0.5 * (1.0 + np.sin(2.0 * q)) * sign
-    return np.zeros_like(dq)
-
-
-def cogging_torque(
-    amplitude: np.ndarray, periods: np.ndarray, phase: np.ndarray, q: np.ndarray
-) -> np.ndarray:
-    """Position-periodic, velocity-independent joint torque (Nm) the motor must supply on top
-    of the rigid-body and friction torque: amplitude_j · sin(periods_j · q_j + phase_j), q in
-    rad (joint side), amplitude in Nm, periods in cycles per joint revolution."""
-    return amplitude * np.sin(periods * q + phase)
-
-
-def cogging_amplitude(scale: float, effort: np.ndarray) -> np.ndarray:
-    """(n,) cogging amplitude in Nm: scale × COGGING_FRACTION × each joint's effort limit (Nm);
-    UserError when a joint has no finite effort limit to size it by."""
-    effort = np.asarray(effort, dtype=float)
-    if not np.all(np.isfinite(effort) & (effort > 0)):
-        raise UserError(
-            "source.unmodelled=cogging sizes the ripple by each joint's effort limit, but the "
-            f"robot's effort limits are {effort.tolist()} Nm. Give the robot finite effort "
-            "limits (URDF <limit effort=...>, MJCF actuatorfrcrange), or choose another "
-            "source.unmodelled effect."
-        )
-    return scale * COGGING_FRACTION * effort
-
-
-def unmodelled_torque(
-    params: SimulationParams, effort: np.ndarray, coulomb: np.ndarray
-) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
-    """The unmodelled torque (Nm) the motors must supply, as a function of (q rad, dq rad/s),
-    per `params.unmodelled`; None when there is none."""
-    if params.unmodelled == "none" or params.unmodelled_scale == 0:
-        return None
-    if params.unmodelled == "cogging":
-        n = len(effort)
-        amplitude = cogging_amplitude(params.unmodelled_scale, effort)
-        periods = _per_joint(params.cogging_periods, n, "cogging_periods")
-        phase = _per_joint(params.cogging_phase_rad, n, "cogging_phase_rad")
-        return lambda q, dq: cogging_torque(amplitude, periods, phase, q)
-    kind, scale = params.unmodelled, params.unmodelled_scale
-    return lambda q, dq: unmodelled_friction(kind, scale, coulomb, q, dq)
 
 
 def check_rates(sim_rate_hz: float, record_rate_hz: float) -> int:
@@ -448,20 +367,6 @@ def _run_steps(
                         ddq[row] = qacc
             bar.update(min(n_steps, stop * ratio) - min(n_steps, start * ratio))
     return q, dq, tau, ddq
-
-
-def unmodelled_metadata(params: SimulationParams, effort: np.ndarray) -> dict:
-    """metadata["unmodelled"]: the planted effect, its scale, and for cogging the amplitude
-    (Nm), periods per revolution and phase (rad) per joint."""
-    out = {"kind": params.unmodelled, "scale": float(params.unmodelled_scale)}
-    if params.unmodelled == "cogging":
-        n = len(effort)
-        out.update(
-            amplitude_nm=cogging_amplitude(params.unmodelled_scale, effort).tolist(),
-            periods=_per_joint(params.cogging_periods, n, "cogging_periods").tolist(),
-            phase_rad=_per_joint(params.cogging_phase_rad, n, "cogging_phase_rad").tolist(),
-        )
-    return out
 
 
 def _recording(
