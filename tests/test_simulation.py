@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 
@@ -151,6 +152,53 @@ def test_recorded_torque_is_exact_inverse_dynamics(robot, truth_robot, exact_dat
     predicted = builder.compute(data.q[rows], data.dq[rows], data.ddq[rows]) @ theta
     error = np.abs(data.tau[rows] - predicted)[moving[rows]]
     assert error.max() < 1e-4, error.max()
+
+
+def test_cogging_appears_in_the_recorded_torque(robot, truth_robot, motion, exact_data):
+    """unmodelled=cogging: the recorded torque minus the rigid-body + friction torque is
+    A_j sin(n_j q_j + phi_j), A_j = scale x 1 % of the effort limit; nothing when off."""
+    true_robot, truth = truth_robot
+    periods, phase = [2, 3, 2, 1, 3, 2], [0.0, 0.4, -1.0, 2.0, 0.3, 1.5]
+    params = dataclasses.replace(
+        EXACT, unmodelled="cogging", unmodelled_scale=1.5, cogging_periods=periods,
+        cogging_phase_rad=phase,
+    )  # fmt: skip
+    data = simulate(true_robot, robot, motion, params, seed=0, progress=False, truth=truth)
+    moving = np.abs(data.dq) > MOVING
+
+    def unexplained(recording):
+        rnea = true_robot.inverse_dynamics(recording.q, recording.dq, recording.ddq)
+        friction = truth.viscous * recording.dq + truth.coulomb * np.sign(recording.dq)
+        return recording.tau - rnea - friction
+
+    amplitude = 1.5 * 0.01 * np.asarray(robot.limits.effort)
+    expected = amplitude * np.sin(np.array(periods) * data.q + np.array(phase))
+    error = np.abs(unexplained(data) - expected)[moving]
+    assert error.max() < 1e-4, error.max()
+    assert np.all(np.ptp(expected, axis=0) > 1.5 * amplitude)  # the motion sweeps the ripple
+    # A wrong period or phase would not fit: sin(n q) is no stand-in for sin(2n q).
+    wrong = amplitude * np.sin(2 * np.array(periods) * data.q + np.array(phase))
+    assert np.abs(unexplained(data) - wrong)[moving].max() > 0.3 * amplitude.min()
+    assert data.metadata["unmodelled"]["amplitude_nm"] == pytest.approx(amplitude.tolist())
+    assert data.metadata["unmodelled"]["periods"] == periods
+    # Off (scale 0 or none): the recorded torque is the rigid body + friction alone.
+    off = simulate(
+        true_robot, robot, motion, dataclasses.replace(params, unmodelled_scale=0.0), seed=0,
+        progress=False, truth=truth,
+    )  # fmt: skip
+    np.testing.assert_array_equal(off.tau, exact_data.tau)
+
+
+def test_cogging_keys_are_checked(robot, motion):
+    for bad in (0, 1.5, [2, -1], 13):
+        with pytest.raises((ValueError, TypeError), match="cogging_periods"):
+            SimulationParams(cogging_periods=bad)
+    with pytest.raises(ValueError, match="cogging_phase_rad"):
+        SimulationParams(cogging_phase_rad=float("nan"))
+    with pytest.raises(UserError, match=r"validation\.cogging_periods has 2 values"):
+        MujocoSource(MujocoSourceParams(unmodelled="cogging", cogging_periods=[2, 3])).acquire(
+            robot, motion, "validation"
+        )
 
 
 def test_rows_pair_state_torque_and_acceleration(robot, truth_robot):

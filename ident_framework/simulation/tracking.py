@@ -40,6 +40,12 @@ from ident_framework.per_joint import per_joint_values
 from ident_framework.simulation.perturbed_robot import SimulatedTruth, truth_from_robot
 from ident_framework.simulation.thermal import ThermalFriction, with_temperatures
 from ident_framework.simulation.true_friction import TrueFriction
+from ident_framework.simulation.unmodelled import (
+    UNMODELLED_EFFECTS,
+    check_cogging,
+    unmodelled_metadata,
+    unmodelled_torque,
+)
 
 # PD gains that track a UR e-Series arm to ~5e-5 rad at 1 kHz (measured with computed-torque
 # feed-forward; wrist joints go unstable above kd ≈ 30 Nm·s/rad), base to wrist 3.
@@ -57,9 +63,11 @@ class SimulationParams:
     `default_gains`); torque_noise_std: Gaussian torque noise std in Nm, one value or one per
     joint; encoder_resolution: position quantisation step in rad (0: none);
     record_acceleration: also record MuJoCo's exact qacc as `ddq`;
-    unmodelled: an extra joint friction the Coulomb-viscous model lacks (`UNMODELLED_EFFECTS`),
-    applied as a generalised force each step, of size `unmodelled_scale` (see
-    `unmodelled_friction`).
+    unmodelled: an extra joint torque the rigid-body + Coulomb-viscous model lacks
+    (`UNMODELLED_EFFECTS`), applied as a generalised force each step, of size
+    `unmodelled_scale` (see `unmodelled_friction`, `cogging_torque`); cogging_periods (cycles
+    per joint revolution, whole numbers) and cogging_phase_rad (rad): the cogging term's
+    harmonic and phase, one value or one per joint.
     temperature_c: a thermal model, [T_start, T_end] °C: every joint's temperature runs
     linearly from T_start to T_end over the recording and is recorded (`Dataset.temperature`,
     RTDE's `joint_temperatures`); null: no temperatures. friction_temperature_coefficient k
@@ -77,6 +85,8 @@ class SimulationParams:
     record_acceleration: bool = False
     unmodelled: str = "none"
     unmodelled_scale: float = 1.0
+    cogging_periods: int | list[int] = 2
+    cogging_phase_rad: float | list[float] = 0.0
     temperature_c: list[float] | None = None
     friction_temperature_coefficient: float = 0.0
     friction_reference_c: float = 25.0
@@ -102,6 +112,9 @@ class SimulationParams:
             )
         if not (math.isfinite(self.unmodelled_scale) and self.unmodelled_scale >= 0):
             raise ValueError(f"unmodelled_scale must be >= 0, got {self.unmodelled_scale}")
+        self.cogging_periods, self.cogging_phase_rad = check_cogging(
+            self.cogging_periods, self.cogging_phase_rad
+        )
         for name in ("kp", "kd"):
             value = getattr(self, name)
             if value is not None:
@@ -117,28 +130,6 @@ class SimulationParams:
             )
         if not (math.isfinite(self.encoder_resolution) and self.encoder_resolution >= 0):
             raise ValueError(f"encoder_resolution must be >= 0 rad, got {self.encoder_resolution}")
-
-
-UNMODELLED_EFFECTS = ("none", "stribeck", "position")
-STRIBECK_VELOCITY = 0.05  # rad/s, width of the extra static friction
-_SIGN_SMOOTHING = 0.002  # rad/s, tanh width standing in for sign(dq)
-
-
-def unmodelled_friction(
-    kind: str, scale: float, coulomb: np.ndarray, q: np.ndarray, dq: np.ndarray
-) -> np.ndarray:
-    """Friction torque (Nm, opposing the motion) that Coulomb-viscous friction does not model.
-
-    stribeck: extra static friction at low speed, 0.5·fc·exp(−(dq/0.05)²)·sign(dq), i.e. the
-    static level is 1.5 × the Coulomb level (Stribeck effect). position: friction that depends
-    on the joint angle (e.g. gear eccentricity), 0.15·fc·(1 + sin 2q)·sign(dq). Both scaled by
-    `scale`; sign(dq) is a steep tanh (width 0.002 rad/s)."""
-    sign = np.tanh(dq / _SIGN_SMOOTHING)
-    if kind == "stribeck":
-        return scale * 0.5 * coulomb * np.exp(-((dq / STRIBECK_VELOCITY) ** 2)) * sign
-    if kind == "position":
-        return scale * 0.3 * coulomb * 0.5 * (1.0 + np.sin(2.0 * q)) * sign
-    return np.zeros_like(dq)
 
 
 def check_rates(sim_rate_hz: float, record_rate_hz: float) -> int:
@@ -299,9 +290,10 @@ def simulate(
         plugin_torque = friction.stepper(dt)
         coulomb = friction.physical.get("fc", coulomb)
     thermal = ThermalFriction.of(model, true_robot, params, time[::ratio][:n_rows])
+    extra = unmodelled_torque(params, true_robot.limits.effort, coulomb)
     q, dq, tau, ddq = _run_steps(
-        model, data, base, kp, kd, (n_rows, ratio, n_steps), params, plugin_torque, coulomb,
-        progress, thermal,
+        model, data, base, kp, kd, (n_rows, ratio, n_steps), plugin_torque, extra, progress,
+        thermal,
     )  # fmt: skip
     if data.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number or not np.all(np.isfinite(tau)):
         raise UserError(
@@ -325,21 +317,20 @@ def _run_steps(
     kp: np.ndarray,
     kd: np.ndarray,
     counts: tuple[int, int, int],
-    params: SimulationParams,
     plugin_torque: Callable[[np.ndarray], np.ndarray] | None,
-    coulomb: np.ndarray,
+    extra: Callable[[np.ndarray, np.ndarray], np.ndarray] | None,
     progress: bool,
     thermal: ThermalFriction | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Step the PD-controlled simulation: ctrl_k = base_k - kp q_k - kd dq_k, the plugin's
-    friction torque and the unmodelled friction applied each step. counts: (recorded rows,
+    friction torque and the unmodelled torque `extra(q, dq)` (Nm the motors must supply)
+    applied each step. counts: (recorded rows,
     sim steps per row, sim steps). Returns per recorded row (q, dq) at the start of its step,
     the actuator torque and qacc of that step."""
     n_rows, ratio, n_steps = counts
     n = len(kp)
     qpos, qvel, ctrl = data.qpos, data.qvel, data.ctrl  # views, updated in place by mj_step
     qfrc, qacc = data.qfrc_actuator, data.qacc
-    extra = params.unmodelled != "none" and params.unmodelled_scale > 0
     kp_q, kd_dq = np.empty(n), np.empty(n)
 
     q = np.empty((n_rows, n))
@@ -365,12 +356,10 @@ def _run_steps(
                     np.multiply(kd, qvel, out=kd_dq)
                     np.subtract(base[k], kp_q, out=ctrl)
                     ctrl -= kd_dq
-                    if plugin_torque is not None or extra:
+                    if plugin_torque is not None or extra is not None:
                         applied = 0.0 if plugin_torque is None else -plugin_torque(qvel)
-                        if extra:
-                            applied = applied - unmodelled_friction(
-                                params.unmodelled, params.unmodelled_scale, coulomb, qpos, qvel
-                            )
+                        if extra is not None:
+                            applied = applied - extra(qpos, qvel)
                         data.qfrc_applied[:] = applied
                     step(model, data)
                     if k == k0:
@@ -431,7 +420,7 @@ def _recording(
         "tracking_error_max_rad": np.max(np.abs(error), axis=0).tolist(),
         "saturated_fraction": saturated.tolist(),
         "truth": truth.to_dict(),
-        "unmodelled": {"kind": params.unmodelled, "scale": float(params.unmodelled_scale)},
+        "unmodelled": unmodelled_metadata(params, true_robot.limits.effort),
         "true_robot_mjcf": true_robot.mjcf,
         "final_state": {"q": q[-1].tolist(), "dq": dq[-1].tolist()},
     }

@@ -210,7 +210,7 @@ class MujocoSource:
     def _check_lengths(self, robot: RobotModel, prefix: str) -> None:
         n = robot.n_joints
         params = self.params
-        checked = ["kp", "kd", "torque_noise_std"]
+        checked = ["kp", "kd", "torque_noise_std", "cogging_periods", "cogging_phase_rad"]
         if params.model_path is None and self.real_robot is None:
             checked += ["viscous", "coulomb", "armature"]
         for name in checked:
@@ -223,7 +223,8 @@ class MujocoSource:
                 f"{prefix}.{name}",
                 robot_name=robot.name,
                 joint_names=robot.joint_names,
-                fix="give one value per joint, or null for the default",
+                fix="give one value per joint, or "
+                + ("one for all joints" if name.startswith("cogging") else "null for the default"),
             )
 
 

@@ -1,0 +1,132 @@
+"""Torques the simulated robot has and the identified model lacks (`source.unmodelled`), applied
+each sim step as a generalised force, so the motors supply them and the recorded torque holds
+them: extra static friction at low speed (stribeck), friction depending on the joint angle
+(position), and a joint-side cogging ripple A_j sin(n_j q_j + phi_j) (cogging: low harmonics per
+joint revolution, as from a gear's kinematic error; motor-side cogging at pole pairs x gear
+ratio per revolution is not simulated)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ident_framework.errors import UserError
+from ident_framework.per_joint import per_joint_values
+
+UNMODELLED_EFFECTS = ("none", "stribeck", "position", "cogging")
+COGGING_FRACTION = 0.01  # cogging amplitude per unit unmodelled_scale, of the joint's effort limit
+MAX_COGGING_PERIODS = 12  # cycles per joint revolution: a low-harmonic, joint-side ripple
+STRIBECK_VELOCITY = 0.05  # rad/s, width of the extra static friction
+_SIGN_SMOOTHING = 0.002  # rad/s, tanh width standing in for sign(dq)
+
+
+def unmodelled_friction(
+    kind: str, scale: float, coulomb: np.ndarray, q: np.ndarray, dq: np.ndarray
+) -> np.ndarray:
+    """Friction torque (Nm, opposing the motion) that Coulomb-viscous friction does not model.
+
+    stribeck: extra static friction at low speed, 0.5·fc·exp(−(dq/0.05)²)·sign(dq), i.e. the
+    static level is 1.5 × the Coulomb level (Stribeck effect). position: friction that depends
+    on the joint angle (e.g. gear eccentricity), 0.15·fc·(1 + sin 2q)·sign(dq). Both scaled by
+    `scale`; sign(dq) is a steep tanh (width 0.002 rad/s)."""
+    sign = np.tanh(dq / _SIGN_SMOOTHING)
+    if kind == "stribeck":
+        return scale * 0.5 * coulomb * np.exp(-((dq / STRIBECK_VELOCITY) ** 2)) * sign
+    if kind == "position":
+        return scale * 0.3 * coulomb * 0.5 * (1.0 + np.sin(2.0 * q)) * sign
+    return np.zeros_like(dq)
+
+
+def cogging_torque(
+    amplitude: np.ndarray, periods: np.ndarray, phase: np.ndarray, q: np.ndarray
+) -> np.ndarray:
+    """Position-periodic, velocity-independent joint torque (Nm) the motor must supply on top
+    of the rigid-body and friction torque: amplitude_j · sin(periods_j · q_j + phase_j), q in
+    rad (joint side), amplitude in Nm, periods in cycles per joint revolution."""
+    return amplitude * np.sin(periods * q + phase)
+
+
+def cogging_amplitude(scale: float, effort: np.ndarray) -> np.ndarray:
+    """(n,) cogging amplitude in Nm: scale × COGGING_FRACTION × each joint's effort limit (Nm);
+    UserError when a joint has no finite effort limit to size it by."""
+    effort = np.asarray(effort, dtype=float)
+    if not np.all(np.isfinite(effort) & (effort > 0)):
+        raise UserError(
+            "source.unmodelled=cogging sizes the ripple by each joint's effort limit, but the "
+            f"robot's effort limits are {effort.tolist()} Nm. Give the robot finite effort "
+            "limits (URDF <limit effort=...>, MJCF actuatorfrcrange), or choose another "
+            "source.unmodelled effect."
+        )
+    return scale * COGGING_FRACTION * effort
+
+
+def cogging_shape(params: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(n,) cogging periods per revolution and (n,) phases (rad) of `params` (one value for all
+    joints, or one per joint)."""
+    periods = per_joint_values(params.cogging_periods, n, "cogging_periods", one_for_all=True)
+    phase = per_joint_values(params.cogging_phase_rad, n, "cogging_phase_rad", one_for_all=True)
+    return periods, phase
+
+
+def unmodelled_torque(
+    params: Any, effort: np.ndarray, coulomb: np.ndarray
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """The unmodelled torque (Nm) the motors must supply, as a function of (q rad, dq rad/s),
+    per `params.unmodelled`; None when there is none."""
+    if params.unmodelled == "none" or params.unmodelled_scale == 0:
+        return None
+    if params.unmodelled == "cogging":
+        n = len(effort)
+        amplitude = cogging_amplitude(params.unmodelled_scale, effort)
+        periods, phase = cogging_shape(params, n)
+        return lambda q, dq: cogging_torque(amplitude, periods, phase, q)
+    kind, scale = params.unmodelled, params.unmodelled_scale
+    return lambda q, dq: unmodelled_friction(kind, scale, coulomb, q, dq)
+
+
+def check_cogging(
+    periods: int | list[int], phase: float | list[float]
+) -> tuple[int | list[int], float | list[float]]:
+    """(cogging_periods, cogging_phase_rad) checked and as plain ints / floats: periods whole
+    numbers 1..MAX_COGGING_PERIODS, phase finite (rad); one for all joints or one per joint.
+    ValueError otherwise (the plugin config names the key)."""
+    array = np.asarray(periods, dtype=float)
+    if (
+        array.ndim > 1
+        or array.size == 0
+        or not np.all(np.isfinite(array))
+        or np.any(array != np.round(array))
+        or np.any((array < 1) | (array > MAX_COGGING_PERIODS))
+    ):
+        raise ValueError(
+            "cogging_periods must be a whole number of cycles per joint revolution, 1.."
+            f"{MAX_COGGING_PERIODS}, one for all joints or one per joint, got {periods!r} (the "
+            "joint-side ripple is periodic in the joint angle; motor-side cogging at pole pairs x "
+            "gear ratio per revolution is not simulated)"
+        )
+    phases = np.asarray(phase, dtype=float)
+    if phases.ndim > 1 or phases.size == 0 or not np.all(np.isfinite(phases)):
+        raise ValueError(
+            f"cogging_phase_rad must be a phase in rad, one for all joints or one per joint, got "
+            f"{phase!r}"
+        )
+    return (
+        int(array) if array.ndim == 0 else [int(v) for v in array],
+        float(phases) if phases.ndim == 0 else [float(v) for v in phases],
+    )
+
+
+def unmodelled_metadata(params: Any, effort: np.ndarray) -> dict:
+    """metadata["unmodelled"]: the planted effect, its scale, and for cogging the amplitude
+    (Nm), periods per revolution and phase (rad) per joint."""
+    out = {"kind": params.unmodelled, "scale": float(params.unmodelled_scale)}
+    if params.unmodelled == "cogging" and params.unmodelled_scale > 0:
+        n = len(effort)
+        out.update(
+            amplitude_nm=cogging_amplitude(params.unmodelled_scale, effort).tolist(),
+            periods=cogging_shape(params, n)[0].tolist(),
+            phase_rad=cogging_shape(params, n)[1].tolist(),
+        )
+    return out
