@@ -470,7 +470,7 @@ def rtde(out: Path) -> None:
     from ident_framework.testing.rtde import running_emulator
 
     host = "127.0.16.1"
-    with running_emulator(host):
+    with running_emulator(host) as emulator:
         s = online_cli(
             out / "rtde_online",
             "source=rtde",
@@ -478,7 +478,9 @@ def rtde(out: Path) -> None:
             "online.duration_s=60",
             "online.twin.every_s=30",
         )
-    with running_emulator(host):  # the recorder of source=rtde (it only listens: no motion)
+    online_sent = emulator_summary(emulator.stderr)
+    load_online = os.getloadavg()
+    with running_emulator(host) as emulator:  # the recorder of source=rtde (only listens)
         params = RtdeSourceParams(
             host=host, duration_s=60.0, recording_path=str(out / "rtde_record.csv")
         )
@@ -486,18 +488,36 @@ def rtde(out: Path) -> None:
     acq = data.metadata["acquisition"]
     st = s["stream"]
     print(
-        f"[rtde] online 60 s: {st['samples_written']} of {st['samples_expected']} samples, lost "
-        f"{st['dropped_samples']} ({100 * (st['dropped_fraction'] or 0):.2f} %), updates "
-        f"{s['updates']}, skipped {s['skipped_updates']}, estimator CPU "
+        f"[rtde] online 60 s (load {load_online[0]:.2f}): {st['samples_written']} of "
+        f"{st['samples_expected']} samples, lost {st['dropped_samples']} "
+        f"({100 * (st['dropped_fraction'] or 0):.2f} %; {lost_detail(st)}; emulator "
+        f"{online_sent}), updates {s['updates']}, skipped {s['skipped_updates']}, estimator CPU "
         f"{100 * s['estimator_cpu_share']:.1f} % (RTDE reception "
         f"{100 * s['source_cpu_share']:.1f} %); {latency(s)}"
     )
     print(
-        f"[rtde] recorder (source=rtde) 60 s: {acq['samples_written']} of "
-        f"{acq['samples_expected']} samples, lost {acq['dropped_samples']} "
-        f"({100 * acq['dropped_fraction']:.2f} %)",
+        f"[rtde] recorder (source=rtde) 60 s (load {os.getloadavg()[0]:.2f}): "
+        f"{acq['samples_written']} of {acq['samples_expected']} samples, lost "
+        f"{acq['dropped_samples']} ({100 * acq['dropped_fraction']:.2f} %; {lost_detail(acq)}; "
+        f"emulator {emulator_summary(emulator.stderr)})",
         flush=True,
     )
+
+
+def lost_detail(summary: dict) -> str:
+    """Where the samples went: the poller's misses, how many of them our own connection filled,
+    rows without torque, invalid rows."""
+    return (
+        f"receive interface missed {summary.get('samples_missed')}, filled from our own "
+        f"connection {summary.get('samples_filled', 0)}, without torque "
+        f"{summary.get('torque_missing_samples')}, invalid {summary.get('invalid_samples')}"
+    )
+
+
+def emulator_summary(stderr: list[str]) -> str:
+    """The emulator's closing line: packages sent and skipped because it was late."""
+    lines = [line.strip() for line in stderr if "stopped:" in line]
+    return lines[-1].split("stopped: ", 1)[1] if lines else "no summary"
 
 
 def main() -> None:
