@@ -33,7 +33,10 @@ Run it when the machine is quiet (`uptime`); the load average is printed first.
   run, the file's size) and `--realtime-s` at real time with and without it over `--rounds`
   (estimator CPU and update p99, web process CPU);
 - rtde: 60 s of `source=rtde` against `python -m ident_framework.rtde.emulator` (real ur_rtde
-  client): samples lost, against the recorder of `source=rtde` on the same emulator.
+  client): samples lost, against the recorder of `source=rtde` on the same emulator, and where
+  they went (what ur_rtde's receive interface missed, how many of those our own connection
+  filled, rows without torque, the packages the emulator itself skipped because it was late;
+  `--emulator-priority 10` runs it with SCHED_FIFO, like a controller's real-time loop).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ REPO = Path(__file__).resolve().parents[1]
 FAST = ["trajectory.n_candidates=200", "trajectory.n_refine=500", "trajectory.progress=false"]
 EXTRA: list[str] = []  # --method and --override: added to every online run
 CLIENT_NICE = 0  # --client-nice: the clients' process (0: like a browser on this computer)
+EMULATOR_PRIORITY: int | None = None  # --emulator-priority: SCHED_FIFO level of the emulator
 PARTS = ("sustained", "realtime", "clients", "drift", "convergence", "rtde", "mcap")
 
 
@@ -471,6 +475,7 @@ def rtde(out: Path) -> None:
 
     host = "127.0.16.1"
     with running_emulator(host) as emulator:
+        real_time(emulator.process.pid)
         s = online_cli(
             out / "rtde_online",
             "source=rtde",
@@ -481,6 +486,7 @@ def rtde(out: Path) -> None:
     online_sent = emulator_summary(emulator.stderr)
     load_online = os.getloadavg()
     with running_emulator(host) as emulator:  # the recorder of source=rtde (only listens)
+        real_time(emulator.process.pid)
         params = RtdeSourceParams(
             host=host, duration_s=60.0, recording_path=str(out / "rtde_record.csv")
         )
@@ -502,6 +508,14 @@ def rtde(out: Path) -> None:
         f"emulator {emulator_summary(emulator.stderr)})",
         flush=True,
     )
+
+
+def real_time(pid: int) -> None:
+    """--emulator-priority: run the emulator with SCHED_FIFO, as a controller's real-time loop
+    (needs privileges); otherwise it is a normal process that skips packages when it is late."""
+    if EMULATOR_PRIORITY is not None:
+        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(EMULATOR_PRIORITY))
+        print(f"[rtde] emulator at SCHED_FIFO {EMULATOR_PRIORITY}", flush=True)
 
 
 def lost_detail(summary: dict) -> str:
@@ -543,14 +557,17 @@ def main() -> None:
     parser.add_argument(
         "--client-nice", type=int, default=0, help="clients: niceness of the clients' process"
     )
+    parser.add_argument(
+        "--emulator-priority", type=int, default=None, help="rtde: SCHED_FIFO level of the emulator"
+    )
     parser.add_argument("--out", default=None)
     parser.add_argument("--override", action="append", default=[], help="KEY=VALUE (repeat)")
     args = parser.parse_args()
     if args.method:
         EXTRA.append(f"online.estimator.method={args.method}")
     EXTRA.extend(args.override)
-    global CLIENT_NICE
-    CLIENT_NICE = args.client_nice
+    global CLIENT_NICE, EMULATOR_PRIORITY
+    CLIENT_NICE, EMULATOR_PRIORITY = args.client_nice, args.emulator_priority
     out = Path(args.out or tempfile.mkdtemp(prefix="bench_online_"))
     out.mkdir(parents=True, exist_ok=True)
     parts = args.parts.split(",")

@@ -30,6 +30,7 @@ from ident_framework.rtde import protocol as rtde
 TORQUE_FIELD = "actual_current_as_torque"
 # the recipe: the timestamp, the recorded fields in CSV column order (q, qd, torque, then the
 # rest, as recorder.column_groups), each a 6-vector
+_TIMESTAMP = struct.Struct(">d")  # after the recipe id
 FIELDS = (
     "timestamp", "actual_q", "actual_qd", TORQUE_FIELD, "actual_current", "target_current",
     "target_moment", "joint_temperatures", "target_q", "target_qd", "target_qdd",
@@ -42,8 +43,8 @@ class TorqueStreamError(RuntimeError):
 
 class TorqueStream:
     """Every package of the controller at `host`, received by a background thread. rows:
-    {timestamp µs: the complete CSV row (timestamp s, q rad, qd rad/s, torque Nm, the rest)},
-    oldest first; latest_us: newest timestamp received. The interface of
+    {timestamp µs: the package's payload, decoded by `row` into the complete CSV row}, oldest
+    first; latest_us: newest timestamp received. The interface of
     `recorder.TorqueSideChannel` (`pop` gives the torque), plus `take_unseen` (full_rows)."""
 
     full_rows = True
@@ -57,7 +58,7 @@ class TorqueStream:
         timeout_s: float = 2.0,
     ):
         self.n = n_joints
-        self.rows: OrderedDict[int, np.ndarray] = OrderedDict()
+        self.rows: OrderedDict[int, bytes] = OrderedDict()  # the packages, decoded when taken
         self.latest_us = -1
         self.first_us: int | None = None  # the first package's timestamp (µs)
         self.error: str | None = None
@@ -122,10 +123,10 @@ class TorqueStream:
                 for kind, body in messages:
                     if kind != rtde.DATA_PACKAGE or body[0] != self._recipe:
                         continue
-                    row = np.array(self._format.unpack(body)[1:], dtype=float)
-                    stamp = int(round(row[0] * 1e6))
+                    # only the timestamp is decoded here: this thread holds the GIL briefly
+                    stamp = int(round(_TIMESTAMP.unpack_from(body, 1)[0] * 1e6))
                     with self._lock:
-                        self.rows[stamp] = row
+                        self.rows[stamp] = body
                         self.latest_us = max(self.latest_us, stamp)
                         if self.first_us is None:
                             self.first_us = stamp
@@ -137,11 +138,15 @@ class TorqueStream:
     def poll(self) -> None:
         """Nothing to do: the thread receives continuously."""
 
+    def row(self, body: bytes) -> np.ndarray:
+        """A package as a CSV row (timestamp s, q rad, qd rad/s, torque Nm, the rest)."""
+        return np.array(self._format.unpack(body)[1:], dtype=float)
+
     def pop(self, stamp_us: int) -> np.ndarray | None:
         """The torque (n,) Nm of the package at `stamp_us` (forgotten then), or None."""
         with self._lock:
-            row = self.rows.pop(stamp_us, None)
-        return None if row is None else row[1 + 2 * self.n : 1 + 3 * self.n]
+            body = self.rows.pop(stamp_us, None)
+        return None if body is None else self.row(body)[1 + 2 * self.n : 1 + 3 * self.n]
 
     def take_unseen(self, before_us: float, keep: set[int] | dict) -> list[tuple[int, np.ndarray]]:
         """The rows older than `before_us` except those in `keep`, oldest first, forgotten here:
@@ -153,7 +158,8 @@ class TorqueStream:
                     break
                 if stamp not in keep:
                     taken.append(stamp)
-            return [(stamp, self.rows.pop(stamp)) for stamp in taken]
+            bodies = [(stamp, self.rows.pop(stamp)) for stamp in taken]
+        return [(stamp, self.row(body)) for stamp, body in bodies]
 
     def discard_before(self, stamp_us: int) -> None:
         """Forget packages older than `stamp_us` (their rows were written or dropped)."""
