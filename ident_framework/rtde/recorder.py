@@ -329,10 +329,16 @@ class SegmentRecorder:
         assert side is not None
         side.poll()
         window = int(_SIDE_WINDOW_S * 1e6)
+        # the side channel's thread adds packages meanwhile, in controller-time order: every
+        # package up to `horizon` was there before the unseen ones were taken, so a row up to it
+        # cannot be written ahead of an older one that is still on its way here
+        horizon = math.inf if final else side.latest_us
         if self._fills:
             self._take_unseen(final)
         while self._pending:
             stamp, row = next(iter(self._pending.items()))
+            if self._fills and stamp > horizon:
+                break
             if stamp in self._filled:  # complete from the side channel
                 del self._pending[stamp], self._filled[stamp]
                 if np.all(np.isfinite(row)):
