@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from ident_framework.testing.online import FAST, running_service
-from ident_framework.testing.rtde import running_emulator
+from ident_framework.testing.rtde import every_package, running_emulator
 
 pytestmark = pytest.mark.slow
 
@@ -197,7 +197,10 @@ def test_csv_replay_at_its_own_rate(tmp_path):
 
 def test_rtde_source_listens_to_the_emulator(tmp_path):
     host = "127.0.15.1"
-    with running_emulator(host) as emulator:
+    with (
+        running_emulator(host) as emulator,
+        every_package(host, str(tmp_path / "sent.npy")) as sent,
+    ):
         code, output = run_online(
             tmp_path,
             "source=rtde",
@@ -219,6 +222,11 @@ def test_rtde_source_listens_to_the_emulator(tmp_path):
     recording = (tmp_path / "run" / "online" / "recording.csv").read_text().splitlines()
     assert recording[0].startswith("timestamp,actual_q_0")
     assert len(recording) - 1 == stream["samples_written"] == summary["samples_received"]
+    # every package the emulator sent meanwhile (received by a connection of its own process)
+    written = np.round([1e6 * float(line.split(",", 1)[0]) for line in recording[1:]])
+    [truth] = sent
+    truth = truth[(truth >= written[0]) & (truth <= written[-1])]
+    assert np.setdiff1d(truth, written.astype(np.int64)).size == 0
 
 
 def test_sse_and_state_contract_with_a_real_client(tmp_path):

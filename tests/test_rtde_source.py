@@ -28,7 +28,7 @@ from ident_framework.model.robot import load_robot
 from ident_framework.rtde import protocol as rtde
 from ident_framework.sources.rtde import RtdeSource, RtdeSourceParams, refusal_ending
 from ident_framework.testing.cli import run_cli
-from ident_framework.testing.rtde import RecordingControl, running_emulator
+from ident_framework.testing.rtde import RecordingControl, every_package, running_emulator
 from ident_framework.trajectories.file import default_motion
 from ident_framework.trajectories.fourier import FourierGenerator, FourierParams, FourierTrajectory
 
@@ -250,17 +250,20 @@ def test_packages_a_late_poll_missed_come_from_our_own_connection(tmp_path, robo
 
     interval = sys.getswitchinterval()
     with running_emulator("127.0.6.7") as emulator:
-        params = RtdeSourceParams(host="127.0.6.7", duration_s=3.0, recording_path=str(recording))
-        source = RtdeSource(params, control_factory=_never_control)
-        thread = threading.Thread(target=busy, daemon=True)
-        sys.setswitchinterval(0.02)
-        thread.start()
-        try:
-            data = source.acquire(robot, None)
-        finally:
-            stop.set()
-            thread.join()
-            sys.setswitchinterval(interval)
+        with every_package("127.0.6.7", str(tmp_path / "sent.npy")) as sent:
+            params = RtdeSourceParams(
+                host="127.0.6.7", duration_s=3.0, recording_path=str(recording)
+            )
+            source = RtdeSource(params, control_factory=_never_control)
+            thread = threading.Thread(target=busy, daemon=True)
+            sys.setswitchinterval(0.02)
+            thread.start()
+            try:
+                data = source.acquire(robot, None)
+            finally:
+                stop.set()
+                thread.join()
+                sys.setswitchinterval(interval)
     acquisition = data.metadata["acquisition"]
     skipped = emulator_skipped(emulator.stderr)
     print(f"\nstarved poller: {acquisition['samples_written']} rows of "
@@ -274,6 +277,12 @@ def test_packages_a_late_poll_missed_come_from_our_own_connection(tmp_path, robo
     assert acquisition["samples_written"] > 0.5 * 3.0 * 500
     t = data.timestamp
     assert np.all(np.diff(t) > 0) and np.allclose(np.round(t / 0.002) * 0.002, t, atol=1e-6)
+    # every package the emulator sent within the recording is in it (a connection of its own
+    # process received them all)
+    written = np.round(t * 1e6).astype(np.int64)
+    [truth] = sent
+    truth = truth[(truth >= written[0]) & (truth <= written[-1])]
+    assert np.setdiff1d(truth, written).size == 0 and np.setdiff1d(written, truth).size == 0
     motion = default_motion(robot)
     q_ref = motion.evaluate(np.mod(t, motion.duration))[0]
     assert np.abs(data.q_target - q_ref).max() < 1e-7
