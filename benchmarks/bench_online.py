@@ -3,6 +3,7 @@
     python benchmarks/bench_online.py [--parts PART,...] [--minutes 10] [--realtime-s 60]
                                       [--schedulings slice,noslice,fifo10] [--rounds 3]
                                       [--method rls|sliding_ls] [--out DIR] [--override K=V]
+                                      [--emulator-priority 10]
 
 Run it when the machine is quiet (`uptime`); the load average is printed first.
 - sustained: `--minutes` of the 500 Hz simulated stream at `--time-factor` (1: real time; 2:
@@ -35,7 +36,9 @@ Run it when the machine is quiet (`uptime`); the load average is printed first.
 - rtde: 60 s of `source=rtde` against `python -m ident_framework.rtde.emulator` (real ur_rtde
   client): samples lost, against the recorder of `source=rtde` on the same emulator, and where
   they went (what ur_rtde's receive interface missed, how many of those our own connection
-  filled, rows without torque, the packages the emulator itself skipped because it was late;
+  filled, rows without torque, the packages the emulator itself skipped because it was late,
+  and the recording against every package a reference connection received in a process of
+  its own: never sent inside the recording's span, sent but not recorded;
   `--emulator-priority 10` runs it with SCHED_FIFO, like a controller's real-time loop).
 """
 
@@ -471,10 +474,10 @@ def mcap_recording(out: Path, minutes: float, seconds: float, rounds: int) -> No
 def rtde(out: Path) -> None:
     from ident_framework.model.robot import load_robot
     from ident_framework.sources.rtde import RtdeSource, RtdeSourceParams
-    from ident_framework.testing.rtde import running_emulator
+    from ident_framework.testing.rtde import every_package, running_emulator
 
     host = "127.0.16.1"
-    with running_emulator(host) as emulator:
+    with running_emulator(host) as emulator, every_package(host, str(out / "sent_o.npy")) as sent:
         real_time(emulator.process.pid)
         s = online_cli(
             out / "rtde_online",
@@ -484,30 +487,42 @@ def rtde(out: Path) -> None:
             "online.twin.every_s=30",
         )
     online_sent = emulator_summary(emulator.stderr)
+    online_truth = against_sent(out / "rtde_online" / "online" / "recording.csv", sent[0])
     load_online = os.getloadavg()
-    with running_emulator(host) as emulator:  # the recorder of source=rtde (only listens)
-        real_time(emulator.process.pid)
-        params = RtdeSourceParams(
-            host=host, duration_s=60.0, recording_path=str(out / "rtde_record.csv")
-        )
+    record = out / "rtde_record.csv"
+    with running_emulator(host) as emulator, every_package(host, str(out / "sent_r.npy")) as sent:
+        real_time(emulator.process.pid)  # the recorder of source=rtde (it only listens)
+        params = RtdeSourceParams(host=host, duration_s=60.0, recording_path=str(record))
         data = RtdeSource(params).acquire(load_robot("ur12e"), None)
     acq = data.metadata["acquisition"]
     st = s["stream"]
     print(
         f"[rtde] online 60 s (load {load_online[0]:.2f}): {st['samples_written']} of "
         f"{st['samples_expected']} samples, lost {st['dropped_samples']} "
-        f"({100 * (st['dropped_fraction'] or 0):.2f} %; {lost_detail(st)}; emulator "
-        f"{online_sent}), updates {s['updates']}, skipped {s['skipped_updates']}, estimator CPU "
-        f"{100 * s['estimator_cpu_share']:.1f} % (RTDE reception "
+        f"({100 * (st['dropped_fraction'] or 0):.2f} %; {lost_detail(st)}; {online_truth}; "
+        f"emulator {online_sent}), updates {s['updates']}, skipped {s['skipped_updates']}, "
+        f"estimator CPU {100 * s['estimator_cpu_share']:.1f} % (RTDE reception "
         f"{100 * s['source_cpu_share']:.1f} %); {latency(s)}"
     )
     print(
         f"[rtde] recorder (source=rtde) 60 s (load {os.getloadavg()[0]:.2f}): "
         f"{acq['samples_written']} of {acq['samples_expected']} samples, lost "
         f"{acq['dropped_samples']} ({100 * acq['dropped_fraction']:.2f} %; {lost_detail(acq)}; "
-        f"emulator {emulator_summary(emulator.stderr)})",
+        f"{against_sent(record, sent[0])}; emulator {emulator_summary(emulator.stderr)})",
         flush=True,
     )
+
+
+def against_sent(recording: Path, sent_us: np.ndarray) -> str:
+    """The recording against every package the emulator sent meanwhile (a reference connection
+    in a process of its own): what it never sent inside the recording's span (its own skips)
+    and what it sent that the recording lacks (lost by reception)."""
+    stamps = np.loadtxt(recording, delimiter=",", skiprows=1, usecols=0, ndmin=1)
+    written = np.round(stamps * 1e6).astype(np.int64)
+    inside = sent_us[(sent_us >= written[0]) & (sent_us <= written[-1])]
+    never_sent = int(round((written[-1] - written[0]) / 2000)) + 1 - inside.size
+    lacking = np.setdiff1d(inside, written).size
+    return f"never sent by the emulator {never_sent}, sent but not recorded {lacking}"
 
 
 def real_time(pid: int) -> None:
