@@ -31,7 +31,6 @@ segment: what was written stays valid on disk. `run` then reconnects up to
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -43,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ident_framework.data.csv_log import CsvLogWriter
+from ident_framework.rtde.file_side_channel import TorqueSideChannel
 from ident_framework.rtde.torque_stream import TorqueStreamError
 
 TORQUE_FIELD = "actual_current_as_torque"
@@ -154,63 +154,6 @@ class RecordingReport:
             "last_timestamp_s": valid[-1].last if valid else None,
             "segment_ends": [s.end for s in self.segments],
         }
-
-
-class TorqueSideChannel:
-    """`actual_current_as_torque` through `ur_rtde`'s C++ file recorder (see module docs)."""
-
-    full_rows = False  # only the torque: no rows of its own for the packages the poller missed
-
-    def __init__(self, receive: Any, path: str, n_joints: int):
-        self.receive, self.path, self.n = receive, path, n_joints
-        receive.startFileRecording(path, ["timestamp", TORQUE_FIELD])
-        self._handle = None
-        self._partial = ""
-        self.values: dict[int, np.ndarray] = {}
-        self.latest_us = -1
-
-    def poll(self) -> None:
-        """Read what the C++ recorder has written since the last poll."""
-        if self._handle is None:
-            if not os.path.exists(self.path):
-                return
-            self._handle = open(self.path, encoding="utf-8")  # noqa: SIM115
-            self._handle.readline()  # header
-        text = self._partial + self._handle.read()
-        lines = text.split("\n")
-        self._partial = lines.pop()
-        for line in lines:
-            fields = line.split(",")
-            if len(fields) != self.n + 1:
-                continue
-            try:
-                values = np.array([float(v) for v in fields])
-            except ValueError:
-                continue
-            stamp = int(round(values[0] * 1e6))
-            self.values[stamp] = values[1:]
-            self.latest_us = max(self.latest_us, stamp)
-
-    def pop(self, stamp_us: int) -> np.ndarray | None:
-        return self.values.pop(stamp_us, None)
-
-    def discard_before(self, stamp_us: int) -> None:
-        """Forget torques older than `stamp_us` (their rows were written or dropped)."""
-        for stamp in [s for s in self.values if s < stamp_us]:
-            del self.values[stamp]
-
-    def stop(self) -> None:
-        try:
-            self.receive.stopFileRecording()
-        except RuntimeError:
-            pass
-        self.poll()
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-        if os.path.exists(self.path):
-            os.remove(self.path)
 
 
 class SegmentRecorder:
