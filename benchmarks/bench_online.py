@@ -3,6 +3,7 @@
     python benchmarks/bench_online.py [--parts PART,...] [--minutes 10] [--realtime-s 60]
                                       [--schedulings slice,noslice,fifo10] [--rounds 3]
                                       [--method rls|sliding_ls] [--out DIR] [--override K=V]
+                                      [--emulator-priority 10]
 
 Run it when the machine is quiet (`uptime`); the load average is printed first.
 - sustained: `--minutes` of the 500 Hz simulated stream at `--time-factor` (1: real time; 2:
@@ -33,7 +34,12 @@ Run it when the machine is quiet (`uptime`); the load average is printed first.
   run, the file's size) and `--realtime-s` at real time with and without it over `--rounds`
   (estimator CPU and update p99, web process CPU);
 - rtde: 60 s of `source=rtde` against `python -m ident_framework.rtde.emulator` (real ur_rtde
-  client): samples lost, against the recorder of `source=rtde` on the same emulator.
+  client): samples lost, against the recorder of `source=rtde` on the same emulator, and where
+  they went (what ur_rtde's receive interface missed, how many of those our own connection
+  filled, rows without torque, the packages the emulator itself skipped because it was late,
+  and the recording against every package a reference connection received in a process of
+  its own: never sent inside the recording's span, sent but not recorded;
+  `--emulator-priority 10` runs it with SCHED_FIFO, like a controller's real-time loop).
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ REPO = Path(__file__).resolve().parents[1]
 FAST = ["trajectory.n_candidates=200", "trajectory.n_refine=500", "trajectory.progress=false"]
 EXTRA: list[str] = []  # --method and --override: added to every online run
 CLIENT_NICE = 0  # --client-nice: the clients' process (0: like a browser on this computer)
+EMULATOR_PRIORITY: int | None = None  # --emulator-priority: SCHED_FIFO level of the emulator
 PARTS = ("sustained", "realtime", "clients", "drift", "convergence", "rtde", "mcap")
 
 
@@ -467,10 +474,11 @@ def mcap_recording(out: Path, minutes: float, seconds: float, rounds: int) -> No
 def rtde(out: Path) -> None:
     from ident_framework.model.robot import load_robot
     from ident_framework.sources.rtde import RtdeSource, RtdeSourceParams
-    from ident_framework.testing.rtde import running_emulator
+    from ident_framework.testing.rtde import every_package, running_emulator
 
     host = "127.0.16.1"
-    with running_emulator(host):
+    with running_emulator(host) as emulator, every_package(host, str(out / "sent_o.npy")) as sent:
+        real_time(emulator.process.pid)
         s = online_cli(
             out / "rtde_online",
             "source=rtde",
@@ -478,26 +486,67 @@ def rtde(out: Path) -> None:
             "online.duration_s=60",
             "online.twin.every_s=30",
         )
-    with running_emulator(host):  # the recorder of source=rtde (it only listens: no motion)
-        params = RtdeSourceParams(
-            host=host, duration_s=60.0, recording_path=str(out / "rtde_record.csv")
-        )
+    online_sent = emulator_summary(emulator.stderr)
+    online_truth = against_sent(out / "rtde_online" / "online" / "recording.csv", sent[0])
+    load_online = os.getloadavg()
+    record = out / "rtde_record.csv"
+    with running_emulator(host) as emulator, every_package(host, str(out / "sent_r.npy")) as sent:
+        real_time(emulator.process.pid)  # the recorder of source=rtde (it only listens)
+        params = RtdeSourceParams(host=host, duration_s=60.0, recording_path=str(record))
         data = RtdeSource(params).acquire(load_robot("ur12e"), None)
     acq = data.metadata["acquisition"]
     st = s["stream"]
     print(
-        f"[rtde] online 60 s: {st['samples_written']} of {st['samples_expected']} samples, lost "
-        f"{st['dropped_samples']} ({100 * (st['dropped_fraction'] or 0):.2f} %), updates "
-        f"{s['updates']}, skipped {s['skipped_updates']}, estimator CPU "
-        f"{100 * s['estimator_cpu_share']:.1f} % (RTDE reception "
+        f"[rtde] online 60 s (load {load_online[0]:.2f}): {st['samples_written']} of "
+        f"{st['samples_expected']} samples, lost {st['dropped_samples']} "
+        f"({100 * (st['dropped_fraction'] or 0):.2f} %; {lost_detail(st)}; {online_truth}; "
+        f"emulator {online_sent}), updates {s['updates']}, skipped {s['skipped_updates']}, "
+        f"estimator CPU {100 * s['estimator_cpu_share']:.1f} % (RTDE reception "
         f"{100 * s['source_cpu_share']:.1f} %); {latency(s)}"
     )
     print(
-        f"[rtde] recorder (source=rtde) 60 s: {acq['samples_written']} of "
-        f"{acq['samples_expected']} samples, lost {acq['dropped_samples']} "
-        f"({100 * acq['dropped_fraction']:.2f} %)",
+        f"[rtde] recorder (source=rtde) 60 s (load {os.getloadavg()[0]:.2f}): "
+        f"{acq['samples_written']} of {acq['samples_expected']} samples, lost "
+        f"{acq['dropped_samples']} ({100 * acq['dropped_fraction']:.2f} %; {lost_detail(acq)}; "
+        f"{against_sent(record, sent[0])}; emulator {emulator_summary(emulator.stderr)})",
         flush=True,
     )
+
+
+def against_sent(recording: Path, sent_us: np.ndarray) -> str:
+    """The recording against every package the emulator sent meanwhile (a reference connection
+    in a process of its own): what it never sent inside the recording's span (its own skips)
+    and what it sent that the recording lacks (lost by reception)."""
+    stamps = np.loadtxt(recording, delimiter=",", skiprows=1, usecols=0, ndmin=1)
+    written = np.round(stamps * 1e6).astype(np.int64)
+    inside = sent_us[(sent_us >= written[0]) & (sent_us <= written[-1])]
+    never_sent = int(round((written[-1] - written[0]) / 2000)) + 1 - inside.size
+    lacking = np.setdiff1d(inside, written).size
+    return f"never sent by the emulator {never_sent}, sent but not recorded {lacking}"
+
+
+def real_time(pid: int) -> None:
+    """--emulator-priority: run the emulator with SCHED_FIFO, as a controller's real-time loop
+    (needs privileges); otherwise it is a normal process that skips packages when it is late."""
+    if EMULATOR_PRIORITY is not None:
+        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(EMULATOR_PRIORITY))
+        print(f"[rtde] emulator at SCHED_FIFO {EMULATOR_PRIORITY}", flush=True)
+
+
+def lost_detail(summary: dict) -> str:
+    """Where the samples went: the poller's misses, how many of them our own connection filled,
+    rows without torque, invalid rows."""
+    return (
+        f"receive interface missed {summary.get('samples_missed')}, filled from our own "
+        f"connection {summary.get('samples_filled', 0)}, without torque "
+        f"{summary.get('torque_missing_samples')}, invalid {summary.get('invalid_samples')}"
+    )
+
+
+def emulator_summary(stderr: list[str]) -> str:
+    """The emulator's closing line: packages sent and skipped because it was late."""
+    lines = [line.strip() for line in stderr if "stopped:" in line]
+    return lines[-1].split("stopped: ", 1)[1] if lines else "no summary"
 
 
 def main() -> None:
@@ -523,14 +572,17 @@ def main() -> None:
     parser.add_argument(
         "--client-nice", type=int, default=0, help="clients: niceness of the clients' process"
     )
+    parser.add_argument(
+        "--emulator-priority", type=int, default=None, help="rtde: SCHED_FIFO level of the emulator"
+    )
     parser.add_argument("--out", default=None)
     parser.add_argument("--override", action="append", default=[], help="KEY=VALUE (repeat)")
     args = parser.parse_args()
     if args.method:
         EXTRA.append(f"online.estimator.method={args.method}")
     EXTRA.extend(args.override)
-    global CLIENT_NICE
-    CLIENT_NICE = args.client_nice
+    global CLIENT_NICE, EMULATOR_PRIORITY
+    CLIENT_NICE, EMULATOR_PRIORITY = args.client_nice, args.emulator_priority
     out = Path(args.out or tempfile.mkdtemp(prefix="bench_online_"))
     out.mkdir(parents=True, exist_ok=True)
     parts = args.parts.split(",")

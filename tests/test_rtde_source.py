@@ -28,7 +28,7 @@ from ident_framework.model.robot import load_robot
 from ident_framework.rtde import protocol as rtde
 from ident_framework.sources.rtde import RtdeSource, RtdeSourceParams, refusal_ending
 from ident_framework.testing.cli import run_cli
-from ident_framework.testing.rtde import RecordingControl, running_emulator
+from ident_framework.testing.rtde import RecordingControl, every_package, running_emulator
 from ident_framework.trajectories.file import default_motion
 from ident_framework.trajectories.fourier import FourierGenerator, FourierParams, FourierTrajectory
 
@@ -218,6 +218,80 @@ def test_older_controller_nan_and_delayed_packages(tmp_path, robot):
     assert acquisition["invalid_samples"] == 1
     assert acquisition["dropped_samples"] >= 1
     assert np.all(np.isfinite(data.tau))
+
+
+def emulator_skipped(stderr: list[str]) -> int:
+    """Packages the emulator never sent (it was late: `N skipped (late)` in its summary)."""
+    [count] = re.findall(r"(\d+) skipped \(late\)", "".join(stderr))
+    return int(count)
+
+
+def test_packages_a_late_poll_missed_come_from_our_own_connection(tmp_path, robot):
+    """ur_rtde's receive interface keeps only the newest package. Here a Python thread beside
+    the poller holds the GIL for 15 ms out of every 30 ms (switch interval 20 ms), so the poller
+    never sees a large share of the packages; our own RTDE connection receives every one (TCP),
+    and the recording still holds every package the emulator sent (it skips some itself when the
+    machine is busy: those no client gets), in order, each with its own values: the target joint
+    positions are the emulator's motion at the controller's clock, the torque over the current
+    is each joint's motor constant."""
+    import sys
+    import threading
+    import time
+
+    recording = tmp_path / "starved.csv"
+    stop = threading.Event()
+
+    def busy() -> None:  # the GIL held 15 ms, then released 15 ms (half a core)
+        while not stop.is_set():
+            end = time.perf_counter() + 0.015
+            while time.perf_counter() < end:
+                pass
+            time.sleep(0.015)
+
+    interval = sys.getswitchinterval()
+    with running_emulator("127.0.6.7") as emulator:
+        with every_package("127.0.6.7", str(tmp_path / "sent.npy")) as sent:
+            params = RtdeSourceParams(
+                host="127.0.6.7", duration_s=3.0, recording_path=str(recording)
+            )
+            source = RtdeSource(params, control_factory=_never_control)
+            thread = threading.Thread(target=busy, daemon=True)
+            sys.setswitchinterval(0.02)
+            thread.start()
+            try:
+                data = source.acquire(robot, None)
+            finally:
+                stop.set()
+                thread.join()
+                sys.setswitchinterval(interval)
+    acquisition = data.metadata["acquisition"]
+    skipped = emulator_skipped(emulator.stderr)
+    print(f"\nstarved poller: {acquisition['samples_written']} rows of "
+          f"{acquisition['samples_expected']}, receive interface missed "
+          f"{acquisition['samples_missed']}, filled {acquisition['samples_filled']}, emulator "
+          f"skipped {skipped}")  # fmt: skip
+    assert acquisition["samples_missed"] - skipped > 0.2 * acquisition["samples_expected"]
+    assert acquisition["samples_filled"] >= acquisition["samples_missed"] - skipped
+    assert acquisition["dropped_samples"] <= skipped
+    assert acquisition["torque_missing_samples"] == 0
+    assert acquisition["samples_written"] > 0.5 * 3.0 * 500
+    t = data.timestamp
+    assert np.all(np.diff(t) > 0) and np.allclose(np.round(t / 0.002) * 0.002, t, atol=1e-6)
+    # every package the emulator sent within the recording is in it (a connection of its own
+    # process received them all)
+    written = np.round(t * 1e6).astype(np.int64)
+    [truth] = sent
+    truth = truth[(truth >= written[0]) & (truth <= written[-1])]
+    assert np.setdiff1d(truth, written).size == 0 and np.setdiff1d(written, truth).size == 0
+    motion = default_motion(robot)
+    q_ref = motion.evaluate(np.mod(t, motion.duration))[0]
+    assert np.abs(data.q_target - q_ref).max() < 1e-7
+    header = recording.read_text().splitlines()[0].split(",")
+    table = np.loadtxt(recording, delimiter=",", skiprows=1)
+    torque = table[:, [header.index(f"actual_current_as_torque_{j}") for j in range(6)]]
+    current = table[:, [header.index(f"actual_current_{j}") for j in range(6)]]
+    ratio = torque / current
+    assert np.allclose(ratio, np.median(ratio, axis=0), rtol=1e-8)
 
 
 def test_unreachable_host_message(tmp_path):

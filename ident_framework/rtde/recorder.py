@@ -16,6 +16,13 @@ channel joined to the rows by the controller timestamp: a second RTDE connection
 removed at the end; its timer misses ~10 % of the packages). A row whose torque the side
 channel missed is not written and is counted (`torque_missing`).
 
+The receive interface keeps only the newest package: a poll more than 2 ms late (the thread
+descheduled on a busy computer, or waiting for the GIL) never sees the packages in between.
+Our own connection receives every package complete (TCP queues what a late read has not taken
+yet), so a package the poller passed without seeing is written from there (`filled`); the
+rows stay in controller-time order. What neither connection received, the controller never
+sent (a controller, or the emulator, short of time skips packages).
+
 Connection loss (the interface reports it, or no new sample for `timeout_s`) ends the current
 segment: what was written stays valid on disk. `run` then reconnects up to
 `reconnect_attempts` times (a new segment continues the same file) or raises `RecordingLost`.
@@ -24,7 +31,6 @@ segment: what was written stays valid on disk. `run` then reconnects up to
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -36,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ident_framework.data.csv_log import CsvLogWriter
+from ident_framework.rtde.file_side_channel import TorqueSideChannel
 from ident_framework.rtde.torque_stream import TorqueStreamError
 
 TORQUE_FIELD = "actual_current_as_torque"
@@ -88,6 +95,7 @@ class Segment:
     written: int = 0
     invalid: int = 0  # non-finite values, or never read consistently
     torque_missing: int = 0
+    filled: int = 0  # written from the side channel: the receive interface never showed them
     end: str = "completed"  # or why it ended
 
     def expected(self, rate_hz: float) -> int:
@@ -137,6 +145,7 @@ class RecordingReport:
             "samples_missed": expected - sum(s.received for s in self.segments),
             "invalid_samples": sum(s.invalid for s in self.segments),
             "torque_missing_samples": sum(s.torque_missing for s in self.segments),
+            "samples_filled": sum(s.filled for s in self.segments),
             "achieved_rate_hz": self.written / covered if covered > 0 else None,
             "segments": len(self.segments),
             "reconnects": max(0, len(self.segments) - 1),
@@ -145,61 +154,6 @@ class RecordingReport:
             "last_timestamp_s": valid[-1].last if valid else None,
             "segment_ends": [s.end for s in self.segments],
         }
-
-
-class TorqueSideChannel:
-    """`actual_current_as_torque` through `ur_rtde`'s C++ file recorder (see module docs)."""
-
-    def __init__(self, receive: Any, path: str, n_joints: int):
-        self.receive, self.path, self.n = receive, path, n_joints
-        receive.startFileRecording(path, ["timestamp", TORQUE_FIELD])
-        self._handle = None
-        self._partial = ""
-        self.values: dict[int, np.ndarray] = {}
-        self.latest_us = -1
-
-    def poll(self) -> None:
-        """Read what the C++ recorder has written since the last poll."""
-        if self._handle is None:
-            if not os.path.exists(self.path):
-                return
-            self._handle = open(self.path, encoding="utf-8")  # noqa: SIM115
-            self._handle.readline()  # header
-        text = self._partial + self._handle.read()
-        lines = text.split("\n")
-        self._partial = lines.pop()
-        for line in lines:
-            fields = line.split(",")
-            if len(fields) != self.n + 1:
-                continue
-            try:
-                values = np.array([float(v) for v in fields])
-            except ValueError:
-                continue
-            stamp = int(round(values[0] * 1e6))
-            self.values[stamp] = values[1:]
-            self.latest_us = max(self.latest_us, stamp)
-
-    def pop(self, stamp_us: int) -> np.ndarray | None:
-        return self.values.pop(stamp_us, None)
-
-    def discard_before(self, stamp_us: int) -> None:
-        """Forget torques older than `stamp_us` (their rows were written or dropped)."""
-        for stamp in [s for s in self.values if s < stamp_us]:
-            del self.values[stamp]
-
-    def stop(self) -> None:
-        try:
-            self.receive.stopFileRecording()
-        except RuntimeError:
-            pass
-        self.poll()
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-        if os.path.exists(self.path):
-            os.remove(self.path)
 
 
 class SegmentRecorder:
@@ -229,6 +183,9 @@ class SegmentRecorder:
         self._getters = [getattr(receive, name) for name in GETTERS.values()]
         self._torque_getter = getattr(receive, TORQUE_GETTER) if torque == "getter" else None
         self.side = side if torque == "side" else None
+        # the side channel keeps complete rows: the packages the poller missed come from there
+        self._fills = bool(getattr(self.side, "full_rows", False))
+        self._filled: dict[int, np.ndarray] = {}  # pending rows taken from the side channel
 
     def poll(self) -> bool:
         """Record the newest sample if it is new; True if one was. Raises ConnectionLost."""
@@ -251,9 +208,7 @@ class SegmentRecorder:
                 again = receive.getTimestamp()
                 # ur_rtde updates the fields one by one as it parses a package: a row is
                 # taken only when two full reads agree and the timestamp did not change.
-                if again == stamp and all(
-                    np.array_equal(a, b) for a, b in zip(values, check, strict=True)
-                ):
+                if again == stamp and values == check:  # lists of floats: a cheap compare
                     consistent = True
                     break
                 stamp = again
@@ -261,6 +216,8 @@ class SegmentRecorder:
             raise ConnectionLost(str(error)) from None
         self._last_seen, self._seen_at = stamp, time.monotonic()
         segment = self.segment
+        if segment.first is None and self._fills and not self._side_has(stamp):
+            return True  # the segment starts with the first package both connections have
         segment.received += 1
         if segment.first is None:
             segment.first = stamp
@@ -270,7 +227,8 @@ class SegmentRecorder:
             parts.append(np.asarray(torque))
         parts.extend(np.asarray(v) for v in values[2:])
         row = np.concatenate([[stamp], *parts])
-        if not consistent or not np.all(np.isfinite(row)):
+        valid = consistent and bool(np.all(np.isfinite(row)))
+        if not valid and not self._fills:
             segment.invalid += 1
             return True
         if stamp <= self.last_written:
@@ -278,14 +236,35 @@ class SegmentRecorder:
         if self.side is None:
             self._write(row)
         else:
-            self._pending[int(round(stamp * 1e6))] = row
+            if valid:  # else the side channel's own copy of the package is written (or not)
+                self._pending[int(round(stamp * 1e6))] = row
             self._resolve(final=False)
         return True
+
+    def _side_has(self, stamp: float) -> bool:
+        """Whether the side channel's packages reach back to `stamp` (s)."""
+        first = self.side.first_us
+        return first is not None and first <= int(round(stamp * 1e6))
 
     def _write(self, row: np.ndarray) -> None:
         self.writer.write(row)
         self.segment.written += 1
         self.last_written = float(row[0])
+
+    def _take_unseen(self, final: bool) -> None:
+        """Add to the pending rows the side channel's packages the poller passed without
+        seeing (all up to the last one seen when `final`), complete rows of their own."""
+        segment = self.segment
+        if segment.first is None or segment.last is None:
+            return
+        last_us = int(round(segment.last * 1e6))
+        unseen = self.side.take_unseen(last_us + 1 if final else last_us, self._pending)
+        first_us = int(round(segment.first * 1e6))
+        written_us = self.last_written * 1e6 if math.isfinite(self.last_written) else -math.inf
+        fresh = {s: row for s, row in unseen if s > first_us and s > written_us + 0.5}
+        if fresh:
+            self._filled.update(fresh)
+            self._pending = OrderedDict(sorted({**self._pending, **fresh}.items()))
 
     def _resolve(self, final: bool) -> None:
         """Write pending rows (oldest first) whose torque arrived; drop those it never will."""
@@ -293,8 +272,24 @@ class SegmentRecorder:
         assert side is not None
         side.poll()
         window = int(_SIDE_WINDOW_S * 1e6)
+        # the side channel's thread adds packages meanwhile, in controller-time order: every
+        # package up to `horizon` was there before the unseen ones were taken, so a row up to it
+        # cannot be written ahead of an older one that is still on its way here
+        horizon = math.inf if final else side.latest_us
+        if self._fills:
+            self._take_unseen(final)
         while self._pending:
             stamp, row = next(iter(self._pending.items()))
+            if self._fills and stamp > horizon:
+                break
+            if stamp in self._filled:  # complete from the side channel
+                del self._pending[stamp], self._filled[stamp]
+                if np.all(np.isfinite(row)):
+                    self.segment.filled += 1
+                    self._write(row)
+                else:
+                    self.segment.invalid += 1
+                continue
             torque = side.pop(stamp)
             if torque is None and not (final or side.latest_us >= stamp + window):
                 break
@@ -310,6 +305,8 @@ class SegmentRecorder:
         """End the segment: join what the side channel still has, flush the file."""
         self.segment.end = end
         if self.side is not None:
+            if self.segment.last is not None and hasattr(self.side, "catch_up"):
+                self.side.catch_up(int(round(self.segment.last * 1e6)))
             self.side.stop()
             self._resolve(final=True)
             self.side.close()

@@ -1,12 +1,18 @@
-"""`actual_current_as_torque` over a second RTDE connection of our own.
+"""Every package of the controller over a second RTDE connection of our own (the torque, and
+the rows `ur_rtde`'s receive interface missed).
 
-`ur_rtde` 1.6.5's Python binding has no getter for this field (PolyScope >= 5.23), and its C++
-file recorder samples on a timer of its own that misses ~10 % of the 500 Hz packages. An RTDE
-controller serves several clients at once, so this module opens its own output recipe
-(`timestamp`, `actual_current_as_torque`) on the same port and keeps every package it receives,
-keyed by the controller timestamp (µs), for `recorder.py` to join to the rows that `ur_rtde`'s
-receive interface delivers. It speaks the same RTDE protocol version 2 as `ur_rtde` (messages
-of `rtde_protocol`): protocol version, output setup, start, data packages, pause.
+`ur_rtde` 1.6.5's Python binding has no getter for `actual_current_as_torque` (PolyScope >=
+5.23), and its C++ file recorder samples on a timer of its own (a `waitPeriod` loop reading the
+newest state, not every package) that misses ~10 % of the 500 Hz packages. Its receive
+interface keeps only the newest package, so a poll that comes more than one period (2 ms) late
+loses the packages in between. An RTDE controller serves several clients at once, so this
+module opens its own output recipe with every recorded field (`recorder.receive_variables`) on
+the same port, and a background thread keeps every package it receives (TCP loses none: a
+late read only finds more of them queued), as a complete row in the CSV column order of
+`recorder.column_groups`, keyed by the controller timestamp (µs). `recorder.py` joins the
+torque to the rows `ur_rtde` delivers and writes the rows `ur_rtde` never showed from here. It
+speaks the same RTDE protocol version 2 as `ur_rtde` (messages of `rtde_protocol`): protocol
+version, output setup, start, data packages, pause.
 """
 
 from __future__ import annotations
@@ -14,12 +20,21 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
+from collections import OrderedDict
 
 import numpy as np
 
 from ident_framework.rtde import protocol as rtde
 
-FIELDS = ("timestamp", "actual_current_as_torque")
+TORQUE_FIELD = "actual_current_as_torque"
+# the recipe: the timestamp, the recorded fields in CSV column order (q, qd, torque, then the
+# rest, as recorder.column_groups), each a 6-vector
+_TIMESTAMP = struct.Struct(">d")  # after the recipe id
+FIELDS = (
+    "timestamp", "actual_q", "actual_qd", TORQUE_FIELD, "actual_current", "target_current",
+    "target_moment", "joint_temperatures", "target_q", "target_qd", "target_qdd",
+)  # fmt: skip
 
 
 class TorqueStreamError(RuntimeError):
@@ -27,9 +42,12 @@ class TorqueStreamError(RuntimeError):
 
 
 class TorqueStream:
-    """Every (timestamp, actual_current_as_torque) package of the controller at `host`, received
-    by a background thread. values: {timestamp µs: torque (n,) Nm}; latest_us: newest timestamp
-    received. Same interface as `recorder.TorqueSideChannel`."""
+    """Every package of the controller at `host`, received by a background thread. rows:
+    {timestamp µs: the package's payload, decoded by `row` into the complete CSV row}, oldest
+    first; latest_us: newest timestamp received. The interface of
+    `recorder.TorqueSideChannel` (`pop` gives the torque), plus `take_unseen` (full_rows)."""
+
+    full_rows = True
 
     def __init__(
         self,
@@ -40,8 +58,9 @@ class TorqueStream:
         timeout_s: float = 2.0,
     ):
         self.n = n_joints
-        self.values: dict[int, np.ndarray] = {}
+        self.rows: OrderedDict[int, bytes] = OrderedDict()  # the packages, decoded when taken
         self.latest_us = -1
+        self.first_us: int | None = None  # the first package's timestamp (µs)
         self.error: str | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -104,12 +123,13 @@ class TorqueStream:
                 for kind, body in messages:
                     if kind != rtde.DATA_PACKAGE or body[0] != self._recipe:
                         continue
-                    values = self._format.unpack(body)
-                    stamp = int(round(values[1] * 1e6))
-                    torque = np.array(values[2 : 2 + self.n], dtype=float)
+                    # only the timestamp is decoded here: this thread holds the GIL briefly
+                    stamp = int(round(_TIMESTAMP.unpack_from(body, 1)[0] * 1e6))
                     with self._lock:
-                        self.values[stamp] = torque
+                        self.rows[stamp] = body
                         self.latest_us = max(self.latest_us, stamp)
+                        if self.first_us is None:
+                            self.first_us = stamp
         except (OSError, ValueError, struct.error) as error:
             if not self._stop.is_set():
                 self.error = str(error)
@@ -118,18 +138,43 @@ class TorqueStream:
     def poll(self) -> None:
         """Nothing to do: the thread receives continuously."""
 
+    def row(self, body: bytes) -> np.ndarray:
+        """A package as a CSV row (timestamp s, q rad, qd rad/s, torque Nm, the rest)."""
+        return np.array(self._format.unpack(body)[1:], dtype=float)
+
     def pop(self, stamp_us: int) -> np.ndarray | None:
+        """The torque (n,) Nm of the package at `stamp_us` (forgotten then), or None."""
         with self._lock:
-            return self.values.pop(stamp_us, None)
+            body = self.rows.pop(stamp_us, None)
+        return None if body is None else self.row(body)[1 + 2 * self.n : 1 + 3 * self.n]
+
+    def take_unseen(self, before_us: float, keep: set[int] | dict) -> list[tuple[int, np.ndarray]]:
+        """The rows older than `before_us` except those in `keep`, oldest first, forgotten here:
+        the packages `ur_rtde`'s receive interface did not show (its poller passed them)."""
+        taken = []
+        with self._lock:
+            for stamp in self.rows:
+                if stamp >= before_us:
+                    break
+                if stamp not in keep:
+                    taken.append(stamp)
+            bodies = [(stamp, self.rows.pop(stamp)) for stamp in taken]
+        return [(stamp, self.row(body)) for stamp, body in bodies]
 
     def discard_before(self, stamp_us: int) -> None:
-        """Forget torques older than `stamp_us` (their rows were written or dropped)."""
+        """Forget packages older than `stamp_us` (their rows were written or dropped)."""
         with self._lock:
-            for stamp in [s for s in self.values if s < stamp_us]:
-                del self.values[stamp]
+            while self.rows and next(iter(self.rows)) < stamp_us:
+                self.rows.popitem(last=False)
+
+    def catch_up(self, stamp_us: int, timeout_s: float = 0.5) -> None:
+        """Wait (at most `timeout_s`) until the package at `stamp_us` has arrived here."""
+        deadline = time.monotonic() + timeout_s
+        while self.latest_us < stamp_us and time.monotonic() < deadline and self._thread.is_alive():
+            time.sleep(0.001)
 
     def stop(self) -> None:
-        """Pause the recipe and stop the thread (what arrived stays in `values`)."""
+        """Pause the recipe and stop the thread (what arrived stays in `rows`)."""
         self._stop.set()
         self._thread.join(timeout=2.0)
         try:

@@ -122,3 +122,39 @@ class RecordingControl:
 
     def servo_commands(self) -> list[tuple[float, np.ndarray]]:
         return [(t, np.asarray(args[0])) for name, t, args in self.calls if name == "servoJ"]
+
+
+_REFERENCE_SCRIPT = """
+import sys, time
+import numpy as np
+from ident_framework.rtde.torque_stream import TorqueStream
+stream = TorqueStream(sys.argv[1], 6, 500.0)
+print("connected", flush=True)
+sys.stdin.readline()
+stream.stop()
+np.save(sys.argv[2], np.array(sorted(stream.rows), dtype=np.int64))
+"""
+
+
+@contextmanager
+def every_package(host: str, path: str) -> Iterator[list[np.ndarray]]:
+    """The controller timestamps (µs) of every package the emulator at `host` sends while the
+    block runs, received by a process of its own over TCP (nothing to compete with for a GIL,
+    and TCP loses nothing): the truth a recording is compared with. The list holds one array
+    after the block."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _REFERENCE_SCRIPT, host, path],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stdin is not None
+    if process.stdout.readline().strip() != "connected":
+        process.kill()
+        raise RuntimeError(f"the reference connection to {host} failed")
+    result: list[np.ndarray] = []
+    try:
+        yield result
+    finally:
+        process.stdin.write("\n")
+        process.stdin.flush()
+        process.wait(timeout=20)
+    result.append(np.load(path))

@@ -5,8 +5,11 @@ interface polled for new controller timestamps, each row read consistently, the 
 (`actual_current_as_torque`) joined from a second RTDE connection of our own when the binding
 has no getter, or the currents times `source.current_to_torque`. Every complete row is
 written to `online/recording.csv` (the CSV contract: identify it later with `source=csv`) and
-handed to the estimator; `arrival` is the instant the row was complete. Samples the poller
-never saw (the receive interface keeps only the newest package) count as skipped updates.
+handed to the estimator; `arrival` is the instant the row was complete. The receive interface
+keeps only the newest package: the packages a late poll missed are written from our own
+second connection, which receives every package (`recorder.py`; `samples_filled` in the
+summary). Samples no connection received (the controller skipped them) and rows without a
+torque count as skipped updates.
 A lost connection is re-established up to `source.reconnect_attempts` times. Reception runs in
 its own thread (it polls every 0.25 ms whatever the estimator does), handing rows over through
 a queue; the estimator process's thread switch interval is lowered to 0.2 ms so that the poller
@@ -227,6 +230,10 @@ class RtdeStream:
             "samples_written": written,
             "dropped_samples": expected - written,
             "dropped_fraction": (expected - written) / expected if expected else None,
+            "samples_filled": sum(s.filled for s in self.segments),
+            "samples_missed": expected - sum(s.received for s in self.segments),
+            "invalid_samples": sum(s.invalid for s in self.segments),
+            "torque_missing_samples": sum(s.torque_missing for s in self.segments),
             "reconnects": max(len(self.segments) - 1, 0),
             "recording": str(self.path),
         }
