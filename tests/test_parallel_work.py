@@ -1,4 +1,4 @@
-"""Forked workers and the regressor's threads: the same results as one process, in order,
+"""Forked workers: the same results as one process, in order,
 errors raised where the work was asked for, and serial where forking is not wise."""
 
 from __future__ import annotations
@@ -10,10 +10,6 @@ import pytest
 
 from ident_framework import parallel_work
 from ident_framework.errors import UserError
-from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
-from ident_framework.model import sample_threads
-from ident_framework.model.regressor import RegressorBuilder
-from ident_framework.model.robot import load_robot
 from ident_framework.parallel_work import forked_map, usable_cores, worker_count
 
 two_cores = pytest.mark.skipif(usable_cores() < 2, reason="needs two usable cores")
@@ -52,19 +48,3 @@ def test_workers_are_capped_by_the_environment_and_never_nested(monkeypatch):
     inner = forked_map(lambda i: (worker_count(4), parallel_work.worker_limit()), [0, 1])
     if usable_cores() >= 2:
         assert inner == [(1, 1), (1, 1)]
-
-
-def test_the_regressor_on_two_threads_equals_one_sample_at_a_time(monkeypatch):
-    robot = load_robot("ur10e")
-    builder = RegressorBuilder(robot, CoulombViscousFriction(CoulombViscousParams()))
-    rng = np.random.default_rng(4)
-    q, dq, ddq = (rng.uniform(-3, 3, (3001, 6)) for _ in range(3))
-    threaded = builder.rigid_body(q, dq, ddq)
-    monkeypatch.setenv("IDENT_FRAMEWORK_WORKERS", "1")
-    assert len(sample_threads.parts(len(q))) == 1
-    single = builder.rigid_body(q, dq, ddq)
-    assert np.array_equal(threaded, single)
-    monkeypatch.delenv("IDENT_FRAMEWORK_WORKERS")
-    if usable_cores() >= 2:
-        rows = sample_threads.parts(len(q))
-        assert len(rows) == 2 and rows[0].stop == rows[1].start and rows[1].stop == len(q)

@@ -18,13 +18,12 @@ friction=)`); without it the model's time-free (steady-state) basis is used.
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import numpy as np
 import pinocchio as pin
 
 from ident_framework.interfaces import FrictionModel
-from ident_framework.model import friction_terms, sample_threads
+from ident_framework.model import friction_terms
 from ident_framework.model.coupling import Coupling
 from ident_framework.model.robot import RobotModel
 
@@ -147,26 +146,12 @@ class RegressorBuilder:
         return len(self.parameter_names)
 
     def rigid_body(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """(N, n, 10 n) Pinocchio joint torque regressor (one compiled call per sample; the
-        samples split over `sample_threads`' threads, each with Pinocchio data of its own)."""
+        """(N, n, 10 n) Pinocchio joint torque regressor (one compiled call per sample)."""
         out = np.empty((*q.shape, self.n_inertial))
-        parts = sample_threads.parts(len(q))
-        if len(parts) == 1:
-            self._fill(out, q, dq, ddq, self._data)
-        else:
-            sample_threads.run_each(
-                lambda rows: self._fill(out[rows], q[rows], dq[rows], ddq[rows], None), parts
-            )
-        return out
-
-    def _fill(
-        self, out: np.ndarray, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, data: Any
-    ) -> None:
-        """out[k] = the regressor of sample k; `data`: Pinocchio data (None: a new one)."""
-        model, regressor = self._model, pin.computeJointTorqueRegressor
-        data = model.createData() if data is None else data
+        model, data, regressor = self._model, self._data, pin.computeJointTorqueRegressor
         for k, (q_k, dq_k, ddq_k) in enumerate(zip(q, dq, ddq, strict=True)):
             out[k] = regressor(model, data, q_k, dq_k, ddq_k)
+        return out
 
     def own_terms(
         self, dq: np.ndarray, ddq: np.ndarray, friction: np.ndarray | None = None
