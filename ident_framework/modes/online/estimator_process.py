@@ -313,7 +313,12 @@ class OnlineSession:
     # ------------------------------------------------------------------ frames
     def _send_frame(self) -> None:
         """The next dashboard frame, with the recording's rows since the last one (mcap=true;
-        they wait for the next frame when this one cannot go out)."""
+        they wait for the next frame when this one cannot go out). None before the first
+        sample: a frame's `t` is source time (the contract), and there is none yet; the events
+        so far wait for the first frame."""
+        if self.publisher.latest is None:
+            self.publisher.wait()
+            return
         frame, recording = self.frame(), self.recording
         if recording is not None:
             frame["record"] = recording.rows()

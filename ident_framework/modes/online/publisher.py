@@ -55,8 +55,12 @@ class Publisher:
 
     def skip(self) -> None:
         """Let this frame's turn pass (the traces and events wait for the next one)."""
-        self._next_wall = max(self._next_wall + self.period, time.perf_counter())
+        self.wait()
         self.frames_skipped += 1
+
+    def wait(self) -> None:
+        """Let this frame's turn pass without counting it skipped (nothing to show yet)."""
+        self._next_wall = max(self._next_wall + self.period, time.perf_counter())
 
     def trace(self) -> dict[str, list]:
         if not self._trace:
