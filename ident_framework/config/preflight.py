@@ -86,7 +86,7 @@ def prepare_command_line(
     ready = False  # a composed single run keeps its Hydra object (the global one) for the run
     try:
         if task_function is not None and is_plain_run(args):
-            single = SingleRun(hydra_for(task_function, CONFIG_MODULE), CONFIG_NAME, args.overrides)
+            single = SingleRun(hydra_for(task_function, CONFIG_MODULE), CONFIG_NAME)
             single.config = _compose_job(
                 list(args.overrides), registry, lambda o: compose_run(single, o)
             )

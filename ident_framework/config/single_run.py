@@ -44,11 +44,10 @@ def is_plain_run(args: argparse.Namespace) -> bool:
 @dataclass
 class SingleRun:
     """A composed plain run: the Hydra object, the config name and the config with its
-    `hydra` node (`config`), composed in RUN mode from `overrides`."""
+    `hydra` node (`config`, set by `compose_run` in RUN mode)."""
 
     hydra: Hydra
     config_name: str
-    overrides: list[str]
     config: DictConfig | None = None
 
     def job_config(self) -> DictConfig:

@@ -123,10 +123,10 @@ def unmodelled_metadata(params: Any, effort: np.ndarray) -> dict:
     (Nm), periods per revolution and phase (rad) per joint."""
     out = {"kind": params.unmodelled, "scale": float(params.unmodelled_scale)}
     if params.unmodelled == "cogging" and params.unmodelled_scale > 0:
-        n = len(effort)
+        periods, phase = cogging_shape(params, len(effort))
         out.update(
             amplitude_nm=cogging_amplitude(params.unmodelled_scale, effort).tolist(),
-            periods=cogging_shape(params, n)[0].tolist(),
-            phase_rad=cogging_shape(params, n)[1].tolist(),
+            periods=periods.tolist(),
+            phase_rad=phase.tolist(),
         )
     return out

@@ -144,8 +144,9 @@ def _temperature_columns(config: RunConfig, recordings: list[Dataset]) -> tuple[
 
 
 class _Spaces:
-    """The column space (fold factors) of each preprocessing candidate, built when first
-    asked for: one preprocessing of every recording and one regressor pass each."""
+    """The column space (fold factors) of each preprocessing candidate: one preprocessing of
+    every recording and one regressor pass each, all candidates at once on forked workers
+    (`build`), or one when first asked for (`get`)."""
 
     def __init__(self, config, robot, builder, recordings, plan, friction, start) -> None:
         self.config, self.robot, self.builder = config, robot, builder
