@@ -18,8 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.interpolate import CubicSpline
-from scipy.signal import sosfiltfilt
+
+from ident_framework.data.cubic_spline import cubic_spline
+from ident_framework.data.zero_phase_lowpass import zero_phase_filter
 
 # (t (M,) s, dq (M, n) rad/s) -> (M, c, k) friction columns
 ColumnFunction = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -42,8 +43,7 @@ class FilterSegment:
         """The kept samples of `on_grid` (M, ...), values on the grid."""
         if self.at is None:
             return on_grid[self.rows]
-        spline = CubicSpline(self.timestamp, on_grid, axis=0)
-        return spline(self.at[self.rows])
+        return cubic_spline(self.timestamp, on_grid, self.at[self.rows])
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class ParallelFilter:
         for segment in self.segments:
             raw = np.asarray(columns(segment.timestamp, segment.dq), dtype=float)
             flat = raw.reshape(len(raw), -1)
-            filtered = sosfiltfilt(segment.sos, flat, axis=0).reshape(raw.shape)
+            filtered = zero_phase_filter(segment.sos, flat).reshape(raw.shape)
             out.append(segment.kept(filtered))
         return np.concatenate(out)
 

@@ -260,7 +260,7 @@ def _summary(params: PreprocessingParams, reports: list[dict[str, Any]]) -> dict
         if any(r["resampled"] for r in reports)
         else None,
         "lowpass_hz": params.lowpass_hz,
-        "filter": f"Butterworth order {params.filter_order}, zero-phase (sosfiltfilt)",
+        "filter": f"Butterworth order {params.filter_order}, zero-phase (forward-backward)",
         "velocity": "measured dq, filtered"
         if params.use_measured_velocity
         else "Savitzky-Golay derivative of filtered q",

@@ -7,7 +7,8 @@ Steps (all joints at once, no per-sample loops):
    "auto") every signal is interpolated (cubic spline through the recorded samples) onto a
    uniform grid at the median step. Filters assume uniform sampling; treating a 2-16 ms
    jittery log as uniform gives acceleration errors of the order of the signal itself.
-2. q, tau (and the measured dq) pass a zero-phase Butterworth low-pass (`sosfiltfilt`), cut-off
+2. q, tau (and the measured dq) pass a zero-phase Butterworth low-pass (forward-backward as
+   scipy.signal.sosfiltfilt, `zero_phase_lowpass`), cut-off
    in Hz converted with the actual sample rate.
 3. dq: the filtered measured velocity, or the Savitzky-Golay derivative of the filtered q.
    ddq: the Savitzky-Golay derivative of dq. The window is centred (odd length), so each
@@ -37,11 +38,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.interpolate import CubicSpline
-from scipy.signal import butter, savgol_filter, sosfiltfilt
 
+from ident_framework.data.cubic_spline import cubic_spline
 from ident_framework.data.dataset import AsRecorded, Dataset
 from ident_framework.data.parallel_filter import FilterSegment, ParallelFilter
+from ident_framework.data.savitzky_golay import savgol_derivative
+from ident_framework.data.zero_phase_lowpass import (
+    butterworth_lowpass,
+    pad_length,
+    zero_phase_filter,
+)
 from ident_framework.errors import UserError
 
 if TYPE_CHECKING:
@@ -82,7 +88,7 @@ def filter_segment(
     if resampled:
         first, last = grid[n_trim], grid[n - 1 - n_trim]
         rows = np.flatnonzero((t >= first - 1e-9 * step) & (t <= last + 1e-9 * step))
-        back = CubicSpline(grid, np.hstack([q, dq, ddq, tau]), axis=0)(t[rows])
+        back = cubic_spline(grid, np.hstack([q, dq, ddq, tau]), t[rows])
         q, dq, ddq, tau = np.split(back, 4, axis=1)
         segment = FilterSegment(grid, np.ascontiguousarray(dq_unfiltered), sos, rows, at=t)
     else:
@@ -141,7 +147,7 @@ def on_uniform_grid(
     n_grid = int(np.floor((t[-1] - t[0]) / step + 1e-9)) + 1
     grid = step * np.arange(n_grid)
     stacked = np.hstack([signals[name] for name in names])
-    spline = CubicSpline(t - t[0], stacked, axis=0)(grid)
+    spline = cubic_spline(t - t[0], stacked, grid)
     parts = np.split(spline, len(names), axis=1)
     return t[0] + grid, dict(zip(names, parts, strict=True))
 
@@ -161,7 +167,7 @@ def filter_design(
             f"{rate:.4g} Hz). Give the cut-off in Hz (not normalised) below {nyquist:.4g}, e.g. "
             f"preprocessing.lowpass_hz={_round_down(0.4 * rate)}."
         )
-    sos = butter(params.filter_order, params.lowpass_hz, btype="low", fs=rate, output="sos")
+    sos = butterworth_lowpass(params.filter_order, params.lowpass_hz, rate)
     window = _odd_window(params.savgol_window_s * rate, params.savgol_polyorder)
     trim_s = params.trim_s
     if trim_s is None:
@@ -170,7 +176,7 @@ def filter_design(
             + 0.5 * window * step
         )
     n_trim = math.ceil(trim_s * rate - 1e-9)
-    padlen = 3 * (2 * len(sos) + 1 - min((sos[:, 2] == 0).sum(), (sos[:, 5] == 0).sum()))
+    padlen = pad_length(sos)
     needed = max(padlen + 1, window, 2 * n_trim + min_samples)
     if n < needed:
         raise SegmentTooShort(
@@ -193,17 +199,20 @@ def filter_and_differentiate(
     """(q, dq, ddq, tau, unfiltered dq): q and tau (and the measured dq) low-passed zero-phase,
     dq (unless measured) and ddq by Savitzky-Golay differentiation."""
     filtered_names = ["q", "tau"] + (["dq"] if params.use_measured_velocity else [])
-    filtered = sosfiltfilt(sos, np.hstack([signals[k] for k in filtered_names]), axis=0)
+    filtered = zero_phase_filter(sos, np.hstack([signals[k] for k in filtered_names]))
     parts = dict(zip(filtered_names, np.split(filtered, len(filtered_names), axis=1), strict=True))
     q, tau = parts["q"], parts["tau"]
-    deriv = {"window_length": window, "polyorder": params.savgol_polyorder, "deriv": 1}
+
+    def derivative(x: np.ndarray) -> np.ndarray:
+        return savgol_derivative(x, window, params.savgol_polyorder, deriv=1, delta=step)
+
     if params.use_measured_velocity:
         dq = parts["dq"]
         dq_unfiltered = signals["dq"]
     else:
-        dq = savgol_filter(q, delta=step, axis=0, **deriv)
-        dq_unfiltered = savgol_filter(signals["q"], delta=step, axis=0, **deriv)
-    ddq = savgol_filter(dq, delta=step, axis=0, **deriv)
+        dq = derivative(q)
+        dq_unfiltered = derivative(signals["q"])
+    ddq = derivative(dq)
     return q, dq, ddq, tau, dq_unfiltered
 
 

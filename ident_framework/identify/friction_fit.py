@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import least_squares
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
@@ -384,6 +383,8 @@ def fit_nonlinear_friction(
         def residual(flat: np.ndarray) -> np.ndarray:
             bar.update()
             return fit.residual(flat)
+
+        from scipy.optimize import least_squares  # ~0.15 s: only nonlinear friction needs it
 
         r0 = fit.residual(x0.ravel())
         result = least_squares(

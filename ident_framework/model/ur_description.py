@@ -61,11 +61,22 @@ def rpy_to_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
 
 
 def matrix_to_quat(rotation: np.ndarray) -> np.ndarray:
-    """Unit quaternion (w, x, y, z) of a rotation matrix."""
-    from scipy.spatial.transform import Rotation
-
-    x, y, z, w = Rotation.from_matrix(rotation).as_quat()
-    return np.array([w, x, y, z])
+    """Unit quaternion (w, x, y, z) of a rotation matrix, by the largest of the trace and the
+    diagonal (Shepperd's method, as scipy's Rotation.from_matrix, same sign)."""
+    r = np.asarray(rotation, dtype=float)
+    decision = np.array([r[0, 0], r[1, 1], r[2, 2], np.trace(r)])
+    choice = int(np.argmax(decision))
+    xyzw = np.empty(4)
+    if choice == 3:
+        xyzw[:] = [r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1], 1 + decision[3]]
+    else:
+        i, j, k = choice, (choice + 1) % 3, (choice + 2) % 3
+        xyzw[i] = 1 - decision[3] + 2 * r[i, i]
+        xyzw[j] = r[j, i] + r[i, j]
+        xyzw[k] = r[k, i] + r[i, k]
+        xyzw[3] = r[k, j] - r[j, k]
+    xyzw /= np.linalg.norm(xyzw)
+    return xyzw[[3, 0, 1, 2]]
 
 
 def _fmt(values) -> str:

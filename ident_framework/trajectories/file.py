@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import yaml
-from scipy.interpolate import CubicSpline
 
 from ident_framework.errors import UserError
 from ident_framework.interfaces import Trajectory
@@ -38,6 +37,8 @@ class SampledTrajectory:
     start at 0), as a cubic spline; held at the end points outside [0, duration]."""
 
     def __init__(self, t: np.ndarray, q: np.ndarray, origin: str = ""):
+        from scipy.interpolate import CubicSpline  # ~0.2 s, not on every command's path
+
         t = np.asarray(t, dtype=float)
         self.t0 = float(t[0])
         self.spline = CubicSpline(t - self.t0, np.asarray(q, dtype=float), axis=0)

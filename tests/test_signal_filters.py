@@ -1,0 +1,128 @@
+"""The preprocessing's own filters against SciPy's public ones (known truth): the Butterworth
+design against scipy.signal.butter, the zero-phase filter against sosfiltfilt, the
+Savitzky-Golay derivative against savgol_filter; and the import the filters exist to avoid."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import signal
+
+from ident_framework.data.savitzky_golay import savgol_derivative
+from ident_framework.data.zero_phase_lowpass import (
+    butterworth_lowpass,
+    pad_length,
+    zero_phase_filter,
+)
+
+DESIGNS = [(o, fc, fs) for o in range(1, 9) for fc, fs in [(20, 500), (2, 500), (10, 200.034)]]
+
+
+def _frequency_response(sos: np.ndarray, w: np.ndarray) -> np.ndarray:
+    z = np.exp(-1j * w)[:, None]
+    b, a = sos[:, :3], sos[:, 3:]
+    return np.prod(
+        (b[:, 0] + b[:, 1] * z + b[:, 2] * z**2) / (a[:, 0] + a[:, 1] * z + a[:, 2] * z**2), axis=1
+    )
+
+
+@pytest.mark.parametrize(("order", "cutoff", "rate"), DESIGNS)
+def test_butterworth_design_is_scipys(order: int, cutoff: float, rate: float) -> None:
+    ours = butterworth_lowpass(order, cutoff, rate)
+    theirs = signal.butter(order, cutoff, fs=rate, output="sos")
+    assert ours.shape == theirs.shape
+    np.testing.assert_allclose(ours, theirs, rtol=1e-11, atol=1e-15)
+    w = np.linspace(0, np.pi, 257)
+    np.testing.assert_allclose(
+        np.abs(_frequency_response(ours, w)), np.abs(_frequency_response(theirs, w)), atol=1e-12
+    )
+    # -3 dB at the cut-off, unit gain at DC
+    gain = np.abs(_frequency_response(ours, np.array([0.0, 2 * np.pi * cutoff / rate])))
+    np.testing.assert_allclose(gain, [1.0, 2**-0.5], rtol=1e-9)
+
+
+@pytest.mark.parametrize("order", [1, 3, 5])
+def test_butterworth_high_cut_off_has_scipys_response(order: int) -> None:
+    """Near Nyquist the sections may be ordered otherwise; the filter is the same."""
+    ours = butterworth_lowpass(order, 200, 500)
+    theirs = signal.butter(order, 200, fs=500, output="sos")
+    w = np.linspace(0, np.pi, 257)
+    np.testing.assert_allclose(
+        _frequency_response(ours, w), _frequency_response(theirs, w), atol=1e-12
+    )
+
+
+def test_butterworth_rejects_a_cut_off_at_nyquist() -> None:
+    with pytest.raises(ValueError, match="Hz"):
+        butterworth_lowpass(4, 250, 500)
+
+
+@pytest.mark.parametrize("order", [1, 2, 4, 8])
+@pytest.mark.parametrize("cutoff", [0.5, 2.0, 20.0, 200.0])
+def test_zero_phase_filter_is_sosfiltfilt(order: int, cutoff: float) -> None:
+    rng = np.random.default_rng(order)
+    x = np.cumsum(rng.standard_normal((5000, 7)), axis=0)  # drifting, so the edges matter
+    sos = signal.butter(order, cutoff, fs=500, output="sos")
+    expected = signal.sosfiltfilt(sos, x, axis=0)
+    got = zero_phase_filter(sos, x)
+    assert got.shape == x.shape
+    assert np.max(np.abs(got - expected)) <= 1e-10 * np.max(np.abs(expected))
+
+
+@pytest.mark.parametrize("n", [40, 63, 64, 65, 129])
+def test_zero_phase_filter_short_signals_and_shapes(n: int) -> None:
+    """Lengths around the block size, and an (N, a, b) input filtered along axis 0."""
+    x = np.random.default_rng(n).standard_normal((n, 2, 3))
+    sos = signal.butter(4, 20, fs=500, output="sos")
+    expected = signal.sosfiltfilt(sos, x, axis=0)
+    np.testing.assert_allclose(zero_phase_filter(sos, x), expected, atol=1e-13)
+
+
+def test_zero_phase_filter_refuses_a_signal_shorter_than_its_padding() -> None:
+    sos = signal.butter(4, 20, fs=500, output="sos")
+    assert pad_length(sos) == 15  # scipy's default padlen for two sections: 3 * (2 * 2 + 1)
+    with pytest.raises(ValueError, match="padding"):
+        zero_phase_filter(sos, np.zeros((15, 1)))
+    assert zero_phase_filter(sos, np.ones((16, 1))) == pytest.approx(np.ones((16, 1)))
+
+
+@pytest.mark.parametrize(
+    ("window", "polyorder", "deriv", "delta"),
+    [(15, 3, 1, 0.002), (5, 3, 1, 0.01), (31, 3, 2, 0.01), (7, 2, 1, 1.0), (9, 4, 0, 1.0)],
+)
+def test_savitzky_golay_is_savgol_filter(
+    window: int, polyorder: int, deriv: int, delta: float
+) -> None:
+    x = np.cumsum(np.random.default_rng(window).standard_normal((3000, 6)), axis=0) * 0.01
+    expected = signal.savgol_filter(x, window, polyorder, deriv=deriv, delta=delta, axis=0)
+    got = savgol_derivative(x, window, polyorder, deriv, delta)
+    assert np.max(np.abs(got - expected)) <= 1e-11 * np.max(np.abs(expected))
+
+
+def test_savitzky_golay_differentiates_a_cubic_exactly() -> None:
+    t = np.arange(200) * 0.002
+    x = (2 * t**3 - t**2 + 0.5 * t)[:, None]
+    np.testing.assert_allclose(
+        savgol_derivative(x, 11, 3, 1, 0.002)[:, 0], 6 * t**2 - 2 * t + 0.5, atol=1e-9
+    )
+    np.testing.assert_allclose(savgol_derivative(x, 11, 3, 2, 0.002)[:, 0], 12 * t - 2, atol=1e-6)
+
+
+def test_the_identification_command_does_not_import_slow_scipy_subpackages() -> None:
+    """What the filters are for: preprocessing, the regressor, tuning, estimation and every
+    built-in plugin load without scipy.signal (~0.5 s since SciPy 1.15), scipy.interpolate,
+    scipy.optimize, scipy.stats or scipy.spatial; each is imported only where used."""
+    code = (
+        "import sys\n"
+        "import ident_framework.__main__, ident_framework.modes.pipeline\n"
+        "from ident_framework.config.registry import get_registry\n"
+        "get_registry()\n"
+        "slow = {'signal', 'interpolate', 'optimize', 'stats', 'spatial'}\n"
+        "print(sorted(m for m in sys.modules if m.startswith('scipy.')"
+        " and m.split('.')[1] in slow))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
