@@ -14,6 +14,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+import ident_framework.command_environment  # noqa: F401  (before anything imports MuJoCo)
 from ident_framework.config import single_run
 from ident_framework.config.preflight import CONFIG_MODULE, CONFIG_NAME, prepare_command_line
 from ident_framework.config.search_path import register_plugin_search_path

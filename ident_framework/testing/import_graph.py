@@ -43,8 +43,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("reports",),  # the run directory: files, summary, tables, plots
     ("modes",),  # what a run does: pipeline, closed loop, predict, rehearse; the Hydra job
     ("testing",),  # helpers for tests and studies
-    ("__init__", "__main__", "rtde_emulator", "rehearsal_gate", "sweep_report", "fleet"),  # entry
-    # points: the public face, the command line and the compatibility modules
+    # entry points: the public face, the command line (and its process settings), the
+    # compatibility modules
+    (
+        "__init__",
+        "__main__",
+        "command_environment",
+        "rtde_emulator",
+        "rehearsal_gate",
+        "sweep_report",
+        "fleet",
+    ),
 )
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 
