@@ -201,7 +201,9 @@ class LinearProblem:
     parameter_names: list[str]
     chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]]
     standard: StandardModel | None = None
-    kept_rows: Any = None  # the engine's own: rows kept for prediction (linear_problem.KeptRows)
+    kept_rows: Any = (
+        None  # the engine's own: rows kept for prediction (identify.kept_rows.KeptRows)
+    )
 
     @property
     def n_parameters(self) -> int:

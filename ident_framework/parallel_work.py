@@ -1,7 +1,8 @@
 """How many cores to use, and independent CPU-bound tasks on forked worker processes.
 
 `worker_limit` caps the forked workers; `forked_map` runs tasks on forked processes, results
-sent back by pickle.
+sent back by pickle; `shared_zeros` makes an array the workers write into and the parent
+reads (large results, not pickled).
 
 The tuning builds one column space per preprocessing candidate (filters, Pinocchio's
 per-sample regressor, small QR factorisations: about 0.2 s each for 10⁵ samples), ten of
@@ -18,10 +19,13 @@ IDENT_FRAMEWORK_WORKERS=1 (the environment variable caps the worker count).
 
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
+
+import numpy as np
 
 MAX_WORKERS = 8
 
@@ -67,16 +71,39 @@ def _call(item: Any) -> Any:
     return _work(item)
 
 
-def forked_map(work: Callable[[_Item], _Result], items: Sequence[_Item]) -> list[_Result]:
+def forked_map(
+    work: Callable[[_Item], _Result],
+    items: Sequence[_Item],
+    done: Callable[[int], object] | None = None,
+) -> list[_Result]:
     """[work(item) for item in items], on forked workers when that helps; the first error
-    of a task is raised here. `work` may be a closure: the workers inherit it by fork."""
+    of a task is raised here. `work` may be a closure: the workers inherit it by fork.
+    `done(i)` is called here as item i's result arrives, in order (e.g. a progress bar)."""
     workers = worker_count(len(items))
     if workers == 1:
-        return [work(item) for item in items]
+        results = []
+        for i, item in enumerate(items):
+            results.append(work(item))
+            if done is not None:
+                done(i)
+        return results
     global _work
     _work = work
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return pool.map(_call, items, chunksize=1)
+            results = []
+            for i, result in enumerate(pool.imap(_call, items, chunksize=1)):
+                results.append(result)
+                if done is not None:
+                    done(i)
+            return results
     finally:
         _work = None
+
+
+def shared_zeros(shape: tuple[int, ...]) -> np.ndarray:
+    """float64 zeros of `shape` in an anonymous shared mapping: what a forked worker writes
+    into it, this process reads (no copy, no pickle)."""
+    count = int(np.prod(shape, dtype=np.int64))
+    buffer = mmap.mmap(-1, max(8, 8 * count))  # MAP_SHARED | MAP_ANONYMOUS, zero-filled
+    return np.frombuffer(buffer, dtype=np.float64, count=count).reshape(shape)

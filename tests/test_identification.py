@@ -122,7 +122,7 @@ def test_kept_rows_predict_what_a_second_regressor_pass_predicts(true_setup, mon
     """build_problem keeps the projected rows of the identification data (within
     KEPT_ROWS_BYTES): its prediction equals Y theta recomputed from Pinocchio, for any theta;
     another dataset, or rows over the budget, take the second pass."""
-    from ident_framework.identify import linear_problem
+    from ident_framework.identify import kept_rows
 
     builder, theta = true_setup
     train = exact_dataset(builder, theta, seed=1)
@@ -141,5 +141,35 @@ def test_kept_rows_predict_what_a_second_regressor_pass_predicts(true_setup, mon
         predict_torque(builder, other, theta, 500, kept=kept),
         predict_torque(builder, other, theta, 500),
     )
-    monkeypatch.setattr(linear_problem, "KEPT_ROWS_BYTES", 1000)
+    monkeypatch.setattr(kept_rows, "KEPT_ROWS_BYTES", 1000)
     assert build_problem(builder, train, 700, 1e-8, progress=False)[0].kept_rows is None
+
+
+def test_factor_pass_is_the_same_on_any_number_of_workers(true_setup, monkeypatch):
+    """The factor pass runs in tasks on forked workers; the factors and the kept rows are
+    bitwise the same with one worker as with two, and equal (to rounding) to one streamed
+    accumulation of every chunk; the kept rows the workers wrote predict Y theta."""
+    from ident_framework.identify import linear_problem
+    from ident_framework.identify.linear_problem import accumulate_joint_factors, dataset_chunks
+
+    builder, theta = true_setup
+    train = exact_dataset(builder, theta, seed=1)  # 4,000 samples
+    monkeypatch.setattr(linear_problem, "TASK_SAMPLES", 1400)  # 3 tasks of 2 chunks of 700
+    runs = {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("IDENT_FRAMEWORK_WORKERS", workers)
+        problem, base, cond = build_problem(builder, train, 700, 1e-8, progress=False)
+        kept = problem.kept_rows
+        runs[workers] = (problem.standard.r_factors, kept.projected, kept.own, cond)
+    for one, two in zip(runs["1"][:3], runs["2"][:3], strict=True):
+        for a, b in zip(one, two, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert runs["1"][3] == runs["2"][3]
+    streamed, n_samples = accumulate_joint_factors(builder, dataset_chunks(train, 700))
+    assert n_samples == train.n_samples
+    for r, reference in zip(runs["2"][0], streamed, strict=True):
+        scale = np.abs(reference).max()
+        np.testing.assert_allclose(r.T @ r, reference.T @ reference, atol=1e-10 * scale**2)
+    reference = predict_torque(builder, train, theta, chunk_size=500)
+    fast = predict_torque(builder, train, theta, chunk_size=500, kept=problem.kept_rows)
+    np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-12 * np.abs(reference).max())

@@ -16,7 +16,9 @@ from tqdm.auto import tqdm
 
 from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
+from ident_framework.identify import kept_rows
 from ident_framework.identify.blas_threads import one_blas_thread
+from ident_framework.identify.kept_rows import KeptRows
 from ident_framework.interfaces import LinearProblem, StandardModel
 from ident_framework.model import friction_terms
 from ident_framework.model.base_parameters import (
@@ -26,6 +28,7 @@ from ident_framework.model.base_parameters import (
 )
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
+from ident_framework.parallel_work import forked_map
 
 
 def chunk_slices(n_samples: int, chunk_size: int) -> Iterator[slice]:
@@ -90,51 +93,69 @@ def _row_spaces(builder: RegressorBuilder, n_states: int, seed: int) -> list[np.
     return bases
 
 
-KEPT_ROWS_BYTES = 256 * 2**20  # keep a recording's projected regressor rows up to this size
+# samples per task of the factor pass: fixed, so that the factors do not depend on how many
+# workers ran the tasks (`factor_pass`)
+TASK_SAMPLES = 20_000
 
 
-class KeptRows:
-    """The projected regressor rows of one recording, kept from the factor pass so that its
-    torque prediction needs no second pass of Pinocchio: per chunk, per joint j, A_j P_j
-    (m, k_j) (the subtree part in its row space, see `joint_row_spaces`) and the chunk's own
-    columns (m, n, e) (the arrays the factor pass made, kept, not copied).
-    `predict(theta)` = Y theta (N, n) in Nm, to rounding (A_j = A_j P_j P_j^T exactly)."""
+class JointAccumulators:
+    """Per joint j, the streaming QR of the projected rows [A_j P_j | own_j | tau_j]
+    (`accumulate_joint_factors`): `add` chunks, `factors` the square roots in the standard
+    parameters."""
 
-    def __init__(self, builder: RegressorBuilder, spaces: list[np.ndarray], data: Dataset):
+    def __init__(self, builder: RegressorBuilder) -> None:
         n = builder.robot.n_joints
-        self._q = data.q  # the recording these rows are of (by identity)
-        self.n_samples = data.n_samples
-        self.spaces = spaces
+        self.builder = builder
         self.subtree = [builder.subtree_columns(j) for j in range(n)]
+        # a serial chain's subtree columns are one contiguous block: slice (a view, no copy)
+        self.blocks = [
+            slice(c[0], c[-1] + 1) if c.size and np.all(np.diff(c) == 1) else c
+            for c in self.subtree
+        ]
         self.own_columns = [builder.own_columns(j) for j in range(n)]
-        self.chunks: list[tuple[list[np.ndarray], np.ndarray]] = []
+        self.spaces = joint_row_spaces(builder)
+        self.accumulators = [
+            TriangularAccumulator(self.spaces[j].shape[1] + len(self.own_columns[j]) + 1)
+            for j in range(n)
+        ]
+        self.n_samples = 0
 
-    @staticmethod
-    def bytes_needed(builder: RegressorBuilder, n_samples: int) -> int:
-        n = builder.robot.n_joints
-        width = sum(s.shape[1] for s in joint_row_spaces(builder))
-        width += sum(len(builder.own_columns(j)) for j in range(n))
-        return 8 * width * n_samples
+    def add(self, chunk: Chunk, keep: KeptRows | None = None, rows: slice | None = None) -> None:
+        """One chunk (q, dq, ddq, tau[, friction]); its projected rows into `keep` at `rows`."""
+        q, dq, ddq, tau = chunk[:4]
+        rigid = self.builder.rigid_body(q, dq, ddq)
+        own = self.builder.own_terms(dq, ddq, chunk[4] if len(chunk) > 4 else None)
+        pairs = zip(self.blocks, self.spaces, strict=True)
+        projected = [rigid[:, j, block] @ space for j, (block, space) in enumerate(pairs)]
+        for j, accumulator in enumerate(self.accumulators):
+            accumulator.add_blocks(projected[j], own[:, j], tau[:, j])
+        if keep is not None and rows is not None:
+            keep.store(rows, projected, own)
+        self.n_samples += len(q)
 
-    def belongs_to(self, data: Dataset) -> bool:
-        return data.q is self._q and data.n_samples == self.n_samples
+    def projected_factors(self) -> list[np.ndarray]:
+        return [a.factor for a in self.accumulators]
 
-    def store(self, projected: list[np.ndarray], own: np.ndarray) -> None:
-        """One chunk's rows, in recording order."""
-        self.chunks.append((projected, own))
+    def merge(self, parts: list[list[np.ndarray]]) -> None:
+        """Add other accumulations' projected factors (`projected_factors`), in order."""
+        for j, accumulator in enumerate(self.accumulators):
+            for part in parts:
+                accumulator.add(part[j])
 
-    def predict(self, theta: np.ndarray) -> np.ndarray:
-        pairs = zip(self.spaces, self.subtree, strict=True)
-        reduced = [space.T @ theta[cols] for space, cols in pairs]
-        own_theta = [theta[cols] for cols in self.own_columns]
-        parts = []
-        with one_blas_thread():
-            for projected, own in self.chunks:
-                part = np.empty((len(own), len(self.spaces)))
-                for j, rows in enumerate(projected):
-                    part[:, j] = rows @ reduced[j] + own[:, j] @ own_theta[j]
-                parts.append(part)
-        return np.concatenate(parts) if parts else np.empty((0, len(self.spaces)))
+    def factors(self) -> list[np.ndarray]:
+        """Per joint, R_j (p+1, p+1) in the standard parameters and the torque."""
+        p = self.builder.n_parameters
+        out = []
+        for j, accumulator in enumerate(self.accumulators):
+            r = accumulator.factor
+            k = self.spaces[j].shape[1]
+            full = np.zeros((p + 1, p + 1))
+            rows = slice(0, r.shape[0])
+            full[rows, self.subtree[j]] = r[:, :k] @ self.spaces[j].T
+            full[rows, self.own_columns[j]] = r[:, k:-1]
+            full[rows, p] = r[:, -1]
+            out.append(full)
+        return out
 
 
 def accumulate_joint_factors(
@@ -142,7 +163,6 @@ def accumulate_joint_factors(
     chunks: Iterable[Chunk],
     total: int | None = None,
     progress=False,
-    keep: KeptRows | None = None,
 ) -> tuple[list[np.ndarray], int]:
     """Per joint j, a square root R_j of [Y_j | tau_j]^T [Y_j | tau_j] (R_j^T R_j equals it),
     shape (p+1, p+1), over all chunks (streamed: memory does not depend on the number of
@@ -151,18 +171,8 @@ def accumulate_joint_factors(
     Row j of the regressor is zero outside joint j's subtree and own columns, and its subtree
     part lies in a structural row space of few dimensions (`joint_row_spaces`): only the
     projected rows [A_j P_j | own_j | tau_j] are factored (streaming Householder QR), and the
-    factor is mapped back with P_j^T at the end. `keep`: where to keep the projected rows
-    (the chunks in recording order)."""
-    n, p = builder.robot.n_joints, builder.n_parameters
-    subtree = [builder.subtree_columns(j) for j in range(n)]
-    # a serial chain's subtree columns are one contiguous block: slice (a view, no copy)
-    blocks = [slice(c[0], c[-1] + 1) if c.size and np.all(np.diff(c) == 1) else c for c in subtree]
-    own_columns = [builder.own_columns(j) for j in range(n)]
-    spaces = joint_row_spaces(builder)
-    accumulators = [
-        TriangularAccumulator(spaces[j].shape[1] + len(own_columns[j]) + 1) for j in range(n)
-    ]
-    n_samples = 0
+    factor is mapped back with P_j^T at the end."""
+    accumulators = JointAccumulators(builder)
     # Small QR factorisations: BLAS threads only contend (100x slower on a loaded 2-core box).
     with one_blas_thread():
         for chunk in tqdm(
@@ -173,26 +183,49 @@ def accumulate_joint_factors(
             disable=None if progress else True,  # None: off when stderr is no terminal
             leave=False,
         ):
-            q, dq, ddq, tau = chunk[:4]
-            rigid = builder.rigid_body(q, dq, ddq)
-            own = builder.own_terms(dq, ddq, chunk[4] if len(chunk) > 4 else None)
-            projected = [rigid[:, j, blocks[j]] @ spaces[j] for j in range(n)]
-            for j, accumulator in enumerate(accumulators):
-                accumulator.add_blocks(projected[j], own[:, j], tau[:, j])
-            if keep is not None:
-                keep.store(projected, own)
-            n_samples += len(q)
-    factors = []
-    for j, accumulator in enumerate(accumulators):
-        r = accumulator.factor
-        k = spaces[j].shape[1]
-        full = np.zeros((p + 1, p + 1))
-        rows = slice(0, r.shape[0])
-        full[rows, subtree[j]] = r[:, :k] @ spaces[j].T
-        full[rows, own_columns[j]] = r[:, k:-1]
-        full[rows, p] = r[:, -1]
-        factors.append(full)
-    return factors, n_samples
+            accumulators.add(chunk)
+    return accumulators.factors(), accumulators.n_samples
+
+
+def factor_pass(
+    builder: RegressorBuilder,
+    data: Dataset,
+    chunk_size: int,
+    friction: np.ndarray | None,
+    keep: KeptRows | None,
+    progress: bool = False,
+) -> tuple[list[np.ndarray], int]:
+    """`accumulate_joint_factors` over a dataset in memory, in tasks of TASK_SAMPLES samples
+    on forked workers (`parallel_work.forked_map`: Pinocchio's per-sample regressor is most of
+    the time); the tasks' factors are merged in task order, so the result is the same for
+    any number of workers. `keep`: where the workers write the projected rows."""
+    slices = list(chunk_slices(data.n_samples, chunk_size))
+    per_task = max(1, TASK_SAMPLES // chunk_size)
+    tasks = [slices[i : i + per_task] for i in range(0, len(slices), per_task)]
+
+    def work(task: list[slice]) -> list[np.ndarray]:
+        accumulators = JointAccumulators(builder)
+        with one_blas_thread():
+            for rows in task:
+                chunk = (data.q[rows], data.dq[rows], data.ddq[rows], data.tau[rows])
+                accumulators.add(
+                    chunk if friction is None else (*chunk, friction[rows]), keep, rows
+                )
+        return accumulators.projected_factors()
+
+    with tqdm(
+        total=data.n_samples,
+        desc="regressor",
+        unit="sample",
+        disable=None if progress else True,  # None: off when stderr is no terminal
+        leave=False,
+    ) as bar:
+        sizes = [sum(s.stop - s.start for s in task) for task in tasks]
+        parts = forked_map(work, tasks, done=lambda i: bar.update(sizes[i]))
+    merged = JointAccumulators(builder)
+    with one_blas_thread():
+        merged.merge(parts)
+    return merged.factors(), data.n_samples
 
 
 def project_to_base(
@@ -299,14 +332,12 @@ def build_problem(
     """(least-squares problem in base parameters, base parameters, cond of W·V_r)."""
     if data.ddq is None:
         raise ValueError("accelerations missing: preprocess the dataset first")
-    n_chunks = -(-data.n_samples // chunk_size)
     friction = recording_friction(builder, data)
     keep = None
-    if KeptRows.bytes_needed(builder, data.n_samples) <= KEPT_ROWS_BYTES:
-        keep = KeptRows(builder, joint_row_spaces(builder), data)
-    joint_factors, n_samples = accumulate_joint_factors(
-        builder, dataset_chunks(data, chunk_size, friction), n_chunks, progress, keep
-    )
+    spaces = joint_row_spaces(builder)
+    if KeptRows.bytes_needed(builder, data.n_samples, spaces) <= kept_rows.KEPT_ROWS_BYTES:
+        keep = KeptRows(builder, spaces, data)
+    joint_factors, n_samples = factor_pass(builder, data, chunk_size, friction, keep, progress)
     base, base_factors, cond = project_to_base(
         joint_factors, builder.parameter_names, tolerance, method
     )
