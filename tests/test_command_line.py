@@ -94,3 +94,23 @@ def test_missing_robot_file_is_a_user_error(tmp_path: Path):
     )  # fmt: skip
     assert_user_error(result, "nope.urdf")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "disable False"), ("egl", "egl False")])
+def test_command_line_leaves_mujocos_opengl_backend_unloaded(given: str | None, expected: str):
+    """The command renders nothing: it sets MUJOCO_GL=disable unless the user set it, so MuJoCo
+    does not load glfw (~0.1 s); a value the user gave is kept (egl is not glfw either)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "MUJOCO_GL"}
+    if given is not None:
+        env["MUJOCO_GL"] = given
+    code = (
+        "import os, sys, ident_framework.__main__, mujoco\n"
+        "print(os.environ['MUJOCO_GL'], 'glfw' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expected

@@ -99,6 +99,8 @@ def fold_factors(
     n = builder.robot.n_joints
     e, s = len(own.names), len(own.shared)
     subtree = [builder.subtree_columns(j) for j in range(n)]
+    # a serial chain's subtree columns are one contiguous block: slice (a view, no copy)
+    blocks = [slice(c[0], c[-1] + 1) if c.size and np.all(np.diff(c) == 1) else c for c in subtree]
     accumulators = [
         [TriangularAccumulator(spaces[j].shape[1] + e + s + 2) for j in range(n)]
         for _ in range(n_folds)
@@ -128,7 +130,7 @@ def fold_factors(
                     mine = slice(lo, hi)
                     for j in range(n):
                         accumulators[fold[lo]][j].add_blocks(
-                            rigid[mine, j][:, subtree[j]] @ spaces[j],
+                            rigid[mine, j, blocks[j]] @ spaces[j],
                             own_part[mine, j],
                             data.tau[rows[mine], j],
                             recording.tau_recorded[rows[mine], j],
