@@ -95,7 +95,7 @@ def _row_spaces(builder: RegressorBuilder, n_states: int, seed: int) -> list[np.
 
 # samples per task of the factor pass: fixed, so that the factors do not depend on how many
 # workers ran the tasks (`factor_pass`)
-TASK_SAMPLES = 20_000
+TASK_SAMPLES = 10_000
 
 
 class JointAccumulators:
