@@ -158,6 +158,25 @@ def test_measured_run_sums_the_process_tree(tmp_path: Path):
     stats = measure.run_measured([sys.executable, "-c", child], tmp_path / "tree.log")
     assert stats.returncode == 0
     assert stats.max_tree_rss_mb > 300 and stats.peak_rss_mb >= stats.max_tree_rss_mb
+    assert stats.max_tree_pss_mb > 300 and stats.peak_memory_mb >= stats.max_tree_pss_mb
+
+
+def test_measured_run_counts_pages_a_forked_worker_shares_once(tmp_path: Path):
+    """A parent holding ~400 MB forks a worker that reads all of it (copy-on-write, shared):
+    the sum of RSS counts the pages twice, the sum of PSS (the peak memory used) once."""
+    code = (
+        "import numpy as np, os, time\n"
+        "a = np.ones(400 * 2**20 // 8)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    float(a.sum()); time.sleep(1.0); os._exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+    )
+    stats = measure.run_measured([sys.executable, "-c", code], tmp_path / "fork.log")
+    assert stats.returncode == 0
+    assert stats.max_tree_rss_mb > 780  # parent + worker, each ~400 MB resident
+    assert 400 < stats.max_tree_pss_mb < 600  # the shared pages once
+    assert stats.peak_memory_mb < 600
 
 
 # -- slow: FIGAROH's driver, the benchmark end to end ------------------------------------------

@@ -2,10 +2,14 @@
 tree, exit status, under an address-space cap so a tool that wants too much memory fails with
 MemoryError instead of taking the machine (other work runs on it).
 
-Peak memory is the larger of (a) the child's own peak RSS from `os.wait4` (ru_maxrss: the
-largest of the child and its waited-for descendants) and (b) the largest sum of RSS over the
-child and all its descendants, polled from /proc every `POLL_S` s (catches a tree of several
-processes; may miss a peak shorter than the poll).
+Peak memory (`peak_memory_mb`, what the ratios use) is the larger of (a) the child's own peak
+RSS from `os.wait4` (ru_maxrss: the largest of the child and its waited-for descendants) and
+(b) the largest sum of PSS (proportional set size, /proc/PID/smaps_rollup) over the child and
+all its descendants, polled every `POLL_S` s (catches a tree of several processes; may miss a
+peak shorter than the poll). PSS counts a page shared by k processes of the tree (forked
+workers' copy-on-write pages, a shared mapping they write into) 1/k in each, so the sum counts
+it once; the sum of RSS (`max_tree_rss_mb`, also reported, the earlier measure) counts it k
+times. For one process PSS ≤ RSS (its shared libraries are shared with other programs).
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ class RunStats:
     command: list[str]
     returncode: int
     wall_s: float
-    peak_rss_mb: float  # max of the two below
+    peak_memory_mb: float  # max(max_process_rss_mb, max_tree_pss_mb): what the ratios use
+    peak_rss_mb: float  # max(max_process_rss_mb, max_tree_rss_mb): the earlier measure
     max_process_rss_mb: float  # ru_maxrss of the child (wait4)
-    max_tree_rss_mb: float  # polled sum over the process tree
+    max_tree_rss_mb: float  # polled sum of RSS over the process tree
+    max_tree_pss_mb: float  # polled sum of PSS over the process tree
     memory_cap_gb: float | None
     memory_error: bool  # the log shows an allocation failure
     timed_out: bool
@@ -38,6 +44,13 @@ class RunStats:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> RunStats:
+        """From `to_dict`, also of results written before the PSS fields existed (their peak
+        memory is then the RSS measure)."""
+        earlier = {"peak_memory_mb": values["peak_rss_mb"], "max_tree_pss_mb": float("nan")}
+        return cls(**{**earlier, **values})
 
 
 def _children(pid: int) -> list[int]:
@@ -58,16 +71,26 @@ def _children(pid: int) -> list[int]:
 
 def tree_rss_bytes(root: int) -> int:
     """Sum of the resident set sizes of `root` and all its descendants (bytes)."""
-    total, todo = 0, [root]
+    return tree_memory_bytes(root)[0]
+
+
+def tree_memory_bytes(root: int) -> tuple[int, int]:
+    """(sum of RSS, sum of PSS) of `root` and all its descendants, bytes."""
+    rss, pss, todo = 0, 0, [root]
     while todo:
         pid = todo.pop()
         todo.extend(_children(pid))
         try:
             with open(f"/proc/{pid}/statm", "rb") as handle:
-                total += int(handle.read().split()[1]) * PAGE_BYTES
+                rss += int(handle.read().split()[1]) * PAGE_BYTES
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+                for line in handle:
+                    if line.startswith(b"Pss:"):
+                        pss += int(line.split()[1]) * 1024  # kB
+                        break
         except OSError:
             continue
-    return total
+    return rss, pss
 
 
 def _cap(limit_bytes: int | None):
@@ -89,7 +112,7 @@ def run_measured(
 ) -> RunStats:
     """Run `command` (stdout and stderr to `log`), wait for it and measure it."""
     limit = None if memory_cap_gb is None else int(memory_cap_gb * 2**30)
-    peak_tree = 0
+    peak_tree, peak_pss = 0, 0
     with open(log, "w", encoding="utf-8") as out:
         start = time.perf_counter()
         process = subprocess.Popen(  # noqa: S603 - our own command lines
@@ -99,9 +122,10 @@ def run_measured(
         done = threading.Event()
 
         def poll() -> None:
-            nonlocal peak_tree
+            nonlocal peak_tree, peak_pss
             while not done.is_set():
-                peak_tree = max(peak_tree, tree_rss_bytes(process.pid))
+                rss, pss = tree_memory_bytes(process.pid)
+                peak_tree, peak_pss = max(peak_tree, rss), max(peak_pss, pss)
                 done.wait(POLL_S)
 
         poller = threading.Thread(target=poll, daemon=True)
@@ -128,9 +152,11 @@ def run_measured(
         command=[str(c) for c in command],
         returncode=process.returncode,
         wall_s=wall,
+        peak_memory_mb=max(max_process, peak_pss / 2**20),
         peak_rss_mb=max(max_process, peak_tree / 2**20),
         max_process_rss_mb=max_process,
         max_tree_rss_mb=peak_tree / 2**20,
+        max_tree_pss_mb=peak_pss / 2**20,
         memory_cap_gb=memory_cap_gb,
         memory_error=any(mark in text for mark in MEMORY_ERROR_MARKS),
         timed_out=timed_out,

@@ -96,7 +96,8 @@ def accuracy_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, 
                     " ".join(f"{v:.3f}" for v in own.rmse_per_joint) if own else "–"
                 ),
                 "wall s": _f(stats.wall_s, 2) if stats else "–",
-                "peak MB": _f(stats.peak_rss_mb, 0) if stats else "–",
+                "peak MB": _f(stats.peak_memory_mb, 0) if stats else "–",
+                "tree RSS sum MB": _f(stats.max_tree_rss_mb, 0) if stats else "–",
                 "self-reported RMSE": _f(
                     run.reported.get("validation_rmse", run.reported.get("figaroh_validation_rmse"))
                 ),
@@ -139,6 +140,10 @@ def ratio_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, str
                     peer_stats.wall_s if peer_stats else None,
                 ),
                 "peak memory ratio": _ratio(
+                    ours_stats.peak_memory_mb if ours_stats else None,
+                    peer_stats.peak_memory_mb if peer_stats else None,
+                ),
+                "tree RSS sum ratio": _ratio(
                     ours_stats.peak_rss_mb if ours_stats else None,
                     peer_stats.peak_rss_mb if peer_stats else None,
                 ),
@@ -167,9 +172,12 @@ def timing_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, st
             "ours wall s": _f(stat(ours, "wall_s"), 2),
             "FIGAROH wall s": _f(stat(peer, "wall_s"), 2),
             "wall ratio": _ratio(stat(ours, "wall_s"), stat(peer, "wall_s")),
-            "ours peak MB": _f(stat(ours, "peak_rss_mb"), 0),
-            "FIGAROH peak MB": _f(stat(peer, "peak_rss_mb"), 0),
-            "memory ratio": _ratio(stat(ours, "peak_rss_mb"), stat(peer, "peak_rss_mb")),
+            "ours peak MB": _f(stat(ours, "peak_memory_mb"), 0),
+            "FIGAROH peak MB": _f(stat(peer, "peak_memory_mb"), 0),
+            "memory ratio": _ratio(stat(ours, "peak_memory_mb"), stat(peer, "peak_memory_mb")),
+            "ours / FIGAROH tree RSS sum MB": (
+                f"{_f(stat(ours, 'peak_rss_mb'), 0)} / {_f(stat(peer, 'peak_rss_mb'), 0)}"
+            ),
             "ours RMSE": _f(ours.own.rmse if ours.own else None),
             "FIGAROH RMSE": _f(peer.own.rmse if peer.own else None),
             "FIGAROH status": peer.run.status,

@@ -20,7 +20,7 @@ def load_cases(out: Path) -> tuple[list[CaseResult], dict]:
             case["case"], case["size"], Path(case["validation"]), 0, notes=case["notes"]
         )
         for run in case["runs"]:
-            stats = RunStats(**run["stats"]) if run["stats"] else None
+            stats = RunStats.from_dict(run["stats"]) if run["stats"] else None
             prediction = Path(run["prediction"]) if run["prediction"] else None
             result.runs.append(ToolRun(
                 case["case"], run["size"], run["tool"], run["label"], run["ident"],

@@ -101,7 +101,7 @@ def run_ours(
             "timing_s": metrics.get("timing_s", {}),
         }
     settings.log(
-        f"[{case}] {label}: {run.status}, {stats.wall_s:.1f} s, {stats.peak_rss_mb:.0f} MB"
+        f"[{case}] {label}: {run.status}, {stats.wall_s:.1f} s, {stats.peak_memory_mb:.0f} MB"
     )
     return run
 
@@ -152,6 +152,6 @@ def run_figaroh(
         if key in result
     }
     settings.log(
-        f"[{case}] {label}: {run.status}, {stats.wall_s:.1f} s, {stats.peak_rss_mb:.0f} MB"
+        f"[{case}] {label}: {run.status}, {stats.wall_s:.1f} s, {stats.peak_memory_mb:.0f} MB"
     )
     return run
