@@ -9,6 +9,7 @@ from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, Cou
 from ident_framework.identify.excitation_objective import make_condition_objective
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
+from ident_framework.testing.cli import run_cli
 from ident_framework.trajectories.angle_coverage import (
     ANGLE_BINS,
     angle_bins,
@@ -62,3 +63,11 @@ def test_coverage_weight_widens_the_excitation_at_a_price_in_cond():
     assert wide.info["cond_search"] == pytest.approx(wide.info["cond"], rel=0.2)
     q = wide.evaluate(np.arange(0.0, 20.0, 0.001))[0]
     np.testing.assert_allclose(wide.info["angle_coverage"], circle_coverage(q), atol=1e-12)
+
+
+def test_bad_coverage_weight_on_the_command_line_is_a_user_error(tmp_path):
+    result = run_cli("trajectory.coverage_weight=-1", f"hydra.run.dir={tmp_path / 'r'}")
+    assert result.returncode == 2
+    assert "trajectory.coverage_weight must be a number >= 0" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "r").exists()
