@@ -83,7 +83,8 @@ class FourierParams:
         log cond + w × (mean over joints of the share of the joint's circle, q mod 2π in 5°
         arcs, that the excitation does not visit; `angle_coverage.py`). 0: cond alone. For a
         residual learner on sin q / cos q (a position-dependent effect such as cogging), which
-        cannot know the effect at angles no recording visited.
+        cannot know the effect at angles no recording visited. A random motion (no objective,
+        e.g. `validation=mujoco_fourier`) ignores it.
     workspace: where the arm may go (floor, base column, boxes, half-spaces with a clearance;
         `model/workspace.py`), kept in the search on the evaluation grid and enforced and checked on
         the final check grid; null: joint limits only.
