@@ -139,7 +139,8 @@ def test_cogging_is_learnt_only_with_position_features(tmp_path: Path):
     velocity, friction]); an oracle least-squares fit of the planted form on the training
     recordings reaches 0.877 x, networks on [sin_position, cos_position] alone 0.878-0.883 x.
     The issue's 0.9 x is NOT reached with auto (nor on data seeds 1, 2 with any feature set:
-    experiments/README.md, residual_acceptance); this test holds the measured behaviour: a gain
+    experiments/README.md, residual_acceptance; with excitations that cover the joints' circles
+    see the next test); this test holds the measured behaviour: a gain
     of at least 3 %, and the velocity-only set refused (187 s wall at load ~3)."""
     run = tmp_path / "run"
     result = run_cli(
