@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from ident_framework.data.csv_log import write_csv_log
 from ident_framework.model.robot import load_robot
@@ -138,7 +139,8 @@ def test_cogging_is_learnt_only_with_position_features(tmp_path: Path):
     velocity, friction]); an oracle least-squares fit of the planted form on the training
     recordings reaches 0.877 x, networks on [sin_position, cos_position] alone 0.878-0.883 x.
     The issue's 0.9 x is NOT reached with auto (nor on data seeds 1, 2 with any feature set:
-    experiments/README.md, residual_acceptance); this test holds the measured behaviour: a gain
+    experiments/README.md, residual_acceptance; with excitations that cover the joints' circles
+    see the next test); this test holds the measured behaviour: a gain
     of at least 3 %, and the velocity-only set refused (187 s wall at load ~3)."""
     run = tmp_path / "run"
     result = run_cli(
@@ -163,3 +165,39 @@ def test_cogging_is_learnt_only_with_position_features(tmp_path: Path):
         if accepted
     )
     assert fusion <= 0.97 * physical
+
+
+def test_cogging_is_learnt_from_excitations_that_cover_the_joints_circles(tmp_path: Path):
+    """The cogging case above with excitations recorded to be learnt from: the Fourier search
+    adds the unvisited share of each joint's circle to log cond (`trajectory.coverage_weight=2`),
+    so each 20 s excitation turns the pan, wrist joints and wrist 3 through the whole circle (the
+    default search: 53-75 % of the pan circle; the validation motion crossed angles neither
+    recording had visited on data seed 1), at an excitation cond of 43-54 (47 without). Networks
+    on the angle alone (`residual.features=[sin_position, cos_position]`, as a user who wants a
+    position-dependent effect learnt chooses), leave one recording out, default point-to-point
+    validation over the workspace. Measured (experiments/README.md, residual_acceptance,
+    coverage): 0.861 x for this seed (learner seeds 1, 2: 0.861, 0.858; data seed 1: 0.884-0.890;
+    data seed 2: 0.870-0.949, pan refused with learner seed 0); the oracle least-squares fit of
+    the planted form 0.885 x. Without the coverage term the same features gave 0.878-0.883 x
+    here and 0.95-1.00 x on seeds 1, 2."""
+    run = tmp_path / "run"
+    result = run_cli(
+        "residual=bpnn", "residual.features=[sin_position,cos_position]",
+        "residual.progress=false", "loop.iterations=2", "source.unmodelled=cogging",
+        "trajectory.coverage_weight=2", "trajectory.progress=false", "plots=false",
+        f"hydra.run.dir={run}", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    rounds = yaml.safe_load((run / "loop_trajectories.yaml").read_text())
+    coverage = np.array([r["angle_coverage"] for r in rounds])
+    print("circle coverage per round and joint", coverage.round(2).tolist())
+    assert coverage.shape == (2, 6)
+    assert np.all(coverage[:, [0, 3, 4, 5]] >= 0.95)  # pan and the wrists: (almost) the circle
+    metrics = json.loads((run / "metrics.json").read_text())
+    validation, report = metrics["validation"], metrics["residual"]
+    physical, fusion = validation["physical"]["rmse"], validation["fusion"]["rmse"]
+    print(f"validation RMSE physical {physical:.4f} Nm, fused {fusion:.4f} Nm")
+    print(report["reason"])
+    assert report["held_out"] == "leave one recording out"
+    assert all(report["accepted"])
+    assert fusion <= 0.9 * physical

@@ -6,7 +6,8 @@ planted term's known form.
 
     python experiments/residual_acceptance/learnable.py [--data-seeds 0,1,2]
         [--learner-seeds 0,1,2] [--variants default,auto,sincos] [override ...]
-        e.g. source.unmodelled_scale=2; residual.KEY=VALUE set the learner's parameters
+        e.g. source.unmodelled_scale=2, trajectory.coverage_weight=2 (excitations that cover
+        the joints' circles); residual.KEY=VALUE set the learner's parameters
 
 Per data seed (`seed=`: perturbed robot, excitations, validation motion) the closed loop runs
 once with `residual=none` and `loop.iterations=2`; its identification data (two recordings),
@@ -16,8 +17,10 @@ loop.iterations=2 source.unmodelled=cogging`. Prints one JSON line per (data see
 variant, learner seed): validation RMSE (Nm, against the torque as recorded) pooled and per joint,
 the accepted joints and their worst-fold held-out reduction; and one per data seed for the
 oracle (residual ≈ a_j sin(n_j q_j) + b_j cos(n_j q_j) fitted by least squares on the
-training recordings, added to the physical model on the validation motion). CPU seconds per
-fit in `cpu_s`.
+training recordings, added to the physical model on the validation motion), with the angle
+coverage per joint: the share of each joint's circle (q mod 2π, 5° arcs) each recording visits,
+the share of the validation samples whose angle lies in an arc the training recordings visit,
+and each round's cond. CPU seconds per fit in `cpu_s`.
 """
 
 from __future__ import annotations
@@ -33,11 +36,13 @@ from hydra import compose, initialize_config_module
 from ident_framework.config.registry import get_registry
 from ident_framework.config.run_config import validate_config
 from ident_framework.config.search_path import register_plugin_search_path
+from ident_framework.data.dataset import recording_rows
 from ident_framework.identify.metrics import torque_metrics
 from ident_framework.identify.prediction import recordings, residual_inputs
 from ident_framework.modes.closed_loop import run_closed_loop
 from ident_framework.residuals.bpnn import BpnnResidual
 from ident_framework.residuals.bpnn_params import DEFAULT_CANDIDATES
+from ident_framework.trajectories.angle_coverage import circle_coverage, samples_covered
 
 PROTOCOL = [
     "source.unmodelled=cogging",
@@ -128,12 +133,23 @@ def main() -> None:
             validation_inputs = residual_inputs(model.builder, validation, model.theta, physical,
                                                 size)  # fmt: skip
             parts, targets = recordings(inputs, residual, train)
+            train_q = [train.q[rows] for _, rows in recording_rows(train.recording_index)]
+            coverage = {
+                "circle_coverage_per_recording": [circle_coverage(q).tolist() for q in train_q],
+                "validation_samples_covered": samples_covered(train.q, validation.q).tolist(),
+                "validation_circle_coverage": circle_coverage(validation.q).tolist(),
+                "excitation_cond_per_round": [
+                    r["excitation_cond"] for r in result.metrics["loop"]["iterations"]
+                ],
+                "cond_all_recordings": result.metrics["loop"]["iterations"][-1]["cond"],
+            }
             source = config.plugins["source"].params
             periods = np.broadcast_to(source.cogging_periods, (train.q.shape[1],))
             print(json.dumps({
                 "data_seed": data_seed, "learner": "oracle_least_squares",
                 "recordings": len(parts), "train_samples": train.n_samples,
                 "validation_samples": validation.n_samples, "pipeline_cpu_s": pipeline_cpu,
+                **coverage,
                 **ratios(measured, physical,
                          oracle_fused(train.q, residual, validation.q, physical, periods)),
             }), flush=True)  # fmt: skip

@@ -43,6 +43,7 @@ from ident_framework.interfaces import ConditionObjective
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import WorkspaceParams
 from ident_framework.plain_data import to_plain
+from ident_framework.trajectories.angle_coverage import circle_coverage
 from ident_framework.trajectories.fourier_search import Search, SearchProblem
 from ident_framework.trajectories.fourier_series import FourierTrajectory
 from ident_framework.trajectories.motion_safety import SafetyLimits, check_trajectory
@@ -78,6 +79,12 @@ class FourierParams:
         (rad/s), acceleration (rad/s²) and effort (Nm) limits usable; torques are those of the
         robot model's nominal inverse dynamics (no friction).
     position_limits: optional per-joint [min, max] (rad) narrowing the robot's position limits.
+    coverage_weight: weight w of the angle-coverage term of the search: it minimises
+        log cond + w × (mean over joints of the share of the joint's circle, q mod 2π in 5°
+        arcs, that the excitation does not visit; `angle_coverage.py`). 0: cond alone. For a
+        residual learner on sin q / cos q (a position-dependent effect such as cogging), which
+        cannot know the effect at angles no recording visited. A random motion (no objective,
+        e.g. `validation=mujoco_fourier`) ignores it.
     workspace: where the arm may go (floor, base column, boxes, half-spaces with a clearance;
         `model/workspace.py`), kept in the search on the evaluation grid and enforced and checked on
         the final check grid; null: joint limits only.
@@ -99,6 +106,7 @@ class FourierParams:
     acceleration_fraction: float = 0.9
     torque_fraction: float = 0.8
     position_limits: list[list[float]] | None = None
+    coverage_weight: float = 0.0
     workspace: WorkspaceParams | None = field(default_factory=WorkspaceParams)
     progress: bool = True
 
@@ -133,6 +141,13 @@ class FourierParams:
         ):
             value = getattr(self, name)
             check(0.0 < value <= 1.0, f"{name} must be in (0, 1], got {value}")
+        check(
+            isinstance(self.coverage_weight, (int, float))
+            and not isinstance(self.coverage_weight, bool)
+            and math.isfinite(self.coverage_weight)
+            and self.coverage_weight >= 0.0,
+            f"coverage_weight must be a number >= 0 (0: cond alone), got {self.coverage_weight}",
+        )
         if self.position_limits is not None:
             for row in self.position_limits:
                 check(
@@ -175,7 +190,12 @@ class FourierGenerator:
             search.refine(x0, params.n_refine, params.refine_sigma)
         assert search.best is not None
         q0, z = search.best
-        return self._finish(problem, q0, z, objective, math.exp(search.best_cost), seed)
+        cond_search = (  # the best cost holds the coverage term too
+            math.exp(search.best_cost)
+            if params.coverage_weight == 0.0
+            else float(objective(*problem.states(q0, z)))
+        )
+        return self._finish(problem, q0, z, objective, cond_search, seed)
 
     def _finish(
         self,
@@ -227,6 +247,7 @@ class FourierGenerator:
                 "torque": np.abs(tau).max(axis=0) / limits.effort,
             },
             "position_range": np.stack([q.min(axis=0), q.max(axis=0)], axis=1),
+            "angle_coverage": circle_coverage(q),
             "safety_check": {
                 "check_rate_hz": params.check_rate_hz,
                 "min_floor_clearance_m": report.min_floor_clearance_m,

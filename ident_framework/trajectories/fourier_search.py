@@ -16,6 +16,7 @@ from ident_framework.interfaces import ConditionObjective
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import Workspace
 from ident_framework.per_joint import per_joint_values
+from ident_framework.trajectories.angle_coverage import circle_coverage
 from ident_framework.trajectories.fourier_series import (
     FourierTrajectory,
     constraint_basis,
@@ -351,10 +352,15 @@ class Search:
         self.bar: tqdm | None = None
 
     def cost(self, q0: np.ndarray, z: np.ndarray, violation: float = 0.0) -> float:
-        """log cond of the candidate (q0, z) plus a penalty for a workspace `violation` (m);
-        tracks the best candidate inside the workspace so far."""
+        """log cond of the candidate (q0, z), plus `coverage_weight` × the mean share of the
+        joints' circles it does not visit (on the limit grid), plus a penalty for a workspace
+        `violation` (m); tracks the best candidate inside the workspace so far."""
         value = float(self.objective(*self.problem.states(q0, z)))
         cost = math.log(value) if value > 0.0 and math.isfinite(value) else math.inf
+        weight = self.problem.params.coverage_weight
+        if weight > 0.0:
+            q = q0 + self.problem.limit_maps[0] @ z
+            cost += weight * float(1.0 - circle_coverage(q).mean())
         if violation > 0.0:
             if self.bar is not None:
                 self.bar.update()
