@@ -288,6 +288,10 @@ def test_a_client_that_never_reads_is_dropped_and_does_not_slow_the_estimator(tm
         url = service.url
         host, port = url.split("//")[1].rstrip("/").split(":")
         before = httpx.get(url + "api/state", timeout=10).json()
+        deadline = time.monotonic() + 60
+        while "wall_s" not in before and time.monotonic() < deadline:  # no frame before the
+            time.sleep(0.2)  # first sample: wait for it, or the rate has no start
+            before = httpx.get(url + "api/state", timeout=10).json()
         stalled = socket.socket()
         stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
         stalled.connect((host, int(port)))
