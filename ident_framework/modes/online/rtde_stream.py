@@ -216,8 +216,7 @@ class RtdeStream:
         return False
 
     def close(self) -> dict[str, Any]:
-        # the reception thread first: a row it writes while the counts are summed would be in
-        # the file but not in samples_written (seen once: 3973 rows, 3972 counted)
+        # the reception thread first, so that nothing is written while the counts are summed
         self._stopping = True
         if self._reception is not None:
             self._reception.join(timeout=5)
@@ -235,6 +234,10 @@ class RtdeStream:
         return {
             "samples_expected": expected,
             "samples_written": written,
+            # recorded but never given to the estimator, which had stopped (duration reached,
+            # a stop): rows still queued, or resolved by the recording's end (their torque was
+            # still on its way from our own connection)
+            "samples_undelivered": written - self.received,
             "dropped_samples": expected - written,
             "dropped_fraction": (expected - written) / expected if expected else None,
             "samples_filled": sum(s.filled for s in self.segments),
