@@ -89,15 +89,23 @@ def forked_map(
         return results
     global _work
     _work = work
+    pool = multiprocessing.get_context("fork").Pool(workers)
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            results = []
-            for i, result in enumerate(pool.imap(_call, items, chunksize=1)):
-                results.append(result)
-                if done is not None:
-                    done(i)
-            return results
+        results = []
+        for i, result in enumerate(pool.imap(_call, items, chunksize=1)):
+            results.append(result)
+            if done is not None:
+                done(i)
+        # let the workers leave on their own: terminating them (what `with Pool()` does)
+        # can leave a queue lock held by a killed worker, and the pool's join then waits
+        # forever (seen once in CI: both workers killed by SIGTERM, the command hung)
+        pool.close()
+        return results
+    except BaseException:
+        pool.terminate()
+        raise
     finally:
+        pool.join()
         _work = None
 
 
