@@ -22,7 +22,7 @@ from __future__ import annotations
 import mmap
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -81,21 +81,12 @@ def forked_map(
     `done(i)` is called here as item i's result arrives, in order (e.g. a progress bar)."""
     workers = worker_count(len(items))
     if workers == 1:
-        results = []
-        for i, item in enumerate(items):
-            results.append(work(item))
-            if done is not None:
-                done(i)
-        return results
+        return _collect(map(work, items), done)
     global _work
     _work = work
     pool = multiprocessing.get_context("fork").Pool(workers)
     try:
-        results = []
-        for i, result in enumerate(pool.imap(_call, items, chunksize=1)):
-            results.append(result)
-            if done is not None:
-                done(i)
+        results = _collect(pool.imap(_call, items, chunksize=1), done)
         # let the workers leave on their own: terminating them (what `with Pool()` does)
         # can leave a queue lock held by a killed worker, and the pool's join then waits
         # forever (seen once in CI: both workers killed by SIGTERM, the command hung)
@@ -107,6 +98,16 @@ def forked_map(
     finally:
         pool.join()
         _work = None
+
+
+def _collect(results: Iterable[_Result], done: Callable[[int], object] | None) -> list[_Result]:
+    """The results in order, `done(i)` as result i arrives."""
+    out = []
+    for i, result in enumerate(results):
+        out.append(result)
+        if done is not None:
+            done(i)
+    return out
 
 
 def shared_zeros(shape: tuple[int, ...]) -> np.ndarray:

@@ -107,11 +107,7 @@ class JointAccumulators:
         n = builder.robot.n_joints
         self.builder = builder
         self.subtree = [builder.subtree_columns(j) for j in range(n)]
-        # a serial chain's subtree columns are one contiguous block: slice (a view, no copy)
-        self.blocks = [
-            slice(c[0], c[-1] + 1) if c.size and np.all(np.diff(c) == 1) else c
-            for c in self.subtree
-        ]
+        self.blocks = [builder.subtree_block(j) for j in range(n)]
         self.own_columns = [builder.own_columns(j) for j in range(n)]
         self.spaces = joint_row_spaces(builder)
         self.accumulators = [
@@ -207,10 +203,7 @@ def factor_pass(
         accumulators = JointAccumulators(builder)
         with one_blas_thread():
             for rows in task:
-                chunk = (data.q[rows], data.dq[rows], data.ddq[rows], data.tau[rows])
-                accumulators.add(
-                    chunk if friction is None else (*chunk, friction[rows]), keep, rows
-                )
+                accumulators.add(chunk_at(data, rows, friction), keep, rows)
         return accumulators.projected_factors()
 
     with tqdm(
@@ -286,8 +279,13 @@ def dataset_chunks(
     data: Dataset, chunk_size: int, friction: np.ndarray | None = None
 ) -> Iterator[Chunk]:
     for rows in chunk_slices(data.n_samples, chunk_size):
-        chunk = (data.q[rows], data.dq[rows], data.ddq[rows], data.tau[rows])
-        yield chunk if friction is None else (*chunk, friction[rows])
+        yield chunk_at(data, rows, friction)
+
+
+def chunk_at(data: Dataset, rows: slice, friction: np.ndarray | None = None) -> Chunk:
+    """The chunk (q, dq, ddq, tau[, friction]) of `data`'s `rows`."""
+    chunk = (data.q[rows], data.dq[rows], data.ddq[rows], data.tau[rows])
+    return chunk if friction is None else (*chunk, friction[rows])
 
 
 def standard_model(

@@ -196,6 +196,14 @@ class RegressorBuilder:
         own += self.coupled_columns().tolist()
         return np.array(own, dtype=int)
 
+    def subtree_block(self, joint: int) -> slice | np.ndarray:
+        """`subtree_columns(joint)` as a slice when they are one contiguous block (a serial
+        chain's are: indexing with it gives a view, no copy), else the index array."""
+        columns = self.subtree_columns(joint)
+        if columns.size and np.all(np.diff(columns) == 1):
+            return slice(int(columns[0]), int(columns[-1]) + 1)
+        return columns
+
     def subtree_columns(self, joint: int) -> np.ndarray:
         """Inertial columns that can be non-zero on the row of `joint` (0-based): the links
         from that joint outwards (a joint carries only its subtree)."""

@@ -99,8 +99,7 @@ def fold_factors(
     n = builder.robot.n_joints
     e, s = len(own.names), len(own.shared)
     subtree = [builder.subtree_columns(j) for j in range(n)]
-    # a serial chain's subtree columns are one contiguous block: slice (a view, no copy)
-    blocks = [slice(c[0], c[-1] + 1) if c.size and np.all(np.diff(c) == 1) else c for c in subtree]
+    blocks = [builder.subtree_block(j) for j in range(n)]
     accumulators = [
         [TriangularAccumulator(spaces[j].shape[1] + e + s + 2) for j in range(n)]
         for _ in range(n_folds)
