@@ -8,8 +8,11 @@ worst job's code (`reports/sweep_jobs.py`).
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
 import sys
+import threading
 
 import hydra
 from omegaconf import DictConfig
@@ -66,6 +69,7 @@ def main(argv: list[str] | None = None) -> None:
         fail(error)
     if single is not None:  # one job: composed once above, run as Hydra runs it
         single_run.run(single, run_job.__wrapped__)
+        exit_promptly(0)
         return
     sys.argv = [sys.argv[0], *argv]
     try:
@@ -82,5 +86,24 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(LAST_SWEEP["exit_code"])
 
 
+def exit_promptly(code: int) -> None:
+    """End a finished one-job command now: the exit handlers run (logging's flush and close,
+    multiprocessing's cleanup), the output streams are flushed, and the process ends without
+    the interpreter's teardown of ~900 modules and of the run's arrays, which the operating
+    system frees at once (0.2-0.3 s of a 4 s identification at 10⁵ samples, measured). Only
+    from the command line (`python -m ident_framework`; `main()` called from Python returns)
+    and only when no other non-daemon thread runs (a normal exit would wait for it)."""
+    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
+    if not _COMMAND_LINE or any(t.is_alive() and not t.daemon for t in others):
+        return
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+_COMMAND_LINE = False  # set when this module runs as the command (`python -m ident_framework`)
+
 if __name__ == "__main__":
+    _COMMAND_LINE = True
     main()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -114,6 +116,28 @@ def test_identify_from_recorded_logs(recorded_logs, tmp_path: Path):
     for split in ("train", "validation"):  # no false alarm on a clean simulated recording
         checks = metrics["data"]["checks"][split]
         assert checks["excluded_rows"] == 0 and checks["warnings"] == [], checks
+
+
+def test_identifying_from_a_log_imports_no_scipy(recorded_logs, tmp_path: Path):
+    """The whole command on a recorded log, tuning included, as `python -X importtime` sees
+    it: no SciPy module is imported (scipy.linalg alone costs 0.16 s, scipy.signal 0.5 s;
+    `triangular.py`, `data/zero_phase_lowpass.py`), and the prompt exit keeps every output."""
+    ident, val = recorded_logs
+    run = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "ident_framework", "robot=ur10e",
+         "source=csv", f"source.path={ident}", "validation=csv", f"validation.path={val}",
+         "plots=false", f"hydra.run.dir={run}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
+                if line.startswith("import time:")]  # fmt: skip
+    assert "ident_framework.modes.pipeline" in imported
+    assert [m for m in imported if m.split(".")[0] == "scipy"] == []
+    assert _metrics(run)["tuning"]["candidates"] > 10
+    assert "outputs in" in result.stdout
+    assert not (run / ".incomplete").exists()
 
 
 def test_planted_defects_are_excluded_counted_and_reported(recorded_logs, tmp_path: Path):

@@ -41,7 +41,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 from threadpoolctl import threadpool_limits
 
 from ident_framework.errors import UserError
@@ -153,6 +152,8 @@ class _ScaledModel:
         self.rank = combination.shape[0]
         vt = np.linalg.svd(combination)[2]
         identifiable, self.null = vt[: self.rank].T, vt[self.rank :].T
+        import scipy.linalg  # not with the module: every command imports the plugins
+
         q, r = np.linalg.qr(a @ identifiable)
         self.x_ls = identifiable @ scipy.linalg.solve_triangular(r, q.T @ b)
         self.residual = float(

@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from ident_framework.hookspecs import hookimpl
 from ident_framework.identify.linear_problem import stack_factors
 from ident_framework.identify.regularization import check_strengths, spectral_solve
 from ident_framework.interfaces import EstimatorDefaults, LinearProblem
+from ident_framework.triangular import solve_upper
 
 
 @dataclass
@@ -55,9 +55,9 @@ def solve_with_covariance(
     r = stack_factors(factors)
     k = r.shape[1] - 1
     r_w, rhs, residual = r[:k, :k], r[:k, k], abs(r[k, k]) if r.shape[0] > k else 0.0
-    beta = scipy.linalg.solve_triangular(r_w, rhs)
+    beta = solve_upper(r_w, rhs)
     sigma2 = residual**2 / max(n_rows - k, 1) if scale_by_residual else 1.0
-    r_inv = scipy.linalg.solve_triangular(r_w, np.eye(k))
+    r_inv = solve_upper(r_w, np.eye(k))
     return beta, sigma2 * (r_inv @ r_inv.T)
 
 

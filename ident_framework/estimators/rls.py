@@ -56,10 +56,10 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
-from scipy.linalg.lapack import dpotrf, dtrtrs
 from threadpoolctl import threadpool_limits
 
 from ident_framework.estimators.rls_plots import plot_convergence, plot_running_rmse
@@ -357,6 +357,7 @@ class RecursiveLeastSquares(EstimatorDefaults):
         p_phi = p @ phi.T  # (r, n) = (phi P)^T, P symmetric
         s = phi @ p_phi
         s += lam * eye
+        dpotrf, dtrtrs = _cholesky_routines()
         chol, info = dpotrf(s, lower=1)
         if info != 0:  # S = lam I + phi P phi^T is PD whenever P is: repair P, once
             self._repair()
@@ -474,3 +475,12 @@ class RecursiveLeastSquares(EstimatorDefaults):
 @hookimpl
 def register_estimators(register) -> None:
     register("rls", RecursiveLeastSquares, RecursiveLeastSquaresParams)
+
+
+@cache
+def _cholesky_routines() -> tuple:
+    """LAPACK's dpotrf and dtrtrs, imported on first use: every command imports the built-in
+    plugins, and scipy.linalg takes 0.16 s to import (see `triangular.py`)."""
+    from scipy.linalg.lapack import dpotrf, dtrtrs
+
+    return dpotrf, dtrtrs

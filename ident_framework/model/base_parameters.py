@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-import scipy.linalg
-from scipy.linalg.lapack import dgeqrf
+
+from ident_framework.triangular import qr_r_in_place
 
 DEFAULT_TOLERANCE = 1e-8
 # identifiable_share within this of 1 counts as identifiable alone, below it as not at all: far
@@ -103,6 +103,8 @@ class BaseParameters:
         try:
             _, singular, vt = np.linalg.svd(r_factor)
         except np.linalg.LinAlgError:  # LAPACK gesdd may not converge on a rank-deficient R
+            import scipy.linalg  # 0.16 s to import: only here (see `triangular.py`)
+
             _, singular, vt = scipy.linalg.svd(r_factor, lapack_driver="gesvd")
         rank = int(np.sum(singular > tolerance * singular[0])) if singular.size else 0
         if method == "svd":
@@ -113,6 +115,8 @@ class BaseParameters:
             raise ValueError(f"unknown base parameter method {method!r}; use one of {METHODS}")
         # Independent columns by column-pivoted QR; the rest regroup into them exactly:
         # W_D = W_I X  =>  W theta = W_I (theta_I + X theta_D).
+        import scipy.linalg  # numpy has no column-pivoted QR (the default method is svd)
+
         _, _, pivots = scipy.linalg.qr(r_factor, pivoting=True, mode="economic")
         independent = np.sort(pivots[:rank])
         dependent = np.setdiff1d(np.arange(r_factor.shape[1]), independent)
@@ -151,7 +155,8 @@ class TriangularAccumulator:
     """Streaming QR: keeps only R of the rows seen so far (memory independent of N).
 
     Add row blocks of shape (m, c); `factor` is the (c, c) upper-triangular R with
-    R^T R = sum of A^T A over all blocks. Each update is one LAPACK dgeqrf of [R; A].
+    R^T R = sum of A^T A over all blocks. Each update is one LAPACK dgeqrf of [R; A]
+    (`triangular.qr_r_in_place`).
     """
 
     def __init__(self, n_columns: int):
@@ -187,12 +192,8 @@ class TriangularAccumulator:
         return stacked
 
     def _factor(self, stacked: np.ndarray) -> None:
-        c = self.n_columns
-        qr, _, _, info = dgeqrf(stacked, overwrite_a=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"dgeqrf failed with info={info}")
-        self.r = np.asfortranarray(np.triu(qr[:c]))
-        self.n_rows += stacked.shape[0] - c
+        self.r = np.asfortranarray(qr_r_in_place(stacked))
+        self.n_rows += stacked.shape[0] - self.n_columns
 
     @property
     def factor(self) -> np.ndarray:

@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.identify.regularization import spectral_solve
 from ident_framework.identify.tuning.block_factors import FoldFactors
 from ident_framework.model.base_parameters import BaseParameters
+from ident_framework.triangular import solve_upper
 
 Regulariser = tuple[float, float]  # (ridge, truncate) as shares of the largest singular value
 PLAIN: Regulariser = (0.0, 0.0)
@@ -68,7 +68,7 @@ def cross_validate(
             held = factors.merged[k][:, test_columns]
             for i, (ridge, truncate) in enumerate(regularisers):
                 if ridge == 0.0 and truncate == 0.0:
-                    beta = scipy.linalg.solve_triangular(r_w, rhs)
+                    beta = solve_upper(r_w, rhs)
                 else:
                     beta = spectral_solve(r_w, rhs, prior, ridge, truncate)[0]
                 theta = np.append(basis @ beta, -1.0)

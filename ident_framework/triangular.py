@@ -1,0 +1,50 @@
+"""Triangular factors and solves on numpy's own LAPACK, so that an identification does not
+import scipy.linalg (0.16 s: SciPy's array-API layer imports every numpy submodule, f2py
+and numpy.testing among them, measured with ``python -X importtime``).
+
+`qr_r_in_place` is LAPACK's dgeqrf through ``numpy.linalg.lapack_lite`` (the routine
+``numpy.linalg.qr`` used before NumPy 1.22, still shipped), in place on a Fortran-ordered
+array like ``scipy.linalg.lapack.dgeqrf(a, overwrite_a=1)``; where that module is missing
+(another NumPy build) it falls back to SciPy's. `solve_upper` solves with an upper-triangular
+matrix: LAPACK's LU of a triangular matrix chooses no row exchange (every entry below the
+diagonal is already zero), so it is back substitution, as ``scipy.linalg.solve_triangular``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    from numpy.linalg import lapack_lite as _lapack_lite
+except ImportError:  # pragma: no cover - every NumPy wheel has it
+    _lapack_lite = None
+if _lapack_lite is None or not hasattr(_lapack_lite, "dgeqrf"):  # pragma: no cover
+    _lapack_lite = None
+
+
+def qr_r_in_place(stacked: np.ndarray) -> np.ndarray:
+    """The upper-triangular R (n, n) of the QR decomposition of `stacked` (m, n), m >= n,
+    which must be Fortran-ordered float64 and is overwritten."""
+    m, n = stacked.shape
+    if m < n or stacked.dtype != np.float64 or not stacked.flags.f_contiguous:
+        raise ValueError(f"a Fortran-ordered float64 (m, n) array with m >= n, got {m} x {n}")
+    if _lapack_lite is None:  # pragma: no cover
+        from scipy.linalg.lapack import dgeqrf
+
+        qr, _, _, info = dgeqrf(stacked, overwrite_a=1)
+    else:
+        buffer = stacked.T  # C-ordered (n, m): the memory of the Fortran (m, n) matrix
+        tau, work = np.empty(n), np.empty(1)
+        _lapack_lite.dgeqrf(m, n, buffer, m, tau, work, -1, 0)  # workspace query
+        work = np.empty(max(int(work[0]), n))
+        info = _lapack_lite.dgeqrf(m, n, buffer, m, tau, work, len(work), 0)["info"]
+        qr = stacked
+    if info != 0:
+        raise np.linalg.LinAlgError(f"dgeqrf failed with info={info}")
+    return np.triu(qr[:n])
+
+
+def solve_upper(r: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x with r x = b, for an upper-triangular (k, k) `r` and b (k,) or (k, m);
+    LinAlgError when a diagonal entry of r is zero."""
+    return np.linalg.solve(r, b)

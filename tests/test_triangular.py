@@ -1,0 +1,41 @@
+"""The triangular factor and solve on numpy's LAPACK (`triangular.py`) against SciPy's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg
+from scipy.linalg.lapack import dgeqrf
+
+from ident_framework.triangular import qr_r_in_place, solve_upper
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (40, 7), (2077, 77)])
+def test_qr_r_in_place_is_lapack_dgeqrf(shape):
+    a = np.random.default_rng(1).standard_normal(shape)
+    expected = np.triu(dgeqrf(np.asfortranarray(a))[0][: shape[1]])
+    stacked = np.asfortranarray(a)
+    r = qr_r_in_place(stacked)
+    np.testing.assert_allclose(r, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+    np.testing.assert_allclose(r.T @ r, a.T @ a, rtol=1e-10, atol=1e-9)
+    assert np.all(np.tril(r, -1) == 0)
+
+
+def test_qr_r_in_place_refuses_what_it_would_misread():
+    with pytest.raises(ValueError, match="Fortran-ordered"):
+        qr_r_in_place(np.zeros((6, 3)))  # C order
+    with pytest.raises(ValueError, match="m >= n"):
+        qr_r_in_place(np.zeros((2, 3), order="F"))
+
+
+def test_solve_upper_is_back_substitution():
+    rng = np.random.default_rng(2)
+    r = np.triu(rng.standard_normal((48, 48))) + 5 * np.eye(48)
+    b = rng.standard_normal(48)
+    np.testing.assert_allclose(solve_upper(r, b), scipy.linalg.solve_triangular(r, b), rtol=1e-12)
+    np.testing.assert_allclose(
+        solve_upper(r, np.eye(48)), scipy.linalg.solve_triangular(r, np.eye(48)), rtol=1e-10
+    )
+    r[10, 10] = 0.0
+    with pytest.raises(np.linalg.LinAlgError):
+        solve_upper(r, b)
