@@ -127,3 +127,13 @@ def test_the_identification_command_does_not_import_slow_scipy_subpackages() -> 
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_a_list_of_column_blocks_is_filtered_as_their_stack() -> None:
+    """Preprocessing passes q, tau and dq side by side without stacking them first."""
+    rng = np.random.default_rng(5)
+    blocks = [np.cumsum(rng.standard_normal((3001, k)), axis=0) for k in (6, 6, 2)]
+    sos = butterworth_lowpass(4, 20.0, 500.0)
+    stacked = zero_phase_filter(sos, np.hstack(blocks))
+    np.testing.assert_array_equal(zero_phase_filter(sos, blocks), stacked)
+    assert zero_phase_filter(sos, blocks[0][:, 0]).shape == (3001,)

@@ -229,11 +229,12 @@ def _stacked_recordings(datasets: list[Dataset]) -> tuple[list[str], AsRecorded]
     return names, parts
 
 
-def recording_rows(recording: np.ndarray) -> list[tuple[int, np.ndarray]]:
-    """(recording index, its rows) for each run of equal indices, in order."""
+def recording_rows(recording: np.ndarray) -> list[tuple[int, slice]]:
+    """(recording index, its rows) for each run of equal indices, in order (slices: selecting
+    them gives views, not copies)."""
     starts = np.flatnonzero(np.diff(recording)) + 1
     bounds = [0, *starts.tolist(), len(recording)]
-    return [(int(recording[a]), np.arange(a, b)) for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [(int(recording[a]), slice(a, b)) for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 def recordings_of(ds: Dataset) -> list[Dataset]:

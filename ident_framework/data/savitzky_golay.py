@@ -23,7 +23,8 @@ def savgol_derivative(
     if window % 2 != 1 or not polyorder < window <= len(x):
         raise ValueError(f"Savitzky-Golay window {window} for order {polyorder}, {len(x)} samples")
     x = np.asarray(x, dtype=float)
-    flat = x.reshape(len(x), -1)
+    # contiguous: a column block of a wider array (as preprocessing passes) runs 4 x slower
+    flat = np.ascontiguousarray(x.reshape(len(x), -1))
     half = window // 2
     offsets = np.arange(-half, half + 1, dtype=float)
     target = np.zeros(polyorder + 1)

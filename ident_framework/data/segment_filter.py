@@ -93,7 +93,8 @@ def filter_segment(
         segment = FilterSegment(grid, np.ascontiguousarray(dq_unfiltered), sos, rows, at=t)
     else:
         rows = np.arange(n_trim, n - n_trim)
-        q, dq, ddq, tau = (a[rows] for a in (q, dq, ddq, tau))
+        kept = slice(n_trim, n - n_trim)  # the same rows: views, copied once below
+        q, dq, ddq, tau = (a[kept] for a in (q, dq, ddq, tau))
         segment = FilterSegment(grid, np.ascontiguousarray(dq_unfiltered), sos, rows)
     recorded = (ds.recorded or AsRecorded.of(ds)).select(rows)
     report = {
@@ -199,7 +200,7 @@ def filter_and_differentiate(
     """(q, dq, ddq, tau, unfiltered dq): q and tau (and the measured dq) low-passed zero-phase,
     dq (unless measured) and ddq by Savitzky-Golay differentiation."""
     filtered_names = ["q", "tau"] + (["dq"] if params.use_measured_velocity else [])
-    filtered = zero_phase_filter(sos, np.hstack([signals[k] for k in filtered_names]))
+    filtered = zero_phase_filter(sos, [signals[k] for k in filtered_names])
     parts = dict(zip(filtered_names, np.split(filtered, len(filtered_names), axis=1), strict=True))
     q, tau = parts["q"], parts["tau"]
 

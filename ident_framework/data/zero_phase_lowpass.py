@@ -54,21 +54,43 @@ def pad_length(sos: np.ndarray) -> int:
     return 3 * taps
 
 
-def zero_phase_filter(sos: np.ndarray, x: np.ndarray) -> np.ndarray:
+def zero_phase_filter(sos: np.ndarray, x: np.ndarray | list[np.ndarray]) -> np.ndarray:
     """`x` (N, ...) filtered forward and backward along axis 0 by the sections `sos`
-    (zero phase, squared magnitude response); N must exceed pad_length(sos)."""
-    x = np.asarray(x, dtype=float)
+    (zero phase, squared magnitude response); N must exceed pad_length(sos). A list of
+    (N, k_i) arrays is filtered as their column stack (N, sum k_i), without stacking them
+    first."""
+    if isinstance(x, list):
+        parts = [np.asarray(a, dtype=float) for a in x]
+        shape = (len(parts[0]), sum(part.shape[1] for part in parts))
+    else:
+        whole = np.asarray(x, dtype=float)
+        parts, shape = [whole.reshape(len(whole), -1)], whole.shape
     pad = pad_length(sos)
-    if len(x) <= pad:
-        raise ValueError(f"{len(x)} samples; the filter's padding needs more than {pad}")
-    flat = x.reshape(len(x), -1)
-    extended = np.concatenate(
-        [2 * flat[0] - flat[pad:0:-1], flat, 2 * flat[-1] - flat[-2 : -pad - 2 : -1]]
-    )
+    if shape[0] <= pad:
+        raise ValueError(f"{shape[0]} samples; the filter's padding needs more than {pad}")
+    n, length = shape[0], shape[0] + 2 * pad  # samples, with the odd extension at both ends
+    extended = _block_buffer(length, sum(part.shape[1] for part in parts))
+    column = 0
+    for flat in parts:
+        at = slice(column, column + flat.shape[1])
+        extended[:pad, at] = 2 * flat[0] - flat[pad:0:-1]
+        extended[pad : pad + n, at] = flat
+        extended[pad + n : length, at] = 2 * flat[-1] - flat[-2 : -pad - 2 : -1]
+        column += flat.shape[1]
     system = _StateSpace.of(sos)
     forward = system.run(extended, extended[0])
-    backward = system.run(forward[::-1], forward[-1])[::-1]
-    return np.ascontiguousarray(backward[pad:-pad]).reshape(x.shape)
+    backward_in = _block_buffer(length, column)
+    backward_in[:length] = forward[length - 1 :: -1]
+    backward = system.run(backward_in, forward[length - 1])
+    # the output at extended row k is the backward pass's row length - 1 - k
+    return np.ascontiguousarray(backward[length - 1 - pad : pad - 1 : -1]).reshape(shape)
+
+
+def _block_buffer(length: int, channels: int) -> np.ndarray:
+    """(whole blocks covering `length` rows, channels) array, zero past `length`."""
+    buffer = np.empty((-(-length // BLOCK) * BLOCK, channels))
+    buffer[length:] = 0.0
+    return buffer
 
 
 class _StateSpace:
@@ -116,14 +138,11 @@ class _StateSpace:
         return cls(a, b, c, d, steady)
 
     def run(self, u: np.ndarray, first: np.ndarray) -> np.ndarray:
-        """Outputs (N, ch) for inputs `u` (N, ch), started in the steady state of the
-        constant input `first` (ch,)."""
-        n, channels = u.shape
-        blocks = -(-n // BLOCK)
-        padded = np.zeros((blocks * BLOCK, channels))
-        padded[:n] = u
-        by_block = padded.reshape(blocks, BLOCK, channels)
-        driven = np.einsum("mk,bkc->bmc", self.inputs_to_state, by_block)
+        """Outputs (M, ch) for inputs `u` (M, ch), M a multiple of BLOCK (`_block_buffer`),
+        started in the steady state of the constant input `first` (ch,)."""
+        blocks, channels = len(u) // BLOCK, u.shape[1]
+        by_block = u.reshape(blocks, BLOCK, channels)
+        driven = np.matmul(self.inputs_to_state, by_block)  # (blocks, m, ch)
         states = np.empty((blocks, len(self.state_to_state), channels))
         state = np.outer(self.steady_state, first)
         for i in range(blocks):
@@ -131,4 +150,4 @@ class _StateSpace:
             state = self.state_to_state @ state + driven[i]
         out = np.matmul(self.inputs_to_outputs, by_block)
         out += np.matmul(self.state_to_outputs, states)
-        return out.reshape(blocks * BLOCK, channels)[:n]
+        return out.reshape(blocks * BLOCK, channels)

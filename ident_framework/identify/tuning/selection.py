@@ -281,9 +281,7 @@ def _fold_rows(
     """A recording preprocessed with `params`, the recorded torque at its rows, its folds
     (-1, no fold, for the rows the data checks do not trust: `trusted` over the raw rows)."""
     data = preprocess(recording, params)
-    recorded = np.column_stack(
-        [np.interp(data.timestamp, recording.timestamp, column) for column in recording.tau.T]
-    )
+    recorded = data.recorded.tau  # preprocessing keeps recorded rows: their torque as recorded
     labels = plan.labels(index, data.timestamp)
     if trusted is not None and not trusted.all():
         labels[~trusted_at(recording, trusted, data)] = -1
