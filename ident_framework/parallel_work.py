@@ -22,7 +22,7 @@ from __future__ import annotations
 import mmap
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -79,20 +79,28 @@ def forked_map(
     """[work(item) for item in items], on forked workers when that helps; the first error
     of a task is raised here. `work` may be a closure: the workers inherit it by fork.
     `done(i)` is called here as item i's result arrives, in order (e.g. a progress bar)."""
+    return _collect(forked_imap(work, items), done)
+
+
+def forked_imap(work: Callable[[_Item], _Result], items: Sequence[_Item]) -> Iterator[_Result]:
+    """work(item) for each item, in order, each as soon as it and those before it are done,
+    on forked workers when that helps (as `forked_map`): what this process does with the
+    first results overlaps the workers' work on the next ones. Consume it to the end (or
+    close it: the workers are then stopped)."""
     workers = worker_count(len(items))
     if workers == 1:
-        return _collect(map(work, items), done)
+        yield from map(work, items)
+        return
     global _work
     _work = work
     pool = multiprocessing.get_context("fork").Pool(workers)
     try:
-        results = _collect(pool.imap(_call, items, chunksize=1), done)
+        yield from pool.imap(_call, items, chunksize=1)
         # let the workers leave on their own: terminating them (what `with Pool()` does)
         # can leave a queue lock held by a killed worker, and the pool's join then waits
         # forever (seen once in CI: both workers killed by SIGTERM, the command hung)
         pool.close()
-        return results
-    except BaseException:
+    except BaseException:  # a task's error, or the consumer stopped early (GeneratorExit)
         pool.terminate()
         raise
     finally:

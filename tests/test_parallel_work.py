@@ -10,7 +10,7 @@ import pytest
 
 from ident_framework import parallel_work
 from ident_framework.errors import UserError
-from ident_framework.parallel_work import forked_map, usable_cores, worker_count
+from ident_framework.parallel_work import forked_imap, forked_map, usable_cores, worker_count
 
 two_cores = pytest.mark.skipif(usable_cores() < 2, reason="needs two usable cores")
 
@@ -26,6 +26,31 @@ def test_forked_map_returns_every_result_in_order_from_other_processes():
     assert [r[:2] for r in results] == [(i, float(data[i::7].sum())) for i in range(9)]
     assert os.getpid() not in {r[2] for r in results}
     assert worker_count(9) == min(usable_cores(), 9, parallel_work.MAX_WORKERS)
+
+
+@two_cores
+def test_forked_imap_hands_out_results_while_the_workers_go_on(tmp_path):
+    """The first result is here before the last task has started; closing the iterator early
+    stops the workers, and a map after it runs forked again."""
+    started = tmp_path / "started"
+    started.mkdir()
+
+    def work(i: int) -> int:
+        (started / str(i)).touch()
+        if i > 0:
+            import time
+
+            time.sleep(0.2)
+        return i * i
+
+    arriving = forked_imap(work, list(range(8)))
+    assert next(arriving) == 0
+    assert len(list(started.iterdir())) < 8  # tasks 6 and 7 wait for a free worker
+    assert next(arriving) == 1
+    arriving.close()  # the consumer stops: the pool is terminated and joined
+    assert parallel_work._work is None
+    assert forked_map(lambda i: os.getpid(), [0, 1])[0] != os.getpid()
+    assert list(forked_imap(lambda i: i + 1, [1, 2, 3])) == [2, 3, 4]
 
 
 @two_cores

@@ -9,6 +9,7 @@ written to parameters.yaml so that `mode=predict` rebuilds the same model.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,7 +39,7 @@ from ident_framework.identify.tuning.search import (
 )
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
-from ident_framework.parallel_work import forked_map
+from ident_framework.parallel_work import forked_imap
 
 COULOMB = "coulomb_viscous"  # the friction plugin whose shapes are candidates
 REGULARISED = "ls"  # the estimator whose ridge / truncation are candidates
@@ -94,15 +95,15 @@ def select_options(
     tolerance = config.base_parameters.tolerance
     # 1. column options on the configured preprocessing; 2. every preprocessing with them;
     # 3. the column options again on the preprocessing that won, if another did
+    # (the column search on the configured preprocessing runs while the forked workers still
+    # build the other candidates' spaces)
     candidates = _preprocessing_candidates(config, recordings, exact)
-    spaces.build(candidates)
-    best, best_rmse = search_columns(
-        spaces.get(candidates[0]), start, settings, tolerance, regularise, log
-    )
+    arriving = spaces.build(candidates)
+    best, best_rmse = search_columns(next(arriving), start, settings, tolerance, regularise, log)
     best_preprocessing = candidates[0]
-    for preprocessing in candidates[1:]:
+    for preprocessing, space in zip(candidates[1:], arriving, strict=True):
         option = replace(best, lowpass_hz=preprocessing[0], measured_velocity=preprocessing[1])
-        rmse = score_candidate(spaces.get(preprocessing), option, tolerance, "preprocessing", log)
+        rmse = score_candidate(space, option, tolerance, "preprocessing", log)
         if rmse < best_rmse:
             best, best_rmse, best_preprocessing = option, rmse, preprocessing
     if best_preprocessing != candidates[0]:
@@ -163,12 +164,13 @@ class _Spaces:
             for r in recordings
         ]
 
-    def build(self, candidates: list[tuple[float, bool]]) -> None:
-        """The spaces of every preprocessing candidate not built yet, side by side on forked
-        workers (`parallel_work.py`)."""
-        missing = [c for c in candidates if c not in self.spaces]
-        for preprocessing, parts in zip(missing, forked_map(self._factors, missing), strict=True):
+    def build(self, candidates: list[tuple[float, bool]]) -> Iterator[ColumnSpace]:
+        """The space of each preprocessing candidate (distinct, none built yet), in order,
+        each as soon as it is built: side by side on forked workers (`parallel_work.py`)."""
+        arriving = forked_imap(self._factors, candidates)
+        for preprocessing, parts in zip(candidates, arriving, strict=True):
             self.spaces[preprocessing] = self._space(parts)
+            yield self.spaces[preprocessing]
 
     def get(self, preprocessing: tuple[float, bool]) -> ColumnSpace:
         if preprocessing not in self.spaces:
