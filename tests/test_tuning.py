@@ -281,3 +281,14 @@ def test_samples_the_data_checks_distrust_are_in_no_fold():
         figures[name] = tuned.selection.cv_rmse
     assert figures["checked"] < 1.1 * figures["clean"]
     assert figures["unchecked"] > 2 * figures["clean"]
+
+
+def test_lagged_differences_by_fft_equal_the_direct_sums():
+    from ident_framework.identify.tuning.folds import _lagged_rms_differences
+
+    rng = np.random.default_rng(4)
+    signal = np.cumsum(rng.standard_normal((700, 3)), axis=0)
+    signal -= signal.mean(axis=0)
+    lags = np.arange(2, 351)
+    direct = [np.sqrt(np.mean(np.sum((signal[k:] - signal[:-k]) ** 2, axis=1))) for k in lags]
+    np.testing.assert_allclose(_lagged_rms_differences(signal, lags), direct, rtol=1e-10)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ident_framework.data.dataset import Dataset
 from ident_framework.identify.linear_problem import chunk_slices, joint_row_spaces, stack_factors

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
@@ -52,10 +52,11 @@ STRUCTURAL_TOLERANCE = 1e-12  # relative singular value below which a row direct
 def joint_row_spaces(builder: RegressorBuilder, n_states: int = 400, seed: int = 0) -> list:
     """Per joint j, an orthonormal basis (c_j, r_j) of the space in which row j of the rigid-
     body regressor lives, restricted to joint j's subtree columns, found once from random
-    states within the limits (and kept by the builder: it depends only on the robot). A
+    states within the limits (and kept with the robot model: it depends only on the robot, so
+    the tuning's builders and the final one share it, and forked workers inherit it). A
     joint's row has far fewer independent directions than columns (e.g. 34 of 60 for a UR
     shoulder), so factoring the projected rows is cheaper."""
-    memo = builder.__dict__.setdefault("_joint_row_spaces", {})
+    memo = builder.robot.__dict__.setdefault("_joint_row_spaces", {})
     if (n_states, seed) not in memo:
         with one_blas_thread():  # small SVDs: threads only contend
             memo[n_states, seed] = _row_spaces(builder, n_states, seed)

@@ -85,9 +85,7 @@ def motion_period(timestamp: np.ndarray, q: np.ndarray) -> float | None:
         return None
     step = grid[1] - grid[0]
     lags = np.arange(max(2, int(0.05 * len(grid))), len(grid) // 2 + 1)
-    errors = np.array(
-        [np.sqrt(np.mean(np.sum((signal[lag:] - signal[:-lag]) ** 2, axis=1))) for lag in lags]
-    )
+    errors = _lagged_rms_differences(signal - signal.mean(axis=0), lags)
     repeating = np.flatnonzero(errors / spread < PERIOD_TOLERANCE)
     if repeating.size == 0:
         return None
@@ -97,6 +95,20 @@ def motion_period(timestamp: np.ndarray, q: np.ndarray) -> float | None:
         run_end += 1
     best = first + int(np.argmin(errors[first : run_end + 1]))
     return float(lags[best] * step)
+
+
+def _lagged_rms_differences(signal: np.ndarray, lags: np.ndarray) -> np.ndarray:
+    """rms over t of |signal(t + lag) - signal(t)| for each lag (rows t, columns summed), for
+    all lags at once: |a - b|² = |a|² + |b|² - 2 a·b, the squares by cumulative sums and the
+    products a·b (the autocorrelation) by one FFT per column."""
+    n = len(signal)
+    squares = np.concatenate([[0.0], np.cumsum(np.sum(signal**2, axis=1))])
+    spectrum = np.fft.rfft(signal, 2 * n, axis=0)
+    products = np.sum(np.fft.irfft(np.abs(spectrum) ** 2, 2 * n, axis=0)[:n], axis=1)
+    later = squares[n] - squares[lags]  # sum of |signal(t)|² over t >= lag
+    earlier = squares[n - lags]  # over t < n - lag
+    sums = np.maximum(later + earlier - 2 * products[lags], 0.0)
+    return np.sqrt(sums / (n - lags))
 
 
 def plan_folds(recordings: list[Dataset], n_folds: int, guard_s: float) -> FoldPlan:
