@@ -4,10 +4,42 @@ The command renders nothing with MuJoCo, so it does not load MuJoCo's OpenGL bac
 and its library search, ~0.1 s per command) unless the user chose one: ``MUJOCO_GL`` is set
 to ``disable`` when it is unset. Set ``MUJOCO_GL=egl`` (or glfw, osmesa) for a plugin that
 renders.
+
+With glibc, freed memory is kept for reuse instead of being handed back to the system at
+once: the preprocessing, the regressor chunks and the QR updates allocate and free arrays
+of 1-30 MB many times, and glibc's default returns each freed block and maps a new one,
+whose pages the kernel zeroes again on first touch (0.15 s of system time in a 10⁵-sample
+identification, measured). Blocks below 32 MB come from the heap (``M_MMAP_THRESHOLD``) and
+the heap is trimmed only above 1 GB free (``M_TRIM_THRESHOLD``): the peak memory is the same,
+the memory is returned when the command ends. The environment variables glibc reads
+(``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``) take precedence when set.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 
 os.environ.setdefault("MUJOCO_GL", "disable")
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (malloc.h)
+TRIM_THRESHOLD_BYTES = 1 << 30
+MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's largest (HEAP_MAX_SIZE / 2 on 64-bit)
+
+
+def keep_freed_memory() -> bool:
+    """Set glibc's trim and mmap thresholds (see the module doc); False where there is no
+    glibc (macOS, musl) or the user set them through the environment."""
+    if os.environ.get("MALLOC_MMAP_THRESHOLD_") or os.environ.get("MALLOC_TRIM_THRESHOLD_"):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # the C library the interpreter runs on
+    except (OSError, AttributeError):  # no mallopt: not glibc
+        return False
+    return bool(
+        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
+        and mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+    )
+
+
+keep_freed_memory()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,23 @@ def test_command_line_leaves_mujocos_opengl_backend_unloaded(given: str | None, 
         "import os, sys, ident_framework.__main__, mujoco\n"
         "print(os.environ['MUJOCO_GL'], 'glfw' in sys.modules)\n"
     )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expected
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+@pytest.mark.parametrize(("given", "expected"), [(None, "True"), ("65536", "False")])
+def test_command_line_keeps_freed_memory_unless_the_user_tuned_malloc(given, expected):
+    """glibc keeps freed blocks below 32 MB for reuse (`command_environment.py`); a malloc
+    threshold the user set in the environment is left to glibc."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    if given is not None:
+        env["MALLOC_MMAP_THRESHOLD_"] = given
+    code = "import ident_framework.command_environment as c\nprint(c.keep_freed_memory())\n"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == expected
