@@ -246,6 +246,6 @@ def recordings_of(ds: Dataset) -> list[Dataset]:
     metadata = {k: v for k, v in ds.metadata.items() if k != "recordings"}
     for index, rows in recording_rows(ds.recorded.recording):
         part = ds.select(rows)
-        own = replace(part.recorded, recording=np.zeros(len(rows), dtype=np.int64))
+        own = replace(part.recorded, recording=np.zeros(part.n_samples, dtype=np.int64))
         parts.append(replace(part, recorded=own, metadata={**metadata, "path": names[index]}))
     return parts
