@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "interfaces",
         "extension_points",
         "parallel_work",
+        "triangular",
     ),  # fmt: skip
     ("model",),  # robot model, regressor, base parameters, friction terms, physical consistency
     ("data",),  # dataset, CSV logs, preprocessing
