@@ -147,11 +147,16 @@ def _stale(ds: Dataset, min_speed: float) -> tuple[np.ndarray, int]:
     stale = np.zeros(n, dtype=bool)
     if n < 2:
         return stale, 0
-    values = np.hstack([ds.q, ds.dq, ds.tau])
-    same = np.all(values[1:] == values[:-1], axis=1)
-    moving = np.max(np.abs(ds.dq[1:]), axis=1) >= min_speed
+    q, dq, tau = (np.asarray(a, dtype=float) for a in (ds.q, ds.dq, ds.tau))
+    # rows whose q repeats the previous one; only those are compared further (few or none)
+    same = np.flatnonzero(np.all(q[1:] == q[:-1], axis=1)) + 1
+    same = same[
+        np.all(dq[same] == dq[same - 1], axis=1) & np.all(tau[same] == tau[same - 1], axis=1)
+    ]
+    moving = same[np.max(np.abs(dq[same]), axis=1) >= min_speed]
     repeated_time = np.diff(np.asarray(ds.timestamp, dtype=float)) == 0
-    stale[1:] = (same & moving) | repeated_time
+    stale[1:] = repeated_time
+    stale[moving] = True
     return stale, int(repeated_time.sum())
 
 
