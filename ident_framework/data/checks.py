@@ -202,30 +202,51 @@ def _widen(flags: np.ndarray, t: np.ndarray, margin_s: float) -> np.ndarray:
     return hi > lo
 
 
+def check_recordings(
+    recorded: Dataset, limits: Any, params: CheckParams
+) -> list[tuple[np.ndarray, dict[str, Any]]] | None:
+    """`check_recording` of each recording stacked in `recorded` (as recorded), in order
+    (the parts of `dataset.recordings_of`); None when the checks are disabled."""
+    if not params.enabled:
+        return None
+    names = recorded.recording_paths
+    out = []
+    for index, rows in recording_rows(_recording_index(recorded)):
+        part = recorded.select(rows)
+        if len(names) > 1:
+            part = replace(part, metadata={**part.metadata, "path": names[index]})
+        out.append(check_recording(part, limits, params))
+    return out
+
+
 def drop_untrusted(
-    recorded: Dataset, processed: Dataset, limits: Any, params: CheckParams
+    recorded: Dataset,
+    processed: Dataset,
+    limits: Any,
+    params: CheckParams,
+    checked: list[tuple[np.ndarray, dict[str, Any]]] | None = None,
 ) -> Dataset:
     """`processed` (the preprocessed `recorded`) without the rows the checks of `recorded` do
     not trust, the report in `metadata["checks"]` with the rows dropped after preprocessing
     (`excluded_rows` of `rows_in`). Each recording of a stack is checked on its own (its own
     torque extremes, its own gaps); with several, the report holds the totals and
-    `recordings`, one report per recording. Unchanged when the checks are disabled."""
+    `recordings`, one report per recording. `checked`: `check_recordings` of `recorded`, when
+    they were run already. Unchanged when the checks are disabled."""
     if not params.enabled:
         return processed
+    checked = checked or check_recordings(recorded, limits, params)
+    assert checked is not None
     names = recorded.recording_paths
     recorded_index = _recording_index(recorded)
     processed_index = _recording_index(processed)
     keep = np.ones(processed.n_samples, dtype=bool)
     reports = []
-    for index, rows in recording_rows(recorded_index):
+    parts = recording_rows(recorded_index)
+    for (index, rows), (trusted, found) in zip(parts, checked, strict=True):
         part = recorded.select(rows)
-        if len(names) > 1:
-            part = replace(part, metadata={**part.metadata, "path": names[index]})
-        trusted, report = check_recording(part, limits, params)
         mine = processed_index == index
         keep[mine] = trusted_at(part, trusted, processed.select(mine))
-        report["rows_in"] = int(mine.sum())
-        report["excluded_rows"] = int((~keep[mine]).sum())
+        report = {**found, "rows_in": int(mine.sum()), "excluded_rows": int((~keep[mine]).sum())}
         reports.append({"path": names[index], **report} if len(names) > 1 else report)
     report = reports[0] if len(reports) == 1 else combined_report(reports)
     kept = processed if keep.all() else processed.select(keep)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ident_framework.config.run_config import RunConfig
-from ident_framework.data.checks import drop_untrusted
+from ident_framework.data.checks import check_recordings, drop_untrusted
 from ident_framework.data.dataset import Dataset, recordings_of
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.identify.estimation import estimate, require_samples
@@ -101,18 +101,20 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResu
 
     # Options the user should not have to guess, chosen on the identification data alone
     # (the friction's temperature term: decided here or left to the tuning).
+    with timer("checks"):  # of the raw recording, once: for the tuning's folds and below
+        checked = check_recordings(recorded, robot.limits, config.checks)
     with timer("tuning"):
         resolved = resolve_temperature(
             config, recorded, validation_recorded, tuning_applies(config)
         )
         if resolved.plugins["friction"].params != config.plugins["friction"].params:
             config, builder = resolved, regressor_builder(resolved, robot)
-        config, builder = select_options(config, robot, builder, recordings_of(recorded))
+        config, builder = select_options(config, robot, builder, recordings_of(recorded), checked)
     with timer("preprocessing"):
         train = preprocess(recorded, config.preprocessing)
         validation = preprocess(validation_recorded, config.preprocessing)
     with timer("checks"):  # untrusted samples leave estimation and scoring, after filtering
-        train = drop_untrusted(recorded, train, robot.limits, config.checks)
+        train = drop_untrusted(recorded, train, robot.limits, config.checks, checked)
         validation = drop_untrusted(validation_recorded, validation, robot.limits, config.checks)
     truth = recorded.metadata.get("truth")
     return identify(config, robot, builder, train, validation, excitation, truth, timer, progress)

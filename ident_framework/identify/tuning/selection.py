@@ -75,11 +75,16 @@ class Selection:
 
 
 def select_options(
-    config: RunConfig, robot: RobotModel, builder: RegressorBuilder, recordings: list[Dataset]
+    config: RunConfig,
+    robot: RobotModel,
+    builder: RegressorBuilder,
+    recordings: list[Dataset],
+    checked: list[tuple[np.ndarray, dict[str, Any]]] | None = None,
 ) -> tuple[RunConfig, RegressorBuilder]:
     """(config with the chosen options and `selection` set, its regressor); unchanged when
     tuning is off or the data source is not one of `tuning.sources`. `recordings`:
-    the identification recordings as recorded (see `folds.plan_folds`)."""
+    the identification recordings as recorded (see `folds.plan_folds`); `checked`: their
+    data checks (`data.checks.check_recordings`), when they were run already."""
     settings = config.tuning
     exact = any(r.ddq is not None for r in recordings)
     if not tuning_applies(config):
@@ -90,7 +95,8 @@ def select_options(
     thermal, toggle = _temperature_columns(config, recordings) if coulomb else (False, False)
     regularise = config.plugins["estimator"].info.name == REGULARISED
     start = _configured(config, robot.n_joints)
-    spaces = _Spaces(config, robot, builder, recordings, plan, (coulomb, thermal, toggle), start)
+    friction = (coulomb, thermal, toggle)
+    spaces = _Spaces(config, robot, builder, recordings, plan, friction, start, checked)
     log = SearchLog()
     tolerance = config.base_parameters.tolerance
     # 1. column options on the configured preprocessing; 2. every preprocessing with them;
@@ -149,7 +155,7 @@ class _Spaces:
     every recording and one regressor pass each, all candidates at once on forked workers
     (`build`), or one when first asked for (`get`)."""
 
-    def __init__(self, config, robot, builder, recordings, plan, friction, start) -> None:
+    def __init__(self, config, robot, builder, recordings, plan, friction, start, checked) -> None:
         self.config, self.robot, self.builder = config, robot, builder
         self.recordings, self.plan = recordings, plan
         # coulomb_viscous, its temperature columns in the factors, the term a candidate
@@ -159,10 +165,9 @@ class _Spaces:
         self.spaces: dict[tuple[float, bool], ColumnSpace] = {}
         # the samples the data checks do not trust are in no fold (`data/checks.py`)
         checks = config.checks
-        self.trusted = [
-            check_recording(r, robot.limits, checks)[0] if checks.enabled else None
-            for r in recordings
-        ]
+        if checks.enabled and checked is None:
+            checked = [check_recording(r, robot.limits, checks) for r in recordings]
+        self.trusted = [c[0] for c in checked] if checks.enabled else [None] * len(recordings)
 
     def build(self, candidates: list[tuple[float, bool]]) -> Iterator[ColumnSpace]:
         """The space of each preprocessing candidate (distinct, none built yet), in order,
