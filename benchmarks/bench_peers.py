@@ -2,7 +2,7 @@
 
     python benchmarks/bench_peers.py [--cases tx40,kuka,ur10e] [--sizes 1e4,1e5,1e6]
         [--skip-figaroh-above N] [--out DIR] [--memory-cap-gb 12] [--figaroh-python PY]
-        [--ours-variant NAME=OVERRIDE[,OVERRIDE...]] ...
+        [--repeat 3] [--ours-variant NAME=OVERRIDE[,OVERRIDE...]] ...
 
 Both tools identify from the same identification data and predict the same validation file;
 one scorer (peers/scoring.py) compares every prediction with the torque as recorded in that
@@ -19,7 +19,10 @@ capped at --memory-cap-gb of address space (RLIMIT_AS): a tool that needs more f
 MemoryError, reported as such. Cases: see peers/cases.py. Converted and simulated data are
 cached in --data-dir (the UR10e 10⁶-sample CSV is ~240 MB; simulating it takes ~2 min).
 `--ours-variant NAME=a=1,b=2` adds a diagnostic run of the project with those overrides
-(hand-set, labelled ours[NAME]; not the baseline).
+(hand-set, labelled ours[NAME]; not the baseline). `--repeat N` runs each tool N times on the
+UR10e cases, alternating (ours, FIGAROH, ours, ...), and reports the run of median wall time
+of each, every run's wall time in the notes: this 2-core machine's speed varies by 15-30 %
+from minute to minute (the host's load), and one pair of runs can fall on two different moods.
 """
 
 from __future__ import annotations
@@ -105,6 +108,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--timeout-s", type=float, default=3600.0, help="per run")
     parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs of each tool on the UR10e (timing) cases, alternating; tables give the "
+        "median, the notes every run",
+    )
+    parser.add_argument(
         "--figaroh-python",
         type=Path,
         default=None,
@@ -160,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         skip_figaroh_above=args.skip_figaroh_above,
         ours_variants=dict(args.ours_variant),
         log=log,
+        repeat=max(1, args.repeat),
     )
     load_before = os.getloadavg()
     started = time.perf_counter()

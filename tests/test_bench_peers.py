@@ -190,6 +190,23 @@ def _figaroh_python() -> Path | None:
 KUKA = DATASETS / "kuka_lwr4"
 
 
+def test_repeated_runs_keep_the_median_and_every_wall(tmp_path: Path):
+    """--repeat: the run of median wall time stands for the tool, all walls are kept; a
+    failed repetition makes the tool's result a failure (no median of what failed)."""
+    from peers.runs import ToolRun, median_run
+
+    def run(wall: float, status: str = "ok") -> ToolRun:
+        stats = measure.RunStats([], 0, wall, 1.0, 1.0, 1.0, 1.0, 1.0, None, False, False, "")
+        return ToolRun("ur10e", 100, "ours", "ours", "x", stats=stats, status=status)
+
+    chosen = median_run([run(3.4), run(2.9), run(3.1)])
+    assert chosen.stats.wall_s == 3.1 and chosen.stats.walls_s == (3.4, 2.9, 3.1)
+    assert median_run([run(3.0), run(5.0)]).stats.wall_s == 3.0  # the lower of two middles
+    assert median_run([run(3.0), run(1.0, "failed (exit 1): boom")]).status.startswith("failed")
+    again = measure.RunStats.from_dict(json.loads(json.dumps(chosen.stats.to_dict())))
+    assert list(again.walls_s) == [3.4, 2.9, 3.1]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not KUKA.is_dir(), reason="shared KUKA LWR4 data absent")
 def test_figaroh_driver_prediction_scores_as_figaroh_reports(tmp_path: Path):

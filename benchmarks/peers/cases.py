@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from . import conversions
-from .runs import Settings, ToolRun, run_figaroh, run_ours
+from .runs import Settings, ToolRun, median_run, run_figaroh, run_ours
 
 
 def find_datasets() -> Path:
@@ -162,16 +162,34 @@ def ur10e(settings: Settings, sizes: list[int]) -> list[CaseResult]:
             "validation=csv", f"validation.path={paths['validation']}", "plots=false",
         ]  # fmt: skip
         command = io.project_command()
-        result.runs.append(run_ours(settings, "ur10e", size, "ours", ident, overrides, command))
-        _ours_variants(settings, "ur10e", size, ident, overrides, command, result)
         args = ["--ident", str(ident_csv), "--val", str(paths["validation"])]
         args += ["--urdf", str(paths["urdf"]), "--fs", "500"]
-        result.runs.append(
-            run_figaroh(settings, "ur10e", size, "figaroh", ident, "figaroh_csv.py", args)
-        )
+        ours, peer = [], []
+        for _ in range(settings.repeat):  # alternating: both see the machine's same moods
+            ours.append(run_ours(settings, "ur10e", size, "ours", ident, overrides, command))
+            peer.append(
+                run_figaroh(settings, "ur10e", size, "figaroh", ident, "figaroh_csv.py", args)
+            )
+        result.runs += [median_run(ours), median_run(peer)]
+        _ours_variants(settings, "ur10e", size, ident, overrides, command, result)
+        if settings.repeat > 1:
+            result.notes.append(_walls_note(size, result.runs[0], result.runs[1]))
         results.append(result)
     meta = settings.data / "ur10e" / "excitation.json"
     if meta.exists():
         cond = json.loads(meta.read_text()).get("cond")
         results[0].notes.append(f"excitation: default Fourier search, cond {cond}")
     return results
+
+
+def _walls_note(size: int, ours: ToolRun, peer: ToolRun) -> str:
+    """The wall times of every repeated run (the table gives the median of each tool)."""
+
+    def walls(run: ToolRun) -> str:
+        times = run.stats.walls_s if run.stats and run.status == "ok" else ()
+        return " ".join(f"{t:.2f}" for t in times) or run.status
+
+    return (
+        f"{size} samples, {len(ours.stats.walls_s) if ours.stats else 0} alternating runs of "
+        f"each (the tables: the median): ours {walls(ours)} s; FIGAROH {walls(peer)} s"
+    )

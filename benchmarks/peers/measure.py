@@ -41,6 +41,7 @@ class RunStats:
     memory_error: bool  # the log shows an allocation failure
     timed_out: bool
     log: str
+    walls_s: tuple[float, ...] = ()  # every run's wall time when the run was repeated
 
     def to_dict(self) -> dict:
         return asdict(self)
