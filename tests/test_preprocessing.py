@@ -246,3 +246,21 @@ def test_window_is_odd_and_long_enough_at_low_rates():
     report = out.metadata["preprocessing"]
     assert report["savgol_window_samples"] % 2 == 1
     assert report["savgol_window_samples"] >= PreprocessingParams().savgol_polyorder + 2
+
+
+def test_resamples_any_tells_a_jittery_log_before_preprocessing():
+    """What the tuning asks before forking its workers (they inherit the spline's import):
+    the same decision as the preprocessing makes, piece by piece."""
+    from ident_framework.data.preprocessing import resamples_any
+
+    uniform = dataset(uniform_500hz())
+    steps = np.random.default_rng(3).uniform(0.008, 0.012, 1200)  # a ~100 Hz log
+    jittery = dataset(np.cumsum(steps))
+    params = PreprocessingParams(lowpass_hz=10.0)
+    assert not resamples_any(uniform, params)
+    assert resamples_any(jittery, params)
+    assert preprocess(jittery, params).metadata["preprocessing"]["resampled"]
+    assert not resamples_any(jittery, replace(params, resample="never"))
+    assert resamples_any(uniform, replace(params, resample="always"))
+    exact = replace(jittery, ddq=np.zeros_like(jittery.q))
+    assert not resamples_any(exact, params)

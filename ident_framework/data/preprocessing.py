@@ -27,6 +27,8 @@ from ident_framework.data.segment_filter import (
     SegmentTooShort,
     default_trim_s,
     filter_segment,
+    resamples,
+    step_jitter,
 )
 from ident_framework.errors import UserError
 
@@ -199,6 +201,24 @@ def _preprocess_recording(
         "trim_samples": first["trim_samples"],
     }
     return pieces, report
+
+
+def resamples_any(ds: Dataset, params: PreprocessingParams) -> bool:
+    """Whether `preprocess(ds, params)` filters any piece of `ds` on a uniform grid (a jittery
+    log), i.e. needs the cubic spline; exact data need none."""
+    if ds.ddq is not None:
+        return False
+    recorded = ds.recorded or AsRecorded.of(ds)
+    for _, rows in recording_rows(recorded.recording):
+        t = np.asarray(ds.timestamp[rows], dtype=float)
+        if len(t) < 3:
+            continue
+        slices, _ = gap_slices(t, float(np.median(np.diff(t))))
+        for piece in slices:
+            times = t[piece]
+            if len(times) >= 3 and resamples(params, step_jitter(times, np.median(np.diff(times)))):
+                return True
+    return False
 
 
 def gap_slices(t: np.ndarray, step: float) -> tuple[list[slice], list[dict[str, Any]]]:

@@ -74,13 +74,10 @@ def filter_segment(
     recorded values; `where` names the piece in messages (e.g. " from 'a.csv'"); `step_of`:
     the sample step (s) from the piece's timestamps (default: their median step)."""
     t = np.asarray(ds.timestamp, dtype=float)
-    steps = np.diff(t)
-    step = float(np.median(steps)) if step_of is None else float(step_of(t))
-    jitter = float(np.max(np.abs(steps - step)) / step)
+    step = float(np.median(np.diff(t))) if step_of is None else float(step_of(t))
+    jitter = step_jitter(t, step)
     signals = finite_signals(ds, where)
-    resampled = params.resample == "always" or (
-        params.resample == "auto" and jitter > JITTER_TOLERANCE
-    )
+    resampled = resamples(params, jitter)
     grid, on_grid = on_uniform_grid(t, step, signals) if resampled else (t, signals)
     n = len(grid)
     sos, window, trim_s, n_trim = filter_design(params, step, n, min_samples, where)
@@ -123,6 +120,16 @@ def filter_segment(
         recorded=recorded,
     )
     return out, report
+
+
+def step_jitter(t: np.ndarray, step: float) -> float:
+    """max |dt - step| / step over the steps of timestamps `t` (s)."""
+    return float(np.max(np.abs(np.diff(t) - step)) / step)
+
+
+def resamples(params: PreprocessingParams, jitter: float) -> bool:
+    """Whether a piece of that step jitter is filtered on a uniform grid (`resample`)."""
+    return params.resample == "always" or (params.resample == "auto" and jitter > JITTER_TOLERANCE)
 
 
 def finite_signals(ds: Dataset, where: str) -> dict[str, np.ndarray]:

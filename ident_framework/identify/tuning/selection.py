@@ -17,8 +17,9 @@ import numpy as np
 
 from ident_framework.config.run_config import RunConfig, SelectedPlugin
 from ident_framework.data.checks import check_recording, trusted_at
+from ident_framework.data.cubic_spline import preload as preload_cubic_spline
 from ident_framework.data.dataset import Dataset
-from ident_framework.data.preprocessing import preprocess
+from ident_framework.data.preprocessing import preprocess, resamples_any
 from ident_framework.identify.linear_problem import joint_row_spaces, recording_friction
 from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.tuning.block_factors import (
@@ -172,6 +173,8 @@ class _Spaces:
     def build(self, candidates: list[tuple[float, bool]]) -> Iterator[ColumnSpace]:
         """The space of each preprocessing candidate (distinct, none built yet), in order,
         each as soon as it is built: side by side on forked workers (`parallel_work.py`)."""
+        if any(resamples_any(r, self.config.preprocessing) for r in self.recordings):
+            preload_cubic_spline()  # here once, not in every worker (jittery logs)
         arriving = forked_imap(self._factors, candidates)
         for preprocessing, parts in zip(candidates, arriving, strict=True):
             self.spaces[preprocessing] = self._space(parts)
