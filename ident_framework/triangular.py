@@ -15,11 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 try:
-    from numpy.linalg import lapack_lite as _lapack_lite
+    from numpy.linalg.lapack_lite import dgeqrf as _lite_dgeqrf
 except ImportError:  # pragma: no cover - every NumPy wheel has it
-    _lapack_lite = None
-if _lapack_lite is None or not hasattr(_lapack_lite, "dgeqrf"):  # pragma: no cover
-    _lapack_lite = None
+    _lite_dgeqrf = None
 
 
 def qr_r_in_place(stacked: np.ndarray) -> np.ndarray:
@@ -28,16 +26,16 @@ def qr_r_in_place(stacked: np.ndarray) -> np.ndarray:
     m, n = stacked.shape
     if m < n or stacked.dtype != np.float64 or not stacked.flags.f_contiguous:
         raise ValueError(f"a Fortran-ordered float64 (m, n) array with m >= n, got {m} x {n}")
-    if _lapack_lite is None:  # pragma: no cover
+    if _lite_dgeqrf is None:  # pragma: no cover
         from scipy.linalg.lapack import dgeqrf
 
         qr, _, _, info = dgeqrf(stacked, overwrite_a=1)
     else:
         buffer = stacked.T  # C-ordered (n, m): the memory of the Fortran (m, n) matrix
         tau, work = np.empty(n), np.empty(1)
-        _lapack_lite.dgeqrf(m, n, buffer, m, tau, work, -1, 0)  # workspace query
+        _lite_dgeqrf(m, n, buffer, m, tau, work, -1, 0)  # workspace query
         work = np.empty(max(int(work[0]), n))
-        info = _lapack_lite.dgeqrf(m, n, buffer, m, tau, work, len(work), 0)["info"]
+        info = _lite_dgeqrf(m, n, buffer, m, tau, work, len(work), 0)["info"]
         qr = stacked
     if info != 0:
         raise np.linalg.LinAlgError(f"dgeqrf failed with info={info}")

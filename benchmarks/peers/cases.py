@@ -173,7 +173,7 @@ def ur10e(settings: Settings, sizes: list[int]) -> list[CaseResult]:
         result.runs += [median_run(ours), median_run(peer)]
         _ours_variants(settings, "ur10e", size, ident, overrides, command, result)
         if settings.repeat > 1:
-            result.notes.append(_walls_note(size, result.runs[0], result.runs[1]))
+            result.notes.append(_walls_note(size, settings.repeat, result.runs[0], result.runs[1]))
         results.append(result)
     meta = settings.data / "ur10e" / "excitation.json"
     if meta.exists():
@@ -182,7 +182,7 @@ def ur10e(settings: Settings, sizes: list[int]) -> list[CaseResult]:
     return results
 
 
-def _walls_note(size: int, ours: ToolRun, peer: ToolRun) -> str:
+def _walls_note(size: int, repeat: int, ours: ToolRun, peer: ToolRun) -> str:
     """The wall times of every repeated run (the table gives the median of each tool)."""
 
     def walls(run: ToolRun) -> str:
@@ -190,6 +190,6 @@ def _walls_note(size: int, ours: ToolRun, peer: ToolRun) -> str:
         return " ".join(f"{t:.2f}" for t in times) or run.status
 
     return (
-        f"{size} samples, {len(ours.stats.walls_s) if ours.stats else 0} alternating runs of "
-        f"each (the tables: the median): ours {walls(ours)} s; FIGAROH {walls(peer)} s"
+        f"{size} samples, {repeat} alternating runs of each (the tables: the median): "
+        f"ours {walls(ours)} s; FIGAROH {walls(peer)} s"
     )

@@ -215,8 +215,8 @@ def resamples_any(ds: Dataset, params: PreprocessingParams) -> bool:
             continue
         slices, _ = gap_slices(t, float(np.median(np.diff(t))))
         for piece in slices:
-            times = t[piece]
-            if len(times) >= 3 and resamples(params, step_jitter(times, np.median(np.diff(times)))):
+            steps = np.diff(t[piece])
+            if len(steps) >= 2 and resamples(params, step_jitter(steps, float(np.median(steps)))):
                 return True
     return False
 

@@ -74,8 +74,9 @@ def filter_segment(
     recorded values; `where` names the piece in messages (e.g. " from 'a.csv'"); `step_of`:
     the sample step (s) from the piece's timestamps (default: their median step)."""
     t = np.asarray(ds.timestamp, dtype=float)
-    step = float(np.median(np.diff(t))) if step_of is None else float(step_of(t))
-    jitter = step_jitter(t, step)
+    steps = np.diff(t)
+    step = float(np.median(steps)) if step_of is None else float(step_of(t))
+    jitter = step_jitter(steps, step)
     signals = finite_signals(ds, where)
     resampled = resamples(params, jitter)
     grid, on_grid = on_uniform_grid(t, step, signals) if resampled else (t, signals)
@@ -122,9 +123,9 @@ def filter_segment(
     return out, report
 
 
-def step_jitter(t: np.ndarray, step: float) -> float:
-    """max |dt - step| / step over the steps of timestamps `t` (s)."""
-    return float(np.max(np.abs(np.diff(t) - step)) / step)
+def step_jitter(steps: np.ndarray, step: float) -> float:
+    """max |dt - step| / step over the sample steps `steps` (s)."""
+    return float(np.max(np.abs(steps - step)) / step)
 
 
 def resamples(params: PreprocessingParams, jitter: float) -> bool:
