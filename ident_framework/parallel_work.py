@@ -1,8 +1,9 @@
 """How many cores to use, and independent CPU-bound tasks on forked worker processes.
 
 `worker_limit` caps the forked workers; `forked_map` runs tasks on forked processes, results
-sent back by pickle; `shared_zeros` makes an array the workers write into and the parent
-reads (large results, not pickled).
+sent back by pickle; `forked_pool` keeps forked workers for many small batches (the excitation
+search's candidates, a CMA-ES generation at a time); `shared_zeros` makes an array the
+workers write into and the parent reads (large results, not pickled).
 
 The tuning builds one column space per preprocessing candidate (filters, Pinocchio's
 per-sample regressor, small QR factorisations: about 0.2 s each for 10⁵ samples), ten of
@@ -23,6 +24,7 @@ import mmap
 import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import numpy as np
@@ -101,6 +103,38 @@ def forked_imap(work: Callable[[_Item], _Result], items: Sequence[_Item]) -> Ite
         # forever (seen once in CI: both workers killed by SIGTERM, the command hung)
         pool.close()
     except BaseException:  # a task's error, or the consumer stopped early (GeneratorExit)
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+        _work = None
+
+
+@contextmanager
+def forked_pool(
+    work: Callable[[_Item], _Result], batch: int
+) -> Iterator[Callable[[Sequence[_Item], int], Iterator[_Result]]]:
+    """A map kept open for a whole block: `map(items, chunk)` yields work(item) for each
+    item, in order, on workers forked once at entry (they inherit `work` and whatever it
+    closes over, as of then), `chunk` items per message. For many small batches, e.g. one
+    generation of an evolution strategy at a time, where forking per batch would cost more
+    than the work. `batch`: the fewest items a call gets (no more workers than that).
+    Serial where `forked_map` is."""
+    workers = worker_count(batch)
+    if workers == 1:
+        yield lambda items, chunk: map(work, items)
+        return
+    global _work
+    _work = work
+    pool = multiprocessing.get_context("fork").Pool(workers)
+
+    def mapped(items: Sequence[_Item], chunk: int) -> Iterator[_Result]:
+        return pool.imap(_call, items, chunksize=chunk)
+
+    try:
+        yield mapped
+        pool.close()  # as forked_imap: let the workers leave on their own
+    except BaseException:
         pool.terminate()
         raise
     finally:

@@ -10,7 +10,13 @@ import pytest
 
 from ident_framework import parallel_work
 from ident_framework.errors import UserError
-from ident_framework.parallel_work import forked_imap, forked_map, usable_cores, worker_count
+from ident_framework.parallel_work import (
+    forked_imap,
+    forked_map,
+    forked_pool,
+    usable_cores,
+    worker_count,
+)
 
 two_cores = pytest.mark.skipif(usable_cores() < 2, reason="needs two usable cores")
 
@@ -62,6 +68,38 @@ def test_a_workers_error_is_raised_to_the_caller_with_its_message():
 
     with pytest.raises(UserError, match="candidate 2 is too short"):
         forked_map(work, [0, 1, 2, 3])
+
+
+@two_cores
+def test_a_forked_pool_serves_many_batches_from_the_same_workers():
+    """Each batch's results in order; every batch runs on the workers forked at entry (no
+    fork per batch); a task's error reaches the caller and the pool is closed after it."""
+    data = np.arange(1000.0)
+
+    def work(i: int) -> tuple[int, float, int]:
+        if i < 0:
+            raise UserError(f"task {i} refused")
+        return i, float(data[i::3].sum()), os.getpid()
+
+    workers = set()
+    with forked_pool(work, batch=4) as mapped:
+        for start in range(0, 40, 8):
+            batch = list(range(start, start + 8))
+            results = list(mapped(batch, 1 + start % 3))
+            assert [r[:2] for r in results] == [(i, float(data[i::3].sum())) for i in batch]
+            workers |= {r[2] for r in results}
+    assert os.getpid() not in workers and len(workers) <= min(usable_cores(), 4)
+    assert parallel_work._work is None
+    with pytest.raises(UserError, match="task -1 refused"):
+        with forked_pool(work, batch=2) as mapped:
+            list(mapped([0, -1, 2], 1))
+    assert parallel_work._work is None
+
+
+def test_a_forked_pool_of_one_worker_runs_here(monkeypatch):
+    monkeypatch.setenv("IDENT_FRAMEWORK_WORKERS", "1")
+    with forked_pool(lambda i: (i, os.getpid()), batch=8) as mapped:
+        assert list(mapped([0, 1], 1)) == [(0, os.getpid()), (1, os.getpid())]
 
 
 def test_workers_are_capped_by_the_environment_and_never_nested(monkeypatch):

@@ -213,6 +213,16 @@ def test_deterministic_for_a_seed(robot, objective):
     assert first["a"] != other["a"]
 
 
+def test_search_on_forked_workers_equals_the_serial_search(robot, objective, monkeypatch):
+    """The candidates are evaluated on forked workers; every draw and choice stays in the
+    parent, in order: the trajectory is the one a single process finds, to the bit."""
+    generator = FourierGenerator(FourierParams(**SMALL))
+    forked = generator.generate(robot, objective, seed=5).describe()
+    monkeypatch.setenv("IDENT_FRAMEWORK_WORKERS", "1")
+    serial = generator.generate(robot, objective, seed=5).describe()
+    assert forked == serial
+
+
 def test_description_round_trip_is_exact(optimised):
     description = optimised.describe()
     text = yaml.safe_dump(description)  # YAML-safe: plain types only

@@ -42,6 +42,7 @@ from ident_framework.hookspecs import hookimpl
 from ident_framework.interfaces import ConditionObjective
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import WorkspaceParams
+from ident_framework.parallel_work import forked_pool
 from ident_framework.plain_data import to_plain
 from ident_framework.trajectories.angle_coverage import circle_coverage
 from ident_framework.trajectories.fourier_search import Search, SearchProblem
@@ -174,9 +175,12 @@ class FourierGenerator:
             return self._finish(problem, q0, z, None, None, seed)
         search = Search(problem, objective, rng)
         # small matrices (the objective's SVD fallback, CMA-ES's eigendecompositions): threaded
-        # BLAS only contends, 10-20x slower per call on a busy 2-core machine
+        # BLAS only contends, 10-20x slower per call on a busy 2-core machine. The candidates
+        # are evaluated on forked workers (a CMA-ES generation at a time; every random draw
+        # and every choice stays here, in the same order: the same result as serially)
         with (
             threadpool_limits(limits=1, user_api="blas"),
+            forked_pool(search.evaluate, batch=search.population_size()) as evaluations,
             tqdm(
                 total=params.n_candidates + search.refine_evaluations(params.n_refine),
                 desc="fourier excitation",
@@ -186,6 +190,7 @@ class FourierGenerator:
             ) as bar,
         ):
             search.bar = bar
+            search.evaluations = lambda items, chunk: evaluations(items, chunk)
             x0 = search.monte_carlo(params.n_candidates)
             search.refine(x0, params.n_refine, params.refine_sigma)
         assert search.best is not None

@@ -6,6 +6,7 @@ refinement that penalises leaving the workspace). See `fourier.py` for the metho
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,6 +27,10 @@ from ident_framework.trajectories.fourier_series import (
 if TYPE_CHECKING:
     from ident_framework.trajectories.fourier import FourierParams
 
+# a candidate made feasible and scored: q0 (n,) rad, z (m, n), workspace violation (m), cond,
+# cost (log cond, plus the coverage term)
+Evaluation = tuple[np.ndarray, np.ndarray, float, float, float]
+
 
 _START_BATCH = 64  # random start poses drawn at once when looking for one inside the workspace
 
@@ -40,6 +45,9 @@ _SCAN_STEPS = 8  # factors tried at once by the workspace fit
 
 
 _VIOLATION_COST_PER_M = 60.0  # refinement: added to log cond per m outside the workspace
+
+
+_DRAWS_PER_TASK = 8  # random candidates a forked worker evaluates per message
 
 
 _SEARCH_MARGIN_M = (
@@ -350,27 +358,40 @@ class Search:
         self.best_cost = math.inf
         self.best: tuple[np.ndarray, np.ndarray] | None = None
         self.bar: tqdm | None = None
+        # (items, chunk) -> evaluate(item) for each, in order: serial here; `fourier.py` sets
+        # a map on forked workers (`parallel_work.forked_pool`) for the search
+        self.evaluations: Callable[[list[tuple[np.ndarray, bool]], int], Iterable[Evaluation]]
+        self.evaluations = lambda items, chunk: map(self.evaluate, items)
 
-    def cost(self, q0: np.ndarray, z: np.ndarray, violation: float = 0.0) -> float:
-        """log cond of the candidate (q0, z), plus `coverage_weight` × the mean share of the
-        joints' circles it does not visit (on the limit grid), plus a penalty for a workspace
-        `violation` (m); tracks the best candidate inside the workspace so far."""
+    def evaluate(self, item: tuple[np.ndarray, bool]) -> Evaluation:
+        """Candidate vector x of `item` (x, maximise) made feasible (`SearchProblem.feasible`)
+        and scored: (q0, z, workspace violation in m, cond, log cond plus `coverage_weight` ×
+        the mean share of the joints' circles it does not visit, on the limit grid). Reads
+        nothing of the search's state but the problem and the objective: the forked workers
+        of `evaluations` run it."""
+        x, maximise = item
+        q0, z, violation = self.problem.feasible(x, maximise=maximise)
         value = float(self.objective(*self.problem.states(q0, z)))
         cost = math.log(value) if value > 0.0 and math.isfinite(value) else math.inf
         weight = self.problem.params.coverage_weight
         if weight > 0.0:
             q = q0 + self.problem.limit_maps[0] @ z
             cost += weight * float(1.0 - circle_coverage(q).mean())
+        return q0, z, violation, value, cost
+
+    def account(self, evaluation: Evaluation) -> float:
+        """The search cost of an evaluated candidate: its cost plus a penalty for a workspace
+        violation; tracks the best candidate inside the workspace so far (the first of equal
+        ones, in the order the candidates were drawn) and the progress bar."""
+        q0, z, violation, value, cost = evaluation
+        if self.bar is not None:
+            self.bar.update()
         if violation > 0.0:
-            if self.bar is not None:
-                self.bar.update()
             return cost + _VIOLATION_COST_PER_M * violation
         if cost < self.best_cost or self.best is None:
             self.best_cost, self.best = cost, (q0.copy(), z.copy())
             if self.bar is not None:
                 self.bar.set_postfix_str(f"best cond {value:.4g}", refresh=False)
-        if self.bar is not None:
-            self.bar.update()
         return cost
 
     def population_size(self) -> int:
@@ -384,11 +405,11 @@ class Search:
     def monte_carlo(self, n_candidates: int) -> np.ndarray:
         """Best candidate vector of `n_candidates` random ones at full amplitude."""
         best_x, best_cost = None, math.inf
-        for _ in range(n_candidates):
-            q0, z, _ = self.problem.feasible(self.problem.random(self.rng), maximise=True)
-            cost = self.cost(q0, z)
+        draws = [(self.problem.random(self.rng), True) for _ in range(n_candidates)]
+        for evaluation in self.evaluations(draws, chunk=_DRAWS_PER_TASK):
+            cost = self.account(evaluation)
             if cost < best_cost or best_x is None:
-                best_x, best_cost = self.problem.join(q0, z), cost
+                best_x, best_cost = self.problem.join(*evaluation[:2]), cost
         assert best_x is not None
         return best_x
 
@@ -416,11 +437,11 @@ class Search:
             steps = (rng.standard_normal((lam, dim)) * d_vec) @ b_mat.T
             population = mean + sigma * steps
             costs = np.empty(lam)
-            for k in range(lam):
-                q0, z, violation = problem.feasible(population[k])
+            evaluations = self.evaluations([(x, False) for x in population], chunk=1)
+            for k, evaluation in enumerate(evaluations):
                 # Lamarckian repair: the evaluated (feasible) point replaces the sample
-                population[k] = problem.join(q0, z)
-                costs[k] = self.cost(q0, z, violation)
+                population[k] = problem.join(*evaluation[:2])
+                costs[k] = self.account(evaluation)
             used += lam
             generation += 1
             order = np.argsort(costs)[:mu]
