@@ -290,6 +290,16 @@ def test_early_stopping_keeps_the_untrained_network_when_nothing_generalises():
     learner = BpnnResidual(params).fit([inputs(q, dq, ddq)], [residual])
     assert 0 in learner.best_epoch_  # measured: most networks keep epoch 0
     assert learner.epochs_run_ == max(learner.best_epoch_) + 5
+    # where a fold's networks all kept epoch 0 and that fold is the joint's worst, the
+    # refusal says so (not "unlike the training data": nothing was learnt at all)
+    epochs = np.reshape(learner.best_epoch_, (-1, learner.n_folds_, learner.n_members_))
+    report = learner.report_
+    for joint, reason in enumerate(report["reason"]):
+        per_fold = report["held_out_reduction_percent_per_fold"]
+        worst = min(range(learner.n_folds_), key=lambda f: per_fold[f][joint])
+        idle = bool((epochs[joint, worst] == 0).all())
+        assert ("best epoch 0" in reason) == (idle and abs(per_fold[worst][joint]) < 1e-6), reason
+    assert any("best epoch 0" in reason for reason in report["reason"]), report["reason"]
 
 
 def test_without_early_stopping_the_last_epoch_is_kept(tmp_path):

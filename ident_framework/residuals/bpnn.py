@@ -202,8 +202,9 @@ class BpnnResidual(ResidualLearnerDefaults):
             for f in range(self.n_folds_)
         ]
         p = self.params
+        untrained = np.reshape(self.best_epoch_, (-1, self.n_folds_, self.n_members_)) == 0
         self.report_ = bpnn_acceptance.judge(
-            target, corrections, folds, p.acceptance_margin, p.acceptance
+            target, corrections, folds, p.acceptance_margin, p.acceptance, untrained.all(axis=2)
         )
         if auto:
             choose_features(self, n_candidates)

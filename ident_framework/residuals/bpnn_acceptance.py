@@ -35,10 +35,16 @@ def _reduction(plain: np.ndarray, fused: np.ndarray) -> list[float | None]:
 
 
 def _reason(
-    accepted: bool, count: int, reduction: float | None, margin: float, enabled: bool, fold: str
+    accepted: bool,
+    count: int,
+    reduction: float | None,
+    margin: float,
+    enabled: bool,
+    fold: str,
+    untrained: bool = False,
 ):
     """Why a joint was accepted or refused; `reduction` (%) is its worst fold's, `fold` names
-    that fold."""
+    that fold, `untrained`: every network of that fold kept its initial (zero) correction."""
     if not enabled:
         return "accepted without a held-out check (residual.acceptance=false)"
     if count == 0 or reduction is None:
@@ -47,6 +53,11 @@ def _reason(
         return (
             f"accepted: held-out RMSE at least {reduction:.1f} % lower in every fold (margin "
             f"{100 * margin:.1f} %)"
+        )
+    if abs(reduction) < 1e-6 and untrained:
+        return (
+            f"refused: the networks of {fold} never beat their initial zero correction on "
+            "their early-stopping samples (best epoch 0), so they correct nothing there"
         )
     if abs(reduction) < 1e-6:
         return (
@@ -67,10 +78,12 @@ def judge(
     folds: list[Fold],
     margin: float,
     enabled: bool = True,
+    untrained: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """metrics.json `residual`: per joint the held-out and the training-part RMSE (Nm) without
     and with correction, the reductions (%), accepted or not and why. `target` (n, N) residual,
-    `corrections` per fold (n, N) Nm as that fold's networks would apply them."""
+    `corrections` per fold (n, N) Nm as that fold's networks would apply them; `untrained`
+    (n, folds): every network of that joint and fold kept its initial state (best epoch 0)."""
     count, held_plain, held_fused = _pooled(target, corrections, [f.held_out for f in folds])
     _, fit_plain, fit_fused = _pooled(target, corrections, [f.fit for f in folds])
     held_reduction = _reduction(held_plain, held_fused)
@@ -78,12 +91,13 @@ def judge(
         _reduction(*_pooled(target, [c], [f.held_out])[1:])
         for f, c in zip(folds, corrections, strict=True)
     ]
-    worst, worst_fold = [], []
+    worst, worst_fold, worst_untrained = [], [], []
     for j in range(len(count)):
-        judged = [(r[j], f.kind) for r, f in zip(per_fold, folds, strict=True) if r[j] is not None]
-        value, kind = min(judged, key=lambda item: item[0]) if judged else (None, "")
+        judged = [(r[j], k) for k, r in enumerate(per_fold) if r[j] is not None]
+        value, k = min(judged, key=lambda item: item[0]) if judged else (None, None)
         worst.append(value)
-        worst_fold.append(kind)
+        worst_fold.append("" if k is None else folds[k].kind)
+        worst_untrained.append(k is not None and untrained is not None and bool(untrained[j, k]))
     accepted = [
         (not enabled) or (w is not None and c > 0 and w >= 100.0 * margin)
         for w, c in zip(worst, count, strict=True)
@@ -108,7 +122,9 @@ def judge(
         "training_rmse_corrected": [float(v) for v in fit_fused],
         "training_reduction_percent": _reduction(fit_plain, fit_fused),
         "reason": [
-            _reason(a, int(c), w, margin, enabled, kind)
-            for a, c, w, kind in zip(accepted, count, worst, worst_fold, strict=True)
+            _reason(a, int(c), w, margin, enabled, kind, idle)
+            for a, c, w, kind, idle in zip(
+                accepted, count, worst, worst_fold, worst_untrained, strict=True
+            )
         ],
     }
