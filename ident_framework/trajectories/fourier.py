@@ -190,7 +190,7 @@ class FourierGenerator:
             ) as bar,
         ):
             search.bar = bar
-            search.evaluations = lambda items, chunk: evaluations(items, chunk)
+            search.evaluations = evaluations
             x0 = search.monte_carlo(params.n_candidates)
             search.refine(x0, params.n_refine, params.refine_sigma)
         assert search.best is not None
