@@ -23,6 +23,9 @@ cached in --data-dir (the UR10e 10⁶-sample CSV is ~240 MB; simulating it takes
 UR10e cases, alternating (ours, FIGAROH, ours, ...), and reports the run of median wall time
 of each, every run's wall time in the notes: this 2-core machine's speed varies by 15-30 %
 from minute to minute (the host's load), and one pair of runs can fall on two different moods.
+Those N timed runs are not observed (no poll of the process tree's memory, which takes CPU
+from a command using both cores: ~0.1 s of our 2.7 s at 10⁵); one more run of each, polled,
+gives the memory figures.
 """
 
 from __future__ import annotations
@@ -111,8 +114,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--repeat",
         type=int,
         default=1,
-        help="runs of each tool on the UR10e (timing) cases, alternating; tables give the "
-        "median, the notes every run",
+        help="runs of each tool on the UR10e (timing) cases, alternating, not polled; tables "
+        "give the median, the notes every run; one more polled run each gives the memory",
     )
     parser.add_argument(
         "--figaroh-python",

@@ -5,7 +5,9 @@ KUKA npz -> CSV -> back), the measured subprocess and its memory cap; slow: FIGA
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -151,6 +153,18 @@ def test_measured_run_sees_peak_memory_and_stops_at_the_cap(tmp_path: Path):
     assert capped.peak_rss_mb < 1.5 * 1024
 
 
+def test_an_unpolled_run_measures_the_child_alone(tmp_path: Path):
+    """poll=False (the timed runs of --repeat): no poller; the child's own peak RSS from
+    wait4, the tree's figures unknown (nan), not zero."""
+    grandchild = "import numpy as np, time; a = np.ones(300 * 2**20 // 8); time.sleep(0.5)"
+    child = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {grandchild!r}])"
+    stats = measure.run_measured([sys.executable, "-c", child], tmp_path / "t.log", poll=False)
+    assert stats.returncode == 0 and stats.wall_s > 0.5
+    assert math.isnan(stats.max_tree_rss_mb) and math.isnan(stats.max_tree_pss_mb)
+    # ru_maxrss of wait4 is the largest of the child and its waited-for descendants
+    assert stats.peak_memory_mb == stats.max_process_rss_mb > 300
+
+
 def test_measured_run_sums_the_process_tree(tmp_path: Path):
     # the child waits for a grandchild that holds ~300 MB for a second
     grandchild = "import numpy as np, time; a = np.ones(300 * 2**20 // 8); time.sleep(1.0)"
@@ -205,6 +219,13 @@ def test_repeated_runs_keep_the_median_and_every_wall(tmp_path: Path):
     assert median_run([run(3.0), run(1.0, "failed (exit 1): boom")]).status.startswith("failed")
     again = measure.RunStats.from_dict(json.loads(json.dumps(chosen.stats.to_dict())))
     assert list(again.walls_s) == [3.4, 2.9, 3.1]
+    # timed runs not polled; the memory figures come from the one polled run
+    polled = run(9.9)
+    polled.stats = dataclasses.replace(polled.stats, peak_memory_mb=406.0, max_tree_pss_mb=406.0)
+    chosen = median_run([run(3.4), run(2.9), run(3.1)], polled)
+    assert chosen.stats.wall_s == 3.1 and chosen.stats.walls_s == (3.4, 2.9, 3.1)
+    assert chosen.stats.peak_memory_mb == 406.0 and chosen.stats.max_tree_pss_mb == 406.0
+    assert median_run([run(3.0)], run(1.0, "failed (exit 1): boom")).status.startswith("failed")
 
 
 @pytest.mark.slow

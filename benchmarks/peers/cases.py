@@ -165,12 +165,19 @@ def ur10e(settings: Settings, sizes: list[int]) -> list[CaseResult]:
         args = ["--ident", str(ident_csv), "--val", str(paths["validation"])]
         args += ["--urdf", str(paths["urdf"]), "--fs", "500"]
         ours, peer = [], []
-        for _ in range(settings.repeat):  # alternating: both see the machine's same moods
-            ours.append(run_ours(settings, "ur10e", size, "ours", ident, overrides, command))
+        # repeated: the timed runs are not polled (the poll costs CPU on this 2-core machine),
+        # one more pair measures the process trees' memory
+        polled = settings.repeat == 1
+        for _ in range(settings.repeat + (not polled)):  # alternating: the same moods for both
+            poll = polled or len(ours) == settings.repeat
+            ours.append(run_ours(settings, "ur10e", size, "ours", ident, overrides, command, poll))
             peer.append(
-                run_figaroh(settings, "ur10e", size, "figaroh", ident, "figaroh_csv.py", args)
+                run_figaroh(settings, "ur10e", size, "figaroh", ident, "figaroh_csv.py", args, poll)
             )
-        result.runs += [median_run(ours), median_run(peer)]
+        if polled:
+            result.runs += [median_run(ours), median_run(peer)]
+        else:
+            result.runs += [median_run(ours[:-1], ours[-1]), median_run(peer[:-1], peer[-1])]
         _ours_variants(settings, "ur10e", size, ident, overrides, command, result)
         if settings.repeat > 1:
             result.notes.append(_walls_note(size, settings.repeat, result.runs[0], result.runs[1]))
@@ -190,6 +197,7 @@ def _walls_note(size: int, repeat: int, ours: ToolRun, peer: ToolRun) -> str:
         return " ".join(f"{t:.2f}" for t in times) or run.status
 
     return (
-        f"{size} samples, {repeat} alternating runs of each (the tables: the median): "
+        f"{size} samples, {repeat} alternating runs of each, their process trees not polled "
+        f"(the tables: the median; memory from one more polled run of each): "
         f"ours {walls(ours)} s; FIGAROH {walls(peer)} s"
     )

@@ -75,9 +75,10 @@ def _status(stats: RunStats, missing_output: bool) -> str:
 
 def run_ours(
     settings: Settings, case: str, size: int, label: str, ident: str, overrides: list[str],
-    command: list[str],
+    command: list[str], poll: bool = True,
 ) -> ToolRun:  # fmt: skip
-    """`python -m ident_framework OVERRIDES hydra.run.dir=...` under the memory cap."""
+    """`python -m ident_framework OVERRIDES hydra.run.dir=...` under the memory cap (`poll`:
+    see `measure.run_measured`)."""
     folder = settings.out / "runs" / _slug(case, size, label)
     run = ToolRun(case, size, "ours", label, ident)
     settings.log(f"[{case}] {label} on {ident}: running the command line")
@@ -88,6 +89,7 @@ def run_ours(
         env=_env(),
         memory_cap_gb=settings.memory_cap_gb,
         timeout_s=settings.timeout_s,
+        poll=poll,
     )
     prediction = folder / "predictions_validation.csv"
     run.stats, run.status = stats, _status(stats, not prediction.exists())
@@ -109,9 +111,11 @@ def run_ours(
 
 
 def run_figaroh(
-    settings: Settings, case: str, size: int, label: str, ident: str, driver: str, args: list[str]
-) -> ToolRun:
-    """A FIGAROH driver of `peers/` with FIGAROH's venv, under the memory cap."""
+    settings: Settings, case: str, size: int, label: str, ident: str, driver: str, args: list[str],
+    poll: bool = True,
+) -> ToolRun:  # fmt: skip
+    """A FIGAROH driver of `peers/` with FIGAROH's venv, under the memory cap (`poll`: see
+    `measure.run_measured`)."""
     run = ToolRun(case, size, "figaroh", label, ident)
     if settings.figaroh_python is None:
         run.status = f"skipped: {settings.figaroh_missing}"
@@ -130,6 +134,7 @@ def run_figaroh(
         env=_env(),
         memory_cap_gb=settings.memory_cap_gb,
         timeout_s=settings.timeout_s,
+        poll=poll,
     )
     prediction = folder / "PRED.csv"
     result_file = folder / "result.json"
@@ -159,15 +164,21 @@ def run_figaroh(
     return run
 
 
-def median_run(runs: list[ToolRun]) -> ToolRun:
+def median_run(runs: list[ToolRun], memory: ToolRun | None = None) -> ToolRun:
     """The run of median wall time among repeated runs of one tool on the same data (the
     first failed one when any failed), with every run's wall time in `stats.walls_s`. The
-    runs compute the same result (both tools are deterministic): only the time differs."""
-    failed = [r for r in runs if r.status != "ok" or r.stats is None]
+    runs compute the same result (both tools are deterministic): only the time differs.
+    `memory`: a run of the same command whose process tree was polled (the timed runs were
+    not): its memory figures replace the chosen run's."""
+    failed = [r for r in [*runs, *([memory] if memory else [])] if r.status != "ok" or not r.stats]
     if failed:
         return failed[0]
     walls = [r.stats.wall_s for r in runs]
     middle = statistics.median_low(walls)
     chosen = runs[walls.index(middle)]
-    chosen.stats = replace(chosen.stats, walls_s=tuple(walls))
+    measured = {}
+    if memory is not None:
+        fields = ("peak_memory_mb", "peak_rss_mb", "max_process_rss_mb", "max_tree_rss_mb")
+        measured = {name: getattr(memory.stats, name) for name in (*fields, "max_tree_pss_mb")}
+    chosen.stats = replace(chosen.stats, walls_s=tuple(walls), **measured)
     return chosen
