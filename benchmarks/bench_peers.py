@@ -18,14 +18,14 @@ FIGAROH runs in a venv of its own (created once under ~/.cache/ident_framework/f
 capped at --memory-cap-gb of address space (RLIMIT_AS): a tool that needs more fails with
 MemoryError, reported as such. Cases: see peers/cases.py. Converted and simulated data are
 cached in --data-dir (the UR10e 10⁶-sample CSV is ~240 MB; simulating it takes ~2 min).
-`--ours-variant NAME=a=1,b=2` adds a diagnostic run of the project with those overrides
-(hand-set, labelled ours[NAME]; not the baseline). `--repeat N` runs each tool N times on the
-UR10e cases, alternating (ours, FIGAROH, ours, ...), and reports the run of median wall time
-of each, every run's wall time in the notes: this 2-core machine's speed varies by 15-30 %
-from minute to minute (the host's load), and one pair of runs can fall on two different moods.
-Those N timed runs are not observed (no poll of the process tree's memory, which takes CPU
-from a command using both cores: ~0.1 s of our 2.7 s at 10⁵); one more run of each, polled,
-gives the memory figures.
+`--ours-variant NAME=a=1,b=2` adds a diagnostic run of the project with those overrides beside
+each of its baseline runs (KUKA: on 1 and on 1+2; hand-set, labelled ours[NAME]). `--repeat N`
+runs each tool N times on the UR10e cases, alternating (ours, FIGAROH, ours, ...), and reports
+the run of median wall time of each, every run's wall time in the notes: this 2-core machine's
+speed varies by 15-30 % from minute to minute (the host's load), and one pair of runs can fall
+on two different moods. Those N timed runs are not observed (no poll of the process tree's
+memory, which takes CPU from a command using both cores: ~0.1 s of our 2.7 s at 10⁵); one more
+run of each, polled, gives the memory figures.
 """
 
 from __future__ import annotations

@@ -262,9 +262,14 @@ def test_benchmark_end_to_end_on_kuka(tmp_path: Path):
 
     out = tmp_path / "out"
     argv = ["--cases", "kuka", "--out", str(out), "--data-dir", str(tmp_path / "data")]
-    assert bench_peers.main([*argv, "--no-figaroh", "--datasets", str(DATASETS)]) == 0
+    variant = ["--ours-variant", "untuned=tuning=none"]  # a diagnostic run beside each of ours
+    assert bench_peers.main([*argv, "--no-figaroh", "--datasets", str(DATASETS), *variant]) == 0
     results = json.loads((out / "results.json").read_text())
     runs = {(r["label"], r["ident"]): r for r in results["cases"][0]["runs"]}
+    for ident in ("measurement 1", "measurements 1+2"):
+        untuned, tuned = runs[("ours[untuned]", ident)], runs[("ours", ident)]
+        assert untuned["status"] == "ok"
+        assert untuned["score"]["rmse"] != tuned["score"]["rmse"]
     ours = runs[("ours", "measurement 1")]
     assert ours["status"] == "ok" and np.isfinite(ours["score"]["rmse"])
     assert ours["score"]["n_scored"] > 0.9 * ours["score"]["n_recorded"]

@@ -134,6 +134,7 @@ def kuka(settings: Settings, datasets: Path = DATASETS) -> list[CaseResult]:
     both = [*common, f"source.path=[{csv[1]},{csv[2]}]"]
     several = run_ours(settings, "kuka", 2 * size, "ours", "measurements 1+2", both, command)
     result.runs.append(several)
+    _ours_variants(settings, "kuka", 2 * size, "measurements 1+2", both, command, result)
     args = ["--val", str(csv[3]), "--urdf", str(urdf), "--fs", str(_median_rate(csv[1]))]
     result.runs.append(
         run_figaroh(settings, "kuka", size, "figaroh", "measurement 1",
