@@ -264,3 +264,33 @@ def test_resamples_any_tells_a_jittery_log_before_preprocessing():
     assert resamples_any(uniform, replace(params, resample="always"))
     exact = replace(jittery, ddq=np.zeros_like(jittery.q))
     assert not resamples_any(exact, params)
+
+
+@pytest.mark.parametrize("measured_velocity", [True, False])
+def test_the_unfiltered_velocity_is_computed_only_when_parallel_filtering_asks(
+    monkeypatch, measured_velocity
+):
+    """Only parallel filtering of friction columns uses the unfiltered velocity; the tuning
+    preprocesses a recording ten times and never asks for it, so differentiating the
+    recorded q for it waits until `FilterSegment.dq` is read (then it is what it was)."""
+    import ident_framework.data.segment_filter as segment_filter
+
+    calls = []
+    real = segment_filter.savgol_derivative
+
+    def counted(x, *args, **kwargs):
+        calls.append(x.shape)
+        return real(x, *args, **kwargs)
+
+    monkeypatch.setattr(segment_filter, "savgol_derivative", counted)
+    data = dataset(uniform_500hz())
+    out = preprocess(data, PreprocessingParams(use_measured_velocity=measured_velocity))
+    assert len(calls) == (1 if measured_velocity else 2)  # ddq; and dq from q
+    segment = out.parallel_filter.segments[0]
+    unfiltered = segment.dq
+    assert len(calls) == (1 if measured_velocity else 3)
+    report = out.metadata["preprocessing"]
+    step, window = report["median_step_s"], report["savgol_window_samples"]
+    expected = data.dq if measured_velocity else real(data.q, window, 3, 1, step)
+    np.testing.assert_array_equal(unfiltered, expected)
+    assert unfiltered.flags.c_contiguous and segment.dq is unfiltered  # computed once

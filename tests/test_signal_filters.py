@@ -16,6 +16,7 @@ from ident_framework.data.zero_phase_lowpass import (
     butterworth_lowpass,
     pad_length,
     zero_phase_filter,
+    zero_phase_filter_parts,
 )
 
 DESIGNS = [(o, fc, fs) for o in range(1, 9) for fc, fs in [(20, 500), (2, 500), (10, 200.034)]]
@@ -137,3 +138,7 @@ def test_a_list_of_column_blocks_is_filtered_as_their_stack() -> None:
     stacked = zero_phase_filter(sos, np.hstack(blocks))
     np.testing.assert_array_equal(zero_phase_filter(sos, blocks), stacked)
     assert zero_phase_filter(sos, blocks[0][:, 0]).shape == (3001,)
+    parts = zero_phase_filter_parts(sos, blocks)  # the same, one C-ordered array per block
+    assert [p.shape for p in parts] == [b.shape for b in blocks]
+    assert all(p.flags.c_contiguous for p in parts)
+    np.testing.assert_array_equal(np.hstack(parts), stacked)

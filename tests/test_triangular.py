@@ -7,7 +7,7 @@ import pytest
 import scipy.linalg
 from scipy.linalg.lapack import dgeqrf
 
-from ident_framework.triangular import qr_r_in_place, solve_upper
+from ident_framework.triangular import qr_r_in_place, qr_r_into, solve_upper, stacked_r
 
 
 @pytest.mark.parametrize("shape", [(5, 5), (40, 7), (2077, 77)])
@@ -39,3 +39,26 @@ def test_solve_upper_is_back_substitution():
     r[10, 10] = 0.0
     with pytest.raises(np.linalg.LinAlgError):
         solve_upper(r, b)
+
+
+def test_qr_r_into_writes_the_same_factor_over_the_previous_one():
+    """The streaming accumulator writes R into its own (n, n) array: the same numbers as
+    qr_r_in_place, the strictly lower triangle zero whatever was there before."""
+    a = np.random.default_rng(3).standard_normal((300, 12))
+    expected = qr_r_in_place(np.asfortranarray(a))
+    out = np.full((12, 12), np.nan, order="F")
+    qr_r_into(np.asfortranarray(a), out)
+    np.testing.assert_array_equal(out, expected)
+    assert not np.signbit(out[np.tril_indices(12, -1)]).any()  # +0.0, as np.triu gives
+
+
+def test_stacked_r_is_the_factor_of_the_stacked_blocks():
+    rng = np.random.default_rng(4)
+    blocks = [rng.standard_normal((m, 9)) for m in (9, 4, 30)]
+    stacked = np.vstack(blocks)
+    r = stacked_r(blocks)
+    np.testing.assert_array_equal(r, qr_r_in_place(np.asfortranarray(stacked)))
+    np.testing.assert_allclose(r.T @ r, stacked.T @ stacked, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(
+        np.abs(r), np.abs(np.linalg.qr(stacked, mode="r")), rtol=1e-12, atol=1e-12
+    )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -28,16 +29,23 @@ ColumnFunction = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 @dataclass(frozen=True)
 class FilterSegment:
-    """One preprocessed recording: timestamp (M,) s of its filter grid, unfiltered velocity
-    dq (M, n) rad/s on it, the low-pass `sos` applied to its torque, and `rows` (int) of the
+    """One preprocessed recording: timestamp (M,) s of its filter grid, `velocity()` the
+    unfiltered velocity (M, n) rad/s on it (computed when first asked for, as `dq`: only
+    parallel filtering needs it, and differentiating q for it costs a Savitzky-Golay pass of
+    the whole recording), the low-pass `sos` applied to its torque, and `rows` (int) of the
     samples the dataset kept: grid rows, or, when `at` is given, rows of `at` (the recorded
     times, s, off the grid: values there by cubic spline of the grid values)."""
 
     timestamp: np.ndarray
-    dq: np.ndarray
+    velocity: Callable[[], np.ndarray]
     sos: np.ndarray
     rows: np.ndarray
     at: np.ndarray | None = None
+
+    @cached_property
+    def dq(self) -> np.ndarray:
+        """The unfiltered velocity (M, n) rad/s on the grid (C-ordered)."""
+        return np.ascontiguousarray(self.velocity(), dtype=float)
 
     def kept(self, on_grid: np.ndarray) -> np.ndarray:
         """The kept samples of `on_grid` (M, ...), values on the grid."""

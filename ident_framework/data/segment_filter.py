@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,7 +47,7 @@ from ident_framework.data.savitzky_golay import savgol_derivative
 from ident_framework.data.zero_phase_lowpass import (
     butterworth_lowpass,
     pad_length,
-    zero_phase_filter,
+    zero_phase_filter_parts,
 )
 from ident_framework.errors import UserError
 
@@ -88,12 +89,14 @@ def filter_segment(
         rows = np.flatnonzero((t >= first - 1e-9 * step) & (t <= last + 1e-9 * step))
         back = cubic_spline(grid, np.hstack([q, dq, ddq, tau]), t[rows])
         q, dq, ddq, tau = np.split(back, 4, axis=1)
-        segment = FilterSegment(grid, np.ascontiguousarray(dq_unfiltered), sos, rows, at=t)
+        # computed now: a later call would keep the whole resampled signal block alive
+        velocity = partial(np.asarray, np.ascontiguousarray(dq_unfiltered()))
+        segment = FilterSegment(grid, velocity, sos, rows, at=t)
     else:
         rows = np.arange(n_trim, n - n_trim)
         kept = slice(n_trim, n - n_trim)  # the same rows: views, copied once below
         q, dq, ddq, tau = (a[kept] for a in (q, dq, ddq, tau))
-        segment = FilterSegment(grid, np.ascontiguousarray(dq_unfiltered), sos, rows)
+        segment = FilterSegment(grid, dq_unfiltered, sos, rows)
     recorded = (ds.recorded or AsRecorded.of(ds)).select(rows)
     report = {
         "n_samples_in": int(len(t)),
@@ -204,23 +207,25 @@ def filter_and_differentiate(
     window: int,
     step: float,
     signals: dict[str, np.ndarray],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Callable[[], np.ndarray]]:
     """(q, dq, ddq, tau, unfiltered dq): q and tau (and the measured dq) low-passed zero-phase,
-    dq (unless measured) and ddq by Savitzky-Golay differentiation."""
+    dq (unless measured) and ddq by Savitzky-Golay differentiation; the unfiltered dq as a
+    call that computes it (the recorded dq, or the derivative of the recorded q), since only
+    parallel filtering uses it."""
     filtered_names = ["q", "tau"] + (["dq"] if params.use_measured_velocity else [])
-    filtered = zero_phase_filter(sos, [signals[k] for k in filtered_names])
-    parts = dict(zip(filtered_names, np.split(filtered, len(filtered_names), axis=1), strict=True))
+    filtered = zero_phase_filter_parts(sos, [signals[k] for k in filtered_names])
+    parts = dict(zip(filtered_names, filtered, strict=True))
     q, tau = parts["q"], parts["tau"]
-
-    def derivative(x: np.ndarray) -> np.ndarray:
-        return savgol_derivative(x, window, params.savgol_polyorder, deriv=1, delta=step)
-
+    derivative = partial(
+        savgol_derivative, window=window, polyorder=params.savgol_polyorder, deriv=1,
+        delta=step,
+    )  # fmt: skip
     if params.use_measured_velocity:
         dq = parts["dq"]
-        dq_unfiltered = signals["dq"]
+        dq_unfiltered = partial(np.asarray, signals["dq"])
     else:
         dq = derivative(q)
-        dq_unfiltered = derivative(signals["q"])
+        dq_unfiltered = partial(derivative, signals["q"])
     ddq = derivative(dq)
     return q, dq, ddq, tau, dq_unfiltered
 

@@ -21,7 +21,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ident_framework.triangular import qr_r_in_place
+from ident_framework.triangular import qr_r_into
 
 DEFAULT_TOLERANCE = 1e-8
 # identifiable_share within this of 1 counts as identifiable alone, below it as not at all: far
@@ -156,7 +156,7 @@ class TriangularAccumulator:
 
     Add row blocks of shape (m, c); `factor` is the (c, c) upper-triangular R with
     R^T R = sum of A^T A over all blocks. Each update is one LAPACK dgeqrf of [R; A]
-    (`triangular.qr_r_in_place`).
+    (`triangular.qr_r_into`: R written over the previous one).
     """
 
     def __init__(self, n_columns: int):
@@ -192,7 +192,7 @@ class TriangularAccumulator:
         return stacked
 
     def _factor(self, stacked: np.ndarray) -> None:
-        self.r = np.asfortranarray(qr_r_in_place(stacked))
+        qr_r_into(stacked, self.r)
         self.n_rows += stacked.shape[0] - self.n_columns
 
     @property

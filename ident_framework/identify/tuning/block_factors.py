@@ -21,6 +21,7 @@ from ident_framework.data.dataset import Dataset
 from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.model.base_parameters import TriangularAccumulator
 from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.triangular import stacked_r
 
 CHUNK = 2000  # rows per regressor call
 
@@ -148,5 +149,5 @@ def fold_factors(
                 full[:, -2:] = r[:, -2:]
                 joints.append(full)
             per_joint.append(joints)
-            merged.append(np.linalg.qr(np.vstack(joints), mode="r"))
+            merged.append(stacked_r(joints))
     return FoldFactors(merged, per_joint, counts, n, own)

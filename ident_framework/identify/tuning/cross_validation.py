@@ -18,7 +18,7 @@ from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.identify.regularization import spectral_solve
 from ident_framework.identify.tuning.block_factors import FoldFactors
 from ident_framework.model.base_parameters import BaseParameters
-from ident_framework.triangular import solve_upper
+from ident_framework.triangular import solve_upper, stacked_r
 
 Regulariser = tuple[float, float]  # (ridge, truncate) as shares of the largest singular value
 PLAIN: Regulariser = (0.0, 0.0)
@@ -49,7 +49,7 @@ def cross_validate(
     sse = np.zeros(len(regularisers))
     sse_joint = np.zeros((len(regularisers), factors.n_joints))
     with one_blas_thread():
-        total = np.linalg.qr(np.vstack([m[:, columns] for m in factors.merged]), mode="r")
+        total = stacked_r([m[:, columns] for m in factors.merged])
         base = BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
         basis, r = base.basis, base.rank
         prior = basis.T @ nominal
@@ -61,9 +61,7 @@ def cross_validate(
         for k in range(n_folds):
             if factors.counts[k] == 0:
                 continue
-            train = np.linalg.qr(
-                np.vstack([projected[f] for f in range(n_folds) if f != k]), mode="r"
-            )
+            train = stacked_r([projected[f] for f in range(n_folds) if f != k])
             r_w, rhs = train[:r, :r], train[:r, r]
             held = factors.merged[k][:, test_columns]
             for i, (ridge, truncate) in enumerate(regularisers):
