@@ -168,3 +168,27 @@ def test_parameter_units_conventional_and_declared_by_a_plugin():
     assert parameter_unit("k_exp") is None
     assert parameter_unit("k_exp", ExpFriction()) == "Nm"
     assert parameter_unit("fv", ExpFriction()) == "N·m·s/rad"  # the plugin's own wins
+
+
+def test_config_yaml_is_omegaconfs_text_with_libyamls_emitter():
+    """config.yaml (what mode=predict rebuilds the model from) is written with libyaml's
+    emitter: the same text as OmegaConf.to_yaml, strings that would load as bools, numbers or
+    null quoted as OmegaConf quotes them, and the same config when loaded back."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf, open_dict
+
+    from ident_framework.config.search_path import register_plugin_search_path
+    from ident_framework.plain_data import config_yaml_text
+
+    register_plugin_search_path()
+    overrides = ["source=csv", "source.path=/logs/on.csv", "validation=csv"]
+    with initialize_config_module("ident_framework.conf", version_base="1.3"):
+        cfg = compose("config", overrides=[*overrides, "validation.path=[a.csv,'1e-3',yes]"])
+    with open_dict(cfg):
+        cfg.notes = {"a": "on", "b": "1e-3", "c": "12", "d": "null", "e": "", "f": "ünï",
+                     "g": "two\nlines", "h": "w " * 150, "i": "${seed}"}  # fmt: skip
+    text = config_yaml_text(cfg)
+    assert text == OmegaConf.to_yaml(cfg, resolve=True)
+    loaded = OmegaConf.create(text)
+    assert loaded == OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    assert loaded.notes.a == "on" and loaded.notes.b == "1e-3" and loaded.notes.i == cfg.seed

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from ident_framework.config.run_config import RunConfig
 from ident_framework.data.checks import drop_untrusted
@@ -41,7 +41,7 @@ from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model import friction_terms
 from ident_framework.modes.distributed_parts import read_part
 from ident_framework.modes.pipeline import robot_and_regressor
-from ident_framework.plain_data import to_plain, yaml_text
+from ident_framework.plain_data import config_yaml_text, to_plain, yaml_text
 from ident_framework.reports import run_files
 
 STATISTICS, FACTOR_SUMMARY = run_files.STATISTICS, run_files.FACTOR_SUMMARY
@@ -106,7 +106,7 @@ def run_factor(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, A
         "peak_memory_mb": _peak_memory_mb(),
     }
     (staging / FACTOR_SUMMARY).write_text(json.dumps(to_plain(summary), indent=2))
-    (staging / run_files.CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    (staging / run_files.CONFIG).write_text(config_yaml_text(cfg))
     return summary
 
 
@@ -218,7 +218,7 @@ def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, 
     document = _parameters(config, robot, builder, base, estimator, theta, total)
     (staging / run_files.METRICS).write_text(json.dumps(to_plain(metrics), indent=2))
     (staging / run_files.PARAMETERS).write_text(yaml_text(document))
-    (staging / run_files.CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    (staging / run_files.CONFIG).write_text(config_yaml_text(cfg))
     return metrics
 
 

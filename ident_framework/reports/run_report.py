@@ -11,13 +11,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pa_csv
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from ident_framework.config.registry import get_registry
 from ident_framework.data.dataset import Dataset
 from ident_framework.identify.result import IdentificationResult
 from ident_framework.model.robot import RobotModel
-from ident_framework.plain_data import to_plain, yaml_text
+from ident_framework.plain_data import config_yaml_text, to_plain, yaml_text
 from ident_framework.reports import run_files
 from ident_framework.reports.parameters import parameters_document
 from ident_framework.reports.plots import write_plots, write_prediction_plots
@@ -89,7 +89,7 @@ def write_run_directory(
     )
     write_tuning_table(staging, selection)
     (staging / run_files.PLUGINS).write_text(yaml_text({"installed": installed_plugins()}))
-    (staging / run_files.CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    (staging / run_files.CONFIG).write_text(config_yaml_text(cfg))
     (staging / run_files.SUMMARY).write_text("\n".join(summary_lines(result, twin_prefix)) + "\n")
     if result.data.excitation is not None:
         description = to_plain(result.data.excitation.describe())
