@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -44,28 +45,24 @@ def config_yaml_text(cfg: Any) -> str:
     same config (`mode=predict` rebuilds the model from it)."""
     import yaml
     from omegaconf import OmegaConf
-    from omegaconf._utils import OmegaConfDumper
 
-    container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
-    emitter = getattr(yaml, "CDumper", None)
-    if emitter is None:  # PyYAML without libyaml
+    if not hasattr(yaml, "CDumper"):  # PyYAML without libyaml
         return OmegaConf.to_yaml(cfg, resolve=True)
     return yaml.dump(
-        container,
+        OmegaConf.to_container(cfg, resolve=True, enum_to_str=True),
         default_flow_style=False,
         allow_unicode=True,
         sort_keys=False,
-        Dumper=_config_dumper(emitter, OmegaConfDumper.str_representer),
+        Dumper=_config_dumper(),
     )
 
 
-_DUMPERS: dict[Any, type] = {}
+@cache
+def _config_dumper() -> type:
+    """libyaml's dumper with OmegaConf's string representer (made once)."""
+    import yaml
+    from omegaconf._utils import OmegaConfDumper
 
-
-def _config_dumper(emitter: type, str_representer: Any) -> type:
-    """A subclass of libyaml's dumper with OmegaConf's string representer (made once)."""
-    if emitter not in _DUMPERS:
-        dumper = type("ConfigDumper", (emitter,), {})
-        dumper.add_representer(str, str_representer)
-        _DUMPERS[emitter] = dumper
-    return _DUMPERS[emitter]
+    dumper = type("ConfigDumper", (yaml.CDumper,), {})
+    dumper.add_representer(str, OmegaConfDumper.str_representer)
+    return dumper

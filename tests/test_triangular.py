@@ -62,3 +62,12 @@ def test_stacked_r_is_the_factor_of_the_stacked_blocks():
     np.testing.assert_allclose(
         np.abs(r), np.abs(np.linalg.qr(stacked, mode="r")), rtol=1e-12, atol=1e-12
     )
+
+
+def test_stacked_r_of_fewer_rows_than_columns_is_numpys_trapezoid():
+    """`linear_problem.stack_factors` goes through stacked_r: with fewer rows than columns it
+    gives what it gave before, NumPy's (m, n) upper trapezoid."""
+    blocks = [np.random.default_rng(5).standard_normal((m, 9)) for m in (3, 2)]
+    expected = np.linalg.qr(np.vstack(blocks), mode="r")
+    assert stacked_r(blocks).shape == (5, 9)
+    np.testing.assert_array_equal(stacked_r(blocks), expected)

@@ -65,6 +65,7 @@ from threadpoolctl import threadpool_limits
 from ident_framework.estimators.rls_plots import plot_convergence, plot_running_rmse
 from ident_framework.hookspecs import hookimpl
 from ident_framework.interfaces import EstimatorDefaults, LinearProblem
+from ident_framework.triangular import stacked_r
 
 DEFAULT_SAMPLE_PERIOD_S = 0.002  # s, UR's RTDE rate (500 Hz): the step assumed without times
 _SYMMETRISE_EVERY = 256  # updates between explicit symmetrisations of P
@@ -297,7 +298,7 @@ class RecursiveLeastSquares(EstimatorDefaults):
         rows = np.hstack([phi.reshape(m * n, r), y.reshape(m * n, 1)])
         ridge = np.hstack([np.eye(r) / math.sqrt(self.params.alpha), np.zeros((r, 1))])
         with self.single_threaded():
-            factor = np.linalg.qr(np.vstack([rows, ridge]), mode="r")
+            factor = stacked_r([rows, ridge])
         r_w = factor[:r, :r]
         self._theta = np.linalg.solve(r_w, factor[:r, r])
         r_inv = np.linalg.solve(r_w, np.eye(r))

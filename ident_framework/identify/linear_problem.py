@@ -29,6 +29,7 @@ from ident_framework.model.base_parameters import (
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
 from ident_framework.parallel_work import forked_map
+from ident_framework.triangular import stacked_r
 
 
 def chunk_slices(n_samples: int, chunk_size: int) -> Iterator[slice]:
@@ -39,7 +40,7 @@ def chunk_slices(n_samples: int, chunk_size: int) -> Iterator[slice]:
 def stack_factors(factors: list[np.ndarray]) -> np.ndarray:
     """Triangular factor R with RᵀR = Σ FᵢᵀFᵢ of several factors (e.g. the per-joint ones)."""
     with one_blas_thread():  # small matrices: threads only contend
-        return np.linalg.qr(np.vstack(factors), mode="r")
+        return stacked_r(factors)
 
 
 # q, dq, ddq, tau: (m, n) each; optionally the rows' friction basis (m, n, k) as a fifth item
