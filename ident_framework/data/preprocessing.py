@@ -28,6 +28,7 @@ from ident_framework.data.segment_filter import (
     default_trim_s,
     filter_segment,
     resamples,
+    segment_usable,
     step_jitter,
 )
 from ident_framework.errors import UserError
@@ -160,8 +161,9 @@ def _preprocess_recording(
     """(the filtered pieces of one recording between its gaps, its report)."""
     t = np.asarray(part.timestamp, dtype=float)
     step = _checked_step(t, where)
-    pieces, segment_reports, short = [], [], []
+    pieces, segment_reports, short, short_s = [], [], [], 0.0
     slices, gaps = gap_slices(t, step)
+    refusal = None  # why the longest piece too short to filter is (for the error below)
     for rows in slices:
         piece_where = where if len(slices) == 1 else f"{where} (t = {t[rows.start]:.6g} s to "
         piece_where += "" if len(slices) == 1 else f"{t[rows.stop - 1]:.6g} s, between gaps)"
@@ -169,20 +171,25 @@ def _preprocess_recording(
             filtered, report = filter_segment(
                 part.select(rows), params, min_samples, piece_where, step_of
             )
-        except SegmentTooShort:
+        except SegmentTooShort as error:
             if len(slices) == 1:
                 raise
+            if not short or rows.stop - rows.start > max(short):
+                refusal = error
             short.append(rows.stop - rows.start)
+            short_s += float(t[rows.stop - 1] - t[rows.start]) + step  # each sample: one step
             continue
         pieces.append(filtered)
         segment_reports.append(report)
     if not pieces:
         starts = ", ".join(f"{g['t_start_s']:.6g} s" for g in gaps[:5])
+        more = f" and {len(gaps) - 5} more" if len(gaps) > 5 else ""
         raise UserError(
-            f"Every piece of the recording{where} between its {len(gaps)} timestamp gaps is too "
-            f"short to filter ({short} samples; gaps at t = "
-            f"{starts}). Record without "
-            "interruption, or reduce preprocessing.trim_s / preprocessing.savgol_window_s."
+            f"Nothing usable is left of the recording{where}: it has {len(gaps)} timestamp "
+            f"gap(s) (steps over {MAX_GAP_STEPS:g} median steps of {step * 1e3:.4g} ms, at t = "
+            f"{starts}{more}), and each of its {len(slices)} pieces between them is too short to "
+            f"filter (at most {max(short)} samples). The longest: {refusal} Or record without "
+            "interruption."
         )
     first = segment_reports[0]
     report = {
@@ -193,6 +200,7 @@ def _preprocess_recording(
         "gaps": gaps,
         "short_segments_dropped": len(short),
         "short_segment_samples_dropped": int(sum(short)),
+        "short_segment_s_dropped": short_s,
         **{key: first[key] for key in ("median_step_s", "sample_rate_hz", "trim_s")},
         "max_step_jitter": max(r["max_step_jitter"] for r in segment_reports),
         "resampled": any(r["resampled"] for r in segment_reports),
@@ -201,6 +209,25 @@ def _preprocess_recording(
         "trim_samples": first["trim_samples"],
     }
     return pieces, report
+
+
+def preprocessable(ds: Dataset, params: PreprocessingParams, min_samples: int = 10) -> bool:
+    """Whether `preprocess(ds, params, min_samples=...)` succeeds: every recording of `ds`
+    keeps a piece long enough to filter, and the cut-off is below the Nyquist frequency of
+    every piece it keeps (e.g. a tuning candidate whose longer filter edges leave nothing of a
+    short recording). Nothing is filtered."""
+    if ds.ddq is not None:
+        return True
+    recorded = ds.recorded or AsRecorded.of(ds)
+    for _, rows in recording_rows(recorded.recording):
+        t = np.asarray(ds.timestamp[rows], dtype=float)
+        if len(t) < 3 or not np.all(np.diff(t) > 0):
+            return False
+        slices, _ = gap_slices(t, float(np.median(np.diff(t))))
+        usable = [segment_usable(t[piece], params, min_samples) for piece in slices]
+        if None in usable or not any(usable):
+            return False
+    return True
 
 
 def resamples_any(ds: Dataset, params: PreprocessingParams) -> bool:
@@ -260,6 +287,7 @@ def _checked_step(t: np.ndarray, where: str) -> float:
 
 SUMMED = ("n_samples_in", "n_samples_out", "edge_samples_dropped", "short_segments_dropped",
           "short_segment_samples_dropped")  # fmt: skip
+SUMMED_S = ("short_segment_s_dropped",)
 
 
 def _summary(params: PreprocessingParams, reports: list[dict[str, Any]]) -> dict[str, Any]:
@@ -269,6 +297,7 @@ def _summary(params: PreprocessingParams, reports: list[dict[str, Any]]) -> dict
     return {
         "applied": True,
         **{key: int(sum(r[key] for r in reports)) for key in SUMMED},
+        **{key: float(sum(r[key] for r in reports)) for key in SUMMED_S},
         "gaps": int(sum(len(r["gaps"]) for r in reports)),
         "median_step_s": first["median_step_s"],
         "sample_rate_hz": first["sample_rate_hz"],

@@ -75,14 +75,11 @@ def filter_segment(
     recorded values; `where` names the piece in messages (e.g. " from 'a.csv'"); `step_of`:
     the sample step (s) from the piece's timestamps (default: their median step)."""
     t = np.asarray(ds.timestamp, dtype=float)
-    steps = np.diff(t)
-    step = float(np.median(steps)) if step_of is None else float(step_of(t))
-    jitter = step_jitter(steps, step)
     signals = finite_signals(ds, where)
-    resampled = resamples(params, jitter)
-    grid, on_grid = on_uniform_grid(t, step, signals) if resampled else (t, signals)
-    n = len(grid)
+    step, jitter, resampled, n = segment_timing(t, params, where, step_of)
     sos, window, trim_s, n_trim = filter_design(params, step, n, min_samples, where)
+    grid, on_grid = on_uniform_grid(t, step, signals) if resampled else (t, signals)
+    assert len(grid) == n
     q, dq, ddq, tau, dq_unfiltered = filter_and_differentiate(params, sos, window, step, on_grid)
     if resampled:
         first, last = grid[n_trim], grid[n - 1 - n_trim]
@@ -126,9 +123,36 @@ def filter_segment(
     return out, report
 
 
+def segment_timing(
+    t: np.ndarray,
+    params: PreprocessingParams,
+    where: str,
+    step_of: Callable[[np.ndarray], float] | None = None,
+) -> tuple[float, float, bool, int]:
+    """(sample step s, step jitter, filtered on a uniform grid, samples filtered: the grid's
+    or the recording's) of a piece with timestamps `t` (s); SegmentTooShort for a piece of one
+    sample (a gap right after a recording's first sample, or before its last), which has no
+    step at all."""
+    if len(t) < 2:
+        raise SegmentTooShort(
+            f"The recording{where} is too short to preprocess: {len(t)} sample (no sample "
+            "step to filter with). Record a longer motion."
+        )
+    steps = np.diff(t)
+    step = float(np.median(steps)) if step_of is None else float(step_of(t))
+    jitter = step_jitter(steps, step)
+    resampled = resamples(params, jitter)
+    return step, jitter, resampled, grid_length(t, step) if resampled else len(t)
+
+
 def step_jitter(steps: np.ndarray, step: float) -> float:
-    """max |dt - step| / step over the sample steps `steps` (s)."""
-    return float(np.max(np.abs(steps - step)) / step)
+    """max |dt - step| / step over the sample steps `steps` (s); 0 without steps."""
+    return float(np.max(np.abs(steps - step), initial=0.0) / step)
+
+
+def grid_length(t: np.ndarray, step: float) -> int:
+    """Samples of the uniform grid of `step` s from t[0] to t[-1] (`on_uniform_grid`)."""
+    return int(np.floor((t[-1] - t[0]) / step + 1e-9)) + 1
 
 
 def resamples(params: PreprocessingParams, jitter: float) -> bool:
@@ -156,8 +180,7 @@ def on_uniform_grid(
     """(timestamps of a uniform grid of `step` s from t[0], the signals on it by cubic
     spline)."""
     names = list(signals)
-    n_grid = int(np.floor((t[-1] - t[0]) / step + 1e-9)) + 1
-    grid = step * np.arange(n_grid)
+    grid = step * np.arange(grid_length(t, step))
     stacked = np.hstack([signals[name] for name in names])
     spline = cubic_spline(t - t[0], stacked, grid)
     parts = np.split(spline, len(names), axis=1)
@@ -168,18 +191,10 @@ def filter_design(
     params: PreprocessingParams, step: float, n: int, min_samples: int, where: str
 ) -> tuple[np.ndarray, int, float, int]:
     """(Butterworth second-order sections, Savitzky-Golay window in samples, trim in s and in
-    samples at each end) for n samples `step` s apart; UserError when the cut-off is not below
-    Nyquist, SegmentTooShort when the piece is too short."""
+    samples at each end) for n samples `step` s apart; SegmentTooShort when the piece is too
+    short (checked first: a short piece is dropped whatever its rate), UserError when the
+    cut-off is not below Nyquist."""
     rate = 1.0 / step
-    nyquist = rate / 2
-    if params.lowpass_hz >= nyquist:
-        raise UserError(
-            f"preprocessing.lowpass_hz={params.lowpass_hz} Hz is not below the Nyquist frequency "
-            f"{nyquist:.4g} Hz of this data{where} (median sample step {step * 1e3:.4g} ms, "
-            f"{rate:.4g} Hz). Give the cut-off in Hz (not normalised) below {nyquist:.4g}, e.g. "
-            f"preprocessing.lowpass_hz={_round_down(0.4 * rate)}."
-        )
-    sos = butterworth_lowpass(params.filter_order, params.lowpass_hz, rate)
     window = _odd_window(params.savgol_window_s * rate, params.savgol_polyorder)
     trim_s = params.trim_s
     if trim_s is None:
@@ -188,7 +203,7 @@ def filter_design(
             + 0.5 * window * step
         )
     n_trim = math.ceil(trim_s * rate - 1e-9)
-    padlen = pad_length(sos)
+    padlen = 3 * (params.filter_order + 1)  # pad_length of the design below
     needed = max(padlen + 1, window, 2 * n_trim + min_samples)
     if n < needed:
         raise SegmentTooShort(
@@ -198,7 +213,36 @@ def filter_design(
             f"{min_samples} kept, filter padding {padlen}, window {window}). Record a longer "
             "motion or reduce preprocessing.trim_s / preprocessing.savgol_window_s."
         )
+    nyquist = rate / 2
+    if params.lowpass_hz >= nyquist:
+        raise UserError(
+            f"preprocessing.lowpass_hz={params.lowpass_hz} Hz is not below the Nyquist frequency "
+            f"{nyquist:.4g} Hz of this data{where} (median sample step {step * 1e3:.4g} ms, "
+            f"{rate:.4g} Hz). Give the cut-off in Hz (not normalised) below {nyquist:.4g}, e.g. "
+            f"preprocessing.lowpass_hz={_round_down(0.4 * rate)}."
+        )
+    sos = butterworth_lowpass(params.filter_order, params.lowpass_hz, rate)
+    assert pad_length(sos) == padlen
     return sos, window, trim_s, n_trim
+
+
+def segment_usable(
+    t: np.ndarray,
+    params: PreprocessingParams,
+    min_samples: int,
+    step_of: Callable[[np.ndarray], float] | None = None,
+) -> bool | None:
+    """Whether `filter_segment` can filter the piece with timestamps `t` (s) with `params`:
+    True, False when it is too short (it would be dropped), None when the cut-off is not
+    below its Nyquist frequency (an error). Nothing is filtered."""
+    try:
+        step, _, _, n = segment_timing(t, params, "", step_of)
+        filter_design(params, step, n, min_samples, "")
+    except SegmentTooShort:
+        return False
+    except UserError:
+        return None
+    return True
 
 
 def filter_and_differentiate(

@@ -169,12 +169,15 @@ def recording_metrics(data: Dataset, prediction: TorquePredictions) -> list[dict
 
 def preprocessing_counts(data: Dataset) -> dict[str, Any]:
     """What preprocessing kept of `data`'s recordings: samples recorded and kept, edge samples
-    dropped (the filters cannot serve them), gaps, short pieces dropped; per recording."""
+    dropped (the filters cannot serve them), gaps, short pieces dropped (pieces between gaps
+    too short to filter: their count, samples and s, each piece's span plus one median step);
+    per recording."""
     report = data.metadata.get("preprocessing") or {}
     if not report.get("applied"):
         return {"recorded_samples": data.n_samples, "edge_samples_dropped": 0}
     keys = ("n_samples_in", "n_samples_out", "edge_samples_dropped", "gaps",
-            "short_segments_dropped", "short_segment_samples_dropped")  # fmt: skip
+            "short_segments_dropped", "short_segment_samples_dropped",
+            "short_segment_s_dropped")  # fmt: skip
     per_recording = [
         {"path": r.get("path"), **{key: r[key] for key in keys if key != "gaps"},
          "gaps": len(r["gaps"]), "resampled": r["resampled"]}
@@ -187,6 +190,7 @@ def preprocessing_counts(data: Dataset) -> dict[str, Any]:
         "gaps": report["gaps"],
         "short_segments_dropped": report["short_segments_dropped"],
         "short_segment_samples_dropped": report["short_segment_samples_dropped"],
+        "short_segment_s_dropped": report["short_segment_s_dropped"],
         "recordings": per_recording,
     }
 

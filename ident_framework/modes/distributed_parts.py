@@ -43,9 +43,11 @@ def halo_samples(config: RunConfig, step: float) -> int:
 def recording_steps(t: np.ndarray) -> Callable[[np.ndarray], float]:
     """The sample step (s) preprocessing gives each piece (between gaps) of the recording with
     timestamps `t`, as a function of a window's timestamps (the piece it starts in)."""
-    slices, _ = gap_slices(t, float(np.median(np.diff(t))))
+    whole = float(np.median(np.diff(t)))
+    slices, _ = gap_slices(t, whole)
     starts = np.array([t[piece.start] for piece in slices])
-    steps = [float(np.median(np.diff(t[piece]))) for piece in slices]
+    # a piece of one sample has no step (preprocessing drops it): the recording's
+    steps = [float(np.median(np.diff(t[p]))) if p.stop - p.start > 1 else whole for p in slices]
 
     def step_of(window: np.ndarray) -> float:
         return steps[max(int(np.searchsorted(starts, window[0], side="right")) - 1, 0)]

@@ -167,7 +167,8 @@ def data_lines(data: dict[str, Any]) -> list[str]:
         if counts.get("short_segments_dropped"):
             line += (
                 f"; {counts['short_segments_dropped']} pieces too short to filter dropped "
-                f"({counts['short_segment_samples_dropped']} samples)"
+                f"({counts['short_segment_samples_dropped']} samples, "
+                f"{counts.get('short_segment_s_dropped', 0.0):.3g} s)"
             )
         lines.append(line)
     return lines
@@ -179,6 +180,12 @@ def prediction_summary_lines(metrics: dict[str, Any]) -> list[str]:
     data, models = metrics["data"], metrics["models"]
     counts = data.get("preprocessing") or {}
     how = f"{counts.get('edge_samples_dropped', 0)} filter-edge samples dropped"
+    if counts.get("short_segments_dropped"):
+        how += (
+            f", {counts['short_segments_dropped']} pieces between timestamp gaps too short to "
+            f"filter dropped ({counts['short_segment_samples_dropped']} samples, "
+            f"{counts['short_segment_s_dropped']:.3g} s)"
+        )
     how += ", filtered on a uniform grid" if data["resampled"] else ""
     how += "; scored against the torque as recorded"
     lines = [

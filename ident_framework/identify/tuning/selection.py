@@ -19,7 +19,7 @@ from ident_framework.config.run_config import RunConfig, SelectedPlugin
 from ident_framework.data.checks import check_recording, trusted_at
 from ident_framework.data.cubic_spline import preload as preload_cubic_spline
 from ident_framework.data.dataset import Dataset
-from ident_framework.data.preprocessing import preprocess, resamples_any
+from ident_framework.data.preprocessing import preprocess, preprocessable, resamples_any
 from ident_framework.identify.linear_problem import joint_row_spaces, recording_friction
 from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.tuning.block_factors import (
@@ -282,7 +282,22 @@ def _preprocessing_candidates(
     cutoffs = [c for c in cutoffs if c < NYQUIST_SHARE * rate / 2] or [configured[0]]
     velocities = {v == "measured" for v in config.tuning.velocity_sources} | {configured[1]}
     pairs = [(c, v) for c in cutoffs for v in sorted(velocities, reverse=True)]
-    return [configured, *(p for p in pairs if p != configured)]
+    # a candidate whose filter edges leave nothing of a recording (a short one, or one cut
+    # into short pieces by gaps) is no candidate; the configured one stays (and, if it is
+    # not preprocessable, fails with the message naming the recording)
+    return [
+        configured,
+        *(p for p in pairs if p != configured and _preprocessable(config, p, recordings)),
+    ]
+
+
+def _preprocessable(
+    config: RunConfig, preprocessing: tuple[float, bool], recordings: list[Dataset]
+) -> bool:
+    params = replace(
+        config.preprocessing, lowpass_hz=preprocessing[0], use_measured_velocity=preprocessing[1]
+    )
+    return all(preprocessable(r, params) for r in recordings)
 
 
 def _fold_rows(
