@@ -30,6 +30,7 @@ from ident_framework.data.csv_columns import (
     TEMPERATURE_GROUP,
     TORQUE_COLUMNS,
     CsvLayout,
+    checked_mapping,
     column_names,
     data_lines,
     read_header,
@@ -53,6 +54,7 @@ def read_csv_log(
     min_samples: int = 2,
     config_prefix: str = "source.",
     rows: tuple[int, int] | None = None,
+    columns: dict[str, str | list[str] | None] | None = None,
 ) -> Dataset:
     """Read a CSV recording for a robot with the given joints (column index j = joint j).
 
@@ -73,6 +75,11 @@ def read_csv_log(
         rows: only data rows first..last-1 (0-based), parsed from their bytes alone when the
             file is clean (a factor job's part of a long log); a problem in them is reported
             as reading the whole file reports it (its row and line).
+        columns: the file's own column names for some quantities, when they are not the
+            contract's (`csv_columns.COLUMN_KEYS`: time, q, dq, tau, current, temperature,
+            q_target, dq_target, ddq_target): a prefix (columns PREFIX0..PREFIX<n-1>) or the n
+            names in joint order (time: its one name, instead of `time_column`); None
+            entries and absent keys keep the contract's names.
 
     Raises:
         UserError: one paragraph naming the file, the column and/or row and what to do.
@@ -86,29 +93,34 @@ def read_csv_log(
             f"contract; use one of {list(TORQUE_COLUMNS)}."
         )
     gains = _check_gains(current_to_torque, n, config_prefix)
+    try:
+        mapping = checked_mapping(columns)
+    except ValueError as error:
+        raise UserError(f"{config_prefix}{error}.") from None
+    time_column = str(mapping.get("time", time_column))
     layout = read_header(path, config_prefix)
     groups, torque_group, used_groups = select_columns(
-        layout, joint_names, torque_column, gains, time_column, config_prefix
+        layout, joint_names, torque_column, gains, time_column, config_prefix, mapping
     )
-    columns = {time_column: [layout.names.index(time_column)]}
+    indices = {time_column: [layout.names.index(time_column)]}
     for group in used_groups:
-        columns[group] = [groups[group][j] for j in range(n)]
+        indices[group] = [groups[group][j] for j in range(n)]
     limits = (max_abs_q, max_abs_qd)
     if rows is None:
         timestamp, arrays, used = _read_columns(
-            layout, columns, time_column, min_samples, limits, config_prefix
+            layout, indices, time_column, min_samples, limits, config_prefix
         )
-        return _dataset(layout, joint_names, torque_group, gains, timestamp, arrays, used)
+        return _dataset(layout, joint_names, torque_group, gains, timestamp, arrays, used, indices)
     try:
         timestamp, arrays, used = _read_columns(
-            layout, columns, time_column, min_samples, limits, config_prefix, rows
+            layout, indices, time_column, min_samples, limits, config_prefix, rows
         )
     except UserError:  # named as in the whole file: its row and line
         timestamp, arrays, used = _read_columns(
-            layout, columns, time_column, min_samples, limits, config_prefix
+            layout, indices, time_column, min_samples, limits, config_prefix
         )
         timestamp, arrays = timestamp[slice(*rows)], {k: v[slice(*rows)] for k, v in arrays.items()}
-    ds = _dataset(layout, joint_names, torque_group, gains, timestamp, arrays, used)
+    ds = _dataset(layout, joint_names, torque_group, gains, timestamp, arrays, used, indices)
     ds.metadata["rows"] = list(rows)
     return ds
 
@@ -121,15 +133,16 @@ def _dataset(
     timestamp: np.ndarray,
     arrays: dict[str, np.ndarray],
     used: dict[int, int],
+    columns: dict[str, list[int]],
 ) -> Dataset:
-    """The Dataset of the columns read: torque in Nm (currents times the motor constants
-    `gains` for actual_current), targets when present, metadata on where each came from."""
-    n = len(joint_names)
+    """The Dataset of the columns read (`columns`: group -> the file's column indices): torque
+    in Nm (currents times the motor constants `gains` for actual_current), targets when
+    present, metadata on where each came from."""
     metadata: dict = {
         "source": "csv",
         "path": os.path.abspath(layout.path),
         "torque_source": torque_group,
-        "torque_columns": [f"{torque_group}_{j}" for j in range(n)],
+        "torque_columns": [layout.names[c] for c in columns[torque_group]],
         "delimiter": layout.delimiter_name,
         "n_rows": len(timestamp),
         "units": dict(UNITS),
@@ -189,8 +202,9 @@ def _read_columns(
         for group, cols in columns.items()
         if group != time_column
     }
-    _check_units(arrays, max_abs[0], max_abs[1], layout, where_path)
-    _check_temperatures(arrays, layout, where_path)
+    names = {group: [layout.names[c] for c in cols] for group, cols in columns.items()}
+    _check_units(arrays, names, max_abs[0], max_abs[1], layout, where_path)
+    _check_temperatures(arrays, names, layout, where_path)
     if n_rows < min_samples:
         raise UserError(
             f"{where_path} has only {n_rows} data rows, but at least {min_samples} samples "
@@ -318,6 +332,7 @@ def _check_time(t: np.ndarray, name: str, layout: CsvLayout, where: str) -> None
 
 def _check_units(
     arrays: dict[str, np.ndarray],
+    names: dict[str, list[str]],
     max_abs_q: float,
     max_abs_qd: float,
     layout: CsvLayout,
@@ -340,17 +355,27 @@ def _check_units(
         row = int(np.argmax(values[:, joint]))
         value = arrays[group][row, joint]
         raise UserError(
-            f"{where}: column '{group}_{joint}' reaches {value:.6g} at {layout.where(row)}, "
-            f"beyond the plausible {limit:.4g} {unit}; the values look like {wrong_unit}, but "
-            f"the CSV contract requires {unit}. Convert the {group}_* columns to {unit} "
-            f"(multiply by {factor}) and run again."
+            f"{where}: column '{names[group][joint]}' reaches {value:.6g} at "
+            f"{layout.where(row)}, beyond the plausible {limit:.4g} {unit}; the values look "
+            f"like {wrong_unit}, but the CSV contract requires {unit}. Convert the "
+            f"{_group_label(names[group], group)} columns to {unit} (multiply by {factor}) and "
+            "run again."
         )
 
 
 TEMPERATURE_RANGE_C = (-30.0, 130.0)  # °C: what a robot joint's sensor plausibly reads
 
 
-def _check_temperatures(arrays: dict[str, np.ndarray], layout: CsvLayout, where: str) -> None:
+def _group_label(names: list[str], group: str) -> str:
+    """'actual_q_*' for the contract's names of a group, else the file's names listed."""
+    if names == [f"{group}_{j}" for j in range(len(names))]:
+        return f"{group}_*"
+    return ", ".join(names)
+
+
+def _check_temperatures(
+    arrays: dict[str, np.ndarray], names: dict[str, list[str]], layout: CsvLayout, where: str
+) -> None:
     """Joint temperatures must be plausible °C: kelvin or °F would shift the friction's
     temperature term (and the twin's reference) by hundreds of degrees."""
     values = arrays.get(TEMPERATURE_GROUP)
@@ -362,17 +387,18 @@ def _check_temperatures(arrays: dict[str, np.ndarray], layout: CsvLayout, where:
         return
     row, joint = (int(i) for i in np.argwhere(outside)[0])
     value = float(values[row, joint])
+    label = _group_label(names[TEMPERATURE_GROUP], TEMPERATURE_GROUP)
     guess = ""
     if 240.0 <= value <= 410.0:
         guess = " The values look like kelvin: subtract 273.15."
     elif value > high:
         guess = " The values look like °F: convert with (F - 32) / 1.8."
     raise UserError(
-        f"{where}: column '{TEMPERATURE_GROUP}_{joint}' holds {value:.6g} at {layout.where(row)}, "
-        f"outside the plausible {low:g}..{high:g} °C of a joint temperature ({int(outside.sum())} "
-        f"such value(s) in the {TEMPERATURE_GROUP}_* columns); the CSV contract gives joint "
-        f"temperatures in °C.{guess} Repair or convert those columns, or remove them (they are "
-        "optional)."
+        f"{where}: column '{names[TEMPERATURE_GROUP][joint]}' holds {value:.6g} at "
+        f"{layout.where(row)}, outside the plausible {low:g}..{high:g} °C of a joint temperature "
+        f"({int(outside.sum())} such value(s) in the {label} columns); the CSV contract gives "
+        f"joint temperatures in °C.{guess} Repair or convert those columns, or remove them "
+        "(they are optional)."
     )
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ident_framework.data.csv_columns import TORQUE_COLUMNS, read_header
+from ident_framework.data.csv_columns import TORQUE_COLUMNS, checked_mapping, read_header
 from ident_framework.data.csv_fast import read_column_streamed
 from ident_framework.data.csv_log import read_csv_log
 from ident_framework.data.dataset import Dataset, concatenate
@@ -38,12 +38,16 @@ class CsvSourceParams:
     current_to_torque: motor constants k_j (Nm/A) applied to `actual_current_*` (A) when no
     `actual_current_as_torque_*` (Nm) columns exist;
     torque_column: actual_current_as_torque | actual_current | target_moment (the controller's
-    model torque, only on explicit request); time_column: time column name (s)."""
+    model torque, only on explicit request); time_column: time column name (s); columns: the
+    file's own names where they are not the contract's (`csv_columns.COLUMN_KEYS` -> a prefix
+    of PREFIX0..PREFIX<n-1> or the n names in joint order; time: one name; null entries keep
+    the contract's names)."""
 
     path: str | list[str] | None = None
     current_to_torque: list[float] | None = None
     torque_column: str = "actual_current_as_torque"
     time_column: str = "timestamp"
+    columns: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.path:
@@ -62,6 +66,17 @@ class CsvSourceParams:
             raise ValueError(f"time_column must be a column name, got {self.time_column!r}")
         if self.current_to_torque is not None:
             self.current_to_torque = motor_constants(self.current_to_torque)
+        time = checked_mapping(self.columns).get("time")
+        if time is not None and self.time_column not in ("timestamp", time):
+            raise ValueError(
+                f"columns.time={time} and time_column={self.time_column} name two time "
+                "columns; give one of them"
+            )
+
+    @property
+    def time_name(self) -> str:
+        """The time column's name: columns.time, else time_column."""
+        return str(checked_mapping(self.columns).get("time", self.time_column))
 
 
 class CsvSource:
@@ -95,6 +110,7 @@ class CsvSource:
                 time_column=params.time_column,
                 min_samples=min_samples,
                 config_prefix=prefix,
+                columns=params.columns,
             )
             for path in recording_paths(params.path, f"{prefix}path")
         ]
@@ -109,8 +125,8 @@ class CsvSource:
         """(N,) the time column (s) of every data row of `path`, streamed (only that column
         is kept in memory); read and checked like `acquire` when the file is not clean."""
         layout = read_header(path, "source.")
-        if self.params.time_column in layout.names:
-            times = read_column_streamed(layout, layout.names.index(self.params.time_column))
+        if self.params.time_name in layout.names:
+            times = read_column_streamed(layout, layout.names.index(self.params.time_name))
             if times is not None:
                 return times
         return self._read(path, tuple(robot.joint_names)).timestamp
@@ -125,6 +141,7 @@ class CsvSource:
         return read_csv_log(
             path, joint_names, current_to_torque=params.current_to_torque,
             torque_column=params.torque_column, time_column=params.time_column, rows=rows,
+            columns=params.columns,
         )  # fmt: skip
 
 
