@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ident_framework.config.registry import PluginRegistry
@@ -125,6 +126,16 @@ def unknown_key_message(cfg: DictConfig, key: str, override: str, registry: Plug
         node = _select(cfg, ".".join(parts[:depth]))
     section = ".".join(parts[:depth])
     if depth == len(parts):  # the key exists: Hydra refused the override for another reason
+        unknown = _unknown_entries(node, override)
+        if unknown:
+            keys = section_keys(cfg, key, registry)
+            match = closest(unknown[0], keys.valid)
+            hint = f" Did you mean '{key}.{match}'?" if match else ""
+            shown = ", ".join(f"'{key}.{name}'" for name in unknown)
+            return (
+                f"Unknown config key{'s' if len(unknown) > 1 else ''} {shown} (in {override})."
+                f"{hint} The keys of {keys.owner} are: {', '.join(keys.valid)}."
+            )
         return f"Cannot set {override}: {key} exists but does not take this value."
     if not isinstance(node, DictConfig):
         shown = "a list" if isinstance(node, ListConfig) else f"the value {node!r}"
@@ -159,6 +170,20 @@ def unknown_key_message(cfg: DictConfig, key: str, override: str, registry: Plug
         f"Unknown config key '{place}' (in {override}).{hint} The keys of {keys.owner} are: "
         f"{', '.join(valid)}. `{COMMAND} --cfg job` prints the whole composed config."
     )
+
+
+def _unknown_entries(node: Any, override: str) -> list[str]:
+    """The keys of a mapping given as the value of `override` (`key={a: 1, b: 2}`) that the
+    section `node` does not have ([] when the value is no mapping)."""
+    if not isinstance(node, DictConfig):
+        return []
+    try:
+        value = OverridesParser.create().parse_override(override).value()
+    except Exception:  # not parsable: Hydra's own message stands
+        return []
+    if not isinstance(value, dict):
+        return []
+    return sorted(str(name) for name in value if name not in node)
 
 
 def _followed_section(cfg: DictConfig, parts: list[str], override: str) -> str | None:

@@ -171,10 +171,10 @@ def missing_time_message(
     timelike = [name for name in pool if "time" in name.lower() or name.lower() in ("t", "ts")]
     match = closest(time_column, pool) or (timelike[0] if timelike else None)
     if match:
+        rename = f", or rename it to '{time_column}'" if key == "time_column" else ""
         advice = (
             f"The closest header name is '{match}' (column {_column_number(layout, match)}): if "
-            f"it holds the time in s, pass {prefix}{key}={match}, or rename it to "
-            f"'{time_column}'."
+            f"it holds the time in s, pass {prefix}{key}={match}{rename}."
         )
     else:
         advice = (
@@ -500,24 +500,27 @@ def mapped_groups(
             names = list(value)
             if len(names) != n:
                 raise UserError(
-                    f"{setting} lists {len(names)} column name(s) {names} for {where}, but "
-                    f"{robot} needs {n}, one per joint in that order. Give {n} names, or a "
-                    f"prefix ({setting}=PREFIX for PREFIX0..PREFIX{n - 1}); {header}."
+                    f"{setting} lists {len(names)} column name(s) {names}, but {robot} needs "
+                    f"{n}, one per joint in that order. Give {n} names, or a prefix "
+                    f"({setting}=PREFIX for PREFIX0..PREFIX{n - 1}); {header} in "
+                    f"'{layout.path}' ({prefix}path)."
                 )
             form = f"{setting} (the list {names})"
         absent = [name for name in names if name not in position]
         if absent:
             pool = [name for name in layout.names if name not in names]
-            near = [(name, closest(name, pool)) for name in absent]
-            shown = "; ".join(
-                f"'{m}' (column {position[m] + 1}) close to {a}" for a, m in near if m
-            )
-            hint = f" The header has {shown}: a misspelt name?" if shown else ""
+            near = [(name, match) for name in absent if (match := closest(name, pool))]
+            shown = "; ".join(f"'{m}' (column {position[m] + 1}) close to {a}" for a, m in near)
+            hint = f" The header has {shown}: a misspelt name?" if len(near) == 1 else ""
+            if isinstance(value, str) and len(absent) == n:
+                what = f"none of the columns {value}0..{value}{n - 1} named by {setting}={value}"
+            else:
+                what = f"no column {', '.join(repr(a) for a in absent)} named by {form}"
             raise UserError(
-                f"{where} has no column {', '.join(repr(a) for a in absent)} named by {form}."
-                f"{hint} The header (line {layout.header_line}) has: "
-                f"{summarise_columns(layout.names)}. Map the file's own column names to {key}, "
-                f"as a prefix or a list of {n} names in joint order."
+                f"{where} has {what}.{hint} The header (line {layout.header_line}) has: "
+                f"{summarise_columns(layout.names)}. Map the file's own column names to {key}: "
+                f"a prefix ({setting}=PREFIX for PREFIX0..PREFIX{n - 1}) or a list of {n} names "
+                "in joint order."
             )
         twice = [name for name in names if layout.names.count(name) > 1]
         if twice:
