@@ -91,7 +91,10 @@ def _plain(value: Any) -> Any:
 
 def _yaml_default(value: Any) -> Any:
     """The default a YAML value stands for: an `oc.select` fallback (also inside `oc.create`,
-    which makes a list fallback a node OmegaConf.resolve can store), else the value itself."""
+    which makes a list fallback a node OmegaConf.resolve can store), else the value itself;
+    a mapping's entries each so."""
+    if isinstance(value, dict):
+        return {key: _yaml_default(entry) for key, entry in value.items()}
     if isinstance(value, str) and value.startswith("${oc.create:") and value.endswith("}"):
         value = value[len("${oc.create:") : -1]
     match = SELECT.match(value) if isinstance(value, str) else None

@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import glob
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ident_framework.data.csv_columns import TORQUE_COLUMNS, checked_mapping, read_header
+from ident_framework.data.csv_columns import (
+    COLUMN_KEYS,
+    TORQUE_COLUMNS,
+    checked_mapping,
+    read_header,
+)
 from ident_framework.data.csv_fast import read_column_streamed
 from ident_framework.data.csv_log import read_csv_log
 from ident_framework.data.dataset import Dataset, concatenate
@@ -47,7 +52,7 @@ class CsvSourceParams:
     current_to_torque: list[float] | None = None
     torque_column: str = "actual_current_as_torque"
     time_column: str = "timestamp"
-    columns: dict[str, Any] | None = None
+    columns: dict[str, Any] | None = field(default_factory=lambda: dict.fromkeys(COLUMN_KEYS))
 
     def __post_init__(self) -> None:
         if not self.path:
