@@ -30,13 +30,13 @@ from ident_framework.data.csv_columns import (
     TEMPERATURE_GROUP,
     TORQUE_COLUMNS,
     CsvLayout,
-    checked_mapping,
     column_names,
     data_lines,
     read_header,
     select_columns,
 )
 from ident_framework.data.csv_fast import read_used_columns
+from ident_framework.data.csv_mapping import ColumnMapping, checked_mapping, mapped_groups
 from ident_framework.data.dataset import UNITS, Dataset
 from ident_framework.errors import UserError
 from ident_framework.per_joint import per_joint_values
@@ -76,7 +76,7 @@ def read_csv_log(
             file is clean (a factor job's part of a long log); a problem in them is reported
             as reading the whole file reports it (its row and line).
         columns: the file's own column names for some quantities, when they are not the
-            contract's (`csv_columns.COLUMN_KEYS`: time, q, dq, tau, current, temperature,
+            contract's (`csv_mapping.COLUMN_KEYS`: time, q, dq, tau, current, temperature,
             q_target, dq_target, ddq_target): a prefix (columns PREFIX0..PREFIX<n-1>) or the n
             names in joint order (time: its one name, instead of `time_column`); None
             entries and absent keys keep the contract's names.
@@ -93,15 +93,14 @@ def read_csv_log(
             f"contract; use one of {list(TORQUE_COLUMNS)}."
         )
     gains = _check_gains(current_to_torque, n, config_prefix)
-    try:
-        mapping = checked_mapping(columns)
-    except ValueError as error:
-        raise UserError(f"{config_prefix}{error}.") from None
+    mapping = _checked_mapping(columns, config_prefix)
     time_column = str(mapping.get("time", time_column))
     layout = read_header(path, config_prefix)
+    mapped = mapped_groups(layout, mapping, n, joint_names, config_prefix)
     groups, torque_group, used_groups = select_columns(
-        layout, joint_names, torque_column, gains, time_column, config_prefix, mapping
-    )
+        layout, joint_names, torque_column, gains, time_column, config_prefix, mapped,
+        "columns.time" if "time" in mapping else "time_column",
+    )  # fmt: skip
     indices = {time_column: [layout.names.index(time_column)]}
     for group in used_groups:
         indices[group] = [groups[group][j] for j in range(n)]
@@ -123,6 +122,14 @@ def read_csv_log(
     ds = _dataset(layout, joint_names, torque_group, gains, timestamp, arrays, used, indices)
     ds.metadata["rows"] = list(rows)
     return ds
+
+
+def _checked_mapping(columns: dict | None, prefix: str) -> ColumnMapping:
+    """`csv_mapping.checked_mapping` of `columns`, its errors as UserError naming the key."""
+    try:
+        return checked_mapping(columns)
+    except ValueError as error:
+        raise UserError(f"{prefix}{error}.") from None
 
 
 def _dataset(

@@ -191,6 +191,8 @@ def preprocessing_counts(data: Dataset) -> dict[str, Any]:
         "short_segments_dropped": report["short_segments_dropped"],
         "short_segment_samples_dropped": report["short_segment_samples_dropped"],
         "short_segment_s_dropped": report["short_segment_s_dropped"],
+        "max_step_jitter": report["max_step_jitter"],
+        "resampled": report["resampled"],
         "recordings": per_recording,
     }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ident_framework.data.segment_filter import JITTER_TOLERANCE
 from ident_framework.extension_points import DISTRIBUTION
 from ident_framework.identify.result import IdentificationResult
 from ident_framework.interfaces import FrictionModel
@@ -164,6 +165,12 @@ def data_lines(data: dict[str, Any]) -> list[str]:
             )
         if counts.get("gaps"):
             line += f"; {counts['gaps']} timestamp gaps (segment boundaries)"
+        if counts.get("max_step_jitter", 0.0) > JITTER_TOLERANCE and not counts["resampled"]:
+            line += (
+                f"; warning: time steps differ from their median by up to "
+                f"{counts['max_step_jitter']:.3g}x it, yet were filtered as uniform "
+                "(preprocessing.resample=never)"
+            )
         if counts.get("short_segments_dropped"):
             line += (
                 f"; {counts['short_segments_dropped']} pieces too short to filter dropped "
