@@ -17,7 +17,9 @@ from ident_framework.data.csv_log import write_csv_log
 from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import PreprocessingParams, preprocess, preprocessable
 from ident_framework.errors import UserError
+from ident_framework.identify.metrics import preprocessing_counts
 from ident_framework.model.robot import load_robot
+from ident_framework.reports.summary import data_lines
 from ident_framework.testing.cli import run_cli
 from ident_framework.testing.multisine import multisine
 
@@ -103,6 +105,17 @@ def test_preprocessable_tells_a_candidate_that_leaves_nothing():
     ds = _dataset(jittery_times(4, 1.8, ()))
     assert preprocessable(ds, PreprocessingParams(lowpass_hz=5.0))
     assert not preprocessable(ds, PreprocessingParams(lowpass_hz=5.0, use_measured_velocity=False))
+
+
+def test_the_summary_warns_when_jittery_steps_are_filtered_as_uniform():
+    """preprocessing.resample=never on a jittery log: the summary says so."""
+    t = jittery_times(5, 4.0, ())
+    ds = _dataset(t)
+    for mode, warned in (("never", True), ("auto", False)):
+        out = preprocess(ds, PreprocessingParams(resample=mode))
+        data = {"train_samples": out.n_samples, "train_preprocessing": preprocessing_counts(out)}
+        (line,) = data_lines(data)
+        assert ("filtered as uniform (preprocessing.resample=never)" in line) is warned
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,9 @@
 - idle joints: a joint whose position range stays below `idle_range_rad` or whose speed
   stays below `idle_speed_rad_s`: its friction, rotor inertia and the inertial parameters only
   it excites cannot be identified (reported, samples kept);
-- timestamp gaps: steps longer than `gap_steps` median steps (reported; preprocessing treats
-  them as segment boundaries or refuses them).
+- timestamp gaps: steps longer than `gap_steps` median steps (reported; preprocessing splits a
+  recording into pieces at steps over its own MAX_GAP_STEPS = 10 median steps, whatever
+  `gap_steps`, and drops and counts a piece too short to filter).
 
 Untrusted samples, widened by `margin_s` on each side (filters and derivatives spread a
 defect over neighbouring samples), are dropped from estimation and scoring *after*
