@@ -33,6 +33,7 @@ from ident_framework.identify.tuning.search import (
     Candidate,
     ColumnSpace,
     SearchLog,
+    choose_prior_weight,
     per_joint_rmse,
     score_candidate,
     search_columns,
@@ -44,6 +45,7 @@ from ident_framework.parallel_work import forked_imap
 
 COULOMB = "coulomb_viscous"  # the friction plugin whose shapes are candidates
 REGULARISED = "ls"  # the estimator whose ridge / truncation are candidates
+GEOMETRIC = "geometric"  # the estimator whose prior weight is a candidate
 NYQUIST_SHARE = 0.9  # cut-off candidates must lie below this share of the Nyquist frequency
 
 
@@ -117,9 +119,17 @@ def select_options(
         best, best_rmse = search_columns(
             spaces.get(best_preprocessing), best, settings, tolerance, regularise, log
         )
-    _mark_chosen(log, best, best_rmse)
     best_space = spaces.get(best_preprocessing)
+    geometric = config.plugins["estimator"].info.name == GEOMETRIC
+    if geometric:  # its weight last, on the columns and preprocessing least squares chose
+        weights = sorted(
+            {float(config.plugins["estimator"].params.weight), *settings.prior_weights}
+        )
+        best, best_rmse = choose_prior_weight(best_space, best, weights, tolerance, log)
+    _mark_chosen(log, best, best_rmse)
     chosen_keys = _chosen_keys(best, coulomb, regularise, exact)
+    if geometric:
+        chosen_keys["estimator.weight"] = float(best.weight)
     if toggle:
         chosen_keys["friction.temperature"] = "on" if best.temperature else "off"
     selection = Selection(
