@@ -33,8 +33,8 @@ from ident_framework.model.physical_consistency import N_LINK, PSEUDO_INERTIA_MA
 NOMINAL_FLOOR = 1e-3  # share of M diag(L², L², L², 1) added to a nominal J0 that is not ≻ 0
 BARRIER_END = 1e-6  # χ² units: the log barrier's final weight on friction / rotor inertia
 BARRIER_START = 1e-1
-BARRIER_STEP = 0.1
-NEWTON_TOLERANCE = 1e-9  # Newton decrement² (χ² units) at which a stage has converged
+BARRIER_STEP = 0.01
+NEWTON_TOLERANCE = 1e-6  # Newton decrement² (χ² units) at which a stage has converged
 MAX_NEWTON_STEPS = 200  # per barrier stage
 _BASIS = PSEUDO_INERTIA_MAP.reshape(4, 4, N_LINK).transpose(2, 0, 1)  # (10, 4, 4): dJ/dπ_a
 
@@ -124,6 +124,20 @@ class _Objective:
         except np.linalg.LinAlgError:
             return False
         return True
+
+    def max_step(self, theta: np.ndarray, direction: np.ndarray) -> float:
+        """The largest t with θ + t·direction still strictly feasible (inf: unbounded): signed
+        entries stay > 0, and J + t dJ ≻ 0 for every link (the eigenvalues λ of
+        L⁻¹ dJ L⁻ᵀ, J = L Lᵀ: t < −1/λ_min)."""
+        d = direction[self.signed]
+        falling = d < 0.0
+        t = float(np.min(-theta[self.signed][falling] / d[falling])) if falling.any() else np.inf
+        lower_inv = np.linalg.inv(np.linalg.cholesky(self.pseudo(theta)))
+        change = self.pseudo(direction)
+        lam_min = np.linalg.eigvalsh(lower_inv @ change @ lower_inv.transpose(0, 2, 1))[:, 0]
+        if np.any(lam_min < 0.0):
+            t = min(t, float(np.min(-1.0 / lam_min[lam_min < 0.0])))
+        return t
 
     def value(self, theta: np.ndarray, mu: float) -> float:
         data = 0.5 * theta @ self.gram @ theta - self.linear @ theta
@@ -224,7 +238,7 @@ def _newton(objective: _Objective, theta: np.ndarray, mu: float) -> tuple[np.nda
         decrement2 = float(-grad @ direction)
         if decrement2 <= NEWTON_TOLERANCE:
             return theta, step
-        t = 1.0
+        t = min(1.0, 0.95 * objective.max_step(theta, direction))
         while t > 1e-12:
             trial = theta + t * direction
             if objective.feasible(trial):
@@ -244,10 +258,10 @@ def _solve(hess: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     d = np.sqrt(np.maximum(np.diag(hess), 1e-300))
     scaled = hess / d[:, None] / d[None, :]
     for jitter in (0.0, 1e-12, 1e-9, 1e-6):
+        shifted = scaled + jitter * np.eye(len(d)) if jitter else scaled
         try:
-            factor = np.linalg.cholesky(scaled + jitter * np.eye(len(d)))
+            np.linalg.cholesky(shifted)  # positive definite: a descent direction
         except np.linalg.LinAlgError:
             continue
-        y = np.linalg.solve(factor, rhs / d)
-        return np.linalg.solve(factor.T, y) / d
+        return np.linalg.solve(shifted, rhs / d) / d
     return np.linalg.lstsq(hess, rhs, rcond=1e-12)[0]

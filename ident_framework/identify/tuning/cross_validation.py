@@ -107,6 +107,7 @@ def cross_validate_geometric(
     sse = np.zeros(len(weights))
     sse_joint = np.zeros((len(weights), factors.n_joints))
     layout = PriorLayout(factors.n_joints, np.asarray(nominal, dtype=float), signed)
+    theta = None
     with one_blas_thread():
         total = stacked_r([m[:, columns] for m in factors.merged])
         base = BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
@@ -124,8 +125,7 @@ def cross_validate_geometric(
             sigma2 = max(rss / max(rows - rank, 1), 1e-300)
             train = stacked_r([factors.merged[f][:, fit_columns] for f in others])
             held = factors.merged[k][:, test_columns]
-            theta = None
-            for i in order:
+            for i in order:  # from the last estimate: the fold before's or a larger weight's
                 fit = fit_geometric(train, sigma2, layout, float(weights[i]), theta)
                 theta = fit.theta
                 augmented = np.append(theta, -1.0)

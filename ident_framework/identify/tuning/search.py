@@ -228,17 +228,18 @@ def search_columns(
 
 def choose_prior_weight(
     space: ColumnSpace, best: Candidate, weights: list[float], tolerance: float, log: SearchLog
-) -> tuple[Candidate, float]:
+) -> tuple[Candidate, float, np.ndarray]:
     """The last stage for estimator=geometric: `best` (columns and preprocessing chosen with
-    least squares) with the weight of the log-det prior whose CV RMSE is lowest."""
+    least squares) with the weight of the log-det prior whose CV RMSE is lowest, that RMSE
+    and its per-joint RMSE (n,) Nm."""
     columns, nominal = space.columns(best)
     held = cross_validate_geometric(
-        space.factors, columns, nominal, space.signed(columns), weights, tolerance
+        space.factors, columns, nominal, space.signed(columns), weights, tolerance, True
     )
     for weight, figures in zip(weights, held, strict=True):
         log.add("prior weight", replace(best, weight=float(weight)), figures.rmse, figures.rank)
     i = int(np.argmin([h.rmse for h in held]))
-    return replace(best, weight=float(weights[i])), held[i].rmse
+    return replace(best, weight=float(weights[i])), held[i].rmse, held[i].rmse_per_joint
 
 
 def per_joint_rmse(space: ColumnSpace, candidate: Candidate, tolerance: float) -> np.ndarray:

@@ -125,7 +125,9 @@ def select_options(
         weights = sorted(
             {float(config.plugins["estimator"].params.weight), *settings.prior_weights}
         )
-        best, best_rmse = choose_prior_weight(best_space, best, weights, tolerance, log)
+        best, best_rmse, per_joint = choose_prior_weight(best_space, best, weights, tolerance, log)
+    else:
+        per_joint = per_joint_rmse(best_space, best, tolerance)
     _mark_chosen(log, best, best_rmse)
     chosen_keys = _chosen_keys(best, coulomb, regularise, exact)
     if geometric:
@@ -135,7 +137,7 @@ def select_options(
     selection = Selection(
         chosen_keys,
         float(best_rmse),
-        [float(v) for v in per_joint_rmse(best_space, best, tolerance)],
+        [float(v) for v in per_joint],
         float(log.rows[0]["cv_rmse"]),  # the first candidate: the options as configured
         plan.describe(),
         int(best_space.factors.counts.sum()),
