@@ -185,7 +185,7 @@ def test_consistent_run_writes_a_twin_that_matches_the_identified_model(tmp_path
     assert "twin written" in result.stdout
 
     plain = tmp_path / "ls"
-    refused = run_cli(*fast, "plots=false", f"hydra.run.dir={plain}")
+    refused = run_cli("estimator=ls", *fast, "plots=false", f"hydra.run.dir={plain}")
     assert refused.returncode == 0, refused.stderr[-3000:]
     assert not (plain / "twin.xml").exists() and not (plain / "twin.urdf").exists()
     assert "twin not written" in refused.stdout and "estimator=consistent" in refused.stdout

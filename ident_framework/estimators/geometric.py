@@ -46,7 +46,7 @@ class GeometricEstimator(EstimatorDefaults):
     parameters), coef_std_, coef_cov_ (Laplace approximation), chi2_ (data term's excess over
     least squares, units of σ²), divergence_ (Σ_k D(J_k ‖ J0_k)), train_rmse_ and
     train_rmse_ls_ (Nm, on the identification rows: what the prior costs in fit),
-    newton_steps_, solve_time_s_ (s)."""
+    newton_steps_, solve_time_s_ (s); fit_report_ the same for metrics.json."""
 
     def __init__(self, params: GeometricParams):
         self.params = params
@@ -61,7 +61,6 @@ class GeometricEstimator(EstimatorDefaults):
         start = time.perf_counter()
         rows = problem.n_samples * problem.n_joints
         stacked = stack_factors(standard.r_factors)
-        p = stacked.shape[1] - 1
         sigma2, rss_ls = residual_variance(stacked, rows, np.asarray(standard.combination))
         layout = PriorLayout(
             standard.n_links,
@@ -78,7 +77,7 @@ class GeometricEstimator(EstimatorDefaults):
                 f"{'; '.join(problems)}. Raise estimator.weight."
             )
         combination = np.asarray(standard.combination, dtype=float)
-        covariance_theta = np.linalg.pinv(fit.hessian, rcond=1e-12)  # H in χ² units
+        covariance_theta = fit.covariance
         self.standard_coef_ = theta
         self.coef_ = combination @ theta
         self.coef_cov_ = combination @ covariance_theta @ combination.T
@@ -91,8 +90,16 @@ class GeometricEstimator(EstimatorDefaults):
         )
         self.train_rmse_ = float(np.sqrt(residual / rows))
         self.train_rmse_ls_ = float(np.sqrt(rss_ls / rows))
-        self.n_parameters_ = p
         self.solve_time_s_ = time.perf_counter() - start
+        self.fit_report_ = {
+            "weight": float(self.params.weight),
+            "train_rmse": self.train_rmse_,
+            "train_rmse_least_squares": self.train_rmse_ls_,
+            "chi2": self.chi2_,
+            "divergence": self.divergence_,
+            "newton_steps": self.newton_steps_,
+            "solve_time_s": self.solve_time_s_,
+        }
         return self
 
 

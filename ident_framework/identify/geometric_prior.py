@@ -81,36 +81,59 @@ class PriorLayout:
 
 @dataclass
 class GeometricFit:
-    """theta (k,) the estimate; hessian (k, k) of the objective at theta (χ² units: its inverse
-    is the Laplace approximation of the covariance); chi2 the data term at theta (the excess
-    over the least-squares fit, units of σ²); divergence Σ_k D(J_k ‖ J0_k); newton_steps."""
+    """theta (k,) the estimate; covariance (k, k) the inverse of the objective's Hessian at
+    theta (the Laplace approximation, Nm-consistent units of θ; zero for the parameters no
+    data row depends on, which stay at their nominal value); chi2 the data term's excess over
+    the least-squares fit (units of σ²); divergence Σ_k D(J_k ‖ J0_k); newton_steps."""
 
     theta: np.ndarray
-    hessian: np.ndarray
+    covariance: np.ndarray
     chi2: float
     divergence: float
     newton_steps: int
 
 
 class _Objective:
+    """The objective in rotated coordinates z: θ = θ_fixed + T z with T = diag(s) V over the
+    excited parameters, V from the SVD R diag(s) = U Σ Vᵀ of the column-equilibrated data
+    factor. The data term is then ½ Σ_i (Σ_i z_i − c_i)² / σ² (c = Uᵀ r): diagonal, exact
+    and small near the optimum (no cancellation of the huge Gram entries of precise data),
+    and the Newton system, diagonally scaled, stays well conditioned. The prior and barrier
+    are evaluated on θ and rotated."""
+
     def __init__(
-        self, gram: np.ndarray, linear: np.ndarray, layout: PriorLayout, weight: float
+        self, r_factor: np.ndarray, sigma2: float, layout: PriorLayout, weight: float
     ) -> None:
-        self.gram, self.linear = gram, linear  # ½ χ² = ½ θᵀ G θ − cᵀ θ + const
-        self.layout, self.weight = layout, weight
+        k = r_factor.shape[1] - 1
+        r_w, rhs = r_factor[:, :k], r_factor[:, k]
+        self.layout, self.weight, self.sigma2 = layout, weight, sigma2
         self.j0 = layout.nominal_pseudo_inertias()
         self.j0_inv = np.linalg.inv(self.j0)
         self.logdet_j0 = np.linalg.slogdet(self.j0)[1]
         self.inertial = N_LINK * layout.n_links
         # parameters no row of the data depends on (a joint that never moves) stay at their
         # nominal value: nothing could bound them (the barrier alone would push them to ∞)
-        diagonal = np.diag(gram)
-        unexcited = diagonal <= 1e-14 * max(float(diagonal.max(initial=0.0)), 1e-300)
+        norms = np.linalg.norm(r_w, axis=0)
+        unexcited = norms <= 1e-7 * max(float(norms.max(initial=0.0)), 1e-300)
         unexcited[: self.inertial] = False
-        self.fixed = np.flatnonzero(unexcited)
+        self.free, self.fixed = np.flatnonzero(~unexcited), np.flatnonzero(unexcited)
+        self.theta_fixed = np.where(unexcited, np.asarray(layout.nominal, dtype=float), 0.0)
         self.signed = np.flatnonzero(np.asarray(layout.signed, dtype=bool) & ~unexcited)
-        self.scale = np.ones(len(linear))  # reference values s_i (the start's friction)
-        self.scale[self.signed] = 1.0 / np.sqrt(diagonal[self.signed])
+        # equilibrated columns (an inertial column the data barely see: the unit of a weak one)
+        scale = 1.0 / np.maximum(norms[self.free], 1e-7 * max(float(norms.max()), 1e-300))
+        u, self.singular, self.vt = np.linalg.svd(r_w[:, self.free] * scale, full_matrices=False)
+        self.scale = scale
+        self.transform = np.zeros((k, len(self.free)))
+        self.transform[self.free] = scale[:, None] * self.vt.T
+        self.target = u.T @ rhs
+        self.reachable = self.singular > 1e-12 * max(float(self.singular.max(initial=0.0)), 1e-300)
+
+    def theta(self, z: np.ndarray) -> np.ndarray:
+        return self.theta_fixed + self.transform @ z
+
+    def coordinates(self, theta: np.ndarray) -> np.ndarray:
+        """z of a θ whose fixed parameters are at their nominal values."""
+        return self.vt @ (theta[self.free] / self.scale)
 
     def pseudo(self, theta: np.ndarray) -> np.ndarray:
         links = theta[: self.inertial].reshape(self.layout.n_links, N_LINK)
@@ -139,9 +162,14 @@ class _Objective:
             t = min(t, float(np.min(-1.0 / lam_min[lam_min < 0.0])))
         return t
 
-    def value(self, theta: np.ndarray, mu: float) -> float:
-        data = 0.5 * theta @ self.gram @ theta - self.linear @ theta
-        return data + self.weight * self.divergence(theta) - mu * self._log_signed(theta)
+    def chi2(self, z: np.ndarray) -> float:
+        """The data term's excess over the least-squares minimum, units of σ²."""
+        residual = (self.singular * z - self.target)[self.reachable]
+        return float(residual @ residual) / self.sigma2
+
+    def value(self, z: np.ndarray, theta: np.ndarray, mu: float) -> float:
+        prior = self.weight * self.divergence(theta) if self.weight > 0.0 else 0.0
+        return 0.5 * self.chi2(z) + prior - mu * float(np.sum(np.log(theta[self.signed])))
 
     def divergence(self, theta: np.ndarray) -> float:
         j = self.pseudo(theta)
@@ -149,31 +177,31 @@ class _Objective:
         logdet = np.linalg.slogdet(j)[1]
         return float(trace - logdet.sum() + self.logdet_j0.sum() - 4 * self.layout.n_links)
 
-    def _log_signed(self, theta: np.ndarray) -> float:
-        return float(np.sum(np.log(theta[self.signed] / self.scale[self.signed])))
-
-    def derivatives(self, theta: np.ndarray, mu: float) -> tuple[np.ndarray, np.ndarray]:
-        grad = self.gram @ theta - self.linear
-        hess = self.gram.copy()
+    def derivatives(
+        self, z: np.ndarray, theta: np.ndarray, mu: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient and Hessian of the objective in z."""
+        grad_theta = np.zeros(len(theta))
+        hess_theta = np.zeros((len(theta), len(theta)))
         if self.weight > 0.0:
             j_inv = np.linalg.inv(self.pseudo(theta))
             g_links = np.einsum("kij,aji->ka", self.j0_inv - j_inv, _BASIS)
             # tr(J⁻¹ E_a J⁻¹ E_b): the log-det's curvature along the basis matrices
             left = np.einsum("kij,ajl->kail", j_inv, _BASIS)
             h_links = np.einsum("kaij,kbji->kab", left, left)
+            grad_theta[: self.inertial] = self.weight * g_links.ravel()
             for k in range(self.layout.n_links):
                 rows = slice(N_LINK * k, N_LINK * (k + 1))
-                grad[rows] += self.weight * g_links[k]
-                hess[rows, rows] += self.weight * h_links[k]
+                hess_theta[rows, rows] = self.weight * h_links[k]
         if self.signed.size:
             values = theta[self.signed]
-            grad[self.signed] -= mu / values
-            hess[self.signed, self.signed] += mu / values**2
-        if self.fixed.size:
-            grad[self.fixed] = 0.0
-            hess[self.fixed, :] = 0.0
-            hess[:, self.fixed] = 0.0
-            hess[self.fixed, self.fixed] = 1.0
+            grad_theta[self.signed] -= mu / values
+            hess_theta[self.signed, self.signed] += mu / values**2
+        t = self.transform
+        data_scale = self.singular / self.sigma2
+        grad = t.T @ grad_theta + data_scale * (self.singular * z - self.target)
+        hess = t.T @ hess_theta @ t
+        hess[np.diag_indices_from(hess)] += data_scale * self.singular
         return grad, hess
 
 
@@ -189,33 +217,30 @@ def fit_geometric(
     makes the data term χ², the parameters' `layout` and the prior's `weight` (> 0; χ² units
     per unit of divergence). `start`: a feasible θ to begin from (default: the nominal model
     with friction and rotor inertia at a small positive value)."""
-    k = r_factor.shape[1] - 1
-    r_w, rhs = r_factor[:, :k], r_factor[:, k]
-    gram = (r_w.T @ r_w) / sigma2
-    linear = (r_w.T @ rhs) / sigma2
-    objective = _Objective(gram, linear, layout, weight)
-    warm = start is not None and objective.feasible(start)
-    theta = np.array(start, dtype=float) if warm else _nominal_start(layout, objective)
+    objective = _Objective(r_factor, sigma2, layout, weight)
+    warm = False
+    if start is not None:  # its excited parameters, the others at their nominal values
+        theta = np.array(start, dtype=float)
+        theta[objective.fixed] = objective.theta_fixed[objective.fixed]
+        warm = objective.feasible(theta)
+    if not warm:
+        theta = _nominal_start(layout, objective)
+    z = objective.coordinates(theta)
+    theta = objective.theta(z)
     steps = 0
     # from a given feasible start (a neighbouring weight's solution): straight at the end
     mu = BARRIER_START if objective.signed.size and not warm else BARRIER_END
     while True:
-        theta, taken = _newton(objective, theta, mu)
+        z, taken = _newton(objective, z, mu)
         steps += taken
         if mu <= BARRIER_END:
             break
         mu = max(mu * BARRIER_STEP, BARRIER_END)
-    _, hessian = objective.derivatives(theta, mu)
-    residual = r_w @ theta - rhs
-    chi2_min = _least_squares_chi2(r_w, rhs, sigma2)
-    chi2 = float(residual @ residual) / sigma2 - chi2_min
-    return GeometricFit(theta, hessian, chi2, objective.divergence(theta), steps)
-
-
-def _least_squares_chi2(r_w: np.ndarray, rhs: np.ndarray, sigma2: float) -> float:
-    beta = np.linalg.lstsq(r_w, rhs, rcond=1e-12)[0]
-    residual = r_w @ beta - rhs
-    return float(residual @ residual) / sigma2
+    theta = objective.theta(z)
+    _, hessian = objective.derivatives(z, theta, mu)
+    t = objective.transform
+    covariance = t @ np.linalg.pinv(hessian, rcond=1e-14, hermitian=True) @ t.T
+    return GeometricFit(theta, covariance, objective.chi2(z), objective.divergence(theta), steps)
 
 
 def _nominal_start(layout: PriorLayout, objective: _Objective) -> np.ndarray:
@@ -225,36 +250,39 @@ def _nominal_start(layout: PriorLayout, objective: _Objective) -> np.ndarray:
     flat = objective.j0.reshape(layout.n_links, 16)
     theta[: objective.inertial] = (np.linalg.pinv(PSEUDO_INERTIA_MAP) @ flat.T).T.ravel()
     signed = objective.signed
-    theta[signed] = np.maximum(theta[signed], 0.1 * objective.scale[signed])
+    norms = np.linalg.norm(objective.transform[signed], axis=1)
+    theta[signed] = np.maximum(theta[signed], 0.1 * np.where(norms > 0, norms, 1.0))
     return theta
 
 
-def _newton(objective: _Objective, theta: np.ndarray, mu: float) -> tuple[np.ndarray, int]:
-    """Damped Newton on the objective at barrier weight `mu`, from a feasible θ."""
-    value = objective.value(theta, mu)
+def _newton(objective: _Objective, z: np.ndarray, mu: float) -> tuple[np.ndarray, int]:
+    """Damped Newton on the objective at barrier weight `mu`, from a feasible z."""
+    theta = objective.theta(z)
+    value = objective.value(z, theta, mu)
     for step in range(1, MAX_NEWTON_STEPS + 1):
-        grad, hess = objective.derivatives(theta, mu)
+        grad, hess = objective.derivatives(z, theta, mu)
         direction = _solve(hess, -grad)
         decrement2 = float(-grad @ direction)
         if decrement2 <= NEWTON_TOLERANCE:
-            return theta, step
-        t = min(1.0, 0.95 * objective.max_step(theta, direction))
+            return z, step
+        step_theta = objective.transform @ direction
+        t = min(1.0, 0.95 * objective.max_step(theta, step_theta))
         while t > 1e-12:
-            trial = theta + t * direction
+            trial_z, trial = z + t * direction, theta + t * step_theta
             if objective.feasible(trial):
-                trial_value = objective.value(trial, mu)
+                trial_value = objective.value(trial_z, trial, mu)
                 if trial_value <= value - 0.25 * t * decrement2:
                     break
             t *= 0.5
         else:
-            return theta, step  # no decrease left at machine precision
-        theta, value = trial, trial_value
-    return theta, MAX_NEWTON_STEPS
+            return z, step  # no decrease left at machine precision
+        z, theta, value = trial_z, trial, trial_value
+    return z, MAX_NEWTON_STEPS
 
 
 def _solve(hess: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """H⁻¹ rhs by Cholesky of the diagonally scaled H (parameters differ by many orders of
-    magnitude); a tiny ridge where H is singular along a direction nothing constrains."""
+    """H⁻¹ rhs by Cholesky of the diagonally scaled H; a tiny ridge where H is singular
+    along a direction nothing constrains."""
     d = np.sqrt(np.maximum(np.diag(hess), 1e-300))
     scaled = hess / d[:, None] / d[None, :]
     for jitter in (0.0, 1e-12, 1e-9, 1e-6):

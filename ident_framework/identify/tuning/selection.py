@@ -52,13 +52,16 @@ NYQUIST_SHARE = 0.9  # cut-off candidates must lie below this share of the Nyqui
 @dataclass
 class Selection:
     """What the selection chose and measured. chosen: config key -> value; cv_rmse (Nm) of
-    the chosen candidate (pooled and per joint) and of the options as configured; folds: how
+    the chosen candidate (pooled and per joint) and of the options as configured (least
+    squares); least_squares_cv_rmse: the chosen columns fitted by least squares, when a
+    physically consistent estimator's weight was chosen after them (else None); folds: how
     the folds were formed; table: every candidate tried (`SearchLog.rows`)."""
 
     chosen: dict[str, Any]
     cv_rmse: float
     cv_rmse_per_joint: list[float]
     configured_cv_rmse: float
+    least_squares_cv_rmse: float | None
     folds: str
     samples_used: int
     table: list[dict[str, Any]]
@@ -70,6 +73,7 @@ class Selection:
             "cv_rmse": self.cv_rmse,
             "cv_rmse_per_joint": self.cv_rmse_per_joint,
             "configured_cv_rmse": self.configured_cv_rmse,
+            "least_squares_cv_rmse": self.least_squares_cv_rmse,
             "folds": self.folds,
             "samples_used": self.samples_used,
             "candidates": len(self.table),
@@ -121,6 +125,7 @@ def select_options(
         )
     best_space = spaces.get(best_preprocessing)
     geometric = config.plugins["estimator"].info.name == GEOMETRIC
+    least_squares_rmse = float(best_rmse) if geometric else None
     if geometric:  # its weight last, on the columns and preprocessing least squares chose
         weights = sorted(
             {float(config.plugins["estimator"].params.weight), *settings.prior_weights}
@@ -139,6 +144,7 @@ def select_options(
         float(best_rmse),
         [float(v) for v in per_joint],
         float(log.rows[0]["cv_rmse"]),  # the first candidate: the options as configured
+        least_squares_rmse,
         plan.describe(),
         int(best_space.factors.counts.sum()),
         log.rows,
