@@ -21,6 +21,7 @@ import numpy as np
 
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import hookimpl
+from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.identify.geometric_prior import PriorLayout, fit_geometric, signed_mask
 from ident_framework.identify.linear_problem import stack_factors
 from ident_framework.interfaces import EstimatorDefaults, LinearProblem
@@ -34,7 +35,7 @@ class GeometricParams:
     """weight: the prior's strength, χ² units per unit of log-det divergence from the nominal
     model (larger: closer to the nominal model; > 0)."""
 
-    weight: float = 1.0
+    weight: float = 100.0
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.weight) and self.weight > 0.0):
@@ -60,14 +61,15 @@ class GeometricEstimator(EstimatorDefaults):
             )
         start = time.perf_counter()
         rows = problem.n_samples * problem.n_joints
-        stacked = stack_factors(standard.r_factors)
-        sigma2, rss_ls = residual_variance(stacked, rows, np.asarray(standard.combination))
         layout = PriorLayout(
             standard.n_links,
             np.asarray(standard.nominal, dtype=float),
             signed_mask(standard.kinds, standard.names),
         )
-        fit = fit_geometric(stacked, sigma2, layout, self.params.weight)
+        with one_blas_thread():  # small dense matrices: BLAS threads only contend
+            stacked = stack_factors(standard.r_factors)
+            sigma2, rss_ls = residual_variance(stacked, rows, np.asarray(standard.combination))
+            fit = fit_geometric(stacked, sigma2, layout, self.params.weight)
         theta = fit.theta
         report = check_parameters(theta, standard)
         problems = violations(report)
