@@ -107,6 +107,7 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
         interfaces.Estimator,
         "estimator",
         (
+            "ident_framework.estimators.geometric",
             "ident_framework.estimators.ls",
             "ident_framework.estimators.wls",
             "ident_framework.estimators.consistent",

@@ -239,6 +239,7 @@ class EstimatorDefaults:
 
     standard_coef_: np.ndarray | None = None
     coef_cov_: np.ndarray | None = None  # (r, r) covariance of coef_, when the estimator has it
+    fit_report_: dict | None = None  # what the fit cost and did (metrics.json `estimator`)
 
     def write_outputs(self, folder: Path) -> None:
         """Nothing to add to the run directory."""

@@ -234,11 +234,11 @@ def test_no_selection_without_tuning_or_for_a_source_not_listed():
 def test_chosen_values_apply_to_the_config():
     config = _config()
     chosen = {"preprocessing.lowpass_hz": 10.0, "regressor.torque_offset": True,
-              "friction.tanh_width": [0.01] * 6, "estimator.ridge": 1e-3}  # fmt: skip
+              "friction.tanh_width": [0.01] * 6, "estimator.weight": 100.0}  # fmt: skip
     tuned = apply_chosen(config, chosen)
     assert tuned.preprocessing.lowpass_hz == 10.0 and tuned.regressor.torque_offset
     assert tuned.plugins["friction"].params.tanh_width == [0.01] * 6
-    assert tuned.plugins["estimator"].params.ridge == 1e-3
+    assert tuned.plugins["estimator"].params.weight == 100.0
     assert config.preprocessing.lowpass_hz == 20.0  # the original is left alone
 
 

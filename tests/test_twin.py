@@ -185,10 +185,49 @@ def test_consistent_run_writes_a_twin_that_matches_the_identified_model(tmp_path
     assert "twin written" in result.stdout
 
     plain = tmp_path / "ls"
-    refused = run_cli(*fast, "plots=false", f"hydra.run.dir={plain}")
+    refused = run_cli("estimator=ls", *fast, "plots=false", f"hydra.run.dir={plain}")
     assert refused.returncode == 0, refused.stderr[-3000:]
     assert not (plain / "twin.xml").exists() and not (plain / "twin.urdf").exists()
     assert "twin not written" in refused.stdout and "estimator=consistent" in refused.stdout
     assert "link of" in refused.stdout
     reasons = json.loads((plain / "metrics.json").read_text())["twin_not_written"]
     assert reasons and all(reason.split(":")[0] for reason in reasons)
+
+
+def test_forward_divergence_is_the_twin_stepped_by_the_recorded_torques():
+    """The batched rollout equals MuJoCo stepped by hand from each window's recorded state,
+    with the recorded torque held from the last sample at or before each step's time."""
+    from ident_framework.data.dataset import Dataset
+
+    robot = load_robot("ur5e")
+    rng = np.random.default_rng(4)
+    t = np.cumsum(rng.uniform(0.0015, 0.0025, 600))  # jittery, ~500 Hz
+    q = 0.3 * np.sin(np.outer(t, np.arange(1, 7)) * 0.7)
+    dq = 0.3 * 0.7 * np.arange(1, 7) * np.cos(np.outer(t, np.arange(1, 7)) * 0.7)
+    tau = rng.normal(0.0, 5.0, (len(t), 6))
+    data = Dataset(t, q, dq, tau, robot.joint_names)
+    horizons = (0.1, 0.3)
+    found = forward_divergence(robot, data, horizons, n_windows=3)
+
+    model = robot.mujoco_model()
+    state = mujoco.MjData(model)
+    qpos = [model.joint(name).qposadr[0] for name in robot.joint_names]
+    dof = [model.joint(name).dofadr[0] for name in robot.joint_names]
+    dt = model.opt.timestep
+    starts = np.searchsorted(t, np.linspace(t[0], t[-1] - max(horizons), 3))
+    errors = {h: [] for h in horizons}
+    for start in starts:
+        mujoco.mj_resetData(model, state)
+        state.qpos[qpos], state.qvel[dof] = q[start], dq[start]
+        for step in range(int(np.ceil(max(horizons) / dt - 1e-9))):
+            now = t[start] + step * dt
+            state.qfrc_applied[dof] = tau[np.searchsorted(t, now + 1e-12, side="right") - 1]
+            mujoco.mj_step(model, state)
+            for h in horizons:
+                if step + 1 == int(np.ceil(h / dt - 1e-9)):
+                    index = min(np.searchsorted(t, t[start] + h - 1e-9), len(t) - 1)
+                    errors[h].append(np.abs(state.qpos[qpos] - q[index]))
+    assert found["windows"] == 3
+    for h in horizons:
+        expected = np.sqrt((np.asarray(errors[h]) ** 2).mean(axis=0))
+        np.testing.assert_allclose(found[f"{h:g}s"]["rms_per_joint"], expected, rtol=1e-12)

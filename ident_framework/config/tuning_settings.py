@@ -25,7 +25,8 @@ class TuningSettings:
     The candidates (plural names; the configured value is tried too): cutoffs_hz
     (preprocessing.lowpass_hz), velocity_sources (preprocessing.use_measured_velocity),
     armature_columns, offset_columns (regressor.*), dead_bands, tanh_widths (rad/s, friction.*
-    of coulomb_viscous; the width per joint), ridges, truncations (estimator.* of ls).
+    of coulomb_viscous; the width per joint), ridges, truncations (estimator.* of ls),
+    prior_weights (estimator.weight of geometric, chosen last, on the chosen columns).
     sweeps: passes over the joints when choosing each joint's friction shape."""
 
     method: str = "cv"
@@ -41,6 +42,7 @@ class TuningSettings:
     tanh_widths: list[float] = field(default_factory=lambda: [0.001, 0.003, 0.01, 0.03, 0.1])
     ridges: list[float] = field(default_factory=lambda: [1e-5, 1e-4, 1e-3, 1e-2])
     truncations: list[float] = field(default_factory=lambda: [1e-4, 1e-3, 1e-2])
+    prior_weights: list[float] = field(default_factory=lambda: [1.0, 10.0, 100.0, 1e3, 1e4, 1e5])
     sweeps: int = 2
 
     def __post_init__(self) -> None:
@@ -65,6 +67,10 @@ class TuningSettings:
                 raise ValueError(f"{key} candidates must be numbers >= 0, got {values}")
         if any(v <= 0 for v in self.cutoffs_hz + self.tanh_widths):
             raise ValueError("cutoffs_hz and tanh_widths candidates must be > 0")
+        if not all(math.isfinite(v) and v > 0 for v in self.prior_weights):
+            raise ValueError(
+                f"prior_weights candidates must be numbers > 0, got {self.prior_weights}"
+            )
         if any(v >= 1 for v in self.truncations):
             raise ValueError(f"truncations candidates must be below 1, got {self.truncations}")
 

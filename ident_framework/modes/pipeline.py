@@ -173,6 +173,8 @@ def identify(
         },
         **residual_metrics(residual),
     }
+    if getattr(estimator, "fit_report_", None):
+        metrics["estimator"] = estimator.fit_report_
     # Simulated robots know their true parameters: how far is the fit from the truth?
     truth_theta, truth_section = truth_metrics(
         builder, truth, validation, metrics["validation"]["physical"]["rmse"], chunk_size,

@@ -32,6 +32,7 @@ def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[s
         models_line(result),
     ]
     lines += tuning_lines(result.config.selection)
+    lines += estimator_lines(result)
     lines += temperature_lines(result)
     for split in ("train", "validation"):
         lines += metric_lines(split, m[split])
@@ -58,6 +59,28 @@ def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[s
         lines += ["closed loop (every round; the lines above are the last one's):"]
         lines += loop_table(m["loop"])
     return lines
+
+
+def estimator_lines(result: IdentificationResult) -> list[str]:
+    """What a physically consistent estimator's prior cost in training fit against least
+    squares on the same columns, and what it gained held out (the tuning's CV RMSE)."""
+    report = result.metrics.get("estimator") or {}
+    if "train_rmse_least_squares" not in report:
+        return []
+    fit, ls = report["train_rmse"], report["train_rmse_least_squares"]
+    line = (
+        f"physically consistent fit (weight {report['weight']:g}): training RMSE {fit:.4f} Nm "
+        f"vs least squares {ls:.4f} Nm ({100 * (fit / ls - 1) if ls > 0 else 0.0:+.1f} %)"
+    )
+    selection = result.config.selection
+    held_ls = getattr(selection, "least_squares_cv_rmse", None)
+    if held_ls:
+        held = selection.cv_rmse
+        line += (
+            f"; held out (CV) {held:.4f} Nm vs least squares {held_ls:.4f} Nm "
+            f"({100 * (held / held_ls - 1):+.1f} %)"
+        )
+    return [line]
 
 
 def temperature_lines(result: IdentificationResult) -> list[str]:
@@ -228,8 +251,9 @@ def twin_lines(result: IdentificationResult, twin_prefix: str = "") -> list[str]
         return [
             f"twin not written: the identified parameters are not physically valid ({first}"
             + (f"; and {more} more, listed in metrics.json" if more > 0 else "")
-            + "). Identify with estimator=consistent to get parameters that satisfy every "
-            "physical condition and can be written into twin.xml / twin.urdf."
+            + "). Identify with estimator=geometric (the default) or estimator=consistent to get "
+            "parameters that satisfy every physical condition and can be written into twin.xml / "
+            "twin.urdf."
         ]
     inverse, moving = twin["inverse_dynamics"], twin["moving_samples"]
     mjcf, urdf = twin_files(twin_prefix)

@@ -19,7 +19,11 @@ from typing import Any
 import numpy as np
 
 from ident_framework.identify.tuning.block_factors import FoldFactors
-from ident_framework.identify.tuning.cross_validation import Regulariser, cross_validate
+from ident_framework.identify.tuning.cross_validation import (
+    Regulariser,
+    cross_validate,
+    cross_validate_geometric,
+)
 
 SHAPE_DEAD_BAND = 0.0  # a joint's tanh width 0: the dead-band sign
 
@@ -42,6 +46,7 @@ class Candidate:
     ridge: float = 0.0
     truncate: float = 0.0
     temperature: bool = False  # the friction's temperature term (coulomb_viscous)
+    weight: float = 0.0  # the log-det prior's weight (estimator=geometric)
 
     def row(self) -> dict[str, Any]:
         return {
@@ -54,6 +59,7 @@ class Candidate:
             "ridge": self.ridge,
             "truncate": self.truncate,
             "temperature": "on" if self.temperature else "off",
+            "weight": self.weight,
         }
 
 
@@ -99,6 +105,25 @@ class ColumnSpace:
                 nominal.append(0.0)
         return np.array(columns), np.array(nominal)
 
+    def signed(self, columns: np.ndarray) -> np.ndarray:
+        """(len(columns),) True for the columns whose parameter is kept > 0 by a physically
+        consistent estimator: friction (not its temperature coefficients) and rotor inertia."""
+        f = self.factors
+        own, width = f.own.names, len(f.own.names)
+        names = [
+            "" if c < f.n_inertial
+            else own[(c - f.n_inertial) % width] if c < f.shared_column(0)
+            else f.own.shared[c - f.shared_column(0)]
+            for c in columns
+        ]  # fmt: skip
+        return np.array(
+            [
+                name.startswith(("fv", "fc", "Ia")) and not name.endswith(temperature_name(""))
+                for name in names
+            ],
+            dtype=bool,
+        )
+
 
 @dataclass
 class SearchLog:
@@ -119,7 +144,15 @@ def score_candidate(
 ) -> float:
     """CV RMSE (Nm) of one candidate, logged under `stage`."""
     columns, nominal = space.columns(candidate)
-    held = cross_validate(space.factors, columns, nominal, [_regularisers(candidate)], tolerance)
+    if candidate.weight > 0.0:
+        signed = space.signed(columns)
+        held = cross_validate_geometric(
+            space.factors, columns, nominal, signed, [candidate.weight], tolerance
+        )
+    else:
+        held = cross_validate(
+            space.factors, columns, nominal, [_regularisers(candidate)], tolerance
+        )
     log.add(stage, candidate, held[0].rmse, held[0].rank)
     return held[0].rmse
 
@@ -193,8 +226,29 @@ def search_columns(
     return best, best_rmse
 
 
+def choose_prior_weight(
+    space: ColumnSpace, best: Candidate, weights: list[float], tolerance: float, log: SearchLog
+) -> tuple[Candidate, float, np.ndarray]:
+    """The last stage for estimator=geometric: `best` (columns and preprocessing chosen with
+    least squares) with the weight of the log-det prior whose CV RMSE is lowest, that RMSE
+    and its per-joint RMSE (n,) Nm."""
+    columns, nominal = space.columns(best)
+    held = cross_validate_geometric(
+        space.factors, columns, nominal, space.signed(columns), weights, tolerance, True
+    )
+    for weight, figures in zip(weights, held, strict=True):
+        log.add("prior weight", replace(best, weight=float(weight)), figures.rmse, figures.rank)
+    i = int(np.argmin([h.rmse for h in held]))
+    return replace(best, weight=float(weights[i])), held[i].rmse, held[i].rmse_per_joint
+
+
 def per_joint_rmse(space: ColumnSpace, candidate: Candidate, tolerance: float) -> np.ndarray:
     columns, nominal = space.columns(candidate)
+    if candidate.weight > 0.0:
+        signed = space.signed(columns)
+        return cross_validate_geometric(
+            space.factors, columns, nominal, signed, [candidate.weight], tolerance, True
+        )[0].rmse_per_joint
     regulariser = _regularisers(candidate)
     return cross_validate(space.factors, columns, nominal, [regulariser], tolerance, True)[
         0

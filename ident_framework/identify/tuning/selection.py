@@ -33,6 +33,7 @@ from ident_framework.identify.tuning.search import (
     Candidate,
     ColumnSpace,
     SearchLog,
+    choose_prior_weight,
     per_joint_rmse,
     score_candidate,
     search_columns,
@@ -44,19 +45,23 @@ from ident_framework.parallel_work import forked_imap
 
 COULOMB = "coulomb_viscous"  # the friction plugin whose shapes are candidates
 REGULARISED = "ls"  # the estimator whose ridge / truncation are candidates
+GEOMETRIC = "geometric"  # the estimator whose prior weight is a candidate
 NYQUIST_SHARE = 0.9  # cut-off candidates must lie below this share of the Nyquist frequency
 
 
 @dataclass
 class Selection:
     """What the selection chose and measured. chosen: config key -> value; cv_rmse (Nm) of
-    the chosen candidate (pooled and per joint) and of the options as configured; folds: how
+    the chosen candidate (pooled and per joint) and of the options as configured (least
+    squares); least_squares_cv_rmse: the chosen columns fitted by least squares, when a
+    physically consistent estimator's weight was chosen after them (else None); folds: how
     the folds were formed; table: every candidate tried (`SearchLog.rows`)."""
 
     chosen: dict[str, Any]
     cv_rmse: float
     cv_rmse_per_joint: list[float]
     configured_cv_rmse: float
+    least_squares_cv_rmse: float | None
     folds: str
     samples_used: int
     table: list[dict[str, Any]]
@@ -68,6 +73,7 @@ class Selection:
             "cv_rmse": self.cv_rmse,
             "cv_rmse_per_joint": self.cv_rmse_per_joint,
             "configured_cv_rmse": self.configured_cv_rmse,
+            "least_squares_cv_rmse": self.least_squares_cv_rmse,
             "folds": self.folds,
             "samples_used": self.samples_used,
             "candidates": len(self.table),
@@ -117,16 +123,28 @@ def select_options(
         best, best_rmse = search_columns(
             spaces.get(best_preprocessing), best, settings, tolerance, regularise, log
         )
-    _mark_chosen(log, best, best_rmse)
     best_space = spaces.get(best_preprocessing)
+    geometric = config.plugins["estimator"].info.name == GEOMETRIC
+    least_squares_rmse = float(best_rmse) if geometric else None
+    if geometric:  # its weight last, on the columns and preprocessing least squares chose
+        weights = sorted(
+            {float(config.plugins["estimator"].params.weight), *settings.prior_weights}
+        )
+        best, best_rmse, per_joint = choose_prior_weight(best_space, best, weights, tolerance, log)
+    else:
+        per_joint = per_joint_rmse(best_space, best, tolerance)
+    _mark_chosen(log, best, best_rmse)
     chosen_keys = _chosen_keys(best, coulomb, regularise, exact)
+    if geometric:
+        chosen_keys["estimator.weight"] = float(best.weight)
     if toggle:
         chosen_keys["friction.temperature"] = "on" if best.temperature else "off"
     selection = Selection(
         chosen_keys,
         float(best_rmse),
-        [float(v) for v in per_joint_rmse(best_space, best, tolerance)],
+        [float(v) for v in per_joint],
         float(log.rows[0]["cv_rmse"]),  # the first candidate: the options as configured
+        least_squares_rmse,
         plan.describe(),
         int(best_space.factors.counts.sum()),
         log.rows,

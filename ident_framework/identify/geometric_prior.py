@@ -1,0 +1,295 @@
+"""Least squares pulled toward the nominal model by the log-det (Bregman) divergence of the
+links' pseudo-inertia matrices: physically consistent by construction, solved by Newton's
+method in numpy (no conic solver).
+
+After Lee, Wensing and Park ("Geometric robot dynamic identification: a convex programming
+approach", IEEE T-RO 2020): with J_k(θ) the 4×4 pseudo-inertia of link k (kg, kg·m, kg·m²;
+`model/physical_consistency.py`) and J0_k the nominal model's,
+
+    minimise  ½ χ²(θ) + weight Σ_k D(J_k ‖ J0_k) − μ Σ_i log θ_i   (i: friction, rotor inertia)
+    D(J ‖ J0) = tr(J0⁻¹ J) − log det(J0⁻¹ J) − 4     (≥ 0, zero only at J = J0)
+
+χ²(θ) = |R θ − r|² / σ² is the data term from the triangular factor of [W | τ] in the
+standard parameters, in units of the least-squares residual variance σ² (so `weight` is a
+prior strength: data accumulate, the prior does not). D is infinite where J_k is singular, so
+every iterate has J_k ≻ 0: the result is a physically valid mass distribution for every link,
+whatever the data. Friction and rotor inertia stay > 0 through the log barrier, driven to a
+negligible μ (1e-6 χ² units) by path following. The objective is self-concordant: damped
+Newton with a feasibility-keeping backtracking line search converges in tens of steps.
+
+A link whose nominal J0 is singular (a point mass, no inertia, a massless frame) gets J0 plus
+a small isotropic share (`NOMINAL_FLOOR` of its mass and radius of gyration) so that the
+divergence is defined.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ident_framework.model.physical_consistency import N_LINK, PSEUDO_INERTIA_MAP
+
+NOMINAL_FLOOR = 1e-3  # share of M diag(L², L², L², 1) added to a nominal J0 that is not ≻ 0
+BARRIER_END = 1e-6  # χ² units: the log barrier's final weight on friction / rotor inertia
+BARRIER_START = 1e-1
+BARRIER_STEP = 0.01
+NEWTON_TOLERANCE = 1e-6  # Newton decrement² (χ² units) at which a stage has converged
+MAX_NEWTON_STEPS = 200  # per barrier stage
+_BASIS = PSEUDO_INERTIA_MAP.reshape(4, 4, N_LINK).transpose(2, 0, 1)  # (10, 4, 4): dJ/dπ_a
+
+
+TEMPERATURE_SUFFIX = ("_T_",)  # fv_T_j, fc_T_j: a friction's change per kelvin, either sign
+
+
+def signed_mask(kinds: list[str], names: list[str]) -> np.ndarray:
+    """(k,) True for the parameters kept > 0: friction and rotor inertia (not the friction's
+    temperature coefficients, which are negative for a harmonic drive)."""
+    return np.array(
+        [
+            kind in ("friction", "armature") and not any(s in name for s in TEMPERATURE_SUFFIX)
+            for kind, name in zip(kinds, names, strict=True)
+        ],
+        dtype=bool,
+    )
+
+
+@dataclass
+class PriorLayout:
+    """Where the parameters sit in θ: the first 10 n_links entries are the links' inertial
+    parameters (Pinocchio's order about the joint frame), `signed` (k,) marks friction and
+    rotor inertia (kept > 0), `nominal` (k,) the robot model's values (friction 0)."""
+
+    n_links: int
+    nominal: np.ndarray
+    signed: np.ndarray
+
+    def nominal_pseudo_inertias(self) -> np.ndarray:
+        """(n_links, 4, 4) J0 of every link, made ≻ 0 where the nominal one is not."""
+        links = self.nominal[: N_LINK * self.n_links].reshape(self.n_links, N_LINK)
+        j0 = np.einsum("aij,ka->kij", _BASIS, links)
+        masses = np.where(links[:, 0] > 0.0, links[:, 0], 0.0)
+        mass = np.maximum(masses, 0.01 * masses.max(initial=0.0))
+        mass[mass <= 0.0] = 1.0
+        second = np.maximum(0.5 * (links[:, 4] + links[:, 6] + links[:, 9]), 0.0)
+        radius2 = np.maximum(second / mass, 1e-6)
+        for k in range(self.n_links):
+            if np.linalg.eigvalsh(j0[k])[0] <= 1e-9 * max(mass[k] * radius2[k], mass[k]):
+                j0[k] = j0[k] + NOMINAL_FLOOR * mass[k] * np.diag([*([radius2[k]] * 3), 1.0])
+        return j0
+
+
+@dataclass
+class GeometricFit:
+    """theta (k,) the estimate; covariance (k, k) the inverse of the objective's Hessian at
+    theta (the Laplace approximation, Nm-consistent units of θ; zero for the parameters no
+    data row depends on, which stay at their nominal value); chi2 the data term's excess over
+    the least-squares fit (units of σ²); divergence Σ_k D(J_k ‖ J0_k); newton_steps."""
+
+    theta: np.ndarray
+    covariance: np.ndarray
+    chi2: float
+    divergence: float
+    newton_steps: int
+
+
+class _Objective:
+    """The objective in rotated coordinates z: θ = θ_fixed + T z with T = diag(s) V over the
+    excited parameters, V from the SVD R diag(s) = U Σ Vᵀ of the column-equilibrated data
+    factor. The data term is then ½ Σ_i (Σ_i z_i − c_i)² / σ² (c = Uᵀ r): diagonal, exact
+    and small near the optimum (no cancellation of the huge Gram entries of precise data),
+    and the Newton system, diagonally scaled, stays well conditioned. The prior and barrier
+    are evaluated on θ and rotated."""
+
+    def __init__(
+        self, r_factor: np.ndarray, sigma2: float, layout: PriorLayout, weight: float
+    ) -> None:
+        k = r_factor.shape[1] - 1
+        r_w, rhs = r_factor[:, :k], r_factor[:, k]
+        self.layout, self.weight, self.sigma2 = layout, weight, sigma2
+        self.j0 = layout.nominal_pseudo_inertias()
+        self.j0_inv = np.linalg.inv(self.j0)
+        self.logdet_j0 = np.linalg.slogdet(self.j0)[1]
+        self.inertial = N_LINK * layout.n_links
+        # parameters no row of the data depends on (a joint that never moves) stay at their
+        # nominal value: nothing could bound them (the barrier alone would push them to ∞)
+        norms = np.linalg.norm(r_w, axis=0)
+        unexcited = norms <= 1e-7 * max(float(norms.max(initial=0.0)), 1e-300)
+        unexcited[: self.inertial] = False
+        self.free, self.fixed = np.flatnonzero(~unexcited), np.flatnonzero(unexcited)
+        self.theta_fixed = np.where(unexcited, np.asarray(layout.nominal, dtype=float), 0.0)
+        self.signed = np.flatnonzero(np.asarray(layout.signed, dtype=bool) & ~unexcited)
+        # equilibrated columns (an inertial column the data barely see: the unit of a weak one)
+        scale = 1.0 / np.maximum(norms[self.free], 1e-7 * max(float(norms.max()), 1e-300))
+        u, self.singular, self.vt = np.linalg.svd(r_w[:, self.free] * scale, full_matrices=False)
+        self.scale = scale
+        self.transform = np.zeros((k, len(self.free)))
+        self.transform[self.free] = scale[:, None] * self.vt.T
+        self.target = u.T @ rhs
+        self.reachable = self.singular > 1e-12 * max(float(self.singular.max(initial=0.0)), 1e-300)
+
+    def theta(self, z: np.ndarray) -> np.ndarray:
+        return self.theta_fixed + self.transform @ z
+
+    def coordinates(self, theta: np.ndarray) -> np.ndarray:
+        """z of a θ whose fixed parameters are at their nominal values."""
+        return self.vt @ (theta[self.free] / self.scale)
+
+    def pseudo(self, theta: np.ndarray) -> np.ndarray:
+        links = theta[: self.inertial].reshape(self.layout.n_links, N_LINK)
+        return np.einsum("aij,ka->kij", _BASIS, links)
+
+    def feasible(self, theta: np.ndarray) -> bool:
+        if np.any(theta[self.signed] <= 0.0):
+            return False
+        try:
+            np.linalg.cholesky(self.pseudo(theta))
+        except np.linalg.LinAlgError:
+            return False
+        return True
+
+    def max_step(self, theta: np.ndarray, direction: np.ndarray) -> float:
+        """The largest t with θ + t·direction still strictly feasible (inf: unbounded): signed
+        entries stay > 0, and J + t dJ ≻ 0 for every link (the eigenvalues λ of
+        L⁻¹ dJ L⁻ᵀ, J = L Lᵀ: t < −1/λ_min)."""
+        d = direction[self.signed]
+        falling = d < 0.0
+        t = float(np.min(-theta[self.signed][falling] / d[falling])) if falling.any() else np.inf
+        lower_inv = np.linalg.inv(np.linalg.cholesky(self.pseudo(theta)))
+        change = self.pseudo(direction)
+        lam_min = np.linalg.eigvalsh(lower_inv @ change @ lower_inv.transpose(0, 2, 1))[:, 0]
+        if np.any(lam_min < 0.0):
+            t = min(t, float(np.min(-1.0 / lam_min[lam_min < 0.0])))
+        return t
+
+    def chi2(self, z: np.ndarray) -> float:
+        """The data term's excess over the least-squares minimum, units of σ²."""
+        residual = (self.singular * z - self.target)[self.reachable]
+        return float(residual @ residual) / self.sigma2
+
+    def value(self, z: np.ndarray, theta: np.ndarray, mu: float) -> float:
+        prior = self.weight * self.divergence(theta) if self.weight > 0.0 else 0.0
+        return 0.5 * self.chi2(z) + prior - mu * float(np.sum(np.log(theta[self.signed])))
+
+    def divergence(self, theta: np.ndarray) -> float:
+        j = self.pseudo(theta)
+        trace = np.einsum("kij,kji->", self.j0_inv, j)
+        logdet = np.linalg.slogdet(j)[1]
+        return float(trace - logdet.sum() + self.logdet_j0.sum() - 4 * self.layout.n_links)
+
+    def derivatives(
+        self, z: np.ndarray, theta: np.ndarray, mu: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient and Hessian of the objective in z."""
+        grad_theta = np.zeros(len(theta))
+        hess_theta = np.zeros((len(theta), len(theta)))
+        if self.weight > 0.0:
+            j_inv = np.linalg.inv(self.pseudo(theta))
+            g_links = np.einsum("kij,aji->ka", self.j0_inv - j_inv, _BASIS)
+            # tr(J⁻¹ E_a J⁻¹ E_b): the log-det's curvature along the basis matrices
+            left = np.einsum("kij,ajl->kail", j_inv, _BASIS)
+            h_links = np.einsum("kaij,kbji->kab", left, left)
+            grad_theta[: self.inertial] = self.weight * g_links.ravel()
+            for k in range(self.layout.n_links):
+                rows = slice(N_LINK * k, N_LINK * (k + 1))
+                hess_theta[rows, rows] = self.weight * h_links[k]
+        if self.signed.size:
+            values = theta[self.signed]
+            grad_theta[self.signed] -= mu / values
+            hess_theta[self.signed, self.signed] += mu / values**2
+        t = self.transform
+        data_scale = self.singular / self.sigma2
+        grad = t.T @ grad_theta + data_scale * (self.singular * z - self.target)
+        hess = t.T @ hess_theta @ t
+        hess[np.diag_indices_from(hess)] += data_scale * self.singular
+        return grad, hess
+
+
+def fit_geometric(
+    r_factor: np.ndarray,
+    sigma2: float,
+    layout: PriorLayout,
+    weight: float,
+    start: np.ndarray | None = None,
+) -> GeometricFit:
+    """The regularised estimate from `r_factor` ((k+1, k+1) or more rows: the triangular
+    factor of [W | τ] in the standard parameters), the residual variance `sigma2` (Nm²) that
+    makes the data term χ², the parameters' `layout` and the prior's `weight` (> 0; χ² units
+    per unit of divergence). `start`: a feasible θ to begin from (default: the nominal model
+    with friction and rotor inertia at a small positive value)."""
+    objective = _Objective(r_factor, sigma2, layout, weight)
+    warm = False
+    if start is not None:  # its excited parameters, the others at their nominal values
+        theta = np.array(start, dtype=float)
+        theta[objective.fixed] = objective.theta_fixed[objective.fixed]
+        warm = objective.feasible(theta)
+    if not warm:
+        theta = _nominal_start(layout, objective)
+    z = objective.coordinates(theta)
+    theta = objective.theta(z)
+    steps = 0
+    # from a given feasible start (a neighbouring weight's solution): straight at the end
+    mu = BARRIER_START if objective.signed.size and not warm else BARRIER_END
+    while True:
+        z, taken = _newton(objective, z, mu)
+        steps += taken
+        if mu <= BARRIER_END:
+            break
+        mu = max(mu * BARRIER_STEP, BARRIER_END)
+    theta = objective.theta(z)
+    _, hessian = objective.derivatives(z, theta, mu)
+    t = objective.transform
+    covariance = t @ np.linalg.pinv(hessian, rcond=1e-14, hermitian=True) @ t.T
+    return GeometricFit(theta, covariance, objective.chi2(z), objective.divergence(theta), steps)
+
+
+def _nominal_start(layout: PriorLayout, objective: _Objective) -> np.ndarray:
+    """The nominal model (J0 floored where singular), friction and rotor inertia > 0."""
+    theta = np.array(layout.nominal, dtype=float)
+    # the inertial parameters of the (floored) nominal J0: π = M⁺ vec(J0)
+    flat = objective.j0.reshape(layout.n_links, 16)
+    theta[: objective.inertial] = (np.linalg.pinv(PSEUDO_INERTIA_MAP) @ flat.T).T.ravel()
+    signed = objective.signed
+    norms = np.linalg.norm(objective.transform[signed], axis=1)
+    theta[signed] = np.maximum(theta[signed], 0.1 * np.where(norms > 0, norms, 1.0))
+    return theta
+
+
+def _newton(objective: _Objective, z: np.ndarray, mu: float) -> tuple[np.ndarray, int]:
+    """Damped Newton on the objective at barrier weight `mu`, from a feasible z."""
+    theta = objective.theta(z)
+    value = objective.value(z, theta, mu)
+    for step in range(1, MAX_NEWTON_STEPS + 1):
+        grad, hess = objective.derivatives(z, theta, mu)
+        direction = _solve(hess, -grad)
+        decrement2 = float(-grad @ direction)
+        if decrement2 <= NEWTON_TOLERANCE:
+            return z, step
+        step_theta = objective.transform @ direction
+        t = min(1.0, 0.95 * objective.max_step(theta, step_theta))
+        while t > 1e-12:
+            trial_z, trial = z + t * direction, theta + t * step_theta
+            if objective.feasible(trial):
+                trial_value = objective.value(trial_z, trial, mu)
+                if trial_value <= value - 0.25 * t * decrement2:
+                    break
+            t *= 0.5
+        else:
+            return z, step  # no decrease left at machine precision
+        z, theta, value = trial_z, trial, trial_value
+    return z, MAX_NEWTON_STEPS
+
+
+def _solve(hess: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """H⁻¹ rhs by Cholesky of the diagonally scaled H; a tiny ridge where H is singular
+    along a direction nothing constrains."""
+    d = np.sqrt(np.maximum(np.diag(hess), 1e-300))
+    scaled = hess / d[:, None] / d[None, :]
+    for jitter in (0.0, 1e-12, 1e-9, 1e-6):
+        shifted = scaled + jitter * np.eye(len(d)) if jitter else scaled
+        try:
+            np.linalg.cholesky(shifted)  # positive definite: a descent direction
+        except np.linalg.LinAlgError:
+            continue
+        return np.linalg.solve(shifted, rhs / d) / d
+    return np.linalg.lstsq(hess, rhs, rcond=1e-12)[0]
