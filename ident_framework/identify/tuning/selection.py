@@ -33,6 +33,7 @@ from ident_framework.identify.tuning.search import (
     Candidate,
     ColumnSpace,
     SearchLog,
+    load_name,
     per_joint_rmse,
     score_candidate,
     search_columns,
@@ -122,6 +123,8 @@ def select_options(
     chosen_keys = _chosen_keys(best, coulomb, regularise, exact)
     if toggle:
         chosen_keys["friction.temperature"] = "on" if best.temperature else "off"
+    if coulomb and _load_columns(config)[1]:
+        chosen_keys["friction.load_dependent"] = "on" if best.load else "off"
     selection = Selection(
         chosen_keys,
         float(best_rmse),
@@ -151,6 +154,14 @@ def _temperature_columns(config: RunConfig, recordings: list[Dataset]) -> tuple[
     return recorded and mode in ("auto", "on"), recorded and mode == "auto"
 
 
+def _load_columns(config: RunConfig) -> tuple[bool, bool]:
+    """(the fold factors hold the load-dependent columns, the term is a candidate): columns
+    when friction.load_dependent is on, or auto (left to the tuning by
+    `identify/load_friction.py`: then a candidate)."""
+    mode = getattr(config.plugins["friction"].params, "load_dependent", None)
+    return mode in ("auto", "on"), mode == "auto"
+
+
 class _Spaces:
     """The column space (fold factors) of each preprocessing candidate: one preprocessing of
     every recording and one regressor pass each, all candidates at once on forked workers
@@ -161,7 +172,11 @@ class _Spaces:
         self.recordings, self.plan = recordings, plan
         # coulomb_viscous, its temperature columns in the factors, the term a candidate
         self.coulomb, thermal, self.toggle = friction
-        self.own = _own_columns(config, builder, (self.coulomb, thermal), start, config.tuning)
+        # the load-dependent columns in the factors, the term a candidate
+        self.load, self.load_toggle = _load_columns(config) if self.coulomb else (False, False)
+        self.own = _own_columns(
+            config, builder, (self.coulomb, thermal), start, config.tuning, self.load
+        )
         self.row_spaces = joint_row_spaces(builder)
         self.spaces: dict[tuple[float, bool], ColumnSpace] = {}
         # the samples the data checks do not trust are in no fold (`data/checks.py`)
@@ -219,6 +234,7 @@ class _Spaces:
             self.coulomb,
             tuple(self.builder.friction.parameter_names),
             self.toggle,
+            self.load_toggle,
         )
 
 
@@ -267,6 +283,7 @@ def _configured(config: RunConfig, n: int) -> Candidate:
         float(getattr(estimator, "ridge", 0.0)),
         float(getattr(estimator, "truncate", 0.0)),
         getattr(friction, "temperature", "off") == "on",
+        getattr(friction, "load_dependent", "off") == "on",
     )
 
 
@@ -304,9 +321,11 @@ def _own_columns(
     friction: tuple[bool, bool],
     start: Candidate,
     settings: Any,
+    load: bool = False,
 ) -> OwnColumns:
     """Every joint's own candidate columns: friction shapes (and, `friction[1]`, their
-    temperature columns: each times T - T_ref), rotor inertia, offset; and the coupled
+    temperature columns: each times T - T_ref; `load`, each Coulomb shape's load column: times
+    |tau_load| of the nominal model, `OwnColumns.load`), rotor inertia, offset; and the coupled
     motors' columns (`robot.coupled_joints`: shared by two joints' rows, always in the model,
     with the configured friction shape and rotor-inertia option)."""
     coulomb, thermal = friction
@@ -322,6 +341,8 @@ def _own_columns(
         names = ("fv", *(name for name, _ in shapes), "Ia", "offset")
         if thermal:
             names = (*names[:-2], *(temperature_name(name) for name in names[:-2]), "Ia", "offset")
+        if load:
+            names = (*names[:-2], *(load_name(name) for name, _ in shapes), "Ia", "offset")
         reference = np.asarray(selected.params.reference_temperature, dtype=float)
 
         def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
@@ -330,6 +351,8 @@ def _own_columns(
             if thermal:
                 warmer = (data.temperature[rows] - reference)[:, :, None]
                 columns += [c * warmer for c in columns]
+            if load:  # per Nm of load: `fold_factors` multiplies them by |tau_load|
+                columns += columns[1 : 1 + len(models)]
             return columns
 
     else:
@@ -346,8 +369,9 @@ def _own_columns(
         parts = [*friction_values(data, rows), ddq[:, :, None], np.ones((*ddq.shape, 1))]
         return np.concatenate(parts, axis=-1)
 
+    loaded = tuple(i for i, name in enumerate(names) if name.endswith(load_name("")))
     if not builder.couplings:
-        return OwnColumns(tuple(names), values)
+        return OwnColumns(tuple(names), values, load=loaded)
 
     def coupled(data: Dataset, rows: np.ndarray) -> np.ndarray:
         return builder.coupled_terms(data.dq[rows], data.ddq[rows])

@@ -80,10 +80,9 @@ class SampleRegressor:
     def standard_rows(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """(n, p) regressor rows in the standard parameters (a view, overwritten next call)."""
         full = self._full
-        full[:, : self._n_inertial] = pin.computeJointTorqueRegressor(
-            self._model, self._data, q, dq, ddq
-        )
-        own = self.builder.own_terms(dq[None, :], ddq[None, :])[0]  # (n, e)
+        rigid = full[:, : self._n_inertial]
+        rigid[:] = pin.computeJointTorqueRegressor(self._model, self._data, q, dq, ddq)
+        own = self.builder.own_terms(dq[None, :], ddq[None, :], None, rigid[None])[0]  # (n, e)
         full[self._own_rows, self._own_cols] = own.ravel()
         return full
 
