@@ -239,6 +239,15 @@ def _tuning_rows(run) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
+def test_online_refuses_the_term_on():
+    from ident_framework.errors import UserError
+    from ident_framework.modes.online.sample_regressor import check_streamable
+
+    builder, _ = _truth(TRUE_FL)
+    with pytest.raises(UserError, match="friction.load_dependent=off or auto"):
+        check_streamable(builder, "coulomb_viscous")
+
+
 def test_distributed_refuses_the_term_on(tmp_path):
     log = _load_log(tmp_path / "ident.csv", 1, TRUE_FL)
     result = run_cli(
