@@ -208,8 +208,9 @@ def test_tuning_turns_the_term_on_and_predict_rebuilds_the_model(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     parameters = yaml.safe_load((run / "parameters.yaml").read_text())
     assert parameters["tuning"]["chosen"]["friction.load_dependent"] == "on"
-    stages = {row["stage"] for row in _tuning_rows(run)}
-    assert "load-dependent friction" in stages
+    rows = _tuning_rows(run)
+    tried = {row["load_dependent"] for row in rows if row["stage"] == "load-dependent friction"}
+    assert tried and [row["load_dependent"] for row in rows if row["chosen"] == "True"] == ["on"]
     assert parameters["load_friction"]["chosen"] == {"friction.load_dependent": "on"}
     joint = parameters["joints"][1]
     assert joint["fL"]["value"] == pytest.approx(TRUE_FL[1], rel=0.15)
@@ -230,6 +231,28 @@ def test_tuning_turns_the_term_on_and_predict_rebuilds_the_model(tmp_path):
     assert again["physical"]["rmse"] == pytest.approx(
         metrics["validation"]["physical"]["rmse"], rel=1e-9
     )
+
+
+@pytest.mark.slow
+def test_tuning_tries_the_term_on_a_log_without_load_dependence(tmp_path):
+    """fL = 0 in the log: the stage tries the term; if it keeps it, fL is ~0 and it does not
+    matter on the validation motion."""
+    ident = _load_log(tmp_path / "ident.csv", 1, np.zeros(6))
+    other = _load_log(tmp_path / "other.csv", 2, np.zeros(6))
+    run = tmp_path / "run"
+    result = run_cli(
+        "source=csv", f"source.path={ident}", "validation=csv", f"validation.path={other}",
+        "plots=false", f"hydra.run.dir={run}", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = _tuning_rows(run)
+    assert {r["load_dependent"] for r in rows if r["stage"] == "load-dependent friction"}
+    metrics = json.loads((run / "metrics.json").read_text())
+    if "load_friction" in metrics:
+        fit = metrics["load_friction"]
+        assert max(abs(v) for v in fit["fL"][:5]) < 2e-3
+        twin = fit["twin"]
+        assert abs(twin["cost_rmse"]) < 0.02 * twin["validation_rmse_with_term"]
 
 
 def _tuning_rows(run) -> list[dict]:

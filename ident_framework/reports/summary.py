@@ -80,10 +80,13 @@ def load_friction_lines(result: IdentificationResult) -> list[str]:
         return []
     values = " ".join(f"{v:.4g}" for v in fit["fL"])
     settled = "settled" if fit["converged"] else f"not settled within {fit['max_fits']}"
+    twin = fit["twin"]
     return [
         f"friction load-dependent term on: + fL |tau_load| s(dq), tau_load the model's own "
         f"rigid-body torque; fL per joint {values} Nm/Nm; {fit['fits']} fits ({settled}; "
-        "fit 1 with the nominal model's torque)"
+        f"fit 1 with the nominal model's torque); validation RMSE without the term (as the "
+        f"twin has it) {twin['validation_rmse_without_term']:.4f} Nm, with it "
+        f"{twin['validation_rmse_with_term']:.4f} Nm"
     ]
 
 
