@@ -18,7 +18,12 @@ from ident_framework.data.csv_log import write_csv_log
 from ident_framework.data.dataset import Dataset
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.identify import load_friction
-from ident_framework.identify.linear_problem import predict_torque
+from ident_framework.identify.linear_problem import (
+    accumulate_joint_factors,
+    predict_torque,
+    project_to_base,
+    standard_model,
+)
 from ident_framework.identify.load_friction import resolve_load
 from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.result import StepTimer
@@ -95,6 +100,13 @@ def test_the_load_column_is_the_coulomb_shape_times_the_rigid_body_torque():
     sign = np.where(np.abs(dq) > 0.05, np.sign(dq), 0.0)
     np.testing.assert_allclose(columns, np.abs(rnea) * sign, atol=1e-9)  # nominal: its RNEA
     assert CoulombViscousFriction(CoulombViscousParams()).parameter_names == ("fv", "fc")
+    # fL is a friction kind: estimator=consistent keeps it >= 0
+    _, q, dq, ddq = sines(2.0, 50.0, 5)
+    chunks = [(q, dq, ddq, np.zeros_like(q))]
+    factors, _ = accumulate_joint_factors(nominal, chunks)
+    base, _, _ = project_to_base(factors, nominal.parameter_names, 1e-8)
+    kinds = standard_model(nominal, factors, base).kinds
+    assert {kinds[nominal.parameter_names.index(f"fL_{j + 1}")] for j in range(6)} == {"friction"}
 
 
 @pytest.mark.slow
