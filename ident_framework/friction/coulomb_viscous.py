@@ -19,6 +19,25 @@ T_ref (°C per joint, `reference_temperature`) is fixed when the model is identi
 the identification data's mean per joint) and saved with it, so fv and fc are the friction at
 T_ref. `temperature: auto` lets the pipeline decide (`identify/temperature.py`): off without
 recorded temperatures, else chosen by `tuning=cv` (on without tuning).
+
+Load-dependent term (`load_dependent: on`): one more column per joint, |tau_load| s(dq), i.e.
+tau_f = fv dq + fc s(dq) + fL |tau_load| s(dq): a harmonic drive's friction grows with the
+torque it transmits. fL (Nm of friction per Nm of load, dimensionless, >= 0) uses the
+joint's own Coulomb shape s (dead-band sign or tanh of its width): it is a Coulomb friction
+whose level grows with the load, fc + fL |tau_load|, so the shape the tuning chooses serves
+both and the term adds no width of its own. tau_load (Nm, per joint) is the model's own
+rigid-body and rotor-inertia torque, never the measured one, so that the column exists on any
+motion (validation, mode=predict): `basis` gives s(dq) in the fL column and the
+regressor multiplies it by |Y_rb theta_rb + Ia ddq| from the rigid-body rows it computes
+anyway (`model/regressor.py`, `RegressorBuilder.with_load`). The identification starts from
+the nominal robot model's torque and refits with its own until fL and the fit settle
+(`identify/load_friction.py`). `load_dependent: auto` (the default) is chosen by `tuning=cv`
+and off without tuning: the term is n more parameters whose column is only as good as the
+model's own torque, and on data whose friction does not depend on the load (a simulator's)
+it fits noise (measured: +0.1-0.2 % on a simulated UR10e), untuned least squares gives large
+negative fL on weakly loaded joints (a real KUKA LWR4+: -0.7 to -1.3, one case 13 % worse,
+experiments/README.md), and the twin (MuJoCo) cannot carry it. mode=online and mode=factor
+refuse `on` (no whole identification to iterate tau_load over) and leave `auto` off.
 """
 
 from __future__ import annotations
@@ -42,6 +61,8 @@ def _per_joint(value: float | list[float] | None, key: str) -> np.ndarray | None
 
 TEMPERATURE_MODES = ("auto", "on", "off")
 TEMPERATURE_NAMES = ("fv_T", "fc_T")  # Nm·s/rad/K, Nm/K: the friction's change per kelvin
+LOAD_MODES = ("auto", "on", "off")
+LOAD_NAME = "fL"  # Nm/Nm: Coulomb friction per Nm of the joint's rigid-body torque
 
 
 @dataclass
@@ -50,12 +71,13 @@ class CoulombViscousParams:
     (rad/s) of a smooth sign tanh(dq / w) instead, one value or one per joint (0 or null: the
     dead-band sign). temperature: auto | on | off, the temperature term (module doc);
     reference_temperature: T_ref in °C, one value or one per joint (null: the identification
-    data's mean)."""
+    data's mean); load_dependent: auto | on | off, the load-dependent term fL (module doc)."""
 
     dead_band: float = 0.01
     tanh_width: float | list[float] | None = None
     temperature: str = "auto"
     reference_temperature: float | list[float] | None = None
+    load_dependent: str = "auto"
 
     def __post_init__(self) -> None:
         if not self.dead_band >= 0.0:
@@ -77,13 +99,20 @@ class CoulombViscousParams:
                     f"joint, got {self.reference_temperature}"
                 )
             self.reference_temperature = float(ref[0]) if ref.size == 1 else ref.tolist()
+        if isinstance(self.load_dependent, bool):
+            self.load_dependent = "on" if self.load_dependent else "off"
+        if self.load_dependent not in LOAD_MODES:
+            raise ValueError(
+                f"load_dependent must be one of {list(LOAD_MODES)}, got {self.load_dependent!r}"
+            )
 
 
 class CoulombViscousFriction(FrictionModelDefaults):
     """Viscous (Nm·s/rad) and Coulomb (Nm) friction per joint, linear in its parameters."""
 
     parameter_names: tuple[str, ...] = ("fv", "fc")
-    parameter_units = {"fv_T": "Nm·s/rad/K", "fc_T": "Nm/K"}
+    parameter_units = {"fv_T": "Nm·s/rad/K", "fc_T": "Nm/K", LOAD_NAME: "Nm/Nm"}
+    load_column: int | None = None  # index of fL in parameter_names (None: no load term)
 
     def __init__(self, params: CoulombViscousParams):
         self.dead_band = float(params.dead_band)
@@ -97,6 +126,10 @@ class CoulombViscousFriction(FrictionModelDefaults):
         )
         if self.uses_temperature:
             self.parameter_names = ("fv", "fc", *TEMPERATURE_NAMES)
+        # the load-dependent term: on only once the pipeline said so (`auto`: decided there)
+        if params.load_dependent == "on":
+            self.load_column = len(self.parameter_names)
+            self.parameter_names = (*self.parameter_names, LOAD_NAME)
 
     def _broadcast(self, values: np.ndarray, n: int, key: str) -> np.ndarray:
         if values.size not in (1, n):
@@ -108,7 +141,8 @@ class CoulombViscousFriction(FrictionModelDefaults):
 
     def basis(self, dq: np.ndarray) -> np.ndarray:
         """(N, n, k) columns dq, s(dq) (and, with the temperature term, its two columns at
-        T = T_ref, i.e. zero: `temperature_basis` fills them)."""
+        T = T_ref, i.e. zero: `temperature_basis` fills them; with the load term, s(dq) per
+        Nm of load: the regressor multiplies it by |tau_load|)."""
         n = dq.shape[-1]
         width = self._broadcast(self.tanh_width, n, "tanh_width")
         sign = np.where(np.abs(dq) > self.dead_band, np.sign(dq), 0.0)
@@ -118,6 +152,8 @@ class CoulombViscousFriction(FrictionModelDefaults):
         columns = [dq, sign]
         if self.uses_temperature:
             columns += [np.zeros_like(dq), np.zeros_like(dq)]
+        if self.load_column is not None:
+            columns.append(sign)
         return np.stack(columns, axis=-1)
 
     def temperature_basis(self, basis: np.ndarray, temperature: np.ndarray) -> np.ndarray:

@@ -122,7 +122,7 @@ class JointAccumulators:
         """One chunk (q, dq, ddq, tau[, friction]); its projected rows into `keep` at `rows`."""
         q, dq, ddq, tau = chunk[:4]
         rigid = self.builder.rigid_body(q, dq, ddq)
-        own = self.builder.own_terms(dq, ddq, chunk[4] if len(chunk) > 4 else None)
+        own = self.builder.own_terms(dq, ddq, chunk[4] if len(chunk) > 4 else None, rigid)
         pairs = zip(self.blocks, self.spaces, strict=True)
         projected = [rigid[:, j, block] @ space for j, (block, space) in enumerate(pairs)]
         for j, accumulator in enumerate(self.accumulators):

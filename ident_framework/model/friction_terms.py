@@ -6,7 +6,9 @@ nonlinear parameters (`interfaces.NonlinearFrictionModel`) also names them
 along a recording in time order (`sequential`: a state such as LuGre's bristle deflection).
 A model may also use the joint temperatures (`uses_temperature`, e.g. `coulomb_viscous` with
 its temperature term): its `basis(dq)` is then the friction at its reference temperature and
-`temperature_basis(basis, T)` adds the temperature's share (`with_temperature`). These helpers
+`temperature_basis(basis, T)` adds the temperature's share (`with_temperature`). A model may
+have a load-dependent column (`load_column`): its basis holds the column per Nm of the joint's
+rigid-body torque, which the regressor multiplies by |tau_load| (`RegressorBuilder`). These helpers
 give all kinds one interface; `check_friction_model` checks that a plugin
 declaring nonlinear parameters implements what the engine calls (`extension_points.conform`).
 """
@@ -45,6 +47,13 @@ def check_friction_model(model: Any, name: str, distribution: str) -> Any:
 def uses_temperature(model: Any) -> bool:
     """Whether the model's columns depend on the joint temperatures (°C) too."""
     return bool(getattr(model, "uses_temperature", False))
+
+
+def load_column(model: Any) -> int | None:
+    """Index of the model's load-dependent column (`coulomb_viscous` with `load_dependent`:
+    its basis gives s(dq) there, the regressor multiplies it by |tau_load|), None without."""
+    column = getattr(model, "load_column", None)
+    return None if column is None else int(column)
 
 
 def with_temperature(model: Any, columns: np.ndarray, temperature: np.ndarray) -> np.ndarray:

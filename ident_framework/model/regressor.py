@@ -13,6 +13,14 @@ them (`nonlinear`, (n, m); `with_nonlinear` gives a builder at other values). A 
 (a state integrated along the motion) needs the whole recording in time order: callers pass
 its basis, computed once by `friction_basis(t, dq)`, sliced to the chunk (`compute(...,
 friction=)`); without it the model's time-free (steady-state) basis is used.
+
+A friction model with a load-dependent column (`friction_terms.load_column`, e.g.
+`coulomb_viscous` with `load_dependent: on`) has there s(dq) per Nm of load; the builder
+multiplies it by |tau_load|, tau_load = Y_rb theta_rb + Ia ddq (N, n) Nm from the rigid-body
+rows it computes anyway and its `load_inertial`, `load_armature` (the robot's nominal inertial
+parameters and rotor inertia, i.e. its RNEA, until `with_load` sets fitted ones): no measured
+torque, no extra Pinocchio call. A coupled motor has no load term (the load of its two joints
+is shared): its fL column is zero, so that parameter is not identified.
 """
 
 from __future__ import annotations
@@ -61,6 +69,35 @@ class RegressorBuilder:
         if friction_terms.is_nonlinear(friction):
             configured = friction_terms.from_physical(friction, {}, n)[1]
             self.nonlinear = configured if nonlinear is None else self._checked(nonlinear)
+        self.load_column = friction_terms.load_column(friction)
+        # (10 n,) inertial parameters and (n,) rotor inertia (kg·m²) of tau_load: nominal
+        self.load_inertial = robot.inertial_parameters()
+        self.load_armature = robot.armature()
+
+    @property
+    def load_dependent(self) -> bool:
+        """Whether a friction column is multiplied by |tau_load| (see the module doc)."""
+        return self.load_column is not None
+
+    def with_load(self, theta: np.ndarray) -> RegressorBuilder:
+        """The same regressor with tau_load from the standard parameters `theta` (this
+        regressor's order): their inertial part and, with the armature columns, their rotor
+        inertia (none without: the model then has no rotor torque)."""
+        theta = np.asarray(theta, dtype=float)
+        other = copy.copy(self)
+        other.load_inertial = theta[: self.n_inertial].copy()
+        n = self.robot.n_joints
+        if self.armature:
+            start = self.n_inertial + self.n_friction
+            other.load_armature = theta[start : start + n].copy()
+        else:
+            other.load_armature = np.zeros(n)
+        return other
+
+    def load_torque(self, rigid: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """(N, n) tau_load = Y_rb theta_rb + Ia ddq in Nm from the rigid-body rows (N, n, 10 n)
+        and the accelerations (N, n) rad/s² (`load_inertial`, `load_armature`)."""
+        return rigid @ self.load_inertial + self.load_armature * ddq
 
     def _checked(self, nonlinear: np.ndarray) -> np.ndarray:
         shape = (self.robot.n_joints, len(friction_terms.nonlinear_names(self.friction)))
@@ -135,6 +172,8 @@ class RegressorBuilder:
             at_motor = dq.copy()
             at_motor[:, coupling.driven] = coupling.motor_speed(dq)
             motor = [self.friction_basis(None, at_motor)[:, coupling.driven, :]]
+            if self.load_column is not None:  # no load term: two joints share its load
+                motor[0][:, self.load_column] = 0.0
             if self.armature:
                 motor.append(coupling.motor_speed(ddq)[:, None])
             motor_columns = np.concatenate(motor, axis=-1)  # (N, m) Nm per unit parameter
@@ -154,13 +193,24 @@ class RegressorBuilder:
         return out
 
     def own_terms(
-        self, dq: np.ndarray, ddq: np.ndarray, friction: np.ndarray | None = None
+        self,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+        friction: np.ndarray | None = None,
+        rigid: np.ndarray | None = None,
     ) -> np.ndarray:
         """(N, n, e): each joint's own columns, which act on that joint's row only: the
         friction basis (`friction` if given), then ddq_j (rotor inertia) and 1 (offset) when
         enabled, then the coupled motors' columns (zero on the rows of joints they do not
-        drive)."""
-        parts = [self.friction_basis(None, dq) if friction is None else friction]
+        drive). `rigid`: these rows' rigid-body regressor (N, n, 10 n), which a load-dependent
+        friction column needs (`load_torque`)."""
+        basis = self.friction_basis(None, dq) if friction is None else friction
+        if self.load_column is not None:
+            if rigid is None:
+                raise ValueError("the load-dependent friction column needs the rigid-body rows")
+            basis = np.array(basis, dtype=float, copy=True)
+            basis[..., self.load_column] *= np.abs(self.load_torque(rigid, ddq))
+        parts = [basis]
         if self.armature:
             parts.append(ddq[:, :, None])
         if self.torque_offset:
@@ -177,7 +227,7 @@ class RegressorBuilder:
         q, dq, ddq = (np.ascontiguousarray(a, dtype=float) for a in (q, dq, ddq))
         out = np.zeros((*q.shape, self.n_parameters))
         out[:, :, : self.n_inertial] = self.rigid_body(q, dq, ddq)
-        own = self.own_terms(dq, ddq, friction)
+        own = self.own_terms(dq, ddq, friction, out[:, :, : self.n_inertial])
         for j in range(q.shape[1]):
             out[:, j, self.own_columns(j)] = own[:, j, :]
         return out

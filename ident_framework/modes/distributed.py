@@ -118,6 +118,13 @@ def _require_linear(builder, mode: str) -> None:
             "factor job sees. Set friction.temperature=off (with auto the term is off in "
             "distributed identification: joint temperatures are ignored)."
         )
+    if builder.load_dependent:
+        raise UserError(
+            f"{mode} does not support the friction's load-dependent term "
+            "(friction.load_dependent=on): its column comes from the model's own rigid-body "
+            "torque, refitted over the whole identification data, which no factor job sees. "
+            "Set friction.load_dependent=off (or auto: off in distributed identification)."
+        )
     if friction_terms.is_nonlinear(builder.friction):
         raise UserError(
             f"{mode} needs a friction model linear in its parameters (coulomb_viscous, none): "

@@ -21,6 +21,11 @@ from ident_framework.identify.estimation import estimate, require_samples
 from ident_framework.identify.excitation_objective import make_condition_objective
 from ident_framework.identify.friction_fit import fit_nonlinear_friction
 from ident_framework.identify.linear_problem import build_problem
+from ident_framework.identify.load_friction import (
+    fit_with_load,
+    load_friction_metrics,
+    resolve_load,
+)
 from ident_framework.identify.metrics import data_metrics, fit_metrics, identifiability_metrics
 from ident_framework.identify.physical_check import physical_check
 from ident_framework.identify.prediction import fuse_residual, predict_physical, residual_metrics
@@ -107,6 +112,7 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResu
         resolved = resolve_temperature(
             config, recorded, validation_recorded, tuning_applies(config)
         )
+        resolved = resolve_load(resolved, tuning_applies(config))
         if resolved.plugins["friction"].params != config.plugins["friction"].params:
             config, builder = resolved, regressor_builder(resolved, robot)
         config, builder = select_options(config, robot, builder, recordings_of(recorded), checked)
@@ -147,14 +153,27 @@ def identify(
                 builder, train, chunk_size, settings.tolerance, progress
             )
         builder = builder.with_nonlinear(friction_fit.values)
-    with timer("regressor"):
-        problem, base, cond = build_problem(
-            builder, train, chunk_size, settings.tolerance, progress, settings.method
-        )
-    with timer("estimation"):
-        estimator, theta = estimate(plugins["estimator"], problem, base)
+
+    def fit(builder: RegressorBuilder) -> tuple:
+        with timer("regressor"):
+            problem, base, cond = build_problem(
+                builder, train, chunk_size, settings.tolerance, progress, settings.method
+            )
+        with timer("estimation"):
+            estimator, theta = estimate(plugins["estimator"], problem, base)
+        return problem, base, cond, estimator, theta
+
+    # A load-dependent friction term: refit with tau_load from the fit until it settles; the
+    # model's tau_load is then its own parameters' (the kept rows are of the last fit's).
+    load_fit = None
+    if builder.load_dependent:
+        builder, fitted, load_fit = fit_with_load(builder, fit)
+    else:
+        fitted = fit(builder)
+    problem, base, cond, estimator, theta = fitted
+    kept = None if load_fit is not None else problem.kept_rows
     with timer("prediction"):
-        predictions = predict_physical(builder, data.splits(), theta, chunk_size, problem.kept_rows)
+        predictions = predict_physical(builder, data.splits(), theta, chunk_size, kept)
     residual = plugins["residual"].create()
     out_of_range: dict[str, dict[str, Any]] = {}
     if residual.active:
@@ -195,6 +214,12 @@ def identify(
         predictions["validation"].physical, timer,
     )  # fmt: skip
     metrics.update(twin_section)
+    if load_fit is not None:
+        metrics["load_friction"] = load_friction_metrics(
+            builder, theta, load_fit, validation, predictions["validation"].physical, chunk_size
+        )
+        if "twin" in metrics:
+            metrics["twin"]["load_dependent_friction"] = metrics["load_friction"]["twin"]
     metrics["data"] = data_metrics(train, validation)
     metrics["timing_s"] = timer.seconds
     model = IdentifiedModel(

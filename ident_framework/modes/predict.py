@@ -79,8 +79,9 @@ def load_saved_model(run_dir: str | Path) -> SavedModel:
     except (yaml.YAMLError, ValueError) as error:
         raise UserError(f"Cannot read the saved run in {folder}: {error}") from None
     # the options tuning=cv chose for that run (parameters.yaml `tuning.chosen`)
-    # and the friction's temperature term (`temperature.chosen`: on, and its reference)
-    for section in ("tuning", "temperature"):
+    # and the friction's temperature term (`temperature.chosen`: on, and its reference) and
+    # load-dependent term (`load_friction.chosen`: on)
+    for section in ("tuning", "temperature", "load_friction"):
         for key, value in (((parameters or {}).get(section) or {}).get("chosen") or {}).items():
             OmegaConf.update(cfg, key, value, merge=False)
     config = validate_config(cfg, get_registry())
@@ -101,6 +102,8 @@ def load_saved_model(run_dir: str | Path) -> SavedModel:
         loaded = learner.load(folder / run_files.RESIDUAL_FOLDER)
         residual = conform("residual", loaded, selected.info.name, selected.info.distribution)
     theta = np.array([float(v) for v in saved.values()])
+    if builder.load_dependent:  # tau_load from the model's own parameters, as identified
+        builder = builder.with_load(theta)
     return SavedModel(folder, config, robot, builder, theta, residual)
 
 

@@ -216,8 +216,30 @@ def parameters_document(result: IdentificationResult) -> dict[str, Any]:
                 else {}
             ),
             **temperature_document(result),
+            **load_friction_document(result),
         }
     )
+
+
+def load_friction_document(result: IdentificationResult) -> dict[str, Any]:
+    """parameters.yaml `load_friction` when the friction has its load-dependent term: the
+    config key `mode=predict` applies (`chosen`), fL per joint, how tau_load was iterated and
+    that the twin omits the term (empty when the term is off)."""
+    fit = result.metrics.get("load_friction")
+    if fit is None:
+        return {}
+    joints = list(result.model.robot.joint_names)
+    return {
+        "load_friction": {
+            "chosen": {"friction.load_dependent": "on"},
+            "model": "tau_f = fv dq + fc s(dq) + fL |tau_load| s(dq), tau_load the model's own "
+            "rigid-body + rotor torque (its standard parameters); fL in Nm/Nm",
+            "fL": dict(zip(joints, fit["fL"], strict=True)),
+            "fits": fit["fits"],
+            "converged": fit["converged"],
+            "twin": fit["twin"]["note"],
+        }
+    }
 
 
 def temperature_document(result: IdentificationResult) -> dict[str, Any]:

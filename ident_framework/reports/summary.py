@@ -34,6 +34,7 @@ def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[s
     lines += tuning_lines(result.config.selection)
     lines += estimator_lines(result)
     lines += temperature_lines(result)
+    lines += load_friction_lines(result)
     for split in ("train", "validation"):
         lines += metric_lines(split, m[split])
         lines += recording_lines(m[split].get("recordings") or [])
@@ -93,6 +94,23 @@ def temperature_lines(result: IdentificationResult) -> list[str]:
         f"friction temperature term on: fv(T) = fv + fv_T (T - T_ref), fc(T) = fc + fc_T "
         f"(T - T_ref), T_ref per joint {reference} °C; twin.xml carries fv and fc at T_ref "
         "(MuJoCo's damping and frictionloss are constants)"
+    ]
+
+
+def load_friction_lines(result: IdentificationResult) -> list[str]:
+    """The friction's load-dependent term, when on: how tau_load was iterated."""
+    fit = result.metrics.get("load_friction")
+    if fit is None:
+        return []
+    values = " ".join(f"{v:.4g}" for v in fit["fL"])
+    settled = "settled" if fit["converged"] else f"not settled within {fit['max_fits']}"
+    twin = fit["twin"]
+    return [
+        f"friction load-dependent term on: + fL |tau_load| s(dq), tau_load the model's own "
+        f"rigid-body torque; fL per joint {values} Nm/Nm; {fit['fits']} fits ({settled}; "
+        f"fit 1 with the nominal model's torque); validation RMSE without the term (as the "
+        f"twin has it) {twin['validation_rmse_without_term']:.4f} Nm, with it "
+        f"{twin['validation_rmse_with_term']:.4f} Nm"
     ]
 
 
@@ -265,6 +283,13 @@ def twin_lines(result: IdentificationResult, twin_prefix: str = "") -> list[str]
         f" identified model {moving['identified_model_rmse']:.4f} Nm "
         f"(ratio {moving['ratio_twin_to_identified']:.4f})",
     ]
+    load = twin.get("load_dependent_friction")
+    if load is not None:
+        lines.append(
+            f"  the twin omits the load-dependent friction fL |tau_load| s(dq) (MuJoCo has none):"
+            f" the identified model without it {load['validation_rmse_without_term']:.4f} Nm vs "
+            f"{load['validation_rmse_with_term']:.4f} Nm with it on the validation data"
+        )
     for key, label in (
         ("forward_divergence_rad", "twin"),
         ("forward_divergence_rad_nominal", "nominal"),

@@ -12,7 +12,7 @@ from ident_framework.reports import run_files
 
 COLUMNS = (
     "stage", "lowpass_hz", "velocity", "armature", "torque_offset", "dead_band", "tanh_width",
-    "ridge", "truncate", "temperature", "weight", "rank", "cv_rmse", "chosen",
+    "ridge", "truncate", "temperature", "load_dependent", "weight", "rank", "cv_rmse", "chosen",
 )  # fmt: skip
 
 

@@ -32,12 +32,15 @@ class OwnColumns:
     "Ia", "offset") and `values(data, rows)` -> (len(rows), n, len(names)) at those rows of a
     preprocessed dataset; `shared`: columns whose parameter is shared by several joints' rows
     (a coupled motor's, `model/coupling.py`), `shared_values(data, rows)` -> (len(rows), n,
-    len(shared))."""
+    len(shared)); `load`: the indices (into `names`) of columns given per Nm of load, which
+    are multiplied by |tau_load| of their row, the nominal robot model's rigid-body + rotor
+    torque (`RegressorBuilder.load_torque`: the load-dependent friction's columns)."""
 
     names: tuple[str, ...]
     values: Callable[[Dataset, np.ndarray], np.ndarray]
     shared: tuple[str, ...] = ()
     shared_values: Callable[[Dataset, np.ndarray], np.ndarray] | None = None
+    load: tuple[int, ...] = ()
 
     def index(self, name: str) -> int:
         return self.names.index(name)
@@ -124,6 +127,10 @@ def fold_factors(
                 rows = kept[start : start + CHUNK]
                 rigid = builder.rigid_body(data.q[rows], data.dq[rows], data.ddq[rows])
                 own_part = own_values[start : start + CHUNK]
+                if own.load:
+                    own_part = own_part.copy()
+                    load = np.abs(builder.load_torque(rigid, data.ddq[rows]))
+                    own_part[:, :, list(own.load)] *= load[:, :, None]
                 fold = recording.labels[rows]
                 bounds = [0, *(np.flatnonzero(np.diff(fold)) + 1).tolist(), len(rows)]
                 for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):

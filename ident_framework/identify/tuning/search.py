@@ -4,7 +4,9 @@ Coordinate search, each stage keeping the best candidate so far: on the configur
 preprocessing the column options are chosen greedily (`search_columns`): regressor columns
 (rotor inertia, offset), the Coulomb dead band (`coulomb_viscous`), each joint's friction
 shape (dead-band sign or tanh of a width, `sweeps` passes over the joints), the friction's
-temperature term on or off (when the recordings have joint temperatures), then the
+temperature term on or off (when the recordings have joint temperatures), its load-dependent
+term on or off (`coulomb_viscous`, `load_dependent: auto`; scored with tau_load from the
+nominal robot model, where the final fit iterates it: `identify/load_friction.py`), then the
 estimator's regularisation (ridge toward the nominal parameters, truncated SVD; `ls` only).
 Then every preprocessing candidate (low-pass cut-off x velocity source; each needs one pass
 of the regressor over the rows the cross-validation uses) is scored with those options; when
@@ -33,6 +35,11 @@ def temperature_name(column: str) -> str:
     return f"{column}*dT"
 
 
+def load_name(column: str) -> str:
+    """The name of a Coulomb column's load partner (the column times |tau_load|)."""
+    return f"{column}*|tau|"
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One combination of options. tanh_width (n,) rad/s per joint, 0: dead-band sign."""
@@ -47,6 +54,7 @@ class Candidate:
     truncate: float = 0.0
     temperature: bool = False  # the friction's temperature term (coulomb_viscous)
     weight: float = 0.0  # the log-det prior's weight (estimator=geometric)
+    load: bool = False  # the friction's load-dependent term (coulomb_viscous)
 
     def row(self) -> dict[str, Any]:
         return {
@@ -60,6 +68,7 @@ class Candidate:
             "truncate": self.truncate,
             "temperature": "on" if self.temperature else "off",
             "weight": self.weight,
+            "load_dependent": "on" if self.load else "off",
         }
 
 
@@ -75,6 +84,7 @@ class ColumnSpace:
     coulomb: bool
     friction_names: tuple[str, ...] = ()
     temperature: bool = False  # the temperature term is a candidate (on or off)
+    load: bool = False  # the load-dependent term is a candidate (on or off)
 
     def columns(self, candidate: Candidate) -> tuple[np.ndarray, np.ndarray]:
         f = self.factors
@@ -90,6 +100,8 @@ class ColumnSpace:
                 own += [("fv", 0.0), (shape, 0.0)]
                 if candidate.temperature:
                     own += [(temperature_name("fv"), 0.0), (temperature_name(shape), 0.0)]
+                if candidate.load:
+                    own.append((load_name(shape), 0.0))
             else:
                 own += [(name, 0.0) for name in self.friction_names]
             if candidate.armature:
@@ -210,6 +222,8 @@ def search_columns(
                 break
     if space.temperature:
         consider([replace(best, temperature=not best.temperature)], "temperature term")
+    if space.load:
+        consider([replace(best, load=not best.load)], "load-dependent friction")
     if regularise:
         options = [(r, 0.0) for r in grids.ridges] + [(0.0, t) for t in grids.truncations]
         columns, nominal = space.columns(best)

@@ -34,6 +34,7 @@ from ident_framework.identify.tuning.search import (
     ColumnSpace,
     SearchLog,
     choose_prior_weight,
+    load_name,
     per_joint_rmse,
     score_candidate,
     search_columns,
@@ -139,6 +140,8 @@ def select_options(
         chosen_keys["estimator.weight"] = float(best.weight)
     if toggle:
         chosen_keys["friction.temperature"] = "on" if best.temperature else "off"
+    if coulomb and _load_columns(config)[1]:
+        chosen_keys["friction.load_dependent"] = "on" if best.load else "off"
     selection = Selection(
         chosen_keys,
         float(best_rmse),
@@ -169,6 +172,14 @@ def _temperature_columns(config: RunConfig, recordings: list[Dataset]) -> tuple[
     return recorded and mode in ("auto", "on"), recorded and mode == "auto"
 
 
+def _load_columns(config: RunConfig) -> tuple[bool, bool]:
+    """(the fold factors hold the load-dependent columns, the term is a candidate): columns
+    when friction.load_dependent is on, or auto (left to the tuning by
+    `identify/load_friction.py`: then a candidate)."""
+    mode = getattr(config.plugins["friction"].params, "load_dependent", None)
+    return mode in ("auto", "on"), mode == "auto"
+
+
 class _Spaces:
     """The column space (fold factors) of each preprocessing candidate: one preprocessing of
     every recording and one regressor pass each, all candidates at once on forked workers
@@ -179,7 +190,11 @@ class _Spaces:
         self.recordings, self.plan = recordings, plan
         # coulomb_viscous, its temperature columns in the factors, the term a candidate
         self.coulomb, thermal, self.toggle = friction
-        self.own = _own_columns(config, builder, (self.coulomb, thermal), start, config.tuning)
+        # the load-dependent columns in the factors, the term a candidate
+        self.load, self.load_toggle = _load_columns(config) if self.coulomb else (False, False)
+        self.own = _own_columns(
+            config, builder, (self.coulomb, thermal), start, config.tuning, self.load
+        )
         self.row_spaces = joint_row_spaces(builder)
         self.spaces: dict[tuple[float, bool], ColumnSpace] = {}
         # the samples the data checks do not trust are in no fold (`data/checks.py`)
@@ -237,6 +252,7 @@ class _Spaces:
             self.coulomb,
             tuple(self.builder.friction.parameter_names),
             self.toggle,
+            self.load_toggle,
         )
 
 
@@ -285,6 +301,7 @@ def _configured(config: RunConfig, n: int) -> Candidate:
         float(getattr(estimator, "ridge", 0.0)),
         float(getattr(estimator, "truncate", 0.0)),
         getattr(friction, "temperature", "off") == "on",
+        getattr(friction, "load_dependent", "off") == "on",
     )
 
 
@@ -337,9 +354,11 @@ def _own_columns(
     friction: tuple[bool, bool],
     start: Candidate,
     settings: Any,
+    load: bool = False,
 ) -> OwnColumns:
     """Every joint's own candidate columns: friction shapes (and, `friction[1]`, their
-    temperature columns: each times T - T_ref), rotor inertia, offset; and the coupled
+    temperature columns: each times T - T_ref; `load`, each Coulomb shape's load column: times
+    |tau_load| of the nominal model, `OwnColumns.load`), rotor inertia, offset; and the coupled
     motors' columns (`robot.coupled_joints`: shared by two joints' rows, always in the model,
     with the configured friction shape and rotor-inertia option)."""
     coulomb, thermal = friction
@@ -355,6 +374,8 @@ def _own_columns(
         names = ("fv", *(name for name, _ in shapes), "Ia", "offset")
         if thermal:
             names = (*names[:-2], *(temperature_name(name) for name in names[:-2]), "Ia", "offset")
+        if load:
+            names = (*names[:-2], *(load_name(name) for name, _ in shapes), "Ia", "offset")
         reference = np.asarray(selected.params.reference_temperature, dtype=float)
 
         def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
@@ -363,6 +384,8 @@ def _own_columns(
             if thermal:
                 warmer = (data.temperature[rows] - reference)[:, :, None]
                 columns += [c * warmer for c in columns]
+            if load:  # per Nm of load: `fold_factors` multiplies them by |tau_load|
+                columns += columns[1 : 1 + len(models)]
             return columns
 
     else:
@@ -379,8 +402,9 @@ def _own_columns(
         parts = [*friction_values(data, rows), ddq[:, :, None], np.ones((*ddq.shape, 1))]
         return np.concatenate(parts, axis=-1)
 
+    loaded = tuple(i for i, name in enumerate(names) if name.endswith(load_name("")))
     if not builder.couplings:
-        return OwnColumns(tuple(names), values)
+        return OwnColumns(tuple(names), values, load=loaded)
 
     def coupled(data: Dataset, rows: np.ndarray) -> np.ndarray:
         return builder.coupled_terms(data.dq[rows], data.ddq[rows])

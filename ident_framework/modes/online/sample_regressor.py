@@ -45,12 +45,19 @@ def structural_base(
 
 def check_streamable(builder: RegressorBuilder, friction_name: str) -> None:
     """A friction model with an internal state (e.g. LuGre) needs the whole recording; the
-    temperature term is not streamed (with friction.temperature=auto it is off online)."""
+    temperature and load-dependent terms are not streamed (with auto they are off online)."""
     if friction_terms.uses_temperature(builder.friction):
         raise UserError(
             "mode=online streams joint positions, velocities and torques only: the friction's "
             "temperature term (friction.temperature=on) is not supported online. Set "
             "friction.temperature=off or auto (auto: off online, joint temperatures ignored)."
+        )
+    if builder.load_dependent:
+        raise UserError(
+            "mode=online does not support the friction's load-dependent term "
+            "(friction.load_dependent=on): its column comes from the model's own rigid-body "
+            "torque, refitted over a whole identification, which a recursive estimate does "
+            "not do. Set friction.load_dependent=off or auto (auto: off online)."
         )
     if friction_terms.is_sequential(builder.friction):
         raise UserError(
@@ -80,10 +87,9 @@ class SampleRegressor:
     def standard_rows(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """(n, p) regressor rows in the standard parameters (a view, overwritten next call)."""
         full = self._full
-        full[:, : self._n_inertial] = pin.computeJointTorqueRegressor(
-            self._model, self._data, q, dq, ddq
-        )
-        own = self.builder.own_terms(dq[None, :], ddq[None, :])[0]  # (n, e)
+        rigid = full[:, : self._n_inertial]
+        rigid[:] = pin.computeJointTorqueRegressor(self._model, self._data, q, dq, ddq)
+        own = self.builder.own_terms(dq[None, :], ddq[None, :], None, rigid[None])[0]  # (n, e)
         full[self._own_rows, self._own_cols] = own.ravel()
         return full
 
