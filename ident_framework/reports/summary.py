@@ -70,8 +70,9 @@ def estimator_lines(result: IdentificationResult) -> list[str]:
         return []
     fit, ls = report["train_rmse"], report["train_rmse_least_squares"]
     line = (
-        f"physically consistent fit (weight {report['weight']:g}): training RMSE {fit:.4f} Nm "
-        f"vs least squares {ls:.4f} Nm ({100 * (fit / ls - 1) if ls > 0 else 0.0:+.1f} %)"
+        f"physically consistent fit (weight {report['weight']:g}): on the identification rows "
+        f"(filtered torque) RMSE {fit:.4f} Nm vs least squares {ls:.4f} Nm "
+        f"({100 * (fit / ls - 1) if ls > 0 else 0.0:+.1f} %)"
     )
     selection = result.config.selection
     held_ls = getattr(selection, "least_squares_cv_rmse", None)
