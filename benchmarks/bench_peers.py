@@ -127,6 +127,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a python with figaroh 1.0.2 (default: the cached venv)",
     )
     parser.add_argument("--figaroh-venv", type=Path, default=DEFAULT_VENV)
+    parser.add_argument(
+        "--tune-figaroh-up-to",
+        type=lambda s: int(float(s)),
+        default=20_000,
+        help="run 'FIGAROH tuned' (its setting chosen by CV: ~15 settings x 5 folds) on the "
+        "UR10e cases up to this many identification samples (default 2e4)",
+    )
     parser.add_argument("--no-figaroh", action="store_true", help="run the project only")
     parser.add_argument(
         "--rescore",
@@ -177,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         ours_variants=dict(args.ours_variant),
         log=log,
         repeat=max(1, args.repeat),
+        tune_figaroh_up_to=args.tune_figaroh_up_to,
     )
     load_before = os.getloadavg()
     started = time.perf_counter()

@@ -202,9 +202,15 @@ def ur10e(settings: Settings, sizes: list[int]) -> list[CaseResult]:
             result.runs += [median_run(ours), median_run(peer)]
         else:
             result.runs += [median_run(ours[:-1], ours[-1]), median_run(peer[:-1], peer[-1])]
-        result.runs.append(
-            run_figaroh(settings, "ur10e", size, TUNED, ident, "figaroh_csv.py", [*args, "--tune"])
-        )
+        limit = settings.tune_figaroh_up_to
+        if limit is not None and size > limit:  # ~15 settings x 5 folds of FIGAROH's solve
+            skipped = f"skipped: above --tune-figaroh-up-to {limit}"
+            result.runs.append(ToolRun("ur10e", size, "figaroh", TUNED, ident, status=skipped))
+        else:
+            tuned = [*args, "--tune"]
+            result.runs.append(
+                run_figaroh(settings, "ur10e", size, TUNED, ident, "figaroh_csv.py", tuned)
+            )
         _ours_variants(settings, "ur10e", size, ident, overrides, command, result)
         if settings.repeat > 1:
             result.notes.append(_walls_note(size, settings.repeat, result.runs[0], result.runs[1]))

@@ -293,6 +293,14 @@ def main() -> int:
             TX40Identification.border_samples = setting.trim
             result["setting"] = {**vars(setting), "label": setting.label()}
         ident = TX40Identification(robot, migrated_config(args.config, args.out, setting))
+        if setting is None:  # the example's own
+            config = ident.identif_config
+            fixed = tuning.Setting(
+                float(config["cut_off_frequency_butterworth"]),
+                bool(config.get("has_joint_offset", False)),
+                ident._border(),
+            )
+            result["setting"] = {**vars(fixed), "label": fixed.label()}
         start = time.perf_counter()
         ident.initialize()
         timer.add("initialize", time.perf_counter() - start)

@@ -26,6 +26,7 @@ class Settings:
     ours_variants: dict[str, list[str]] = field(default_factory=dict)
     log: object = print
     repeat: int = 1  # runs of each tool on a timed case (UR10e), alternating; the median kept
+    tune_figaroh_up_to: int | None = 20_000  # FIGAROH tuned on at most this many samples
 
 
 @dataclass
