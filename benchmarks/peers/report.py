@@ -120,7 +120,7 @@ def accuracy_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, 
                 "RMSE per joint Nm": (
                     " ".join(f"{v:.3f}" for v in own.rmse_per_joint) if own else "–"
                 ),
-                "RMSE by |dq| band rest / creep / slow / fast (share)": bands_text(own),
+                "RMSE by speed band: rest / creep / slow / fast (share)": bands_text(own),
                 "FIGAROH setting (CV RMSE Nm)": setting_text(run),
                 "wall s": _f(stats.wall_s, 2) if stats else "–",
                 "peak MB": _f(stats.peak_memory_mb, 0) if stats else "–",
