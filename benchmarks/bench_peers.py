@@ -134,6 +134,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="run 'FIGAROH tuned' (its setting chosen by CV: ~15 settings x 5 folds) on the "
         "UR10e cases up to this many identification samples (default 2e4)",
     )
+    parser.add_argument(
+        "--figaroh-full-grid",
+        action="store_true",
+        help="'FIGAROH tuned': cross-validate every cut-off x offset x trim (~36 settings), "
+        "not the staged search (~15)",
+    )
     parser.add_argument("--no-figaroh", action="store_true", help="run the project only")
     parser.add_argument(
         "--rescore",
@@ -185,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         log=log,
         repeat=max(1, args.repeat),
         tune_figaroh_up_to=args.tune_figaroh_up_to,
+        figaroh_full_grid=args.figaroh_full_grid,
     )
     load_before = os.getloadavg()
     started = time.perf_counter()

@@ -64,6 +64,11 @@ class CaseResult:
     columns: Columns = CONTRACT_COLUMNS  # the validation file's time, dq and torque columns
 
 
+def _tune(settings: Settings) -> list[str]:
+    """The FIGAROH drivers' arguments of the tuned run."""
+    return ["--tune", "--full-grid"] if settings.figaroh_full_grid else ["--tune"]
+
+
 def _project_io():
     from . import project_io  # the one module importing ident_framework
 
@@ -106,7 +111,7 @@ def tx40(settings: Settings, datasets: Path = DATASETS) -> list[CaseResult]:
     args += ["--val-rows", "{}:{}".format(*TX40_VAL_ROWS)]
     runs = (
         ("figaroh", []),
-        (TUNED, ["--tune"]),
+        (TUNED, _tune(settings)),
         ("figaroh[literal border]", ["--border", "literal"]),
     )
     for label, extra in runs:
@@ -157,7 +162,7 @@ def kuka(settings: Settings, datasets: Path = DATASETS) -> list[CaseResult]:
     result.runs.append(several)
     _ours_variants(settings, "kuka", 2 * size, "measurements 1+2", both, command, result)
     args = ["--val", str(csv[3]), "--urdf", str(urdf), "--fs", str(_median_rate(csv[1]))]
-    for label, extra in (("figaroh", []), (TUNED, ["--tune"])):
+    for label, extra in (("figaroh", []), (TUNED, _tune(settings))):
         result.runs.append(
             run_figaroh(settings, "kuka", size, label, "measurement 1",
                         "figaroh_csv.py", ["--ident", str(csv[1]), *args, *extra])
@@ -207,7 +212,7 @@ def ur10e(settings: Settings, sizes: list[int]) -> list[CaseResult]:
             skipped = f"skipped: above --tune-figaroh-up-to {limit}"
             result.runs.append(ToolRun("ur10e", size, "figaroh", TUNED, ident, status=skipped))
         else:
-            tuned = [*args, "--tune"]
+            tuned = [*args, *_tune(settings)]
             result.runs.append(
                 run_figaroh(settings, "ur10e", size, TUNED, ident, "figaroh_csv.py", tuned)
             )
@@ -247,7 +252,7 @@ def panda(settings: Settings, datasets: Path = DATASETS) -> list[CaseResult]:
     _ours_variants(settings, "panda", size, label, overrides, command, result)
     args = ["--ident", *map(str, ident), "--val", str(validation), "--urdf", str(no_meshes)]
     args += ["--columns", "time=time,q=q_,dq=dq_,tau=tau_"]  # fs: the median timestamp step
-    for name, extra in (("figaroh", []), (TUNED, ["--tune"])):
+    for name, extra in (("figaroh", []), (TUNED, _tune(settings))):
         result.runs.append(
             run_figaroh(settings, "panda", size, name, f"{label} (joined)", "figaroh_csv.py",
                         [*args, *extra])
