@@ -1,6 +1,6 @@
 """Peer benchmark: this project against FIGAROH 1.0.2 on the same data (run on demand).
 
-    python benchmarks/bench_peers.py [--cases tx40,kuka,ur10e] [--sizes 1e4,1e5,1e6]
+    python benchmarks/bench_peers.py [--cases tx40,kuka,panda,ur10e] [--sizes 1e4,1e5,1e6]
         [--skip-figaroh-above N] [--out DIR] [--memory-cap-gb 12] [--figaroh-python PY]
         [--repeat 3] [--ours-variant NAME=OVERRIDE[,OVERRIDE...]] ...
 
@@ -8,8 +8,11 @@ Both tools identify from the same identification data and predict the same valid
 one scorer (peers/scoring.py) compares every prediction with the torque as recorded in that
 file at its own timestamps, and rows a tool did not predict are counted. Printed and written
 to DIR (results.md, accuracy.csv, ratios.csv, timing.csv, results.json; runs/ and logs/ beside):
-RMSE, R² (each joint about its own mean), RMSE per joint, wall time of the whole command and
-peak memory of its process tree, the ratios ours / FIGAROH.
+RMSE, R² (each joint about its own mean), RMSE per joint and by |dq| band (rest, creep, slow,
+fast), wall time of the whole command and peak memory of its process tree, the ratios ours /
+FIGAROH fixed and ours / the better of FIGAROH fixed and FIGAROH tuned (its cut-off, torque
+offset and edge trim chosen by time-blocked cross-validation on the identification data alone:
+peers/figaroh_tuning.py). A tool that fails gives a failure row (its status), not a crash.
 
 The project runs through its command line only, with defaults (`python -m ident_framework`
 plus what a user must give: robot model, data files; `plots=false`, as FIGAROH draws no plots).
@@ -43,7 +46,7 @@ from peers.figaroh_env import DEFAULT_VENV, FigarohUnavailable, ensure_figaroh
 from peers.report import write_results
 from peers.runs import Settings
 
-CASES = ("tx40", "kuka", "ur10e")
+CASES = ("tx40", "kuka", "panda", "ur10e")
 DEFAULT_DATA = Path.home() / ".cache" / "ident_framework" / "bench_peers"
 
 
@@ -101,7 +104,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--datasets",
         type=Path,
         default=cases.DATASETS,
-        help="the shared real-data folder (staubli_tx40/, kuka_lwr4/)",
+        help="the shared real-data folder (staubli_tx40/, kuka_lwr4/, panda_gaz2019/)",
     )
     parser.add_argument(
         "--memory-cap-gb",
@@ -124,6 +127,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a python with figaroh 1.0.2 (default: the cached venv)",
     )
     parser.add_argument("--figaroh-venv", type=Path, default=DEFAULT_VENV)
+    parser.add_argument(
+        "--tune-figaroh-up-to",
+        type=lambda s: int(float(s)),
+        default=20_000,
+        help="run 'FIGAROH tuned' (its setting chosen by CV: ~15 settings x 5 folds) on the "
+        "UR10e cases up to this many identification samples (default 2e4)",
+    )
+    parser.add_argument(
+        "--figaroh-full-grid",
+        action="store_true",
+        help="'FIGAROH tuned': cross-validate every cut-off x offset x trim (~36 settings), "
+        "not the staged search (~15)",
+    )
     parser.add_argument("--no-figaroh", action="store_true", help="run the project only")
     parser.add_argument(
         "--rescore",
@@ -174,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         ours_variants=dict(args.ours_variant),
         log=log,
         repeat=max(1, args.repeat),
+        tune_figaroh_up_to=args.tune_figaroh_up_to,
+        figaroh_full_grid=args.figaroh_full_grid,
     )
     load_before = os.getloadavg()
     started = time.perf_counter()

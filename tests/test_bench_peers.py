@@ -282,3 +282,223 @@ def test_benchmark_end_to_end_on_kuka(tmp_path: Path):
     assert "| kuka |" in table
     assert bench_peers.main(["--rescore", str(out)]) == 0  # the tables again, from the files
     assert (out / "results.md").read_text().split("## Accuracy")[1] == table.split("## Accuracy")[1]
+
+
+# -- speed bands, the better-of ratio, failure rows, FIGAROH's cross-validation, Panda -----------
+def test_speed_bands_match_a_hand_computed_case():
+    # 3 rows x 2 joints; each sample in the band of its own joint's |dq|
+    tau = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    prediction = np.array([[1.5, 2.0], [2.0, 4.0], [5.0, 3.0]])
+    dq = np.array([[0.005, -0.03], [-0.1, 0.2], [0.3, -0.009]])
+    scored = np.array([True, True, True])
+    bands = {b["band"]: b for b in scoring.speed_bands(tau, prediction, dq, scored)}
+    # rest: (0,0) e=-0.5, (2,1) e=3 | creep: (0,1) e=0 | slow: (1,0) e=1 | fast: (1,1), (2,0) e=0
+    assert bands["rest"]["n"] == 2 and bands["rest"]["share"] == pytest.approx(2 / 6)
+    assert bands["rest"]["rmse"] == pytest.approx(np.sqrt((0.25 + 9) / 2))
+    assert (bands["creep"]["n"], bands["creep"]["rmse"]) == (1, 0.0)
+    assert (bands["slow"]["n"], bands["slow"]["rmse"]) == (1, pytest.approx(1.0))
+    assert bands["fast"]["n"] == 2 and bands["fast"]["rmse"] == 0.0  # 0.2 is 'fast'
+    assert sum(b["share"] for b in bands.values()) == pytest.approx(1.0)
+    # an unscored row leaves every band, an empty band is NaN, not 0
+    bands = scoring.speed_bands(tau, prediction, dq, np.array([False, True, False]))
+    assert [b["n"] for b in bands] == [0, 0, 1, 1] and math.isnan(bands[0]["rmse"])
+
+
+def _validation_csv(path: Path, t, tau, dq) -> Path:
+    n = tau.shape[1]
+    recording = conversions.JointRecording(
+        np.asarray(t, float), np.zeros_like(tau), np.asarray(dq, float), np.asarray(tau, float),
+        tuple(f"j{j}" for j in range(n)),
+    )  # fmt: skip
+    return project_io.write_recording(recording, path)
+
+
+def _prediction_csv(path: Path, t, tau) -> Path:
+    columns = ",".join(f"tau_pred_{j}" for j in range(tau.shape[1]))
+    rows = "".join(
+        f"{ti:.9g}," + ",".join(f"{v:.9g}" for v in r) + "\n" for ti, r in zip(t, tau, strict=True)
+    )
+    path.write_text(f"timestamp,{columns}\n{rows}")
+    return path
+
+
+def _run(label: str, prediction: Path | None, status: str = "ok", tool: str | None = None):
+    from peers.runs import ToolRun
+
+    tool = tool or ("ours" if label.startswith("ours") else "figaroh")
+    return ToolRun("c", 4, tool, label, "x", prediction=prediction, status=status)
+
+
+def test_ratio_against_the_better_of_figaroh_fixed_and_tuned(tmp_path: Path):
+    from peers.cases import CaseResult
+    from peers.report import ratio_table, score_case
+
+    t = np.arange(4) * 0.01
+    tau = np.array([[1.0], [2.0], [3.0], [4.0]])
+    val = _validation_csv(tmp_path / "val.csv", t, tau, np.full((4, 1), 0.5))
+    ours = _prediction_csv(tmp_path / "ours.csv", t, tau + 0.1)  # RMSE 0.1
+    fixed = _prediction_csv(tmp_path / "fixed.csv", t, tau + 0.4)  # RMSE 0.4
+    tuned = _prediction_csv(tmp_path / "tuned.csv", t[1:], tau[1:] - 0.2)  # 0.2, row 0 missing
+    case = CaseResult("c", 4, val, 1)
+    case.runs = [_run("ours", ours), _run("figaroh", fixed), _run("figaroh tuned", tuned)]
+    (row,) = ratio_table([(case, score_case(case))])
+    assert row["RMSE ratio (those rows)"] == "0.250"  # ours / fixed, all 4 rows
+    assert row["better FIGAROH"] == "tuned"
+    assert row["RMSE ratio vs better FIGAROH"] == "0.500"  # 0.1 / 0.2 on the 3 rows of all three
+    # tuned worse than fixed: the ratio is against fixed
+    worse = _prediction_csv(tmp_path / "worse.csv", t, tau + 0.8)
+    case.runs[2] = _run("figaroh tuned", worse)
+    (row,) = ratio_table([(case, score_case(case))])
+    assert (row["better FIGAROH"], row["RMSE ratio vs better FIGAROH"]) == ("fixed", "0.250")
+    # tuned failed: the better of what ran
+    case.runs[2] = _run("figaroh tuned", None, "failed (exit 1): boom")
+    (row,) = ratio_table([(case, score_case(case))])
+    assert (row["better FIGAROH"], row["RMSE ratio vs better FIGAROH"]) == ("fixed", "0.250")
+
+
+def test_a_failing_tool_gives_a_failure_row_not_a_crash(tmp_path: Path):
+    from peers.cases import CaseResult
+    from peers.report import write_results
+    from peers.runs import Settings, run_ours
+
+    out = tmp_path / "out"
+    (out / "logs").mkdir(parents=True)
+    settings = Settings(out=out, data=tmp_path, figaroh_python=None, log=lambda m: None)
+    failing = [sys.executable, "-c", "import sys; print('error: no column time'); sys.exit(2)"]
+    run = run_ours(settings, "c", 4, "ours", "x", ["a=1"], failing)
+    assert run.status == "failed (exit 2): no column time" and run.prediction is None
+    missing = run_ours(settings, "c", 4, "ours[gone]", "x", [], [str(tmp_path / "no_such")])
+    assert missing.status.startswith("failed: could not start")
+    t = np.arange(4) * 0.01
+    tau = np.arange(4.0).reshape(4, 1)
+    val = _validation_csv(tmp_path / "val.csv", t, tau, np.zeros((4, 1)))
+    case = CaseResult("c", 4, val, 1)
+    case.runs = [run, missing, _run("figaroh", _prediction_csv(tmp_path / "p.csv", t, tau))]
+    text = write_results(out, [case], {})
+    assert "failed (exit 2): no column time" in text and "could not start" in text
+    saved = json.loads((out / "results.json").read_text())["cases"][0]["runs"]
+    assert saved[0]["score"] is None and saved[2]["score"]["rmse"] == 0.0
+    ratios = (out / "ratios.csv").read_text().splitlines()
+    assert len(ratios) == 3 and all(",–," in line for line in ratios[1:])
+
+
+def test_figaroh_cv_folds_grid_and_staged_search():
+    from peers import figaroh_tuning as tuning
+
+    folds = tuning.make_folds([100], 5, 3)
+    held = np.array([h for h, _ in folds])
+    assert held.sum(axis=0).tolist() == [1] * 100  # every row held out exactly once
+    h2, train2 = folds[2]
+    assert np.flatnonzero(h2).tolist() == list(range(40, 60))
+    assert not train2[37:63].any() and train2[36] and train2[63]  # the guard of 3 samples
+    two = tuning.make_folds([60, 40], 5, 2)  # several recordings: one fold each
+    assert len(two) == 2 and np.flatnonzero(two[1][0]).tolist() == list(range(60, 100))
+    assert not two[1][1][58:].any() and two[1][1][:58].all()
+    # 1 kHz, measured velocity: 8 time constants of 10 Hz order 4 = 0.333 s, + 2 (median 5)
+    assert tuning.settling_samples(10.0, 1000.0, 4, False) == 335
+    fixed = tuning.Setting(10.0, False, 0)
+    cutoffs, trims, largest = tuning.grid(fixed, 100.0, 4, False, 2000)
+    assert cutoffs == [2.5, 5.0, 10.0, 20.0, 40.0]  # below Nyquist (50 Hz)
+    assert trims(2.5) == [0, 136] and trims(10.0) == [0, 36, 72]  # 2 x 136 > 10 % of 2000
+    assert largest == 138  # 2 x 69 at 5 Hz
+    calls = []
+
+    def evaluate(setting):  # a made-up CV surface: best at 20 Hz, offset on, trim 0
+        calls.append(setting)
+        cv = abs(setting.cutoff_hz - 20) + (0 if setting.offset else 1) + setting.trim / 100
+        return cv, [cv], 10
+
+    chosen, ranked = tuning.search(evaluate, fixed, cutoffs, trims, log=lambda m: None)
+    assert chosen == tuning.Setting(20.0, True, 0) and ranked[0].setting == chosen
+    assert len(calls) == len(set(calls)) == 1 + 2 * 5 + 2  # fixed, stage 1, two more trims
+    assert fixed in [c.setting for c in ranked]
+
+
+KUKA_SLICE = 1500
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not KUKA.is_dir(), reason="shared KUKA LWR4 data absent")
+def test_figaroh_tuned_chooses_on_identification_data_only(tmp_path: Path):
+    """FIGAROH's CV (figaroh_csv.py --tune) against two validation files, the real one and one
+    whose torque is noise: the same candidates, CV RMSEs and choice (it never reads --val);
+    the final prediction is of each file."""
+    python = _figaroh_python()
+    if python is None:
+        pytest.skip("no FIGAROH 1.0.2 venv (bench_peers.py creates one; or IDENT_FIGAROH_PYTHON)")
+    one = conversions.kuka_recording(KUKA / "measurements_1.npz").rows(0, KUKA_SLICE)
+    ident = project_io.write_recording(one, tmp_path / "m1.csv")
+    three = conversions.kuka_recording(KUKA / "measurements_3.npz").rows(0, KUKA_SLICE)
+    real = project_io.write_recording(three, tmp_path / "m3.csv")
+    noise = np.random.default_rng(0).normal(size=three.tau.shape) * 50
+    fake = project_io.write_recording(dataclasses.replace(three, tau=noise), tmp_path / "f.csv")
+    urdf = conversions.strip_geometry(KUKA / "kuka_lwr4.urdf", tmp_path / "kuka.urdf")
+    driver = REPO / "benchmarks" / "peers" / "figaroh_csv.py"
+    results = {}
+    for name, val in (("real", real), ("fake", fake)):
+        out = tmp_path / name
+        stats = measure.run_measured(
+            [str(python), str(driver), "--ident", str(ident), "--val", str(val), "--urdf",
+             str(urdf), "--out", str(out), "--tune", "--folds", "3"],
+            tmp_path / f"{name}.log", memory_cap_gb=8,
+        )  # fmt: skip
+        assert stats.returncode == 0, (tmp_path / f"{name}.log").read_text()[-2000:]
+        results[name] = json.loads((out / "result.json").read_text())
+    real_cv, fake_cv = results["real"]["tuning"], results["fake"]["tuning"]
+    timeless = [{**c, "seconds": 0} for c in real_cv["candidates"]]
+    assert timeless == [{**c, "seconds": 0} for c in fake_cv["candidates"]]
+    assert real_cv["chosen"] == fake_cv["chosen"] == results["real"]["setting"]
+    assert len(real_cv["candidates"]) >= 11 and real_cv["folds"] == 3
+    assert real_cv["cv_rmse"] <= real_cv["fixed_cv_rmse"]
+    real_rmse = results["real"]["figaroh_validation_rmse"]
+    assert real_rmse < 0.5 * results["fake"]["figaroh_validation_rmse"]  # each file predicted
+
+
+PANDA = DATASETS / "panda_gaz2019"
+
+
+def test_panda_case_skips_without_its_data(tmp_path: Path):
+    from peers import cases
+    from peers.runs import Settings
+
+    logged = []
+    settings = Settings(out=tmp_path, data=tmp_path, figaroh_python=None, log=logged.append)
+    assert cases.panda(settings, tmp_path / "no_datasets") == []
+    assert "skipped" in logged[0]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not PANDA.is_dir(), reason="shared Panda data absent")
+def test_panda_case_wiring(tmp_path: Path):
+    """Ours on the Panda files with the column mapping (a user's command line; a failure row
+    while the command cannot read these headers), FIGAROH fixed and tuned (skipped here),
+    scored against the file's own tau_j at its own time column."""
+    import bench_peers
+    from peers import cases
+    from peers.report import write_results
+    from peers.runs import Settings
+
+    out = tmp_path / "out"
+    (out / "logs").mkdir(parents=True)
+    settings = Settings(out=out, data=tmp_path / "data", figaroh_python=None,
+                        figaroh_missing="--no-figaroh", log=lambda m: None)  # fmt: skip
+    (case,) = cases.panda(settings, DATASETS)
+    assert "panda" in bench_peers.CASES
+    assert (case.n_joints, case.validation.name) == (7, "val_traj1_middle.csv")
+    assert case.size == 6732 + 6536
+    assert [r.label for r in case.runs] == ["ours", "figaroh", "figaroh tuned"]
+    ours = case.runs[0]
+    command = ours.stats.command
+    mapping = "{time: time, q: q_, dq: dq_, tau: tau_}"
+    assert f"source.columns={mapping}" in command and f"validation.columns={mapping}" in command
+    assert f"source.path=[{PANDA / 'ident_traj1_part1.csv'},{PANDA / 'ident_traj1_part3.csv'}]" in (
+        command
+    )
+    assert ours.status == "ok" or ours.status.startswith("failed")
+    assert all(r.status.startswith("skipped") for r in case.runs[1:])
+    assert not list((tmp_path / "data").rglob("*.csv"))  # the GPL data are not copied
+    write_results(out, [case], {})
+    saved = json.loads((out / "results.json").read_text())["cases"][0]
+    assert saved["columns"] == {"time": "time", "dq": "dq_", "tau": "tau_"}
+    if ours.status == "ok":
+        assert saved["runs"][0]["score"]["n_scored"] > 0.9 * 6145

@@ -9,6 +9,15 @@ kuka   KUKA LWR4+ real data: measurement 3 validates; FIGAROH identifies on 1 an
        (`source.path=[m1.csv,m2.csv]`: each recording preprocessed on its own, then stacked).
 ur10e  Simulated UR10e (soft MuJoCo friction, an unknown 1.5 kg payload), identification on the
        default Fourier excitation at each size, validation on the default point-to-point motion.
+panda  Franka Panda real data (panda_gaz2019, GPL-3.0: read where it is, never copied): identify
+       on ident_traj1_part1 + part3, validate on val_traj1_middle (columns time, q_j, dq_j, tau_j,
+       ~1 kHz with jittery timestamps). The project is given the files with a column mapping
+       (`source.columns={time: time, q: q_, dq: dq_, tau: tau_}`, the same for validation), as a
+       user runs it; FIGAROH joins the two files end to end, as for KUKA 1+2.
+
+Every case runs FIGAROH twice: with its fixed setting ("figaroh") and with its cut-off, torque
+offset and edge trim chosen by time-blocked cross-validation on the identification data alone
+("figaroh tuned", `--tune` of its drivers: peers/figaroh_tuning.py).
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import numpy as np
 
 from . import conversions
 from .runs import Settings, ToolRun, median_run, run_figaroh, run_ours
+from .scoring import CONTRACT_COLUMNS, Columns
 
 
 def find_datasets() -> Path:
@@ -34,6 +44,11 @@ def find_datasets() -> Path:
 DATASETS = find_datasets()
 TX40_IDENT_ROWS = (0, 24750)
 TX40_VAL_ROWS = (29250, 45000)
+PANDA_IDENT = ("ident_traj1_part1.csv", "ident_traj1_part3.csv")
+PANDA_VALIDATION = "val_traj1_middle.csv"
+PANDA_COLUMNS = Columns(time="time", dq="dq_", tau="tau_")
+PANDA_MAPPING = "{time: time, q: q_, dq: dq_, tau: tau_}"  # the project's source.columns
+TUNED = "figaroh tuned"
 
 
 @dataclass
@@ -46,6 +61,12 @@ class CaseResult:
     n_joints: int
     runs: list[ToolRun] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    columns: Columns = CONTRACT_COLUMNS  # the validation file's time, dq and torque columns
+
+
+def _tune(settings: Settings) -> list[str]:
+    """The FIGAROH drivers' arguments of the tuned run."""
+    return ["--tune", "--full-grid"] if settings.figaroh_full_grid else ["--tune"]
 
 
 def _project_io():
@@ -88,7 +109,12 @@ def tx40(settings: Settings, datasets: Path = DATASETS) -> list[CaseResult]:
     args = ["--data", str(tx40_dir), "--config", str(tx40_dir / "TX40_config.yaml")]
     args += ["--urdf", str(urdf), "--ident-rows", "{}:{}".format(*TX40_IDENT_ROWS)]
     args += ["--val-rows", "{}:{}".format(*TX40_VAL_ROWS)]
-    for label, extra in (("figaroh", []), ("figaroh[literal border]", ["--border", "literal"])):
+    runs = (
+        ("figaroh", []),
+        (TUNED, _tune(settings)),
+        ("figaroh[literal border]", ["--border", "literal"]),
+    )
+    for label, extra in runs:
         driver = "figaroh_tx40.py"
         result.runs.append(run_figaroh(settings, "tx40", size, label, ident, driver, args + extra))
     result.notes.append(
@@ -136,16 +162,18 @@ def kuka(settings: Settings, datasets: Path = DATASETS) -> list[CaseResult]:
     result.runs.append(several)
     _ours_variants(settings, "kuka", 2 * size, "measurements 1+2", both, command, result)
     args = ["--val", str(csv[3]), "--urdf", str(urdf), "--fs", str(_median_rate(csv[1]))]
-    result.runs.append(
-        run_figaroh(settings, "kuka", size, "figaroh", "measurement 1",
-                    "figaroh_csv.py", ["--ident", str(csv[1]), *args])
-    )  # fmt: skip
-    result.runs.append(
-        run_figaroh(settings, "kuka", 2 * size, "figaroh", "measurements 1+2 (joined)",
-                    "figaroh_csv.py", ["--ident", str(csv[1]), str(csv[2]), *args])
-    )  # fmt: skip
+    for label, extra in (("figaroh", []), (TUNED, _tune(settings))):
+        result.runs.append(
+            run_figaroh(settings, "kuka", size, label, "measurement 1",
+                        "figaroh_csv.py", ["--ident", str(csv[1]), *args, *extra])
+        )  # fmt: skip
+        result.runs.append(
+            run_figaroh(settings, "kuka", 2 * size, label, "measurements 1+2 (joined)",
+                        "figaroh_csv.py", ["--ident", str(csv[1]), str(csv[2]), *args, *extra])
+        )  # fmt: skip
     result.notes.append(
         "FIGAROH takes one trajectory: 1+2 are joined end to end, its filters run across the seam"
+        "; FIGAROH tuned on 1+2: one CV fold per recording"
     )
     return [result]
 
@@ -179,6 +207,15 @@ def ur10e(settings: Settings, sizes: list[int]) -> list[CaseResult]:
             result.runs += [median_run(ours), median_run(peer)]
         else:
             result.runs += [median_run(ours[:-1], ours[-1]), median_run(peer[:-1], peer[-1])]
+        limit = settings.tune_figaroh_up_to
+        if limit is not None and size > limit:  # ~15 settings x 5 folds of FIGAROH's solve
+            skipped = f"skipped: above --tune-figaroh-up-to {limit}"
+            result.runs.append(ToolRun("ur10e", size, "figaroh", TUNED, ident, status=skipped))
+        else:
+            tuned = [*args, *_tune(settings)]
+            result.runs.append(
+                run_figaroh(settings, "ur10e", size, TUNED, ident, "figaroh_csv.py", tuned)
+            )
         _ours_variants(settings, "ur10e", size, ident, overrides, command, result)
         if settings.repeat > 1:
             result.notes.append(_walls_note(size, settings.repeat, result.runs[0], result.runs[1]))
@@ -188,6 +225,44 @@ def ur10e(settings: Settings, sizes: list[int]) -> list[CaseResult]:
         cond = json.loads(meta.read_text()).get("cond")
         results[0].notes.append(f"excitation: default Fourier search, cond {cond}")
     return results
+
+
+def panda(settings: Settings, datasets: Path = DATASETS) -> list[CaseResult]:
+    """Franka Panda: ours with the column mapping (fails, reported, while the command cannot
+    read these headers), FIGAROH fixed and tuned. [] when the data folder is absent."""
+    folder = datasets / "panda_gaz2019"
+    files = [folder / name for name in (*PANDA_IDENT, PANDA_VALIDATION, "panda_arm.urdf")]
+    if not all(f.is_file() for f in files):
+        settings.log(f"[panda] skipped: no {folder} with {[f.name for f in files]}")
+        return []
+    *ident, validation, urdf = files
+    cache = settings.data / "panda"
+    cache.mkdir(parents=True, exist_ok=True)
+    no_meshes = conversions.strip_geometry(urdf, cache / "panda_arm_no_meshes.urdf")
+    size = sum(sum(1 for _ in open(f, encoding="utf-8")) - 1 for f in ident)
+    result = CaseResult("panda", size, validation, 7, columns=PANDA_COLUMNS)
+    label = "part1 + part3"
+    overrides = [
+        "robot=urdf", f"robot.path={urdf}", "source=csv", f"source.path=[{ident[0]},{ident[1]}]",
+        f"source.columns={PANDA_MAPPING}", "validation=csv", f"validation.path={validation}",
+        f"validation.columns={PANDA_MAPPING}", "plots=false",
+    ]  # fmt: skip
+    command = _project_io().project_command()
+    result.runs.append(run_ours(settings, "panda", size, "ours", label, overrides, command))
+    _ours_variants(settings, "panda", size, label, overrides, command, result)
+    args = ["--ident", *map(str, ident), "--val", str(validation), "--urdf", str(no_meshes)]
+    args += ["--columns", "time=time,q=q_,dq=dq_,tau=tau_"]  # fs: the median timestamp step
+    for name, extra in (("figaroh", []), (TUNED, _tune(settings))):
+        result.runs.append(
+            run_figaroh(settings, "panda", size, name, f"{label} (joined)", "figaroh_csv.py",
+                        [*args, *extra])
+        )  # fmt: skip
+    result.notes.append(
+        "data read from the shared folder (GPL-3.0), not copied; timestamps jittery (0.7-8.8 ms "
+        "steps, median 1 ms): FIGAROH's filters assume its sampling rate from the median step; "
+        "part1 and part3 are joined end to end for FIGAROH (one CV fold each when tuned)"
+    )
+    return [result]
 
 
 def _walls_note(size: int, repeat: int, ours: ToolRun, peer: ToolRun) -> str:

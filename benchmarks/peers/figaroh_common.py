@@ -12,24 +12,40 @@ import time
 import numpy as np
 import pandas as pd
 
+CONTRACT_COLUMNS = {
+    "time": "timestamp", "q": "actual_q_", "dq": "actual_qd_", "tau": "actual_current_as_torque_",
+}  # fmt: skip
 
-def load_contract_csv(path: str, n_joints: int) -> dict[str, np.ndarray]:
-    """CSV of ident_framework's contract -> {"t", "q", "dq", "tau"} (timestamp, actual_q_j,
-    actual_qd_j, actual_current_as_torque_j; extra columns ignored)."""
+
+def parse_columns(text: str | None) -> dict[str, str]:
+    """'time=time,q=q_,dq=dq_,tau=tau_' -> the column names (time) and prefixes (q, dq, tau);
+    None: the contract's."""
+    columns = dict(CONTRACT_COLUMNS)
+    for part in filter(None, (text or "").split(",")):
+        key, _, value = part.partition("=")
+        if key not in columns or not value:
+            raise ValueError(f"--columns: '{part}' is not one of {list(columns)}=NAME")
+        columns[key] = value
+    return columns
+
+
+def load_contract_csv(
+    path: str, n_joints: int, columns: dict[str, str] | None = None
+) -> dict[str, np.ndarray]:
+    """CSV -> {"t", "q", "dq", "tau"}: by default ident_framework's contract (timestamp,
+    actual_q_j, actual_qd_j, actual_current_as_torque_j); `columns` maps time, q, dq, tau to a
+    file's own names (time) and prefixes (the others, joint index appended). Extra columns are
+    ignored."""
+    names = columns or CONTRACT_COLUMNS
     frame = pd.read_csv(path)
-    t = frame["timestamp"].to_numpy(float)
+    t = frame[names["time"]].to_numpy(float)
     if len(t) < 2 or np.any(np.diff(t) <= 0):
         raise ValueError(f"{path}: timestamps must be strictly increasing (at least 2 rows)")
 
     def block(prefix: str) -> np.ndarray:
-        return frame[[f"{prefix}_{j}" for j in range(n_joints)]].to_numpy(float)
+        return frame[[f"{prefix}{j}" for j in range(n_joints)]].to_numpy(float)
 
-    return {
-        "t": t,
-        "q": block("actual_q"),
-        "dq": block("actual_qd"),
-        "tau": block("actual_current_as_torque"),
-    }
+    return {"t": t, "q": block(names["q"]), "dq": block(names["dq"]), "tau": block(names["tau"])}
 
 
 def concatenate_recordings(recordings: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:

@@ -3,7 +3,8 @@
 predict a held-out validation CSV (run with FIGAROH's venv, not the project's).
 
     python figaroh_csv.py --ident A.csv [B.csv ...] --val V.csv --urdf ROBOT.urdf --out DIR
-        [--joints j0,j1,...] [--cutoff 10] [--order 4] [--fs HZ] [--offset]
+        [--joints j0,j1,...] [--cutoff 10] [--order 4] [--fs HZ] [--offset] [--trim N]
+        [--columns time=time,q=q_,dq=dq_,tau=tau_] [--tune [--folds 5] [--guard-s 0.1]]
 
 Generalises the lead's 6-joint UR driver (`../shared/peers/figaroh/run_figaroh.py`) to any
 joint list (default: the URDF's movable joints in model order). The workflow is FIGAROH's own:
@@ -12,7 +13,10 @@ Butterworth filter of q and the recorded dq, np.gradient for ddq, raw torque, re
 viscous + sign friction and rotor inertia), solve() (zero-column elimination, double QR base
 parameters, least squares) and FIGAROH's validation path (`validation_data_file`) for the
 held-out prediction. Several --ident files are joined end to end (FIGAROH takes one
-trajectory; its filters then run across the seams).
+trajectory; its filters then run across the seams). `--trim N` drops N samples at each end of
+the trajectory after the filters (as FIGAROH's TX40 example drops its border; default 0).
+`--tune`: the cut-off, the offset on/off and the trim chosen by time-blocked cross-validation on
+the identification files alone (figaroh_tuning.py), then the fit above with the chosen setting.
 
 Writes DIR/config.yaml, DIR/PRED.csv (timestamp, tau_pred_j) and DIR/result.json.
 """
@@ -32,6 +36,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import figaroh_common as common  # noqa: E402
+import figaroh_tuning as tuning  # noqa: E402
 import yaml  # noqa: E402
 from figaroh.identification.base_identification import BaseIdentification  # noqa: E402
 from figaroh.tools.load_robot import load_robot  # noqa: E402
@@ -39,8 +44,12 @@ from figaroh.tools.load_robot import load_robot  # noqa: E402
 T_IMPORT = time.perf_counter() - T_START
 
 
-def unified_config(args, joints: list[str], robot_name: str) -> dict:
-    """FIGAROH's unified config: the lead's UR driver's, for `joints`."""
+def unified_config(
+    args, joints: list[str], robot_name: str, setting: tuning.Setting, validation: str | None
+) -> dict:
+    """FIGAROH's unified config: the lead's UR driver's, for `joints`, with `setting`'s cut-off
+    and offset; `validation`: the held-out file (None: none, FIGAROH then predicts the
+    identification trajectory)."""
     return {
         "robot": {"name": robot_name, "properties": {"joints": {"active_joints": joints}}},
         "tasks": {
@@ -53,18 +62,18 @@ def unified_config(args, joints: list[str], robot_name: str) -> dict:
                     "model_components": {
                         "friction": True,
                         "actuator_inertia": True,
-                        "joint_offset": bool(args.offset),
+                        "joint_offset": bool(setting.offset),
                     },
                     "wls": False,
                 },
                 "signal_processing": {
                     "sampling_frequency": args.fs,
-                    "cutoff_frequency": args.cutoff,
+                    "cutoff_frequency": setting.cutoff_hz,
                     "filter_order": args.order,
                     "differentiation_method": "gradient",
                     "filter_type": "butterworth",
                 },
-                "data": {"validation_data_file": os.path.abspath(args.val)},
+                "data": {"validation_data_file": validation} if validation else {},
             }
         },
     }
@@ -75,6 +84,8 @@ class CsvIdentification(BaseIdentification):
 
     ident_files: list[str] = []
     n_joints = 0
+    columns: dict[str, str] | None = None
+    trim = 0  # samples dropped at each end after the filters
 
     def __init__(self, robot, config_file):
         super().__init__(robot, config_file)
@@ -86,7 +97,7 @@ class CsvIdentification(BaseIdentification):
 
     def load_trajectory_data(self, data_source=None):
         files = [data_source] if data_source else self.ident_files
-        parts = [common.load_contract_csv(f, self.n_joints) for f in files]
+        parts = [common.load_contract_csv(f, self.n_joints, self.columns) for f in files]
         data = common.concatenate_recordings(parts)
         return {
             "timestamps": data["t"].reshape(-1, 1),
@@ -96,9 +107,65 @@ class CsvIdentification(BaseIdentification):
             "torques": data["tau"],
         }
 
+    def process_kinematics_data(self, filter_config=None):
+        super().process_kinematics_data(filter_config)
+        if self.trim:
+            for key in ("timestamps", "positions", "velocities", "accelerations"):
+                self.processed_data[key] = self.processed_data[key][self.trim : -self.trim]
+
+    def process_torque_data(self, **kwargs):
+        tau = super().process_torque_data(**kwargs)
+        if self.trim:
+            tau = self.processed_data["torques"] = tau[self.trim : -self.trim]
+        return tau
+
 
 def movable_joints(model) -> list[str]:
     return [name for i, name in enumerate(model.names) if i > 0 and model.joints[i].nq > 0]
+
+
+def identification(args, robot, joints, setting: tuning.Setting, validation: str | None):
+    """A CsvIdentification with `setting` (its config written to the output folder)."""
+    name = "config.yaml" if validation else "config_cv.yaml"
+    config_path = os.path.join(args.out, name)
+    with open(config_path, "w", encoding="utf-8") as handle:
+        config = unified_config(args, joints, robot.model.name, setting, validation)
+        yaml.safe_dump(config, handle, sort_keys=False)
+    CsvIdentification.trim = setting.trim
+    return CsvIdentification(robot, config_path)
+
+
+def solve(ident) -> None:
+    ident.solve(decimate=False, plotting=False, save_results=False)
+
+
+def tune(args, robot, joints, fixed: tuning.Setting) -> tuple[tuning.Setting, dict]:
+    """The setting chosen by cross-validation on the identification files (never --val)."""
+    lengths = [len(common.load_contract_csv(f, len(joints), CsvIdentification.columns)["t"])
+               for f in CsvIdentification.ident_files]  # fmt: skip
+    n_rows = sum(lengths)
+    cutoffs, trims, largest = tuning.grid(fixed, args.fs, args.order, False, n_rows)
+    folds = tuning.make_folds(lengths, args.folds, round(args.guard_s * args.fs))
+    scored = tuning.scored_rows(n_rows, largest)
+
+    def evaluate(setting: tuning.Setting):
+        ident = identification(args, robot, joints, setting, None)
+        ident.initialize()
+        return tuning.fold_errors(ident, setting, folds, scored, solve)
+
+    chosen, ranked = tuning.search(evaluate, fixed, cutoffs, trims, args.full_grid)
+    report = {
+        "chosen": {**vars(chosen), "label": chosen.label()},
+        "cv_rmse": ranked[0].cv_rmse,
+        "fixed_cv_rmse": next(c.cv_rmse for c in ranked if c.setting == fixed),
+        "folds": len(folds),
+        "fold_kind": "one per recording" if len(lengths) > 1 else "contiguous blocks",
+        "guard_samples": round(args.guard_s * args.fs),
+        "scored_rows_per_fold_excluded_ends": largest,
+        "search": "full grid" if args.full_grid else "staged (cut-off x offset, then trims)",
+        "candidates": [c.to_dict() for c in ranked],
+    }
+    return chosen, report
 
 
 def main() -> int:
@@ -112,6 +179,12 @@ def main() -> int:
     parser.add_argument("--order", type=int, default=4, help="Butterworth order")
     parser.add_argument("--fs", type=float, default=None, help="sampling rate, Hz")
     parser.add_argument("--offset", action="store_true", help="torque offset per joint")
+    parser.add_argument("--trim", type=int, default=0, help="samples dropped at each end")
+    parser.add_argument("--columns", default=None, help="time=NAME,q=PREFIX,dq=...,tau=...")
+    parser.add_argument("--tune", action="store_true", help="choose cut-off, offset, trim by CV")
+    parser.add_argument("--folds", type=int, default=5, help="CV blocks of one recording")
+    parser.add_argument("--guard-s", type=float, default=0.1, help="CV guard gap, s")
+    parser.add_argument("--full-grid", action="store_true", help="CV of the whole grid")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     timer = common.Timer()
@@ -122,22 +195,26 @@ def main() -> int:
         robot = load_robot(os.path.abspath(args.urdf), package_dirs=None, load_by_urdf=True)
         timer.add("load_robot", time.perf_counter() - start)
         joints = args.joints.split(",") if args.joints else movable_joints(robot.model)
-        if args.fs is None:
-            args.fs = common.estimate_fs(common.load_contract_csv(args.ident[0], len(joints))["t"])
-        config_path = os.path.join(args.out, "config.yaml")
-        with open(config_path, "w", encoding="utf-8") as handle:
-            yaml.safe_dump(unified_config(args, joints, robot.model.name), handle, sort_keys=False)
         CsvIdentification.ident_files = [os.path.abspath(f) for f in args.ident]
         CsvIdentification.n_joints = len(joints)
+        CsvIdentification.columns = common.parse_columns(args.columns)
+        if args.fs is None:
+            first = common.load_contract_csv(args.ident[0], len(joints), CsvIdentification.columns)
+            args.fs = common.estimate_fs(first["t"])
+        setting = tuning.Setting(args.cutoff, bool(args.offset), args.trim)
+        if args.tune:
+            start = time.perf_counter()
+            setting, result["tuning"] = tune(args, robot, joints, setting)
+            timer.add("tuning", time.perf_counter() - start)
         for name in ("process_data", "calculate_full_regressor", "_load_validation_data",
                      "_calculate_base_parameters", "_compute_validation_metrics"):  # fmt: skip
             timer.wrap(CsvIdentification, name)
-        ident = CsvIdentification(robot, config_path)
+        ident = identification(args, robot, joints, setting, os.path.abspath(args.val))
         start = time.perf_counter()
         ident.initialize()
         timer.add("initialize", time.perf_counter() - start)
         start = time.perf_counter()
-        ident.solve(decimate=False, plotting=False, save_results=False)
+        solve(ident)
         timer.add("solve", time.perf_counter() - start)
         t_val, tau_val = common.validation_prediction(ident, joints)
         common.write_predictions(os.path.join(args.out, "PRED.csv"), t_val, tau_val)
@@ -145,7 +222,8 @@ def main() -> int:
         result |= {
             "joints": joints,
             "fs_hz": args.fs,
-            "cutoff_hz": args.cutoff,
+            "cutoff_hz": setting.cutoff_hz,
+            "setting": {**vars(setting), "label": setting.label()},
             "n_train_samples": int(ident.num_samples),
             "n_base_params": len(ident.phi_base),
             "regressor_shape": list(ident.dynamic_regressor.shape),

@@ -4,6 +4,7 @@ held-out rows (run with FIGAROH's venv, not the project's).
 
     python figaroh_tx40.py --data DIR --config TX40_config.yaml --urdf tx40.urdf --out OUT
         [--ident-rows 0:24750] [--val-rows 29250:45000] [--border aligned|literal]
+        [--tune [--folds 5] [--guard-s 0.1] [--full-grid]]
 
 Our own driver of FIGAROH's API following figaroh-examples' `examples/staubli_TX40`
 (identification.py, utils/staubli_tx40_tools.py; commit c0b5c7f, Apache-2.0), with its config
@@ -25,6 +26,11 @@ Three departures, each needed with 1.0.2 and none a tuning:
 - timestamps are the file rows × 0.0002 s (the example's np.linspace(0, n·ts, n) is 0.004 %
   slow), and rows [a, b) are selected for identification and validation (the example fits all).
 
+`--tune`: the cut-off, the torque offsets on/off and the border (edge trim) chosen by
+time-blocked cross-validation on the identification rows alone (figaroh_tuning.py; the
+example's 100 Hz, offsets on, border 20 is one of the candidates), then the fit above with
+the chosen setting (aligned border).
+
 Writes OUT/config_unified.yaml, OUT/PRED.csv (timestamp, tau_pred_j) and OUT/result.json.
 """
 
@@ -43,6 +49,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import figaroh_common as common  # noqa: E402
+import figaroh_tuning as tuning  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
@@ -56,17 +63,27 @@ JOINTS = ["joint_1", "joint_2", "joint_3", "joint_4", "joint_5", "joint_6"]
 BORDER_FACTOR = 5  # the example: nbord = 5 * nbutter
 
 
-def migrated_config(legacy_file: str, out: str) -> str:
+def migrated_config(
+    legacy_file: str, out: str, setting: tuning.Setting | None = None, validation: bool = True
+) -> str:
     """TX40_config.yaml converted by FIGAROH's migration, with the example's active joints and
-    a validation data token (resolved by load_trajectory_data)."""
+    a validation data token (resolved by load_trajectory_data); `setting`: its cut-off and
+    offsets instead of the example's; `validation=False`: no held-out data (FIGAROH then
+    predicts the identification rows)."""
     with open(legacy_file, encoding="utf-8") as handle:
         unified = convert_legacy_to_unified(yaml.safe_load(handle))
     unified.pop("extends", None)  # a template path relative to the examples' tree
     unified["tasks"].pop("calibration", None)
     unified["robot"]["name"] = "staubli_tx40"
     unified["robot"]["properties"]["joints"]["active_joints"] = JOINTS
-    unified["tasks"]["identification"]["data"] = {"validation_data_file": "validation"}
-    path = os.path.join(out, "config_unified.yaml")
+    task = unified["tasks"]["identification"]
+    task["data"] = {"validation_data_file": "validation"} if validation else {}
+    if setting is not None:
+        task.setdefault("signal_processing", {})["cutoff_frequency"] = setting.cutoff_hz
+        components = task.setdefault("problem", {}).setdefault("model_components", {})
+        components["joint_offset"] = setting.offset
+    name = "config_unified.yaml" if validation else "config_cv.yaml"
+    path = os.path.join(out, name)
     with open(path, "w", encoding="utf-8") as handle:
         yaml.safe_dump(unified, handle, sort_keys=False)
     return path
@@ -98,6 +115,7 @@ class TX40Identification(BaseIdentification):
     data_dir = ""
     rows: dict[str, tuple[int, int]] = {}
     border = "aligned"
+    border_samples: int | None = None  # None: the example's 5 * nbutter
     _files: tuple[np.ndarray, np.ndarray] | None = None
 
     def __init__(self, robot, config_file):
@@ -154,12 +172,14 @@ class TX40Identification(BaseIdentification):
         q[:, 2] += np.pi / 2
         self.raw_data["positions"] = q
         self.filter_kinematics_data(self.filter_config)
-        if self.border == "aligned":
-            cut = self._border()
+        cut = self._border()
+        if self.border == "aligned" and cut:
             for key in ("timestamps", "positions", "velocities", "accelerations"):
                 self.processed_data[key] = self.processed_data[key][cut:-cut]
 
     def _border(self) -> int:
+        if self.border_samples is not None:
+            return self.border_samples
         return BORDER_FACTOR * self.filter_config["filter_params"].get("nbutter", 4)
 
     def process_torque_data(self, **kwargs):
@@ -168,7 +188,7 @@ class TX40Identification(BaseIdentification):
         reduction[4, 5] = ratios[5, 5]
         tau = (reduction @ self.raw_data["torques"].T).T
         cut = self._border()
-        tau = tau[cut:-cut]
+        tau = tau[cut : len(tau) - cut]
         n = len(self.processed_data["positions"])
         if len(tau) != n:  # literal: the example's _sync_torque_w_kinematics
             n = min(n, len(tau))
@@ -183,6 +203,52 @@ class TX40Identification(BaseIdentification):
         if self.identif_config.get("has_coupled_wrist", False):
             for key in ("Iam6", "fvm6", "fsm6"):
                 self.standard_parameter[key] = float(self.identif_config[key])
+
+
+def tune(args, robot) -> tuple[tuning.Setting, dict]:
+    """The setting chosen by cross-validation on the identification rows (never --val-rows)."""
+    probe = TX40Identification(robot, migrated_config(args.config, args.out, None, False))
+    config = probe.identif_config
+    fs = 1 / config["ts"]
+    fixed = tuning.Setting(
+        float(config["cut_off_frequency_butterworth"]),
+        bool(config.get("has_joint_offset", False)),
+        probe._border(),
+    )
+    n_rows = args.ident_rows[1] - args.ident_rows[0]
+    order = probe.filter_config["filter_params"].get("nbutter", 4)
+    cutoffs, trims, largest = tuning.grid(fixed, fs, order, True, n_rows)
+    folds = tuning.make_folds([n_rows], args.folds, round(args.guard_s * fs))
+    scored = tuning.scored_rows(n_rows, largest)
+
+    def evaluate(setting: tuning.Setting):
+        TX40Identification.border_samples = setting.trim
+        config = migrated_config(args.config, args.out, setting, False)
+        ident = TX40Identification(robot, config)
+        ident.initialize()
+        return tuning.fold_errors(ident, setting, folds, scored, solve_for(args))
+
+    chosen, ranked = tuning.search(evaluate, fixed, cutoffs, trims, args.full_grid)
+    TX40Identification.border_samples = None
+    report = {
+        "chosen": {**vars(chosen), "label": chosen.label()},
+        "cv_rmse": ranked[0].cv_rmse,
+        "fixed_cv_rmse": next(c.cv_rmse for c in ranked if c.setting == fixed),
+        "folds": len(folds),
+        "fold_kind": "contiguous blocks",
+        "guard_samples": round(args.guard_s * fs),
+        "scored_rows_per_fold_excluded_ends": largest,
+        "search": "full grid" if args.full_grid else "staged (cut-off x offset, then trims)",
+        "candidates": [c.to_dict() for c in ranked],
+    }
+    return chosen, report
+
+
+def solve_for(args):
+    def solve(ident) -> None:
+        ident.solve(decimate=not args.no_decimate, plotting=False, save_results=False)
+
+    return solve
 
 
 def rows(text: str) -> tuple[int, int]:
@@ -200,6 +266,10 @@ def main() -> int:
     parser.add_argument("--val-rows", type=rows, default=(29250, 45000))
     parser.add_argument("--border", choices=("aligned", "literal"), default="aligned")
     parser.add_argument("--no-decimate", action="store_true", help="solve(decimate=False)")
+    parser.add_argument("--tune", action="store_true", help="choose cut-off, offset, border by CV")
+    parser.add_argument("--folds", type=int, default=5, help="CV blocks of the identification rows")
+    parser.add_argument("--guard-s", type=float, default=0.1, help="CV guard gap, s")
+    parser.add_argument("--full-grid", action="store_true", help="CV of the whole grid")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     timer = common.Timer()
@@ -213,7 +283,24 @@ def main() -> int:
         start = time.perf_counter()
         robot = load_robot(os.path.abspath(args.urdf), package_dirs=None, load_by_urdf=True)
         timer.add("load_robot", time.perf_counter() - start)
-        ident = TX40Identification(robot, migrated_config(args.config, args.out))
+        setting = None
+        if args.tune:
+            if args.border != "aligned":
+                raise ValueError("--tune trims kinematics and torque alike: --border aligned")
+            start = time.perf_counter()
+            setting, result["tuning"] = tune(args, robot)
+            timer.add("tuning", time.perf_counter() - start)
+            TX40Identification.border_samples = setting.trim
+            result["setting"] = {**vars(setting), "label": setting.label()}
+        ident = TX40Identification(robot, migrated_config(args.config, args.out, setting))
+        if setting is None:  # the example's own
+            config = ident.identif_config
+            fixed = tuning.Setting(
+                float(config["cut_off_frequency_butterworth"]),
+                bool(config.get("has_joint_offset", False)),
+                ident._border(),
+            )
+            result["setting"] = {**vars(fixed), "label": fixed.label()}
         start = time.perf_counter()
         ident.initialize()
         timer.add("initialize", time.perf_counter() - start)

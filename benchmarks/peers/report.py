@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from . import scoring
-from .cases import CaseResult
+from .cases import TUNED, CaseResult
 from .runs import ToolRun
 
 
@@ -27,6 +28,7 @@ class Row:
     prediction: np.ndarray | None = None  # on the recorded rows, NaN where none (N, n)
     alignment: str = ""
     off_grid: int = 0
+    dq: np.ndarray | None = None  # the recorded joint velocity (N, n), for the speed bands
 
     @property
     def predicted(self) -> np.ndarray | None:
@@ -36,11 +38,13 @@ class Row:
 
     def score_on(self, rows: np.ndarray) -> scoring.Score:
         scored = self.predicted & rows
-        return scoring.score_rows(self.tau, self.prediction, scored, self.alignment, self.off_grid)
+        return scoring.score_rows(
+            self.tau, self.prediction, scored, self.alignment, self.off_grid, self.dq
+        )
 
 
 def score_case(case: CaseResult) -> list[Row]:
-    recorded = scoring.read_recorded(case.validation, case.n_joints)
+    recorded = scoring.read_recorded(case.validation, case.n_joints, case.columns)
     rows = []
     for run in case.runs:
         if run.prediction is None:
@@ -48,7 +52,7 @@ def score_case(case: CaseResult) -> list[Row]:
             continue
         predicted = scoring.read_predictions(run.prediction, case.n_joints)
         on_recorded, alignment, off_grid = scoring.predicted_on_recorded(recorded, predicted)
-        row = Row(run, None, None, recorded.tau, on_recorded, alignment, off_grid)
+        row = Row(run, None, None, recorded.tau, on_recorded, alignment, off_grid, recorded.dq)
         row.own = row.score_on(np.ones(len(recorded.t), bool))
         rows.append(row)
     common = np.ones(len(recorded.t), bool)
@@ -74,6 +78,27 @@ def _ratio(a, b) -> str:
     return f"{a / b:.3f}"
 
 
+def bands_text(score: scoring.Score | None) -> str:
+    """'RMSE (share %)' per |dq| band, rest / creep / slow / fast."""
+    if score is None or not score.speed_bands:
+        return "–"
+    return " / ".join(
+        f"{_f(band['rmse'], 3)} ({100 * band['share']:.0f}%)" for band in score.speed_bands
+    )
+
+
+def setting_text(run: ToolRun) -> str:
+    """FIGAROH's setting (and, tuned, its CV RMSE over the identification data's folds)."""
+    setting = run.reported.get("setting") or {}
+    tuning = run.reported.get("tuning") or {}
+    if not setting:
+        return "–"
+    if not tuning:
+        return setting.get("label", "–")
+    cv, fixed = _f(tuning.get("cv_rmse")), _f(tuning.get("fixed_cv_rmse"))
+    return f"{setting.get('label')} (CV {cv}; fixed setting's CV {fixed})"
+
+
 def accuracy_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, str]]:
     table = []
     for case, rows in cases:
@@ -95,6 +120,8 @@ def accuracy_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, 
                 "RMSE per joint Nm": (
                     " ".join(f"{v:.3f}" for v in own.rmse_per_joint) if own else "–"
                 ),
+                "RMSE by speed band: rest / creep / slow / fast (share)": bands_text(own),
+                "FIGAROH setting (CV RMSE Nm)": setting_text(run),
                 "wall s": _f(stats.wall_s, 2) if stats else "–",
                 "peak MB": _f(stats.peak_memory_mb, 0) if stats else "–",
                 "tree RSS sum MB": _f(stats.max_tree_rss_mb, 0) if stats else "–",
@@ -106,11 +133,28 @@ def accuracy_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, 
     return table
 
 
+def better_peer(row: Row, fixed: Row | None, tuned: Row | None) -> tuple[str, str]:
+    """(ours / the better of FIGAROH fixed and tuned, which) on the rows all of the three that
+    ran predicted; the better one is the one of lower RMSE on those rows."""
+    peers = {name: p for name, p in (("fixed", fixed), ("tuned", tuned))
+             if p is not None and p.run.status == "ok"}  # fmt: skip
+    if row.run.status != "ok" or not peers:
+        return "–", "–"
+    rows = row.predicted.copy()
+    for peer in peers.values():
+        rows &= peer.predicted
+    rmse = {name: peer.score_on(rows).rmse for name, peer in peers.items()}
+    which = min(rmse, key=rmse.get)
+    return _ratio(row.score_on(rows).rmse, rmse[which]), which
+
+
 def ratio_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, str]]:
-    """ours / FIGAROH for each project run and the default FIGAROH run of the same size."""
+    """ours / FIGAROH for each project run and the default FIGAROH run of the same size; and
+    ours / the better of FIGAROH fixed and FIGAROH tuned."""
     table = []
     for case, rows in cases:
         peers = {r.run.size: r for r in rows if r.run.label == "figaroh"}
+        tuned = {r.run.size: r for r in rows if r.run.label == TUNED}
         for row in rows:
             peer = peers.get(row.run.size)
             if row.run.tool != "ours" or peer is None:
@@ -121,6 +165,7 @@ def ratio_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, str
             pair = row.predicted & peer.predicted if both else None
             mine = row.score_on(pair) if both else None
             theirs = peer.score_on(pair) if both else None
+            better, which = better_peer(row, peer, tuned.get(row.run.size))
             table.append({
                 "case": case.case,
                 "n ident": str(row.run.size),
@@ -129,6 +174,8 @@ def ratio_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, str
                 "RMSE ratio (those rows)": _ratio(
                     mine.rmse if mine else None, theirs.rmse if theirs else None
                 ),
+                "RMSE ratio vs better FIGAROH": better,
+                "better FIGAROH": which,
                 "R² ours vs FIGAROH": f"{_f(mine.r2)} vs {_f(theirs.r2)}" if mine else "–",
                 "per-joint RMSE ratio": (
                     " ".join(_ratio(a, b) for a, b in zip(
@@ -239,6 +286,7 @@ def details(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict]:
             "case": case.case,
             "size": case.size,
             "validation": str(case.validation),
+            "columns": dataclasses.asdict(case.columns),
             "notes": case.notes,
             "runs": [{
                 "tool": row.run.tool, "label": row.run.label, "size": row.run.size,
@@ -268,7 +316,15 @@ def write_results(out: Path, cases: list[CaseResult], header: dict) -> str:
         "timestamp; `interpolated`: the tool predicted on a grid of its own, interpolated "
         "linearly onto the recorded timestamps). R²: each joint about its own mean. "
         "'common rows': the rows every default run of the case (ours, "
-        "figaroh) predicted; a ratio compares a pair on the rows both predicted.",
+        "figaroh) predicted; a ratio compares a pair on the rows both predicted. "
+        "'figaroh': FIGAROH with its fixed setting (the UR driver's 10 Hz Butterworth, no torque "
+        "offset, no edge trim; TX40: its example's 100 Hz, offsets, border 20); 'figaroh tuned': "
+        "its cut-off, offset on/off and edge trim chosen by time-blocked cross-validation on the "
+        "identification data alone (setting and CV RMSE in the table), then fitted on all of "
+        "it. 'RMSE ratio (those rows)': ours / FIGAROH fixed; 'RMSE ratio vs better FIGAROH': "
+        "ours / whichever of FIGAROH fixed and tuned has the lower RMSE on the rows all three "
+        "predicted. |dq| bands (rad/s, the joint's own recorded speed): rest < 0.01, creep "
+        "0.01-0.05, slow 0.05-0.2, fast >= 0.2; RMSE Nm (share of the scored samples).",
         "",
         "## Accuracy, time and memory",
         "",

@@ -9,6 +9,7 @@ from pathlib import Path
 from .cases import CaseResult
 from .measure import RunStats
 from .runs import ToolRun
+from .scoring import Columns
 
 
 def load_cases(out: Path) -> tuple[list[CaseResult], dict]:
@@ -17,8 +18,9 @@ def load_cases(out: Path) -> tuple[list[CaseResult], dict]:
     cases = []
     for case in saved["cases"]:
         result = CaseResult(
-            case["case"], case["size"], Path(case["validation"]), 0, notes=case["notes"]
-        )
+            case["case"], case["size"], Path(case["validation"]), 0, notes=case["notes"],
+            columns=Columns(**case.get("columns", {})),
+        )  # fmt: skip
         for run in case["runs"]:
             stats = RunStats.from_dict(run["stats"]) if run["stats"] else None
             prediction = Path(run["prediction"]) if run["prediction"] else None

@@ -26,6 +26,8 @@ class Settings:
     ours_variants: dict[str, list[str]] = field(default_factory=dict)
     log: object = print
     repeat: int = 1  # runs of each tool on a timed case (UR10e), alternating; the median kept
+    tune_figaroh_up_to: int | None = 20_000  # FIGAROH tuned on at most this many samples
+    figaroh_full_grid: bool = False  # FIGAROH tuned: the whole grid, not the staged search
 
 
 @dataclass
@@ -82,28 +84,33 @@ def run_ours(
     folder = settings.out / "runs" / _slug(case, size, label)
     run = ToolRun(case, size, "ours", label, ident)
     settings.log(f"[{case}] {label} on {ident}: running the command line")
-    stats = run_measured(
-        [*command, *overrides, f"hydra.run.dir={folder}"],
-        settings.out / "logs" / f"{_slug(case, size, label)}.log",
-        cwd=settings.out,
-        env=_env(),
-        memory_cap_gb=settings.memory_cap_gb,
-        timeout_s=settings.timeout_s,
-        poll=poll,
-    )
+    log = settings.out / "logs" / f"{_slug(case, size, label)}.log"
+    try:
+        stats = run_measured(
+            [*command, *overrides, f"hydra.run.dir={folder}"], log, cwd=settings.out,
+            env=_env(), memory_cap_gb=settings.memory_cap_gb, timeout_s=settings.timeout_s,
+            poll=poll,
+        )  # fmt: skip
+    except OSError as error:  # the command could not start: a failure row, not a crash
+        run.status = f"failed: could not start ({error})"
+        settings.log(f"[{case}] {label}: {run.status}")
+        return run
     prediction = folder / "predictions_validation.csv"
     run.stats, run.status = stats, _status(stats, not prediction.exists())
     if run.status == "ok":
-        run.prediction = prediction
-        metrics = json.loads((folder / "metrics.json").read_text())
-        physical = metrics["validation"]["physical"]
-        run.reported = {
-            "validation_rmse": physical["rmse"],
-            "validation_r2": physical["r2"],
-            "n_base": metrics["identifiability"]["n_base"],
-            "cond": metrics["identifiability"]["cond"],
-            "timing_s": metrics.get("timing_s", {}),
-        }
+        try:
+            metrics = json.loads((folder / "metrics.json").read_text())
+            physical = metrics["validation"]["physical"]
+            run.reported = {
+                "validation_rmse": physical["rmse"],
+                "validation_r2": physical["r2"],
+                "n_base": metrics["identifiability"]["n_base"],
+                "cond": metrics["identifiability"]["cond"],
+                "timing_s": metrics.get("timing_s", {}),
+            }
+            run.prediction = prediction
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            run.status = f"failed: unreadable metrics.json ({type(error).__name__}: {error})"
     settings.log(
         f"[{case}] {label}: {run.status}, {stats.wall_s:.1f} s, {stats.peak_memory_mb:.0f} MB"
     )
@@ -127,15 +134,20 @@ def run_figaroh(
     folder = settings.out / "runs" / _slug(case, size, label)
     script = Path(__file__).with_name(driver)
     settings.log(f"[{case}] {label} on {ident}: running FIGAROH 1.0.2")
-    stats = run_measured(
-        [str(settings.figaroh_python), str(script), *args, "--out", str(folder)],
-        settings.out / "logs" / f"{_slug(case, size, label)}.log",
-        cwd=settings.out,
-        env=_env(),
-        memory_cap_gb=settings.memory_cap_gb,
-        timeout_s=settings.timeout_s,
-        poll=poll,
-    )
+    try:
+        stats = run_measured(
+            [str(settings.figaroh_python), str(script), *args, "--out", str(folder)],
+            settings.out / "logs" / f"{_slug(case, size, label)}.log",
+            cwd=settings.out,
+            env=_env(),
+            memory_cap_gb=settings.memory_cap_gb,
+            timeout_s=settings.timeout_s,
+            poll=poll,
+        )
+    except OSError as error:
+        run.status = f"failed: could not start ({error})"
+        settings.log(f"[{case}] {label}: {run.status}")
+        return run
     prediction = folder / "PRED.csv"
     result_file = folder / "result.json"
     result = json.loads(result_file.read_text()) if result_file.exists() else {}
@@ -155,6 +167,8 @@ def run_figaroh(
             "timings_s",
             "n_train_samples",
             "n_val_samples",
+            "setting",
+            "tuning",
         )
         if key in result
     }

@@ -10,10 +10,16 @@ without a prediction (filter ends, borders, non-finite values) are counted, neve
 
 R² as DESIGN.md defines it: 1 − Σ_j Σ_k e² / Σ_j Σ_k (τ − mean_j τ)², each joint about its own
 mean over the scored rows.
+
+Error by speed band: every scored (row, joint) sample falls in the band of that joint's own
+recorded |dq| in the validation file (`SPEED_BANDS`, rad/s, lower bound included): rest < 0.01,
+creep 0.01-0.05, slow 0.05-0.2, fast >= 0.2; per band its share of the scored samples and the
+RMSE over them (joints pooled).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -21,14 +27,30 @@ import numpy as np
 
 EXACT_TOLERANCE_S = 1e-6
 EXACT_SHARE = 0.99
+SPEED_BANDS = (("rest", 0.0, 0.01), ("creep", 0.01, 0.05), ("slow", 0.05, 0.2),
+               ("fast", 0.2, math.inf))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Where a validation file keeps its time (column) and its dq and torque (prefixes, the
+    joint index appended)."""
+
+    time: str = "timestamp"
+    dq: str = "actual_qd_"
+    tau: str = "actual_current_as_torque_"
+
+
+CONTRACT_COLUMNS = Columns()
 
 
 @dataclass(frozen=True)
 class Torques:
-    """Torque rows: t (N,) s, tau (N, n) Nm."""
+    """Torque rows: t (N,) s, tau (N, n) Nm; dq (N, n) rad/s as recorded, when read."""
 
     t: np.ndarray
     tau: np.ndarray
+    dq: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +66,7 @@ class Score:
     n_not_predicted: int  # recorded rows without one
     n_predictions_off_grid: int  # predicted rows at no recorded timestamp (exact alignment)
     alignment: str  # "exact" | "interpolated"
+    speed_bands: list[dict] | None = None  # see speed_bands(); None without recorded dq
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -63,9 +86,12 @@ def read_columns(path: Path, time_column: str, prefix: str, n_joints: int) -> To
     return Torques(table[:, 0], table[:, 1:])
 
 
-def read_recorded(path: Path, n_joints: int) -> Torques:
-    """The torque as recorded in a CSV of the contract (`actual_current_as_torque_j`, Nm)."""
-    return read_columns(path, "timestamp", "actual_current_as_torque_", n_joints)
+def read_recorded(path: Path, n_joints: int, columns: Columns = CONTRACT_COLUMNS) -> Torques:
+    """The torque and joint velocity as recorded in a validation CSV (by default the
+    contract's `actual_current_as_torque_j`, Nm, and `actual_qd_j`, rad/s)."""
+    torque = read_columns(path, columns.time, columns.tau, n_joints)
+    velocity = read_columns(path, columns.time, columns.dq, n_joints)
+    return Torques(torque.t, torque.tau, velocity.tau)
 
 
 def read_predictions(path: Path, n_joints: int) -> Torques:
@@ -102,6 +128,24 @@ def predicted_on_recorded(recorded: Torques, predicted: Torques) -> tuple[np.nda
     return out, "interpolated", len(predicted.t) - len(pred)
 
 
+def speed_bands(
+    tau: np.ndarray, prediction: np.ndarray, dq: np.ndarray, scored: np.ndarray
+) -> list[dict]:
+    """Per band of `SPEED_BANDS`: the scored (row, joint) samples whose own |dq| is in it, their
+    share of all scored samples and the RMSE over them (Nm; NaN for an empty band)."""
+    speed, error = np.abs(dq[scored]), (tau - prediction)[scored]
+    bands = []
+    for name, low, high in SPEED_BANDS:
+        inside = (speed >= low) & (speed < high)
+        n = int(inside.sum())
+        bands.append({
+            "band": name, "low_rad_s": low, "high_rad_s": high, "n": n,
+            "share": n / error.size if error.size else math.nan,
+            "rmse": float(np.sqrt(np.mean(error[inside] ** 2))) if n else math.nan,
+        })  # fmt: skip
+    return bands
+
+
 def score(recorded: Torques, predicted: Torques, rows: np.ndarray | None = None) -> Score:
     """Score `predicted` against `recorded`; `rows` (bool, recorded rows) restricts the scored
     rows further (e.g. to those every tool predicted)."""
@@ -109,13 +153,15 @@ def score(recorded: Torques, predicted: Torques, rows: np.ndarray | None = None)
     scored = np.all(np.isfinite(on_recorded), axis=1)
     if rows is not None:
         scored &= rows
-    return score_rows(recorded.tau, on_recorded, scored, alignment, off_grid)
+    return score_rows(recorded.tau, on_recorded, scored, alignment, off_grid, recorded.dq)
 
 
 def score_rows(
-    tau: np.ndarray, prediction: np.ndarray, scored: np.ndarray, alignment: str, off_grid: int
-) -> Score:
-    """Metrics over the rows `scored` of (N, n) recorded and predicted torques."""
+    tau: np.ndarray, prediction: np.ndarray, scored: np.ndarray, alignment: str, off_grid: int,
+    dq: np.ndarray | None = None,
+) -> Score:  # fmt: skip
+    """Metrics over the rows `scored` of (N, n) recorded and predicted torques (`dq`: the
+    recorded velocity, for the speed bands)."""
     measured, error = tau[scored], tau[scored] - prediction[scored]
     if not len(measured):
         nan = float("nan")
@@ -135,6 +181,7 @@ def score_rows(
         n_not_predicted=int(len(tau) - scored.sum()),
         n_predictions_off_grid=int(off_grid),
         alignment=alignment,
+        speed_bands=None if dq is None else speed_bands(tau, prediction, dq, scored),
     )
 
 
