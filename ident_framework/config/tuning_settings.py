@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 METHODS = ("cv", "none")
 VELOCITY_SOURCES = ("measured", "differentiated")
-RULES = ("min", "one_se")  # identify/tuning/rules.py
+RULES = ("min", "one_se", "one_se_paired")  # identify/tuning/rules.py
 PARTITIONS = ("time", "kind")  # identify/tuning/folds.py
 
 
@@ -29,13 +29,14 @@ class TuningSettings:
     armature_columns, offset_columns (regressor.*), dead_bands, tanh_widths (rad/s, friction.*
     of coulomb_viscous; the width per joint), ridges, truncations (estimator.* of ls).
     sweeps: passes over the joints when choosing each joint's friction shape.
-    rule: how a stage picks among its candidates, min (lowest CV RMSE) | one_se (the simplest
-    within one standard error of the lowest; `identify/tuning/rules.py`). partitions: the
-    folds, time (blocks or recordings, `folds.plan_folds`) and/or kind (per joint, its rows at
-    rest / creeping / slow / turning round held out in turn, `folds.motion_kinds`; both: the
-    CV error averages the two partitions' mean squares). speed_bands: rad/s, the upper limits
-    of rest, creep and slow. turn_s: s, the longest turn-round that is a reversal (a longer
-    passage through low speed is a hold)."""
+    rule: how a stage picks among its candidates: min (lowest CV RMSE) | one_se (the simplest
+    within one standard error of the lowest) | one_se_paired (within the SE of each
+    candidate's per-fold difference to the lowest); `identify/tuning/rules.py`.
+    partitions: the folds, time (blocks or recordings, `folds.plan_folds`) and/or kind (per
+    joint, its rows at rest / creeping / slow / turning round held out in turn,
+    `folds.motion_kinds`; both: the CV error averages the two partitions' mean squares).
+    speed_bands: rad/s, the upper limits of rest, creep and slow. turn_s: s, the longest
+    turn-round that is a reversal (a longer passage through low speed is a hold)."""
 
     method: str = "cv"
     sources: list[str] = field(default_factory=lambda: ["csv", "rtde", "rosbag"])

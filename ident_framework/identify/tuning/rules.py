@@ -3,7 +3,11 @@
 rule "min": the lowest CV RMSE (the incumbent, listed first, wins ties). rule "one_se": the
 simplest candidate whose CV RMSE is within one standard error of the lowest (the SE of the
 best candidate: the standard deviation of its per-fold RMSE over sqrt(folds), Breiman et al.
-1984, Hastie et al. ESL 7.10); among equally simple ones the lowest CV RMSE.
+1984, Hastie et al. ESL 7.10); among equally simple ones the lowest CV RMSE. rule
+"one_se_paired": the same with each candidate's own SE of its difference to the best, fold by
+fold (std over folds of RMSE_k(candidate) - RMSE_k(best), over sqrt(folds)): folds that differ
+in kind (a rest fold, a fast block) spread one candidate's per-fold RMSE far more than they
+spread the difference between two candidates, which the plain SE then mistakes for noise.
 
 "Simpler" (`complexity`, compared as a tuple, smaller is simpler; within one stage only the
 options of that stage differ):
@@ -24,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-RULES = ("min", "one_se")
+RULES = ("min", "one_se", "one_se_paired")
 
 
 def complexity(candidate: Any, configured: tuple[float, bool]) -> tuple[float, ...]:
@@ -58,19 +62,38 @@ class Decision:
         return len(self.picked_rank)
 
 
-def choose(rmse: np.ndarray, se: np.ndarray, simplicity: list[tuple], rule: str) -> tuple[int, int]:
-    """(picked, best) indices among candidates with CV RMSE `rmse` (m,), SE `se` (m,) and
-    `simplicity` keys (`complexity`): `best` the lowest RMSE (first of ties), `picked` by
-    `rule`."""
+def choose(
+    rmse: np.ndarray,
+    se: np.ndarray,
+    simplicity: list[tuple],
+    rule: str,
+    fold_rmse: np.ndarray | None = None,
+) -> tuple[int, int]:
+    """(picked, best) indices among candidates with CV RMSE `rmse` (m,), SE `se` (m,),
+    `simplicity` keys (`complexity`) and per-fold RMSE `fold_rmse` (m, folds; one_se_paired
+    only): `best` the lowest RMSE (first of ties), `picked` by `rule`."""
     rmse = np.asarray(rmse, dtype=float)
     best = int(np.argmin(rmse))
     if rule == "min":
         return best, best
-    if rule != "one_se":
+    if rule == "one_se":
+        margin = np.full(len(rmse), se[best])
+    elif rule == "one_se_paired":
+        margin = paired_se(np.asarray(fold_rmse, dtype=float), best)
+    else:
         raise ValueError(f"rule must be one of {list(RULES)}, got {rule!r}")
-    within = np.flatnonzero(rmse <= rmse[best] + se[best])
+    within = np.flatnonzero(rmse <= rmse[best] + margin)
     picked = min(within, key=lambda i: (simplicity[i], rmse[i], i))
     return int(picked), best
+
+
+def paired_se(fold_rmse: np.ndarray, best: int) -> np.ndarray:
+    """(m,) Nm: per candidate, the standard error of its per-fold RMSE minus the best's
+    (empty folds left out; 0 for the best itself and with fewer than two folds)."""
+    figures = fold_rmse[:, np.all(np.isfinite(fold_rmse), axis=0)]
+    if figures.shape[1] < 2:
+        return np.zeros(len(fold_rmse))
+    return np.std(figures - figures[best], axis=1, ddof=1) / np.sqrt(figures.shape[1])
 
 
 def stability(fold_rmse: np.ndarray, picked: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -100,8 +123,9 @@ def decide(
     `log.decisions` and each candidate's folds won in its row. Returns the picked index."""
     rmse = np.array([f.rmse for f in figures])
     se = np.array([f.se for f in figures])
-    picked, best = choose(rmse, se, [complexity(c, configured) for c in candidates], rule)
     folds = np.array([f.fold_rmse for f in figures])
+    simplicity = [complexity(c, configured) for c in candidates]
+    picked, best = choose(rmse, se, simplicity, rule, folds)
     wins, ranks = stability(folds, picked)
     rows = tuple(log.row_of(c, f.rmse) for c, f in zip(candidates, figures, strict=True))
     log.decisions.append(Decision(stage, rows, picked, best, float(se[best]), wins, ranks))
