@@ -53,7 +53,7 @@ class TuningSettings:
     truncations: list[float] = field(default_factory=lambda: [1e-4, 1e-3, 1e-2])
     sweeps: int = 2
     rule: str = "min"
-    partitions: list[str] = field(default_factory=lambda: ["time"])
+    partitions: list[str] = field(default_factory=lambda: ["time", "kind"])
     speed_bands: list[float] = field(default_factory=lambda: [0.01, 0.05, 0.2])
     turn_s: float = 0.5
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -68,6 +69,25 @@ class FoldFactors:
     @property
     def folds(self) -> FoldLayout:
         return self.layout or FoldLayout.single(len(self.merged))
+
+    @cached_property
+    def whole(self) -> np.ndarray:
+        """The factor of every cell's rows together."""
+        return stacked_r(self.merged)
+
+    @cached_property
+    def groups(self) -> list[list[tuple[int, np.ndarray]]]:
+        """Per partition of `folds`: (fold, the factor of its cells) for each of its folds, and
+        (-1, the factor of the cells in none of them: e.g. the kind partition's fast rows). A
+        fold's training factor is the merge of its partition's other groups."""
+        layout, out = self.folds, []
+        for p in range(layout.n_partitions):
+            members = [(k, layout.cells[k]) for k, q in enumerate(layout.partition) if q == p]
+            in_folds = {c for _, cells in members for c in cells}
+            rest = tuple(c for c in range(len(self.merged)) if c not in in_folds)
+            members += [(-1, rest)] if rest else []
+            out.append([(k, stacked_r([self.merged[c] for c in cells])) for k, cells in members])
+        return out
 
     @property
     def samples(self) -> int:

@@ -58,25 +58,35 @@ def cross_validate(
     """CV figures of the columns `columns` (indices into the factors' layout) with each
     regulariser; `nominal` (len(columns),) the prior values of those columns."""
     layout = factors.folds
-    n_folds, n_cells = len(layout.cells), len(factors.merged)
+    n_folds = len(layout.cells)
     test_columns = np.append(columns, factors.tau_recorded)
     sse = np.zeros((len(regularisers), n_folds))
     sse_joint = np.zeros((len(regularisers), n_folds, factors.n_joints))
     rows = np.array([factors.counts[list(cells)].sum(axis=0) for cells in layout.cells])
     with one_blas_thread():
-        total = stacked_r([m[:, columns] for m in factors.merged])
+        # one cell per fold (time blocks or recordings alone): the cells' factors as they are;
+        # cells grouped into folds: the factors of the groups, merged once per column space
+        # (`FoldFactors.groups`; exact either way: R of A[:, S] is R of R_A[:, S])
+        grouped = len(factors.merged) != n_folds or any(
+            cells != (k,) for k, cells in enumerate(layout.cells)
+        )
+        parts = [factors.whole] if grouped else factors.merged
+        total = stacked_r([m[:, columns] for m in parts])
         base = BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
         basis, r = base.basis, base.rank
         prior = basis.T @ nominal
-        # each cell's factor in the base parameters: [R_c[:, S] B | tau_filtered]
-        projected = [
-            np.column_stack([m[:, columns] @ basis, m[:, factors.tau_filtered]])
-            for m in factors.merged
-        ]
+
+        def project(m: np.ndarray) -> np.ndarray:  # [R[:, S] B | tau_filtered]
+            return np.column_stack([m[:, columns] @ basis, m[:, factors.tau_filtered]])
+
+        if grouped:
+            groups = [[(k, project(g)) for k, g in part] for part in factors.groups]
+        else:
+            groups = [[(k, project(m)) for k, m in enumerate(factors.merged)]]
         for k, held_cells in enumerate(layout.cells):
             if rows[k].sum() == 0:
                 continue
-            train = stacked_r([projected[c] for c in range(n_cells) if c not in held_cells])
+            train = stacked_r([g for f, g in groups[layout.partition[k]] if f != k])
             r_w, rhs = train[:r, :r], train[:r, r]
             held = [factors.merged[c][:, test_columns] for c in held_cells]
             for i, (ridge, truncate) in enumerate(regularisers):

@@ -11,6 +11,15 @@ of the motion no training block shows again (a block of the clock would be repea
 next period).
 Samples within `guard_s` of a block boundary belong to no fold: the zero-phase filters spread
 each sample over its neighbours, which would otherwise leak across the boundary.
+
+Folds by kind of motion (`tuning.partitions` with `kind`): blocks of one periodic excitation
+are repeats of one kind of motion, so they rank options by how well they fit that motion, not
+by how they carry to slow moves, holds and reversals. The kind partition holds out, per joint,
+the rows where that joint is at rest, creeping, slow or turning round (`motion_kinds`), one
+kind per fold, and trains on every other row. The rows are grouped in cells (time block x
+kind) whose QR factors both partitions merge exactly. No guard band separates kinds (their
+boundaries are everywhere in a slow motion): a held-out row's filtered neighbours may be in
+training, a leak the time partition's guards avoid.
 """
 
 from __future__ import annotations
