@@ -4,6 +4,7 @@ and that folds over cells stay exact QR merges."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -282,6 +283,8 @@ def test_selection_reports_its_stability_and_one_se_is_never_worse_than_one_se_a
     assert "(simpler, within 1 SE)" in lines[2]
     section = chosen.to_dict()
     assert list(section["fold_rmse"]) == chosen.fold_names and section["stability"]
+    assert all(v is None or np.isfinite(v) for v in section["fold_rmse"].values())
+    assert json.loads(json.dumps(section, allow_nan=False)) == section  # no NaN in metrics
     import csv
     import tempfile
 

@@ -80,7 +80,11 @@ class Selection:
             "seconds": self.seconds,
             "rule": self.rule,
             "cv_se": self.cv_se,
-            "fold_rmse": dict(zip(self.fold_names, self.fold_rmse, strict=True)),
+            # None: a fold with no rows (e.g. no joint ever at rest); JSON has no NaN
+            "fold_rmse": {
+                name: (value if np.isfinite(value) else None)
+                for name, value in zip(self.fold_names, self.fold_rmse, strict=True)
+            },
             "stability": self.stability,
         }
 
