@@ -254,7 +254,7 @@ def test_several_recordings_are_selected_on_with_one_fold_each():
     widths = np.full(6, 0.02)
     recordings = [_recording(builder, theta, widths, seed=s) for s in (2, 3, 5)]
     tuned, _ = select_options(config, robot, builder, recordings)
-    assert tuned.selection.folds == "3 folds: one per recording"
+    assert tuned.selection.folds.startswith("3 folds: one per recording; and 4 folds by kind")
     assert tuned.selection.cv_rmse < tuned.selection.configured_cv_rmse
     assert all(0.01 <= w <= 0.03 for w in tuned.selection.chosen["friction.tanh_width"])
 

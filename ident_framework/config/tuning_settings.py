@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 METHODS = ("cv", "none")
 VELOCITY_SOURCES = ("measured", "differentiated")
+RULES = ("min", "one_se", "one_se_paired")  # identify/tuning/rules.py
+PARTITIONS = ("time", "kind")  # identify/tuning/folds.py
 
 
 @dataclass
@@ -27,7 +29,15 @@ class TuningSettings:
     armature_columns, offset_columns (regressor.*), dead_bands, tanh_widths (rad/s, friction.*
     of coulomb_viscous; the width per joint), ridges, truncations (estimator.* of ls),
     prior_weights (estimator.weight of geometric, chosen last, on the chosen columns).
-    sweeps: passes over the joints when choosing each joint's friction shape."""
+    sweeps: passes over the joints when choosing each joint's friction shape.
+    rule: how a stage picks among its candidates: min (lowest CV RMSE) | one_se (the simplest
+    within one standard error of the lowest) | one_se_paired (within the SE of each
+    candidate's per-fold difference to the lowest); `identify/tuning/rules.py`.
+    partitions: the folds, time (blocks or recordings, `folds.plan_folds`) and/or kind (per
+    joint, its rows at rest / creeping / slow / turning round held out in turn,
+    `folds.motion_kinds`; both: the CV error averages the two partitions' mean squares).
+    speed_bands: rad/s, the upper limits of rest, creep and slow. turn_s: s, the longest
+    turn-round that is a reversal (a longer passage through low speed is a hold)."""
 
     method: str = "cv"
     sources: list[str] = field(default_factory=lambda: ["csv", "rtde", "rosbag"])
@@ -44,6 +54,10 @@ class TuningSettings:
     truncations: list[float] = field(default_factory=lambda: [1e-4, 1e-3, 1e-2])
     prior_weights: list[float] = field(default_factory=lambda: [1.0, 10.0, 100.0, 1e3, 1e4, 1e5])
     sweeps: int = 2
+    rule: str = "min"
+    partitions: list[str] = field(default_factory=lambda: ["time", "kind"])
+    speed_bands: list[float] = field(default_factory=lambda: [0.01, 0.05, 0.2])
+    turn_s: float = 0.5
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -54,6 +68,17 @@ class TuningSettings:
             raise ValueError(f"guard_s must be >= 0 s, got {self.guard_s}")
         if self.max_samples < 100:
             raise ValueError(f"max_samples must be >= 100, got {self.max_samples}")
+        if self.rule not in RULES:
+            raise ValueError(f"rule must be one of {list(RULES)}, got {self.rule!r}")
+        if not self.partitions or any(p not in PARTITIONS for p in self.partitions):
+            raise ValueError(
+                f"partitions must be a non-empty list of {list(PARTITIONS)}, got {self.partitions}"
+            )
+        bands = self.speed_bands
+        if len(bands) != 3 or not (0 < bands[0] < bands[1] < bands[2] < math.inf):
+            raise ValueError(f"speed_bands must be 3 increasing speeds > 0 rad/s, got {bands}")
+        if not (math.isfinite(self.turn_s) and self.turn_s > 0):
+            raise ValueError(f"turn_s must be > 0 s, got {self.turn_s}")
         if self.sweeps < 1:
             raise ValueError(f"sweeps must be >= 1, got {self.sweeps}")
         bad = [v for v in self.velocity_sources if v not in VELOCITY_SOURCES]

@@ -12,8 +12,11 @@ from ident_framework.reports import run_files
 
 COLUMNS = (
     "stage", "lowpass_hz", "velocity", "armature", "torque_offset", "dead_band", "tanh_width",
-    "ridge", "truncate", "temperature", "load_dependent", "weight", "rank", "cv_rmse", "chosen",
+    "ridge", "truncate", "temperature", "load_dependent", "weight", "rank", "cv_rmse", "cv_se",
+    "fold_wins", "chosen",
 )  # fmt: skip
+# cv_se: the candidate's standard error (Nm, its per-fold RMSE's spread / sqrt(folds));
+# fold_wins: "k/K", in how many of the K folds it had the lowest RMSE of its stage's candidates
 
 
 def tuning_section(selection: Any) -> dict[str, Any] | None:
@@ -39,13 +42,22 @@ def tuning_lines(selection: Any) -> list[str]:
         return []
     chosen = ", ".join(f"{key}={_shown(value)}" for key, value in selection.chosen.items())
     per_joint = " ".join(f"{v:.4g}" for v in selection.cv_rmse_per_joint)
-    return [
+    lines = [
         f"tuning=cv ({selection.folds}; {len(selection.table)} candidates, "
         f"{selection.samples_used} samples, {selection.seconds:.1f} s): CV RMSE "
         f"{selection.cv_rmse:.4f} Nm (per joint {per_joint}), as configured "
         f"{selection.configured_cv_rmse:.4f} Nm; table in {run_files.TUNING_CSV}",
-        f"chosen: {chosen}",
+        f"chosen: {chosen} (rule {selection.rule})",
     ]
+    if selection.stability:
+        stages = "; ".join(
+            f"{s['stage']} {s['picked_fold_wins']}/{s['folds']}"
+            + ("" if s["picked_is_best"] else " (simpler, within 1 SE)")
+            for s in selection.stability
+            if s["candidates"] > 1
+        )
+        lines.append(f"stability (folds where the pick was that fold's best): {stages}")
+    return lines
 
 
 def _cell(value: Any) -> Any:

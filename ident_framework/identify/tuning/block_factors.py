@@ -8,17 +8,24 @@ fits) and the torque as recorded (what held-out error is measured against). A ca
 subset of the columns: the factor of that subset over any union of folds is the QR of the
 stacked column slices of the folds' factors, exact and small (`cross_validation.py`); nothing
 is refactored from the data.
+
+The row groups are cells (`folds.FoldPlan.cells`): a time block (or recording) crossed with a
+kind of motion when folds by kind are used. A row is one joint's equation at one sample and is
+grouped by that joint's own cell, so a cell's factor is the QR of its rows of every joint; a
+fold (`folds.FoldLayout`) is a union of cells, merged exactly like any other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from ident_framework.data.dataset import Dataset
 from ident_framework.identify.blas_threads import one_blas_thread
+from ident_framework.identify.tuning.folds import FoldLayout
 from ident_framework.model.base_parameters import TriangularAccumulator
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.triangular import stacked_r
@@ -48,17 +55,47 @@ class OwnColumns:
 
 @dataclass
 class FoldFactors:
-    """Per fold f: `merged[f]` (P, P) factor of [inertial | own columns of every joint |
-    tau_filtered | tau_recorded] over the fold's rows, all joints; `per_joint[f][j]` the same
-    for joint j's rows only; `counts[f]` samples. Column layout: 10 n inertial, then joint j's
-    own columns at 10 n + j e + i, then the shared columns (`OwnColumns.shared`), then the two
-    torque columns."""
+    """Per cell c: `merged[c]` (P, P) factor of [inertial | own columns of every joint |
+    tau_filtered | tau_recorded] over the cell's rows, all joints; `per_joint[c][j]` the same
+    for joint j's rows only; `counts[c, j]` joint j's rows in cell c. Column layout: 10 n
+    inertial, then joint j's own columns at 10 n + j e + i, then the shared columns
+    (`OwnColumns.shared`), then the two torque columns. `layout`: the folds over the cells
+    (None: each cell is a fold)."""
 
     merged: list[np.ndarray]
     per_joint: list[list[np.ndarray]]
     counts: np.ndarray
     n_joints: int
     own: OwnColumns
+    layout: FoldLayout | None = None
+
+    @property
+    def folds(self) -> FoldLayout:
+        return self.layout or FoldLayout.single(len(self.merged))
+
+    @cached_property
+    def whole(self) -> np.ndarray:
+        """The factor of every cell's rows together."""
+        return stacked_r(self.merged)
+
+    @cached_property
+    def groups(self) -> list[list[tuple[int, np.ndarray]]]:
+        """Per partition of `folds`: (fold, the factor of its cells) for each of its folds, and
+        (-1, the factor of the cells in none of them: e.g. the kind partition's fast rows). A
+        fold's training factor is the merge of its partition's other groups."""
+        layout, out = self.folds, []
+        for p in range(layout.n_partitions):
+            members = [(k, layout.cells[k]) for k, q in enumerate(layout.partition) if q == p]
+            in_folds = {c for _, cells in members for c in cells}
+            rest = tuple(c for c in range(len(self.merged)) if c not in in_folds)
+            members += [(-1, rest)] if rest else []
+            out.append([(k, stacked_r([self.merged[c] for c in cells])) for k, cells in members])
+        return out
+
+    @property
+    def samples(self) -> int:
+        """Samples used (rows of all joints / n)."""
+        return int(self.counts.sum()) // self.n_joints
 
     @property
     def n_inertial(self) -> int:
@@ -82,7 +119,7 @@ class FoldFactors:
 @dataclass(frozen=True)
 class FoldRows:
     """One preprocessed recording: its data, the torque as recorded at its rows (N, n) Nm,
-    and the fold of each row (N,) (-1: in no fold)."""
+    and the cell of each sample (N,) or of each joint's row (N, n) (-1: in no cell)."""
 
     data: Dataset
     tau_recorded: np.ndarray
@@ -96,10 +133,12 @@ def fold_factors(
     own: OwnColumns,
     spaces: list[np.ndarray],
     max_samples: int | None = None,
+    layout: FoldLayout | None = None,
 ) -> FoldFactors:
-    """The factors of every fold over the preprocessed recordings, every stride-th row of
-    each fold's rows so that at most about `max_samples` rows are used in all. `spaces`: the
-    joints' structural row spaces (`linear_problem.joint_row_spaces`)."""
+    """The factors of every cell (`n_folds` of them) over the preprocessed recordings, every
+    stride-th sample of those in a cell so that at most about `max_samples` samples are used
+    in all. `spaces`: the joints' structural row spaces (`linear_problem.joint_row_spaces`);
+    `layout`: the folds over the cells (None: each cell is a fold)."""
     n = builder.robot.n_joints
     e, s = len(own.names), len(own.shared)
     subtree = [builder.subtree_columns(j) for j in range(n)]
@@ -108,16 +147,18 @@ def fold_factors(
         [TriangularAccumulator(spaces[j].shape[1] + e + s + 2) for j in range(n)]
         for _ in range(n_folds)
     ]
-    total = sum(int(np.sum(r.labels >= 0)) for r in recordings)
+    cells = [_per_joint(r.labels, n) for r in recordings]
+    total = sum(int(np.sum(c[:, 0] >= 0)) for c in cells)
     stride = max(1, -(-total // max_samples)) if max_samples else 1
-    counts = np.zeros(n_folds, dtype=int)
+    counts = np.zeros((n_folds, n), dtype=int)
     with one_blas_thread():
-        for recording in recordings:
-            kept = np.flatnonzero(recording.labels >= 0)[::stride]
-            # grouped by fold (the QR factor of a fold does not depend on its rows' order), so
-            # that a chunk holds one or two folds: few, tall updates instead of one per block
-            kept = kept[np.argsort(recording.labels[kept], kind="stable")]
-            counts += np.bincount(recording.labels[kept], minlength=n_folds)
+        for recording, labels in zip(recordings, cells, strict=True):
+            kept = np.flatnonzero(labels[:, 0] >= 0)[::stride]
+            # grouped by cell (the QR factor of a cell does not depend on its rows' order), so
+            # that a chunk holds few cells: few, tall updates instead of one per block
+            kept = kept[np.argsort(labels[kept, 0], kind="stable")]
+            for j in range(n):
+                counts[:, j] += np.bincount(labels[kept, j], minlength=n_folds)
             own_values = own.values(recording.data, kept)
             if s:
                 shared = own.shared_values(recording.data, kept)
@@ -131,12 +172,13 @@ def fold_factors(
                     own_part = own_part.copy()
                     load = np.abs(builder.load_torque(rigid, data.ddq[rows]))
                     own_part[:, :, list(own.load)] *= load[:, :, None]
-                fold = recording.labels[rows]
-                bounds = [0, *(np.flatnonzero(np.diff(fold)) + 1).tolist(), len(rows)]
-                for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-                    mine = slice(lo, hi)
-                    for j in range(n):
-                        accumulators[fold[lo]][j].add_blocks(
+                for j in range(n):
+                    cell = labels[rows, j]
+                    order = np.argsort(cell, kind="stable")
+                    bounds = [0, *(np.flatnonzero(np.diff(cell[order])) + 1).tolist(), len(rows)]
+                    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+                        mine = order[lo:hi]
+                        accumulators[cell[mine[0]]][j].add_blocks(
                             rigid[mine, j, blocks[j]] @ spaces[j],
                             own_part[mine, j],
                             data.tau[rows[mine], j],
@@ -157,4 +199,10 @@ def fold_factors(
                 joints.append(full)
             per_joint.append(joints)
             merged.append(stacked_r(joints))
-    return FoldFactors(merged, per_joint, counts, n, own)
+    return FoldFactors(merged, per_joint, counts, n, own, layout)
+
+
+def _per_joint(labels: np.ndarray, n: int) -> np.ndarray:
+    """(N, n) cells: per-sample labels (N,) repeated for every joint."""
+    labels = np.asarray(labels)
+    return np.repeat(labels[:, None], n, axis=1) if labels.ndim == 1 else labels

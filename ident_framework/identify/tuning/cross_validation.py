@@ -6,11 +6,16 @@ parameters are those of all folds together (structural: the same for every fold)
 estimate is the spectral solve of `identify/regularization.py` (least squares, ridge toward
 the nominal parameters, truncated SVD), and the held-out sum of squares is
 |R_k[:, S + tau_recorded] [theta; -1]|² against the torque as recorded.
+
+A fold is a union of cells (`folds.FoldLayout`; its training factor: the other cells'). With
+a time and a kind partition every row is held out once in each; the CV error is the root of
+the mean of the two partitions' mean squares, and each fold's own RMSE is kept for the
+one-standard-error rule and the stability of the choice (`rules.py`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,12 +32,20 @@ PLAIN: Regulariser = (0.0, 0.0)
 
 @dataclass(frozen=True)
 class HeldOut:
-    """CV figures of one candidate and regulariser: pooled RMSE (Nm) over every held-out
-    sample and joint, per-joint RMSE (None unless asked for), rank of the base regressor."""
+    """CV figures of one candidate and regulariser: RMSE (Nm) over every held-out sample and
+    joint (pooled per partition, the partitions' mean squares averaged), per-joint RMSE (None
+    unless asked for), rank of the base regressor, each fold's RMSE (Nm; NaN: an empty fold)."""
 
     rmse: float
     rmse_per_joint: np.ndarray | None
     rank: int
+    fold_rmse: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    @property
+    def se(self) -> float:
+        """Standard error (Nm) of the CV error: the spread of the folds' RMSE / sqrt(folds)."""
+        values = self.fold_rmse[np.isfinite(self.fold_rmse)]
+        return float(np.std(values, ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
 
 
 def cross_validate(
@@ -45,44 +58,82 @@ def cross_validate(
 ) -> list[HeldOut]:
     """CV figures of the columns `columns` (indices into the factors' layout) with each
     regulariser; `nominal` (len(columns),) the prior values of those columns."""
-    n_folds = len(factors.merged)
+    layout = factors.folds
+    n_folds = len(layout.cells)
     test_columns = np.append(columns, factors.tau_recorded)
-    sse = np.zeros(len(regularisers))
-    sse_joint = np.zeros((len(regularisers), factors.n_joints))
+    sse = np.zeros((len(regularisers), n_folds))
+    sse_joint = np.zeros((len(regularisers), n_folds, factors.n_joints))
+    rows = np.array([factors.counts[list(cells)].sum(axis=0) for cells in layout.cells])
     with one_blas_thread():
-        total = stacked_r([m[:, columns] for m in factors.merged])
+        # one cell per fold (time blocks or recordings alone): the cells' factors as they are;
+        # cells grouped into folds: the factors of the groups, merged once per column space
+        # (`FoldFactors.groups`; exact either way: R of A[:, S] is R of R_A[:, S])
+        grouped = len(factors.merged) != n_folds or any(
+            cells != (k,) for k, cells in enumerate(layout.cells)
+        )
+        parts = [factors.whole] if grouped else factors.merged
+        total = stacked_r([m[:, columns] for m in parts])
         base = BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
         basis, r = base.basis, base.rank
         prior = basis.T @ nominal
-        # each fold's factor in the base parameters: [R_f[:, S] B | tau_filtered]
-        projected = [
-            np.column_stack([m[:, columns] @ basis, m[:, factors.tau_filtered]])
-            for m in factors.merged
-        ]
-        for k in range(n_folds):
-            if factors.counts[k] == 0:
+
+        def project(m: np.ndarray) -> np.ndarray:  # [R[:, S] B | tau_filtered]
+            return np.column_stack([m[:, columns] @ basis, m[:, factors.tau_filtered]])
+
+        if grouped:
+            groups = [[(k, project(g)) for k, g in part] for part in factors.groups]
+        else:
+            groups = [[(k, project(m)) for k, m in enumerate(factors.merged)]]
+        for k, held_cells in enumerate(layout.cells):
+            if rows[k].sum() == 0:
                 continue
-            train = stacked_r([projected[f] for f in range(n_folds) if f != k])
+            train = stacked_r([g for f, g in groups[layout.partition[k]] if f != k])
             r_w, rhs = train[:r, :r], train[:r, r]
-            held = factors.merged[k][:, test_columns]
+            held = [factors.merged[c][:, test_columns] for c in held_cells]
             for i, (ridge, truncate) in enumerate(regularisers):
                 if ridge == 0.0 and truncate == 0.0:
                     beta = solve_upper(r_w, rhs)
                 else:
                     beta = spectral_solve(r_w, rhs, prior, ridge, truncate)[0]
                 theta = np.append(basis @ beta, -1.0)
-                sse[i] += float(np.sum((held @ theta) ** 2))
+                sse[i, k] = sum(float(np.sum((h @ theta) ** 2)) for h in held)
                 if per_joint:
-                    for j, joint_factor in enumerate(factors.per_joint[k]):
-                        residual = joint_factor[:, test_columns] @ theta
-                        sse_joint[i, j] += float(np.sum(residual**2))
-    samples = int(factors.counts.sum())
+                    for c in held_cells:
+                        for j, joint_factor in enumerate(factors.per_joint[c]):
+                            residual = joint_factor[:, test_columns] @ theta
+                            sse_joint[i, k, j] += float(np.sum(residual**2))
+    return _figures(layout, rows, sse, sse_joint if per_joint else None, base.rank)
+
+
+def _figures(
+    layout, rows: np.ndarray, sse: np.ndarray, sse_joint: np.ndarray | None, rank: int
+) -> list[HeldOut]:
+    """HeldOut per option from the folds' sums of squares `sse` (options, folds) (and per
+    joint, (options, folds, n)) and held-out rows `rows` (folds, n): each partition's mean
+    square, averaged over the partitions."""
+    partition = np.asarray(layout.partition)
+    parts = range(layout.n_partitions)
+    count = rows.sum(axis=1)
     out = []
-    for i in range(len(regularisers)):
-        joints = np.sqrt(sse_joint[i] / samples) if per_joint else None
-        out.append(
-            HeldOut(float(np.sqrt(sse[i] / (samples * factors.n_joints))), joints, base.rank)
+    for i in range(len(sse)):
+        mse = np.mean(
+            [sse[i, partition == p].sum() / max(count[partition == p].sum(), 1) for p in parts]
         )
+        joints = None
+        if sse_joint is not None:
+            joints = np.sqrt(
+                np.mean(
+                    [
+                        sse_joint[i, partition == p].sum(axis=0)
+                        / np.maximum(rows[partition == p].sum(axis=0), 1)
+                        for p in parts
+                    ],
+                    axis=0,
+                )
+            )
+        with np.errstate(invalid="ignore", divide="ignore"):
+            folds = np.where(count > 0, np.sqrt(sse[i] / np.maximum(count, 1)), np.nan)
+        out.append(HeldOut(float(np.sqrt(mse)), joints, rank, folds))
     return out
 
 
@@ -97,46 +148,50 @@ def cross_validate_geometric(
 ) -> list[HeldOut]:
     """CV figures of the columns `columns` (the first 10 n the links' inertial parameters)
     estimated by the log-det prior toward `nominal` (`identify/geometric_prior.py`) with each
-    of `weights`; `signed` (len(columns),) marks the parameters kept > 0. Each fold's data
-    term is χ² in units of its own least-squares residual variance; the weights are solved
-    from the largest down, each from the last one's estimate."""
-    n_folds = len(factors.merged)
+    of `weights`; `signed` (len(columns),) marks the parameters kept > 0. The folds are those
+    of `cross_validate`; each fold's data term is χ² in units of its own training rows'
+    least-squares residual variance. The weights are solved from the largest down, each from
+    the last estimate (the fold before's or a larger weight's)."""
+    layout = factors.folds
+    n_folds = len(layout.cells)
     fit_columns = np.append(columns, factors.tau_filtered)
     test_columns = np.append(columns, factors.tau_recorded)
     order = np.argsort(weights)[::-1]
-    sse = np.zeros(len(weights))
-    sse_joint = np.zeros((len(weights), factors.n_joints))
-    layout = PriorLayout(factors.n_joints, np.asarray(nominal, dtype=float), signed)
+    sse = np.zeros((len(weights), n_folds))
+    sse_joint = np.zeros((len(weights), n_folds, factors.n_joints))
+    rows = np.array([factors.counts[list(cells)].sum(axis=0) for cells in layout.cells])
+    prior = PriorLayout(factors.n_joints, np.asarray(nominal, dtype=float), signed)
     theta = None
     with one_blas_thread():
-        total = stacked_r([m[:, columns] for m in factors.merged])
+        grouped = len(factors.merged) != n_folds or any(
+            cells != (k,) for k, cells in enumerate(layout.cells)
+        )
+        parts = [factors.whole] if grouped else factors.merged
+        total = stacked_r([m[:, columns] for m in parts])
         base = BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
         basis, rank = base.basis, base.rank
-        projected = [
-            np.column_stack([m[:, columns] @ basis, m[:, factors.tau_filtered]])
-            for m in factors.merged
-        ]
-        for k in range(n_folds):
-            if factors.counts[k] == 0:
+        if grouped:
+            groups = [list(part) for part in factors.groups]
+        else:
+            groups = [list(enumerate(factors.merged))]
+        for k, held_cells in enumerate(layout.cells):
+            if rows[k].sum() == 0:
                 continue
-            others = [f for f in range(n_folds) if f != k]
-            rows = int(sum(factors.counts[f] for f in others)) * factors.n_joints
-            rss = float(stacked_r([projected[f] for f in others])[rank, rank] ** 2)
-            sigma2 = max(rss / max(rows - rank, 1), 1e-300)
-            train = stacked_r([factors.merged[f][:, fit_columns] for f in others])
-            held = factors.merged[k][:, test_columns]
-            for i in order:  # from the last estimate: the fold before's or a larger weight's
-                fit = fit_geometric(train, sigma2, layout, float(weights[i]), theta)
-                theta = fit.theta
+            others = [g for f, g in groups[layout.partition[k]] if f != k]
+            projected = [np.column_stack([g[:, columns] @ basis, g[:, factors.tau_filtered]])
+                         for g in others]  # fmt: skip
+            rss = float(stacked_r(projected)[rank, rank] ** 2)
+            n_train = int(factors.counts.sum() - rows[k].sum())  # every other cell trains
+            sigma2 = max(rss / max(n_train - rank, 1), 1e-300)
+            train = stacked_r([g[:, fit_columns] for g in others])
+            held = [factors.merged[c][:, test_columns] for c in held_cells]
+            for i in order:
+                theta = fit_geometric(train, sigma2, prior, float(weights[i]), theta).theta
                 augmented = np.append(theta, -1.0)
-                sse[i] += float(np.sum((held @ augmented) ** 2))
+                sse[i, k] = sum(float(np.sum((h @ augmented) ** 2)) for h in held)
                 if per_joint:
-                    for j, joint_factor in enumerate(factors.per_joint[k]):
-                        residual = joint_factor[:, test_columns] @ augmented
-                        sse_joint[i, j] += float(np.sum(residual**2))
-    samples = int(factors.counts.sum())
-    out = []
-    for i in range(len(weights)):
-        joints = np.sqrt(sse_joint[i] / samples) if per_joint else None
-        out.append(HeldOut(float(np.sqrt(sse[i] / (samples * factors.n_joints))), joints, rank))
-    return out
+                    for c in held_cells:
+                        for j, joint_factor in enumerate(factors.per_joint[c]):
+                            residual = joint_factor[:, test_columns] @ augmented
+                            sse_joint[i, k, j] += float(np.sum(residual**2))
+    return _figures(layout, rows, sse, sse_joint if per_joint else None, rank)

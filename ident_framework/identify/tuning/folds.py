@@ -11,6 +11,15 @@ of the motion no training block shows again (a block of the clock would be repea
 next period).
 Samples within `guard_s` of a block boundary belong to no fold: the zero-phase filters spread
 each sample over its neighbours, which would otherwise leak across the boundary.
+
+Folds by kind of motion (`tuning.partitions` with `kind`): blocks of one periodic excitation
+are repeats of one kind of motion, so they rank options by how well they fit that motion, not
+by how they carry to slow moves, holds and reversals. The kind partition holds out, per joint,
+the rows where that joint is at rest, creeping, slow or turning round (`motion_kinds`), one
+kind per fold, and trains on every other row. The rows are grouped in cells (time block x
+kind) whose QR factors both partitions merge exactly. No guard band separates kinds (their
+boundaries are everywhere in a slow motion): a held-out row's filtered neighbours may be in
+training, a leak the time partition's guards avoid.
 """
 
 from __future__ import annotations
@@ -39,6 +48,60 @@ class FoldPlan:
     durations: tuple[float, ...]
     periods: tuple[float | None, ...]
     guard_s: float
+    by_time: bool = True  # the time (or recording) partition is used
+    # the kind partition (`motion_kinds`): per recording, the timestamps (s) and kinds (N, n)
+    # of its raw samples; empty: not used
+    kind_times: tuple[np.ndarray, ...] = ()
+    kinds: tuple[np.ndarray, ...] = ()
+
+    @property
+    def by_kind(self) -> bool:
+        return bool(self.kinds)
+
+    @property
+    def n_blocks(self) -> int:
+        return self.n_folds if self.by_time else 1
+
+    @property
+    def n_cells(self) -> int:
+        """Row groups of the fold factors: (time block or recording) x kind."""
+        return self.n_blocks * (len(KIND_NAMES) if self.by_kind else 1)
+
+    def cells(self, recording: int, timestamp: np.ndarray, n_joints: int) -> np.ndarray:
+        """(N, n_joints) cell of each joint's row at each sample of recording `recording` at
+        `timestamp` (s): block x kinds + kind (the kind of the raw sample nearest in time);
+        -1 for a whole sample in a guard band."""
+        t = np.asarray(timestamp, dtype=float)
+        if self.by_time:
+            blocks = self.labels(recording, t)
+        else:
+            blocks = np.zeros(t.shape, dtype=int)
+        if not self.by_kind:
+            return np.repeat(blocks[:, None], n_joints, axis=1)
+        raw_t = self.kind_times[recording]
+        after = np.clip(np.searchsorted(raw_t, t), 1, len(raw_t) - 1)
+        nearest = np.where(t - raw_t[after - 1] <= raw_t[after] - t, after - 1, after)
+        cells = blocks[:, None] * len(KIND_NAMES) + self.kinds[recording][nearest]
+        cells[blocks < 0] = -1
+        return cells
+
+    def layout(self) -> FoldLayout:
+        """The folds over the cells: one per time block (or recording) holding out all its
+        cells, and one per kind but fast holding out that kind's cells of every block."""
+        n_kinds = len(KIND_NAMES) if self.by_kind else 1
+        cells, partition, names = [], [], []
+        if self.by_time:
+            word = "recording" if self.kind == "recordings" else "block"
+            for b in range(self.n_blocks):
+                cells.append(tuple(range(b * n_kinds, (b + 1) * n_kinds)))
+                partition.append(0)
+                names.append(f"{word} {b + 1}")
+        if self.by_kind:
+            for k in range(1, n_kinds):
+                cells.append(tuple(b * n_kinds + k for b in range(self.n_blocks)))
+                partition.append(1 if self.by_time else 0)
+                names.append(KIND_NAMES[k])
+        return FoldLayout(tuple(cells), tuple(partition), tuple(names))
 
     def labels(self, recording: int, timestamp: np.ndarray) -> np.ndarray:
         """(N,) fold of each sample (0..n_folds-1) of recording `recording` at `timestamp`
@@ -59,6 +122,15 @@ class FoldPlan:
         return labels
 
     def describe(self) -> str:
+        kinds = (
+            f"{len(KIND_NAMES) - 1} folds by kind of motion per joint (its rest, creep, slow, "
+            "reversal rows held out in turn; trained on all other rows)"
+        )
+        if not self.by_time:
+            return kinds
+        return self._describe_time() + ("; and " + kinds if self.by_kind else "")
+
+    def _describe_time(self) -> str:
         if self.kind == "recordings":
             return f"{self.n_folds} folds: one per recording"
         each = f" of each of {len(self.starts)} recordings" if len(self.starts) > 1 else ""
@@ -111,14 +183,114 @@ def _lagged_rms_differences(signal: np.ndarray, lags: np.ndarray) -> np.ndarray:
     return np.sqrt(sums / (n - lags))
 
 
-def plan_folds(recordings: list[Dataset], n_folds: int, guard_s: float) -> FoldPlan:
-    """The folds of `recordings` (raw, in time order): one per recording when there are at
-    least `n_folds`, else `n_folds` blocks of each (of its period's phase when it repeats)."""
+def plan_folds(
+    recordings: list[Dataset],
+    n_folds: int,
+    guard_s: float,
+    partitions: tuple[str, ...] = ("time",),
+    bands: tuple[float, float, float] = (0.01, 0.05, 0.2),
+    turn_s: float = 0.5,
+) -> FoldPlan:
+    """The folds of `recordings` (raw, in time order). Partition "time": one fold per
+    recording when there are at least `n_folds`, else `n_folds` blocks of each (of its
+    period's phase when it repeats). Partition "kind": per joint, its rows by kind of motion
+    (`motion_kinds` with `bands` rad/s and `turn_s` s; velocity from q, `joint_speed`)."""
     starts = tuple(float(r.timestamp[0]) for r in recordings)
     durations = tuple(float(r.duration) for r in recordings)
+    by_time = "time" in partitions
+    kind_times: tuple[np.ndarray, ...] = ()
+    kinds: tuple[np.ndarray, ...] = ()
+    if "kind" in partitions:
+        kind_times = tuple(np.asarray(r.timestamp, dtype=float) for r in recordings)
+        kinds = tuple(
+            motion_kinds(
+                r.timestamp, joint_speed(r.timestamp, r.q, KIND_SMOOTHING_S), bands, turn_s
+            )
+            for r in recordings
+        )
+    extra = {"by_time": by_time, "kind_times": kind_times, "kinds": kinds}
     if len(recordings) >= max(n_folds, 2):
         periods = (None,) * len(recordings)
-        return FoldPlan("recordings", len(recordings), starts, durations, periods, 0.0)
+        return FoldPlan("recordings", len(recordings), starts, durations, periods, 0.0, **extra)
     periods = tuple(motion_period(r.timestamp, r.q) for r in recordings)
     kind = "periodic blocks" if any(p is not None for p in periods) else "time blocks"
-    return FoldPlan(kind, n_folds, starts, durations, periods, guard_s)
+    return FoldPlan(kind, n_folds, starts, durations, periods, guard_s, **extra)
+
+
+# -- folds by kind of motion -----------------------------------------------------------------
+#
+# A row of the cross-validation is one joint's torque equation at one sample. Its kind is that
+# joint's own motion at that sample, so a sample's rows may be of different kinds (joint 1 at
+# rest while joint 2 moves fast): the kind partition holds out, per joint, the rows where that
+# joint is slow, creeping, at rest or turning round, and trains on every other row (all
+# joints). Fast rows are never held out in it: they are what the other kinds are predicted
+# from (a fold that held the fast rows out would fit the rigid body to slow rows only, an
+# ill-posed problem unlike any the command solves).
+
+KIND_NAMES = ("fast", "rest", "creep", "slow", "reversal")  # kind ids 0..4; 0 is never held out
+KIND_SMOOTHING_S = 0.02  # s: the kinds' velocity is (q(t + h) - q(t - h)) / 2h with this h
+
+
+def joint_speed(timestamp: np.ndarray, q: np.ndarray, half_window_s: float) -> np.ndarray:
+    """(N, n) rad/s: central difference of q over ±`half_window_s` at each sample (q
+    interpolated at the recorded timestamps; one-sided at the recording's ends). Insensitive
+    to the measured velocity's noise (a 5 kHz numpy.gradient) and to the candidate filters."""
+    t = np.asarray(timestamp, dtype=float)
+    q = np.asarray(q, dtype=float)
+    later = np.minimum(t + half_window_s, t[-1])
+    earlier = np.maximum(t - half_window_s, t[0])
+    span = np.maximum(later - earlier, 1e-12)
+    ahead = np.column_stack([np.interp(later, t, column) for column in q.T])
+    behind = np.column_stack([np.interp(earlier, t, column) for column in q.T])
+    return (ahead - behind) / span[:, None]
+
+
+def motion_kinds(
+    timestamp: np.ndarray, velocity: np.ndarray, bands: tuple[float, float, float], turn_s: float
+) -> np.ndarray:
+    """(N, n) kind id (`KIND_NAMES`) of each joint at each sample from its velocity (rad/s):
+    |v| < bands[0] rest, < bands[1] creep, < bands[2] slow, else fast; and reversal, which
+    overrides the speed bands, for the samples of a turn-round: between an excursion beyond
+    +bands[1] and one beyond -bands[1] (or the other way) that are at most `turn_s` s apart
+    (a longer passage through low speed is a hold, left to the speed bands)."""
+    v = np.asarray(velocity, dtype=float)
+    t = np.asarray(timestamp, dtype=float)
+    speed = np.abs(v)
+    kinds = np.select([speed < bands[0], speed < bands[1], speed < bands[2]], [1, 2, 3], 0)
+    for j in range(v.shape[1]):
+        moving = np.flatnonzero(speed[:, j] >= bands[1])
+        if len(moving) < 2:
+            continue
+        sign = np.sign(v[moving, j])
+        turns = np.flatnonzero((sign[1:] != sign[:-1]) & (t[moving[1:]] - t[moving[:-1]] <= turn_s))
+        # the samples strictly between the last one beyond the band on one side and the first
+        # beyond it on the other (a +1 / -1 difference array, summed)
+        marks = np.zeros(len(t) + 1, dtype=int)
+        np.add.at(marks, moving[turns] + 1, 1)
+        np.add.at(marks, moving[turns + 1], -1)
+        kinds[np.cumsum(marks[:-1]) > 0, j] = 4
+    return kinds
+
+
+@dataclass(frozen=True)
+class FoldLayout:
+    """Which cells (the fold factors' row groups) each fold holds out; it trains on all
+    other cells. cells: per fold, the cell indices; partition: per fold, 0 for the time or
+    recording partition, 1 for the kind partition; names: per fold, e.g. "block 2", "rest".
+    A candidate's CV error is the root of the mean over partitions of each partition's mean
+    square (every row is held out at most once in each)."""
+
+    cells: tuple[tuple[int, ...], ...]
+    partition: tuple[int, ...]
+    names: tuple[str, ...]
+
+    @classmethod
+    def single(cls, n_cells: int) -> FoldLayout:
+        """One partition whose folds are the cells themselves."""
+        return cls(
+            tuple((c,) for c in range(n_cells)), (0,) * n_cells, tuple(map(str, range(n_cells)))
+        )
+
+    @property
+    def n_partitions(self) -> int:
+        return max(self.partition) + 1

@@ -22,10 +22,12 @@ import numpy as np
 
 from ident_framework.identify.tuning.block_factors import FoldFactors
 from ident_framework.identify.tuning.cross_validation import (
+    HeldOut,
     Regulariser,
     cross_validate,
     cross_validate_geometric,
 )
+from ident_framework.identify.tuning.rules import Decision, decide
 
 SHAPE_DEAD_BAND = 0.0  # a joint's tanh width 0: the dead-band sign
 
@@ -139,12 +141,32 @@ class ColumnSpace:
 
 @dataclass
 class SearchLog:
-    """Every candidate tried: its options, stage and CV RMSE."""
+    """Every candidate tried: its options, stage, CV RMSE, its standard error and per-fold
+    RMSE; and each stage's choice (`rules.Decision`)."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
 
-    def add(self, stage: str, candidate: Candidate, rmse: float, rank: int) -> None:
-        self.rows.append({"stage": stage, **candidate.row(), "rank": rank, "cv_rmse": rmse})
+    def add(self, stage: str, candidate: Candidate, held: HeldOut) -> None:
+        self.rows.append(
+            {
+                "stage": stage,
+                **candidate.row(),
+                "rank": held.rank,
+                "cv_rmse": held.rmse,
+                "cv_se": held.se,
+                "fold_rmse": [float(v) for v in held.fold_rmse],
+            }
+        )
+
+    def row_of(self, candidate: Candidate, rmse: float) -> int:
+        """The index of the last row logged for `candidate` with CV RMSE `rmse`."""
+        options = candidate.row()
+        for i in range(len(self.rows) - 1, -1, -1):
+            row = self.rows[i]
+            if row["cv_rmse"] == rmse and all(row[k] == v for k, v in options.items()):
+                return i
+        raise KeyError(f"no row for {options}")
 
 
 def _regularisers(candidate: Candidate) -> Regulariser:
@@ -153,8 +175,8 @@ def _regularisers(candidate: Candidate) -> Regulariser:
 
 def score_candidate(
     space: ColumnSpace, candidate: Candidate, tolerance: float, stage: str, log: SearchLog
-) -> float:
-    """CV RMSE (Nm) of one candidate, logged under `stage`."""
+) -> HeldOut:
+    """CV figures of one candidate, logged under `stage`."""
     columns, nominal = space.columns(candidate)
     if candidate.weight > 0.0:
         signed = space.signed(columns)
@@ -165,8 +187,8 @@ def score_candidate(
         held = cross_validate(
             space.factors, columns, nominal, [_regularisers(candidate)], tolerance
         )
-    log.add(stage, candidate, held[0].rmse, held[0].rank)
-    return held[0].rmse
+    log.add(stage, candidate, held[0])
+    return held[0]
 
 
 def search_columns(
@@ -176,22 +198,29 @@ def search_columns(
     tolerance: float,
     regularise: bool,
     log: SearchLog,
-) -> tuple[Candidate, float]:
-    """The best column options and regulariser for one preprocessing (greedy stages)."""
+    configured: tuple[float, bool] | None = None,
+) -> tuple[Candidate, HeldOut]:
+    """The best column options and regulariser for one preprocessing (greedy stages, each
+    stage's pick by `grids.rule`: `rules.py`; `configured`: the configured preprocessing,
+    simpler than others, default `start`'s); (candidate, its CV figures)."""
+    rule = grids.rule
+    configured = configured or (start.lowpass_hz, start.measured_velocity)
 
-    def score(candidate: Candidate, stage: str) -> float:
+    def score(candidate: Candidate, stage: str) -> HeldOut:
         return score_candidate(space, candidate, tolerance, stage, log)
 
-    best, best_rmse = start, score(start, "start")
+    best, best_held = start, score(start, "start")
+
+    def pick(candidates: list[Candidate], figures: list[HeldOut], stage: str) -> None:
+        nonlocal best, best_held
+        i = decide(log, stage, [best, *candidates], [best_held, *figures], rule, configured)
+        if i > 0:
+            best, best_held = candidates[i - 1], figures[i - 1]
 
     def consider(options: list[Candidate], stage: str) -> None:
-        nonlocal best, best_rmse
-        for option in options:
-            if option == best:
-                continue
-            rmse = score(option, stage)
-            if rmse < best_rmse:
-                best, best_rmse = option, rmse
+        options = [o for o in dict.fromkeys(options) if o != best]
+        if options:
+            pick(options, [score(o, stage) for o in options], stage)
 
     consider(
         [
@@ -226,34 +255,38 @@ def search_columns(
         consider([replace(best, load=not best.load)], "load-dependent friction")
     if regularise:
         options = [(r, 0.0) for r in grids.ridges] + [(0.0, t) for t in grids.truncations]
+        options = [o for o in options if o != _regularisers(best)]
         columns, nominal = space.columns(best)
         held = cross_validate(space.factors, columns, nominal, options, tolerance)
-        for (ridge, truncate), figures in zip(options, held, strict=True):
-            option = replace(best, ridge=ridge, truncate=truncate)
-            log.add("regularisation", option, figures.rmse, figures.rank)
-        i = int(np.argmin([h.rmse for h in held]))
-        if held[i].rmse < best_rmse:
-            best, best_rmse = (
-                replace(best, ridge=options[i][0], truncate=options[i][1]),
-                held[i].rmse,
-            )
-    return best, best_rmse
+        candidates = [replace(best, ridge=r, truncate=t) for r, t in options]
+        for option, figures in zip(candidates, held, strict=True):
+            log.add("regularisation", option, figures)
+        if candidates:
+            pick(candidates, held, "regularisation")
+    return best, best_held
 
 
 def choose_prior_weight(
-    space: ColumnSpace, best: Candidate, weights: list[float], tolerance: float, log: SearchLog
-) -> tuple[Candidate, float, np.ndarray]:
+    space: ColumnSpace,
+    best: Candidate,
+    weights: list[float],
+    tolerance: float,
+    log: SearchLog,
+    rule: str,
+    configured: tuple[float, bool],
+) -> tuple[Candidate, HeldOut]:
     """The last stage for estimator=geometric: `best` (columns and preprocessing chosen with
-    least squares) with the weight of the log-det prior whose CV RMSE is lowest, that RMSE
-    and its per-joint RMSE (n,) Nm."""
+    least squares) with the weight of the log-det prior picked by `rule` (`rules.py`; a larger
+    weight is simpler: closer to the nominal model), and its CV figures with per-joint RMSE."""
     columns, nominal = space.columns(best)
     held = cross_validate_geometric(
         space.factors, columns, nominal, space.signed(columns), weights, tolerance, True
     )
-    for weight, figures in zip(weights, held, strict=True):
-        log.add("prior weight", replace(best, weight=float(weight)), figures.rmse, figures.rank)
-    i = int(np.argmin([h.rmse for h in held]))
-    return replace(best, weight=float(weights[i])), held[i].rmse, held[i].rmse_per_joint
+    candidates = [replace(best, weight=float(w)) for w in weights]
+    for candidate, figures in zip(candidates, held, strict=True):
+        log.add("prior weight", candidate, figures)
+    i = decide(log, "prior weight", candidates, held, rule, configured)
+    return candidates[i], held[i]
 
 
 def per_joint_rmse(space: ColumnSpace, candidate: Candidate, tolerance: float) -> np.ndarray:

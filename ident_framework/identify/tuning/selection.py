@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from ident_framework.identify.tuning.block_factors import (
     fold_factors,
 )
 from ident_framework.identify.tuning.folds import FoldPlan, plan_folds
+from ident_framework.identify.tuning.rules import decide, stability_summary
 from ident_framework.identify.tuning.search import (
     Candidate,
     ColumnSpace,
@@ -67,6 +68,11 @@ class Selection:
     samples_used: int
     table: list[dict[str, Any]]
     seconds: float
+    rule: str = "min"
+    cv_se: float = 0.0  # Nm, the chosen candidate's standard error
+    fold_names: list[str] = field(default_factory=list)
+    fold_rmse: list[float] = field(default_factory=list)  # Nm, the chosen candidate's per fold
+    stability: list[dict[str, Any]] = field(default_factory=list)  # `stability_summary`
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,6 +85,14 @@ class Selection:
             "samples_used": self.samples_used,
             "candidates": len(self.table),
             "seconds": self.seconds,
+            "rule": self.rule,
+            "cv_se": self.cv_se,
+            # None: a fold with no rows (e.g. no joint ever at rest); JSON has no NaN
+            "fold_rmse": {
+                name: (value if np.isfinite(value) else None)
+                for name, value in zip(self.fold_names, self.fold_rmse, strict=True)
+            },
+            "stability": self.stability,
         }
 
 
@@ -98,7 +112,14 @@ def select_options(
     if not tuning_applies(config):
         return config, builder
     started = time.perf_counter()
-    plan = plan_folds(recordings, settings.folds, settings.guard_s)
+    plan = plan_folds(
+        recordings,
+        settings.folds,
+        settings.guard_s,
+        tuple(settings.partitions),
+        tuple(settings.speed_bands),
+        settings.turn_s,
+    )
     coulomb = config.plugins["friction"].info.name == COULOMB
     thermal, toggle = _temperature_columns(config, recordings) if coulomb else (False, False)
     regularise = config.plugins["estimator"].info.name == REGULARISED
@@ -113,27 +134,39 @@ def select_options(
     # build the other candidates' spaces)
     candidates = _preprocessing_candidates(config, recordings, exact)
     arriving = spaces.build(candidates)
-    best, best_rmse = search_columns(next(arriving), start, settings, tolerance, regularise, log)
-    best_preprocessing = candidates[0]
+    best, best_held = search_columns(next(arriving), start, settings, tolerance, regularise, log)
+    options, figures = [best], [best_held]
     for preprocessing, space in zip(candidates[1:], arriving, strict=True):
         option = replace(best, lowpass_hz=preprocessing[0], measured_velocity=preprocessing[1])
-        rmse = score_candidate(space, option, tolerance, "preprocessing", log)
-        if rmse < best_rmse:
-            best, best_rmse, best_preprocessing = option, rmse, preprocessing
+        options.append(option)
+        figures.append(score_candidate(space, option, tolerance, "preprocessing", log))
+    i = decide(log, "preprocessing", options, figures, settings.rule, candidates[0])
+    best, best_held = options[i], figures[i]
+    best_preprocessing = candidates[i]
     if best_preprocessing != candidates[0]:
-        best, best_rmse = search_columns(
-            spaces.get(best_preprocessing), best, settings, tolerance, regularise, log
+        best, best_held = search_columns(
+            spaces.get(best_preprocessing),
+            best,
+            settings,
+            tolerance,
+            regularise,
+            log,
+            candidates[0],
         )
     best_space = spaces.get(best_preprocessing)
     geometric = config.plugins["estimator"].info.name == GEOMETRIC
-    least_squares_rmse = float(best_rmse) if geometric else None
+    least_squares_rmse = float(best_held.rmse) if geometric else None
     if geometric:  # its weight last, on the columns and preprocessing least squares chose
         weights = sorted(
             {float(config.plugins["estimator"].params.weight), *settings.prior_weights}
         )
-        best, best_rmse, per_joint = choose_prior_weight(best_space, best, weights, tolerance, log)
+        best, best_held = choose_prior_weight(
+            best_space, best, weights, tolerance, log, settings.rule, candidates[0]
+        )
+        per_joint = best_held.rmse_per_joint
     else:
         per_joint = per_joint_rmse(best_space, best, tolerance)
+    best_rmse = best_held.rmse
     _mark_chosen(log, best, best_rmse)
     chosen_keys = _chosen_keys(best, coulomb, regularise, exact)
     if geometric:
@@ -149,9 +182,14 @@ def select_options(
         float(log.rows[0]["cv_rmse"]),  # the first candidate: the options as configured
         least_squares_rmse,
         plan.describe(),
-        int(best_space.factors.counts.sum()),
+        best_space.factors.samples,
         log.rows,
         time.perf_counter() - started,
+        settings.rule,
+        float(best_held.se),
+        list(plan.layout().names),
+        [float(v) for v in best_held.fold_rmse],
+        stability_summary(log),
     )
     tuned = replace(apply_chosen(config, chosen_keys), selection=selection)
     return tuned, regressor_builder(tuned, robot)
@@ -235,7 +273,7 @@ class _Spaces:
         factors = fold_factors(
             self.builder,
             rows,
-            self.plan.n_folds,
+            self.plan.n_cells,
             self.own,
             self.row_spaces,
             self.config.tuning.max_samples,
@@ -246,7 +284,7 @@ class _Spaces:
         self, parts: tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray]
     ) -> ColumnSpace:
         return ColumnSpace(
-            FoldFactors(*parts, self.robot.n_joints, self.own),
+            FoldFactors(*parts, self.robot.n_joints, self.own, self.plan.layout()),
             self.robot.inertial_parameters(),
             self.robot.armature(),
             self.coulomb,
@@ -338,11 +376,12 @@ def _preprocessable(
 def _fold_rows(
     recording: Dataset, params: Any, plan: FoldPlan, index: int, trusted: np.ndarray | None
 ) -> FoldRows:
-    """A recording preprocessed with `params`, the recorded torque at its rows, its folds
-    (-1, no fold, for the rows the data checks do not trust: `trusted` over the raw rows)."""
+    """A recording preprocessed with `params`, the recorded torque at its rows, the cell of
+    each joint's row (`FoldPlan.cells`; -1, no cell, for the rows the data checks do not
+    trust: `trusted` over the raw rows)."""
     data = preprocess(recording, params)
     recorded = data.recorded.tau  # preprocessing keeps recorded rows: their torque as recorded
-    labels = plan.labels(index, data.timestamp)
+    labels = plan.cells(index, data.timestamp, recording.q.shape[1])
     if trusted is not None and not trusted.all():
         labels[~trusted_at(recording, trusted, data)] = -1
     return FoldRows(data, recorded, labels)
