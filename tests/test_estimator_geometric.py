@@ -239,9 +239,8 @@ def test_cross_validation_of_the_weight_is_a_fit_on_the_other_folds(builder, val
     standard = problem.standard
     p = len(standard.names)
     own = OwnColumns(tuple(), lambda data, rows: None)
-    folds = FoldFactors(
-        factors, [[f] for f in factors], np.array([r.n_samples for r in recordings]), 6, own
-    )
+    counts = np.array([[r.n_samples] * 6 for r in recordings])  # each joint's rows per cell
+    folds = FoldFactors(factors, [[f] for f in factors], counts, 6, own)
     columns = np.arange(p)
     signed = signed_mask(standard.kinds, standard.names)
     layout = PriorLayout(6, np.asarray(standard.nominal), signed)

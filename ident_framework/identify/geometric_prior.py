@@ -218,14 +218,15 @@ def fit_geometric(
     per unit of divergence). `start`: a feasible θ to begin from (default: the nominal model
     with friction and rotor inertia at a small positive value)."""
     objective = _Objective(r_factor, sigma2, layout, weight)
-    warm = False
+    warm, theta = False, None
     if start is not None:  # its excited parameters, the others at their nominal values
         theta = np.array(start, dtype=float)
         theta[objective.fixed] = objective.theta_fixed[objective.fixed]
         warm = objective.feasible(theta)
-    if not warm:
-        theta = _nominal_start(layout, objective)
-    z = objective.coordinates(theta)
+    z = objective.coordinates(theta) if warm else None
+    if z is None or not objective.feasible(objective.theta(z)):  # (round-off near the bound)
+        warm = False
+        z = objective.coordinates(_nominal_start(layout, objective))
     theta = objective.theta(z)
     steps = 0
     # from a given feasible start (a neighbouring weight's solution): straight at the end
@@ -268,7 +269,8 @@ def _newton(objective: _Objective, z: np.ndarray, mu: float) -> tuple[np.ndarray
         step_theta = objective.transform @ direction
         t = min(1.0, 0.95 * objective.max_step(theta, step_theta))
         while t > 1e-12:
-            trial_z, trial = z + t * direction, theta + t * step_theta
+            trial_z = z + t * direction
+            trial = objective.theta(trial_z)  # θ of z itself: no drift from adding steps
             if objective.feasible(trial):
                 trial_value = objective.value(trial_z, trial, mu)
                 if trial_value <= value - 0.25 * t * decrement2:
