@@ -91,6 +91,13 @@ def uncertainty_summary(
     }
 
 
+def estimator_metrics(estimator: Estimator) -> dict[str, Any]:
+    """metrics.json `estimator`: what the fit cost and did, when the estimator reports it
+    (`fit_report_`, e.g. the geometric prior's weight and training fit against LS)."""
+    report = getattr(estimator, "fit_report_", None)
+    return {"estimator": report} if report else {}
+
+
 def identifiability_metrics(
     base: BaseParameters, cond: float, estimator: Estimator, warn_relative_std_percent: float
 ) -> dict[str, Any]:

@@ -26,7 +26,12 @@ from ident_framework.identify.load_friction import (
     load_friction_metrics,
     resolve_load,
 )
-from ident_framework.identify.metrics import data_metrics, fit_metrics, identifiability_metrics
+from ident_framework.identify.metrics import (
+    data_metrics,
+    estimator_metrics,
+    fit_metrics,
+    identifiability_metrics,
+)
 from ident_framework.identify.physical_check import physical_check
 from ident_framework.identify.prediction import fuse_residual, predict_physical, residual_metrics
 from ident_framework.identify.regressor_setup import regressor_builder
@@ -126,24 +131,17 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResu
     return identify(config, robot, builder, train, validation, excitation, truth, timer, progress)
 
 
-def identify(
+def fit_model(
     config: RunConfig,
-    robot: RobotModel,
     builder: RegressorBuilder,
     train: Dataset,
-    validation: Dataset,
-    excitation: Trajectory | None,
-    truth: Any,
     timer: StepTimer,
     progress: bool = True,
-) -> IdentificationResult:
-    """From preprocessed identification and validation data to the identified parameters,
-    their predictions and metrics. `truth`: the simulated robot's true parameters (None for a
-    real robot); `excitation`: the (last) trajectory the identification data followed."""
+) -> tuple[RegressorBuilder, Any, tuple, Any]:
+    """(the builder at the fitted friction and load, the nonlinear friction fit or None,
+    (problem, base, cond, estimator, theta), the load-friction fit or None): the regressor,
+    base parameters and estimation on the identification data."""
     plugins, chunk_size, settings = config.plugins, config.chunk_size, config.base_parameters
-    data = IdentificationData(train, validation, excitation)
-    require_samples(train, builder.n_parameters, "identification")
-
     # Nonlinear friction parameters first (variable projection); then the usual linear
     # identification, prediction and validation with the friction at the fitted values.
     friction_fit = None
@@ -165,11 +163,31 @@ def identify(
 
     # A load-dependent friction term: refit with tau_load from the fit until it settles; the
     # model's tau_load is then its own parameters' (the kept rows are of the last fit's).
-    load_fit = None
     if builder.load_dependent:
         builder, fitted, load_fit = fit_with_load(builder, fit)
-    else:
-        fitted = fit(builder)
+        return builder, friction_fit, fitted, load_fit
+    return builder, friction_fit, fit(builder), None
+
+
+def identify(
+    config: RunConfig,
+    robot: RobotModel,
+    builder: RegressorBuilder,
+    train: Dataset,
+    validation: Dataset,
+    excitation: Trajectory | None,
+    truth: Any,
+    timer: StepTimer,
+    progress: bool = True,
+) -> IdentificationResult:
+    """From preprocessed identification and validation data to the identified parameters,
+    their predictions and metrics. `truth`: the simulated robot's true parameters (None for a
+    real robot); `excitation`: the (last) trajectory the identification data followed."""
+    plugins, chunk_size, settings = config.plugins, config.chunk_size, config.base_parameters
+    data = IdentificationData(train, validation, excitation)
+    require_samples(train, builder.n_parameters, "identification")
+
+    builder, friction_fit, fitted, load_fit = fit_model(config, builder, train, timer, progress)
     problem, base, cond, estimator, theta = fitted
     kept = None if load_fit is not None else problem.kept_rows
     with timer("prediction"):
@@ -191,9 +209,8 @@ def identify(
             for name, split in data.splits().items()
         },
         **residual_metrics(residual),
+        **estimator_metrics(estimator),
     }
-    if getattr(estimator, "fit_report_", None):
-        metrics["estimator"] = estimator.fit_report_
     # Simulated robots know their true parameters: how far is the fit from the truth?
     truth_theta, truth_section = truth_metrics(
         builder, truth, validation, metrics["validation"]["physical"]["rmse"], chunk_size,
