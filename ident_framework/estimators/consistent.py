@@ -52,6 +52,7 @@ from ident_framework.model.physical_consistency import (
     N_LINK,
     PSEUDO_INERTIA_MAP,
     check_parameters,
+    sign_constrained,
     violations,
 )
 
@@ -163,8 +164,7 @@ class _ScaledModel:
         sigma = max(self.residual, residual_floor) / np.sqrt(dof)  # relative residual per row
         self.on_u = sigma * scipy.linalg.solve_triangular(r, identifiable.T, trans="T").T
         self.w_nom = self.null.T @ (np.asarray(standard.nominal, dtype=float) / self.scales)
-        kinds = np.asarray(standard.kinds)
-        self.signed = np.flatnonzero((kinds == "friction") | (kinds == "armature"))
+        self.signed = np.flatnonzero(sign_constrained(standard.kinds, standard.names))
 
     def x(self, u: np.ndarray, w: np.ndarray) -> np.ndarray:
         return self.x_ls + self.on_u @ u + self.null @ w

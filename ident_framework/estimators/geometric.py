@@ -43,9 +43,9 @@ class GeometricParams:
 
 
 class GeometricEstimator(EstimatorDefaults):
-    """fit(problem) -> self. standard_coef_ (full physical parameters), coef_ (base
-    parameters), coef_std_, coef_cov_ (Laplace approximation), chi2_ (data term's excess over
-    least squares, units of σ²), divergence_ (Σ_k D(J_k ‖ J0_k)), train_rmse_ and
+    """fit(problem) -> self. standard_coef_ (full physical parameters) and standard_cov_
+    (their covariance, Laplace approximation), coef_ (base parameters), coef_std_, coef_cov_,
+    chi2_ (data term's excess over least squares, units of σ²), divergence_ (Σ_k D(J_k ‖ J0_k)), train_rmse_ and
     train_rmse_ls_ (Nm, on the identification rows: what the prior costs in fit),
     newton_steps_, solve_time_s_ (s); fit_report_ the same for metrics.json."""
 
@@ -81,6 +81,7 @@ class GeometricEstimator(EstimatorDefaults):
         combination = np.asarray(standard.combination, dtype=float)
         covariance_theta = fit.covariance
         self.standard_coef_ = theta
+        self.standard_cov_ = covariance_theta
         self.coef_ = combination @ theta
         self.coef_cov_ = combination @ covariance_theta @ combination.T
         self.coef_std_ = np.sqrt(np.maximum(np.diag(self.coef_cov_), 0.0))

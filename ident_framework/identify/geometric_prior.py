@@ -28,7 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ident_framework.model.physical_consistency import N_LINK, PSEUDO_INERTIA_MAP
+from ident_framework.model.physical_consistency import (
+    N_LINK,
+    PSEUDO_INERTIA_MAP,
+    sign_constrained,
+)
 
 NOMINAL_FLOOR = 1e-3  # share of M diag(L², L², L², 1) added to a nominal J0 that is not ≻ 0
 BARRIER_END = 1e-6  # χ² units: the log barrier's final weight on friction / rotor inertia
@@ -39,19 +43,9 @@ MAX_NEWTON_STEPS = 200  # per barrier stage
 _BASIS = PSEUDO_INERTIA_MAP.reshape(4, 4, N_LINK).transpose(2, 0, 1)  # (10, 4, 4): dJ/dπ_a
 
 
-TEMPERATURE_SUFFIX = ("_T_",)  # fv_T_j, fc_T_j: a friction's change per kelvin, either sign
-
-
 def signed_mask(kinds: list[str], names: list[str]) -> np.ndarray:
-    """(k,) True for the parameters kept > 0: friction and rotor inertia (not the friction's
-    temperature coefficients, which are negative for a harmonic drive)."""
-    return np.array(
-        [
-            kind in ("friction", "armature") and not any(s in name for s in TEMPERATURE_SUFFIX)
-            for kind, name in zip(kinds, names, strict=True)
-        ],
-        dtype=bool,
-    )
+    """(k,) True for the parameters kept > 0 (`physical_consistency.sign_constrained`)."""
+    return sign_constrained(kinds, names)
 
 
 @dataclass

@@ -141,13 +141,32 @@ def check_parameters(
         name: check_link(theta[N_LINK * j : N_LINK * (j + 1)], tolerance, shares[N_LINK * j])
         for j, name in enumerate(names)
     }
+    signed = sign_constrained(standard.kinds, standard.names)
     for kind, unit in (("friction", ""), ("armature", " kg·m²")):
         report[kind] = [
             f"{name} = {value:.6g}{unit} is not >= 0"
-            for name, k, value in zip(standard.names, standard.kinds, theta, strict=True)
-            if k == kind and not value >= 0.0
+            for name, k, value, bound in zip(
+                standard.names, standard.kinds, theta, signed, strict=True
+            )
+            if k == kind and bound and not value >= 0.0
         ]
     return report
+
+
+TEMPERATURE_MARK = "_T_"  # fv_T_j, fc_T_j: a friction's change per kelvin, either sign
+
+
+def sign_constrained(kinds: list[str], names: list[str]) -> np.ndarray:
+    """(p,) True for the standard parameters that must be >= 0: friction and rotor inertia,
+    not the friction's temperature coefficients (negative for a harmonic drive: its friction
+    falls as it warms)."""
+    return np.array(
+        [
+            kind in ("friction", "armature") and TEMPERATURE_MARK not in name
+            for kind, name in zip(kinds, names, strict=True)
+        ],
+        dtype=bool,
+    )
 
 
 def violations(report: dict[str, list[str]]) -> list[str]:

@@ -55,14 +55,21 @@ def parameter_std(estimator: Any, base: Any) -> np.ndarray | None:
     estimator's covariance of the base parameters (θ_i = B_i β: std² = B_i Cov(β) B_iᵀ; for
     LS Cov(β) = s² (RᵀR)⁻¹, s² the residual variance of this fit); NaN where the parameter is
     identified only in combination with others (its value is then a minimum-norm share);
-    None when the estimator gives no covariance or identifies standard parameters itself."""
+    from the covariance of the standard parameters when the estimator identifies them and
+    gives one (`standard_cov_`: the geometric prior's Laplace approximation); None when the
+    estimator gives no covariance."""
+    alone = base.identifiable_alone()
+    standard_cov = getattr(estimator, "standard_cov_", None)
+    if standard_cov is not None:
+        std = np.sqrt(np.maximum(np.diag(np.asarray(standard_cov)), 0.0))
+        return np.where(alone, std, np.nan)
     covariance = getattr(estimator, "coef_cov_", None)
     if covariance is None or getattr(estimator, "standard_coef_", None) is not None:
         return None
     basis = base.basis
     variance = np.einsum("ir,rs,is->i", basis, np.asarray(covariance), basis)
     std = np.sqrt(np.maximum(variance, 0.0))
-    return np.where(base.identifiable_alone(), std, np.nan)
+    return np.where(alone, std, np.nan)
 
 
 def standard_std_section(result: IdentificationResult) -> dict[str, Any]:
