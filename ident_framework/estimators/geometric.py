@@ -45,8 +45,9 @@ class GeometricParams:
 class GeometricEstimator(EstimatorDefaults):
     """fit(problem) -> self. standard_coef_ (full physical parameters) and standard_cov_
     (their covariance, Laplace approximation), coef_ (base parameters), coef_std_, coef_cov_,
-    chi2_ (data term's excess over least squares, units of σ²), divergence_ (Σ_k D(J_k ‖ J0_k)), train_rmse_ and
-    train_rmse_ls_ (Nm, on the identification rows: what the prior costs in fit),
+    chi2_ (data term's excess over least squares, units of σ²), divergence_ (Σ_k D(J_k ‖
+    J0_k)), train_rmse_ and train_rmse_ls_ (Nm, on the identification rows: what the prior
+    costs in fit),
     newton_steps_, solve_time_s_ (s); fit_report_ the same for metrics.json."""
 
     def __init__(self, params: GeometricParams):
