@@ -57,7 +57,10 @@ def message_of(*overrides: str) -> str:
         # ... and, when the selected option has no such key, which option has it
         (
             ["estimator.forgeting=0.99"],
-            ["the estimator plugin 'ls'", "'estimator.forgetting' is a key of estimator=rls"],
+            [
+                "the estimator plugin 'geometric'",
+                "'estimator.forgetting' is a key of estimator=rls",
+            ],
         ),
         (["validation=split", "validation.fractio=0.2"], ["Did you mean 'validation.fraction'?"]),
         # a misspelt section, and a section's key given at the top level

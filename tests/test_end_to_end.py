@@ -99,6 +99,12 @@ def test_default_run_meets_the_targets(tmp_path: Path):
     for plot in ("validation_torque.png", "rmse_per_joint.png", "excitation.png"):
         assert (run / "plots" / plot).stat().st_size > 10_000
     assert not (run / ".incomplete").exists()
+    # the default estimator is physically consistent: the default run writes the twin
+    assert metrics["identifiability"]["physically_consistent"]
+    assert (run / "twin.xml").exists() and (run / "twin.urdf").exists()
+    assert "twin written" in result.stdout and "twin_not_written" not in metrics
+    assert metrics["twin"]["inverse_dynamics"]["rmse"] > 0
+    assert metrics["estimator"]["train_rmse"] >= metrics["estimator"]["train_rmse_least_squares"]
 
 
 def test_identify_from_recorded_logs(recorded_logs, tmp_path: Path):
@@ -113,6 +119,8 @@ def test_identify_from_recorded_logs(recorded_logs, tmp_path: Path):
     assert metrics["validation"]["physical"]["r2"] > 0.99
     assert "truth" not in metrics  # a recording knows no truth
     assert not (run / "trajectory.yaml").exists()  # nothing was excited
+    assert (run / "twin.xml").exists()  # physically consistent by default: a recorded log too
+    assert metrics["tuning"]["chosen"]["estimator.weight"] > 0
     for split in ("train", "validation"):  # no false alarm on a clean simulated recording
         checks = metrics["data"]["checks"][split]
         assert checks["excluded_rows"] == 0 and checks["warnings"] == [], checks

@@ -149,7 +149,8 @@ def test_kuka_self_report_several_recordings_and_predict(kuka_csv, tmp_path: Pat
     assert [r["path"] for r in train["recordings"]] == [str(m1), str(m2)]
     counts = _metrics(both)["data"]["train_preprocessing"]
     assert counts["recorded_samples"] == 2 * (len(m1.read_text().splitlines()) - 1)
-    assert rmse["both"] < 0.95 * rmse["one"]  # measured 1.084 vs 1.213 Nm (ls, defaults)
+    # measured 0.538 vs 0.559 Nm (geometric, tuning=none; 1.084 vs 1.213 with estimator=ls)
+    assert rmse["both"] < 0.98 * rmse["one"]
 
     predict = tmp_path / "predict"
     result = run_cli(
