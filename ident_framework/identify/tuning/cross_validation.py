@@ -65,25 +65,14 @@ def cross_validate(
     sse_joint = np.zeros((len(regularisers), n_folds, factors.n_joints))
     rows = np.array([factors.counts[list(cells)].sum(axis=0) for cells in layout.cells])
     with one_blas_thread():
-        # one cell per fold (time blocks or recordings alone): the cells' factors as they are;
-        # cells grouped into folds: the factors of the groups, merged once per column space
-        # (`FoldFactors.groups`; exact either way: R of A[:, S] is R of R_A[:, S])
-        grouped = len(factors.merged) != n_folds or any(
-            cells != (k,) for k, cells in enumerate(layout.cells)
-        )
-        parts = [factors.whole] if grouped else factors.merged
-        total = stacked_r([m[:, columns] for m in parts])
-        base = BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
+        base, groups = fold_groups(factors, columns, tolerance)
         basis, r = base.basis, base.rank
         prior = basis.T @ nominal
 
         def project(m: np.ndarray) -> np.ndarray:  # [R[:, S] B | tau_filtered]
             return np.column_stack([m[:, columns] @ basis, m[:, factors.tau_filtered]])
 
-        if grouped:
-            groups = [[(k, project(g)) for k, g in part] for part in factors.groups]
-        else:
-            groups = [[(k, project(m)) for k, m in enumerate(factors.merged)]]
+        groups = [[(k, project(g)) for k, g in part] for part in groups]
         for k, held_cells in enumerate(layout.cells):
             if rows[k].sum() == 0:
                 continue
@@ -103,6 +92,24 @@ def cross_validate(
                             residual = joint_factor[:, test_columns] @ theta
                             sse_joint[i, k, j] += float(np.sum(residual**2))
     return _figures(layout, rows, sse, sse_joint if per_joint else None, base.rank)
+
+
+def fold_groups(
+    factors: FoldFactors, columns: np.ndarray, tolerance: float
+) -> tuple[BaseParameters, list[list[tuple[int, np.ndarray]]]]:
+    """(the base parameters of the columns over all folds, per partition (fold, factor) of
+    its row groups): one cell per fold (time blocks or recordings alone) gives the cells'
+    factors as they are; cells grouped into folds the factors of the groups, merged once per
+    column space (`FoldFactors.groups`; exact either way: R of A[:, S] is R of R_A[:, S])."""
+    layout = factors.folds
+    grouped = len(factors.merged) != len(layout.cells) or any(
+        cells != (k,) for k, cells in enumerate(layout.cells)
+    )
+    parts = [factors.whole] if grouped else factors.merged
+    total = stacked_r([m[:, columns] for m in parts])
+    base = BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
+    groups = factors.groups if grouped else [list(enumerate(factors.merged))]
+    return base, [list(part) for part in groups]
 
 
 def _least_squares(r_w: np.ndarray, rhs: np.ndarray, prior: np.ndarray) -> np.ndarray:
@@ -172,17 +179,8 @@ def cross_validate_geometric(
     prior = PriorLayout(factors.n_joints, np.asarray(nominal, dtype=float), signed)
     theta = None
     with one_blas_thread():
-        grouped = len(factors.merged) != n_folds or any(
-            cells != (k,) for k, cells in enumerate(layout.cells)
-        )
-        parts = [factors.whole] if grouped else factors.merged
-        total = stacked_r([m[:, columns] for m in parts])
-        base = BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
+        base, groups = fold_groups(factors, columns, tolerance)
         basis, rank = base.basis, base.rank
-        if grouped:
-            groups = [list(part) for part in factors.groups]
-        else:
-            groups = [list(enumerate(factors.merged))]
         for k, held_cells in enumerate(layout.cells):
             if rows[k].sum() == 0:
                 continue
