@@ -10,7 +10,6 @@ import pytest
 import yaml
 
 from ident_framework.config.plugin_config import build_params
-from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.errors import UserError
 from ident_framework.estimators.consistent import (
@@ -22,7 +21,6 @@ from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.identify.linear_problem import build_problem, predict_torque
 from ident_framework.identify.metrics import torque_metrics
-from ident_framework.identify.truth import true_standard_parameters
 from ident_framework.interfaces import LinearProblem
 from ident_framework.model.physical_consistency import (
     check_link,
@@ -33,9 +31,8 @@ from ident_framework.model.physical_consistency import (
 )
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel, load_robot
-from ident_framework.simulation.perturbed_robot import PerturbationParams, perturb_robot
 from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
-from ident_framework.testing.known_truth import exact_dataset
+from ident_framework.testing.known_truth import exact_dataset, perturbed_ur12e_truth, with_noise
 from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "estimator" / "consistent.yaml"
@@ -52,20 +49,14 @@ def builder(nominal) -> RegressorBuilder:
 
 
 @pytest.fixture(scope="module")
-def valid_truth(builder, nominal) -> np.ndarray:
+def valid_truth(builder) -> np.ndarray:
     """Standard parameters of a perturbed UR12e with a payload: physically valid."""
-    _, truth = perturb_robot(nominal, PerturbationParams(), seed=1)
-    return true_standard_parameters(builder, truth.to_dict())
+    return perturbed_ur12e_truth(builder)
 
 
 def _fit_both(problem: LinearProblem, **params):
     ls = LeastSquares(LeastSquaresParams()).fit(problem)
     return ls, ConsistentEstimator(ConsistentParams(**params)).fit(problem)
-
-
-def _noisy(data: Dataset, std: float, seed: int) -> Dataset:
-    tau = data.tau + np.random.default_rng(seed).normal(0.0, std, data.tau.shape)
-    return Dataset(data.timestamp, data.q, data.dq, tau, data.joint_names, ddq=data.ddq)
 
 
 def _assert_loads(robot: RobotModel, builder: RegressorBuilder, theta: np.ndarray) -> None:
@@ -218,7 +209,7 @@ def test_consistent_repairs_what_ls_gets_wrong(builder, valid_truth, nominal):
     theta_true = valid_truth.copy()
     names = builder.parameter_names
     theta_true[[names.index("fv_6"), names.index("fc_6")]] = 0.0
-    data = _noisy(exact_dataset(builder, theta_true, seed=5, duration=4.0), 0.5, seed=0)
+    data = with_noise(exact_dataset(builder, theta_true, seed=5, duration=4.0), 0.5, seed=0)
     problem, base, _ = build_problem(builder, data, 2000, 1e-8, progress=False)
     ls, consistent = _fit_both(problem)
 
@@ -236,7 +227,7 @@ def test_consistent_repairs_what_ls_gets_wrong(builder, valid_truth, nominal):
 
 
 def test_solver_failure_is_a_user_error(builder, valid_truth):
-    data = _noisy(exact_dataset(builder, valid_truth, seed=6, duration=3.0), 0.05, seed=1)
+    data = with_noise(exact_dataset(builder, valid_truth, seed=6, duration=3.0), 0.05, seed=1)
     problem, _, _ = build_problem(builder, data, 2000, 1e-8, progress=False)
     estimator = ConsistentEstimator(ConsistentParams(max_iterations=1, fallback=None))
     with pytest.raises(UserError, match=r"conic solver failed \(clarabel: status"):

@@ -11,7 +11,6 @@ import pytest
 import yaml
 
 from ident_framework.config.plugin_config import build_params
-from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
 from ident_framework.estimators.geometric import (
     GeometricEstimator,
@@ -29,14 +28,12 @@ from ident_framework.identify.geometric_prior import (
 )
 from ident_framework.identify.linear_problem import build_problem, predict_torque
 from ident_framework.identify.metrics import torque_metrics
-from ident_framework.identify.truth import true_standard_parameters
 from ident_framework.identify.tuning.block_factors import FoldFactors, OwnColumns
 from ident_framework.identify.tuning.cross_validation import cross_validate_geometric
 from ident_framework.model.physical_consistency import check_parameters, is_consistent, violations
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel, load_robot
-from ident_framework.simulation.perturbed_robot import PerturbationParams, perturb_robot
-from ident_framework.testing.known_truth import exact_dataset
+from ident_framework.testing.known_truth import exact_dataset, perturbed_ur12e_truth, with_noise
 from ident_framework.triangular import stacked_r
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "estimator" / "geometric.yaml"
@@ -53,15 +50,9 @@ def builder(nominal) -> RegressorBuilder:
 
 
 @pytest.fixture(scope="module")
-def valid_truth(builder, nominal) -> np.ndarray:
+def valid_truth(builder) -> np.ndarray:
     """Standard parameters of a perturbed UR12e with a payload: physically valid."""
-    _, truth = perturb_robot(nominal, PerturbationParams(), seed=1)
-    return true_standard_parameters(builder, truth.to_dict())
-
-
-def _noisy(data: Dataset, std: float, seed: int) -> Dataset:
-    tau = data.tau + np.random.default_rng(seed).normal(0.0, std, data.tau.shape)
-    return Dataset(data.timestamp, data.q, data.dq, tau, data.joint_names, ddq=data.ddq)
+    return perturbed_ur12e_truth(builder)
 
 
 def _layout(problem) -> PriorLayout:
@@ -75,7 +66,7 @@ def _layout(problem) -> PriorLayout:
 def test_divergence_is_zero_at_the_nominal_model_and_its_derivatives_are_exact(
     builder, valid_truth
 ):
-    data = _noisy(exact_dataset(builder, valid_truth, seed=3, duration=3.0), 0.1, seed=3)
+    data = with_noise(exact_dataset(builder, valid_truth, seed=3, duration=3.0), 0.1, seed=3)
     problem, _, _ = build_problem(builder, data, 2000, 1e-8, False)
     layout = _layout(problem)
     stacked = stacked_r(problem.standard.r_factors)
@@ -160,7 +151,7 @@ def test_noisy_short_data_give_physical_parameters_where_ls_does_not(builder, va
     theta_true = valid_truth.copy()
     names = builder.parameter_names
     theta_true[[names.index("fv_6"), names.index("fc_6")]] = 0.0
-    data = _noisy(exact_dataset(builder, theta_true, seed=5, duration=4.0), 0.5, seed=0)
+    data = with_noise(exact_dataset(builder, theta_true, seed=5, duration=4.0), 0.5, seed=0)
     problem, base, _ = build_problem(builder, data, 2000, 1e-8, progress=False)
     ls = LeastSquares(LeastSquaresParams()).fit(problem)
     prior = problem.standard.nominal
@@ -179,7 +170,7 @@ def test_noisy_short_data_give_physical_parameters_where_ls_does_not(builder, va
 def test_the_prior_helps_held_out_on_short_noisy_data(builder, valid_truth):
     """Short noisy identification, a long exact validation motion: the geometric estimate
     predicts it better than plain least squares (whose unidentified directions are free)."""
-    data = _noisy(exact_dataset(builder, valid_truth, seed=7, duration=3.0), 1.0, seed=2)
+    data = with_noise(exact_dataset(builder, valid_truth, seed=7, duration=3.0), 1.0, seed=2)
     validation = exact_dataset(builder, valid_truth, seed=8, duration=10.0)
     problem, base, _ = build_problem(builder, data, 2000, 1e-8, progress=False)
     ls = LeastSquares(LeastSquaresParams()).fit(problem)
@@ -226,7 +217,7 @@ def test_cross_validation_of_the_weight_is_a_fit_on_the_other_folds(builder, val
     """Three folds from three recordings: each fold's held-out error is that of the estimate
     fitted on the other two (direct QR of their rows) scored against its own rows."""
     recordings = [
-        _noisy(exact_dataset(builder, valid_truth, seed=s, duration=2.0), 0.3, seed=s)
+        with_noise(exact_dataset(builder, valid_truth, seed=s, duration=2.0), 0.3, seed=s)
         for s in (11, 12, 13)
     ]
     factors = []

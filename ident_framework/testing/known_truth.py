@@ -43,3 +43,19 @@ def exact_dataset(builder: RegressorBuilder, theta: np.ndarray, seed: int, durat
     t, q, dq, ddq = sines(duration, 200.0, seed)
     tau = builder.compute(q, dq, ddq) @ theta
     return Dataset(t, q, dq, tau, builder.robot.joint_names, ddq=ddq)
+
+
+def with_noise(data: Dataset, std: float, seed: int) -> Dataset:
+    """`data` with Gaussian torque noise of `std` Nm added (seeded)."""
+    tau = data.tau + np.random.default_rng(seed).normal(0.0, std, data.tau.shape)
+    return Dataset(data.timestamp, data.q, data.dq, tau, data.joint_names, ddq=data.ddq)
+
+
+def perturbed_ur12e_truth(builder: RegressorBuilder) -> np.ndarray:
+    """Standard parameters (`builder`'s order) of a perturbed UR12e with a payload (seed 1):
+    physically valid, unlike the nominal model's in several identifiable directions."""
+    from ident_framework.identify.truth import true_standard_parameters
+    from ident_framework.simulation.perturbed_robot import PerturbationParams, perturb_robot
+
+    _, truth = perturb_robot(builder.robot, PerturbationParams(), seed=1)
+    return true_standard_parameters(builder, truth.to_dict())
