@@ -55,7 +55,7 @@ class TuningSettings:
     prior_weights: list[float] = field(default_factory=lambda: [1.0, 10.0, 100.0, 1e3, 1e4, 1e5])
     sweeps: int = 2
     rule: str = "min"
-    partitions: list[str] = field(default_factory=lambda: ["time", "kind"])
+    partitions: list[str] = field(default_factory=lambda: ["time"])
     speed_bands: list[float] = field(default_factory=lambda: [0.01, 0.05, 0.2])
     turn_s: float = 0.5
 
