@@ -246,8 +246,9 @@ def test_several_recordings_are_selected_on_with_one_fold_each():
     """The hook for several identification recordings: each is preprocessed alone and is
     one fold (whole recordings held out) when there are at least tuning.folds of them."""
     config = _config(
-        "tuning.cutoffs_hz=[20.0]", "tuning.velocity_sources=[measured]", "tuning.folds=3"
-    )
+        "tuning.cutoffs_hz=[20.0]", "tuning.velocity_sources=[measured]", "tuning.folds=3",
+        "tuning.partitions=[time,kind]",
+    )  # fmt: skip
     robot = load_robot("ur10e")
     builder = regressor_builder(config, robot)
     theta = builder.standard_parameters(robot.inertial_parameters())
