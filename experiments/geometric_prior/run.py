@@ -133,9 +133,8 @@ def main() -> None:
     for case in chosen:
         results[case] = {}
         for name, extra in variants.items():
-            folder = (
-                args.out / "runs" / case / name.replace(" ", "_").replace("(", "").replace(")", "")
-            )
+            label = "".join(c if c.isalnum() or c == "." else "_" for c in name)
+            folder = args.out / "runs" / case / label  # no '=' (Hydra's override grammar)
             results[case][name] = summary(run(cases[case] + extra, folder))
             print(case, name, results[case][name], flush=True)
     ok = [c for c in chosen if all(v["status"] == "ok" for v in results[c].values())]
