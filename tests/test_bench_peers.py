@@ -470,9 +470,8 @@ def test_panda_case_skips_without_its_data(tmp_path: Path):
 @pytest.mark.slow
 @pytest.mark.skipif(not PANDA.is_dir(), reason="shared Panda data absent")
 def test_panda_case_wiring(tmp_path: Path):
-    """Ours on the Panda files with the column mapping (a user's command line; a failure row
-    while the command cannot read these headers), FIGAROH fixed and tuned (skipped here),
-    scored against the file's own tau_j at its own time column."""
+    """Ours on the Panda files with the column mapping (a user's command line), FIGAROH fixed
+    and tuned (skipped here), scored against the file's own tau_j at its own time column."""
     import bench_peers
     from peers import cases
     from peers.report import write_results
@@ -494,11 +493,12 @@ def test_panda_case_wiring(tmp_path: Path):
     assert f"source.path=[{PANDA / 'ident_traj1_part1.csv'},{PANDA / 'ident_traj1_part3.csv'}]" in (
         command
     )
-    assert ours.status == "ok" or ours.status.startswith("failed")
+    assert ours.status == "ok", ours.status
     assert all(r.status.startswith("skipped") for r in case.runs[1:])
     assert not list((tmp_path / "data").rglob("*.csv"))  # the GPL data are not copied
     write_results(out, [case], {})
     saved = json.loads((out / "results.json").read_text())["cases"][0]
     assert saved["columns"] == {"time": "time", "dq": "dq_", "tau": "tau_"}
-    if ours.status == "ok":
-        assert saved["runs"][0]["score"]["n_scored"] > 0.9 * 6145
+    # the rows our filters serve: a 5 Hz cut-off (the tuning's choice here) trims 0.68 s at
+    # each end of the 6.1 s file
+    assert saved["runs"][0]["score"]["n_scored"] > 0.7 * 6145

@@ -7,11 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_module
 
-from ident_framework.config.registry import get_registry
-from ident_framework.config.run_config import validate_config
-from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.data.dataset import Dataset
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.identify.linear_problem import joint_row_spaces
@@ -24,13 +20,9 @@ from ident_framework.identify.tuning.selection import apply_chosen, select_optio
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
 from ident_framework.testing.known_truth import sines
+from ident_framework.testing.tuning_cases import planted_friction_recording, tuning_config
 
-
-def _config(*overrides: str, source: tuple[str, ...] = ("source=csv", "source.path=x.csv")):
-    register_plugin_search_path()
-    with initialize_config_module("ident_framework.conf", version_base="1.3"):
-        cfg = compose("config", overrides=["robot=ur10e", *source, "validation=split", *overrides])
-    return validate_config(cfg, get_registry())
+_config = tuning_config
 
 
 # -- folds --------------------------------------------------------------------------------
@@ -180,17 +172,7 @@ def test_tanh_width_per_joint():
 # -- the selection ----------------------------------------------------------------------------
 
 
-def _recording(builder: RegressorBuilder, theta: np.ndarray, widths: np.ndarray, seed: int):
-    """A 500 Hz recording (no accelerations: to be preprocessed) whose Coulomb friction is
-    tanh(dq / width) per joint, with torque noise; slow stretches where the shape matters."""
-    t, q, dq, ddq = sines(24.0, 500.0, seed=seed)
-    slow = 0.15 + 0.85 * np.abs(np.sin(2 * np.pi * t / 12.0))[:, None]  # creeping phases
-    q, dq, ddq = q * slow, dq * slow, ddq * slow  # (the product rule is ignored: not needed)
-    tau = builder.rigid_body(q, dq, ddq) @ theta[:60]
-    tau += 1.5 * dq + 4.0 * np.tanh(dq / widths)
-    rng = np.random.default_rng(seed)
-    tau += 0.05 * rng.normal(size=tau.shape)
-    return Dataset(t, q, dq, tau, builder.robot.joint_names)
+_recording = planted_friction_recording
 
 
 def test_selection_finds_a_planted_friction_shape_per_joint():

@@ -5,7 +5,6 @@ and that folds over cells stay exact QR merges."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,10 +30,9 @@ from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
 from ident_framework.reports.tuning_report import tuning_lines, write_tuning_table
 from ident_framework.testing.known_truth import sines
+from ident_framework.testing.tuning_cases import planted_friction_recording as _recording
+from ident_framework.testing.tuning_cases import tuning_config as _config
 from ident_framework.triangular import stacked_r
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_tuning import _config, _recording  # noqa: E402
 
 KINDS = ("rest", "creep", "slow", "fast", "reversal")
 REST, CREEP, SLOW, FAST, TURN = (KIND_NAMES.index(k) for k in KINDS)

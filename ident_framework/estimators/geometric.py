@@ -70,7 +70,14 @@ class GeometricEstimator(EstimatorDefaults):
         with one_blas_thread():  # small dense matrices: BLAS threads only contend
             stacked = stack_factors(standard.r_factors)
             sigma2, rss_ls = residual_variance(stacked, rows, np.asarray(standard.combination))
-            fit = fit_geometric(stacked, sigma2, layout, self.params.weight)
+            try:
+                fit = fit_geometric(stacked, sigma2, layout, self.params.weight)
+            except np.linalg.LinAlgError as error:
+                raise UserError(
+                    f"The geometric estimator could not fit these data ({error}): the "
+                    f"identification data ({problem.n_samples} samples) excite too little of "
+                    "the model. Record a longer, richer motion, or try estimator=ls."
+                ) from None
         theta = fit.theta
         report = check_parameters(theta, standard)
         problems = violations(report)

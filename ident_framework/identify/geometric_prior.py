@@ -150,8 +150,10 @@ class _Objective:
         falling = d < 0.0
         t = float(np.min(-theta[self.signed][falling] / d[falling])) if falling.any() else np.inf
         lower_inv = np.linalg.inv(np.linalg.cholesky(self.pseudo(theta)))
-        change = self.pseudo(direction)
-        lam_min = np.linalg.eigvalsh(lower_inv @ change @ lower_inv.transpose(0, 2, 1))[:, 0]
+        change = lower_inv @ self.pseudo(direction) @ lower_inv.transpose(0, 2, 1)
+        if not np.all(np.isfinite(change)):
+            return 0.0
+        lam_min = np.linalg.eigvalsh(change)[:, 0]
         if np.any(lam_min < 0.0):
             t = min(t, float(np.min(-1.0 / lam_min[lam_min < 0.0])))
         return t
@@ -258,8 +260,8 @@ def _newton(objective: _Objective, z: np.ndarray, mu: float) -> tuple[np.ndarray
         grad, hess = objective.derivatives(z, theta, mu)
         direction = _solve(hess, -grad)
         decrement2 = float(-grad @ direction)
-        if decrement2 <= NEWTON_TOLERANCE:
-            return z, step
+        if not np.isfinite(decrement2) or decrement2 <= NEWTON_TOLERANCE:
+            return z, step  # converged, or no finite step left (degenerate data)
         step_theta = objective.transform @ direction
         t = min(1.0, 0.95 * objective.max_step(theta, step_theta))
         while t > 1e-12:

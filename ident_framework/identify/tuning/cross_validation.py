@@ -193,7 +193,11 @@ def cross_validate_geometric(
             train = stacked_r([g[:, fit_columns] for g in others])
             held = [factors.merged[c][:, test_columns] for c in held_cells]
             for i in order:
-                theta = fit_geometric(train, sigma2, prior, float(weights[i]), theta).theta
+                try:
+                    theta = fit_geometric(train, sigma2, prior, float(weights[i]), theta).theta
+                except np.linalg.LinAlgError:  # a degenerate fold: this weight is no candidate
+                    sse[i, k], theta = np.inf, None
+                    continue
                 augmented = np.append(theta, -1.0)
                 sse[i, k] = sum(float(np.sum((h @ augmented) ** 2)) for h in held)
                 if per_joint:

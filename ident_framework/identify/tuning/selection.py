@@ -28,6 +28,7 @@ from ident_framework.identify.tuning.block_factors import (
     OwnColumns,
     fold_factors,
 )
+from ident_framework.identify.tuning.cross_validation import HeldOut
 from ident_framework.identify.tuning.folds import FoldPlan, plan_folds
 from ident_framework.identify.tuning.rules import decide, stability_summary
 from ident_framework.identify.tuning.search import (
@@ -128,31 +129,10 @@ def select_options(
     spaces = _Spaces(config, robot, builder, recordings, plan, friction, start, checked)
     log = SearchLog()
     tolerance = config.base_parameters.tolerance
-    # 1. column options on the configured preprocessing; 2. every preprocessing with them;
-    # 3. the column options again on the preprocessing that won, if another did
-    # (the column search on the configured preprocessing runs while the forked workers still
-    # build the other candidates' spaces)
     candidates = _preprocessing_candidates(config, recordings, exact)
-    arriving = spaces.build(candidates)
-    best, best_held = search_columns(next(arriving), start, settings, tolerance, regularise, log)
-    options, figures = [best], [best_held]
-    for preprocessing, space in zip(candidates[1:], arriving, strict=True):
-        option = replace(best, lowpass_hz=preprocessing[0], measured_velocity=preprocessing[1])
-        options.append(option)
-        figures.append(score_candidate(space, option, tolerance, "preprocessing", log))
-    i = decide(log, "preprocessing", options, figures, settings.rule, candidates[0])
-    best, best_held = options[i], figures[i]
-    best_preprocessing = candidates[i]
-    if best_preprocessing != candidates[0]:
-        best, best_held = search_columns(
-            spaces.get(best_preprocessing),
-            best,
-            settings,
-            tolerance,
-            regularise,
-            log,
-            candidates[0],
-        )
+    best, best_held, best_preprocessing = _search(
+        spaces, candidates, start, settings, tolerance, regularise, log
+    )
     best_space = spaces.get(best_preprocessing)
     geometric = config.plugins["estimator"].info.name == GEOMETRIC
     least_squares_rmse = float(best_held.rmse) if geometric else None
@@ -193,6 +173,44 @@ def select_options(
     )
     tuned = replace(apply_chosen(config, chosen_keys), selection=selection)
     return tuned, regressor_builder(tuned, robot)
+
+
+def _search(
+    spaces: _Spaces,
+    candidates: list[tuple[float, bool]],
+    start: Candidate,
+    settings: Any,
+    tolerance: float,
+    regularise: bool,
+    log: SearchLog,
+) -> tuple[Candidate, HeldOut, tuple[float, bool]]:
+    """(best candidate, its CV figures, its preprocessing) of the least-squares stages over the
+    preprocessing `candidates` (the configured first)."""
+    # 1. column options on the configured preprocessing; 2. every preprocessing with them;
+    # 3. the column options again on the preprocessing that won, if another did
+    # (the column search on the configured preprocessing runs while the forked workers still
+    # build the other candidates' spaces)
+    arriving = spaces.build(candidates)
+    best, best_held = search_columns(next(arriving), start, settings, tolerance, regularise, log)
+    options, figures = [best], [best_held]
+    for preprocessing, space in zip(candidates[1:], arriving, strict=True):
+        option = replace(best, lowpass_hz=preprocessing[0], measured_velocity=preprocessing[1])
+        options.append(option)
+        figures.append(score_candidate(space, option, tolerance, "preprocessing", log))
+    i = decide(log, "preprocessing", options, figures, settings.rule, candidates[0])
+    best, best_held = options[i], figures[i]
+    best_preprocessing = candidates[i]
+    if best_preprocessing != candidates[0]:
+        best, best_held = search_columns(
+            spaces.get(best_preprocessing),
+            best,
+            settings,
+            tolerance,
+            regularise,
+            log,
+            candidates[0],
+        )
+    return best, best_held, best_preprocessing
 
 
 def tuning_applies(config: RunConfig) -> bool:
