@@ -174,7 +174,8 @@ def test_the_iteration_is_bounded(monkeypatch):
 
 
 def test_untuned_auto_is_off():
-    config = _config()
+    assert _config().plugins["friction"].params.load_dependent == "off"  # the default
+    config = _config("friction.load_dependent=auto")
     assert config.plugins["friction"].params.load_dependent == "auto"
     assert resolve_load(config, tuned=False).plugins["friction"].params.load_dependent == "off"
     assert resolve_load(config, tuned=True).plugins["friction"].params.load_dependent == "auto"
@@ -215,7 +216,8 @@ def test_tuning_turns_the_term_on_and_predict_rebuilds_the_model(tmp_path):
     run = tmp_path / "run"
     result = run_cli(
         "source=csv", f"source.path={ident}", "validation=csv", f"validation.path={other}",
-        "estimator=consistent", "plots=false", f"hydra.run.dir={run}", cwd=tmp_path,
+        "friction.load_dependent=auto", "estimator=consistent", "plots=false",
+        f"hydra.run.dir={run}", cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     parameters = yaml.safe_load((run / "parameters.yaml").read_text())
@@ -254,7 +256,7 @@ def test_tuning_tries_the_term_on_a_log_without_load_dependence(tmp_path):
     run = tmp_path / "run"
     result = run_cli(
         "source=csv", f"source.path={ident}", "validation=csv", f"validation.path={other}",
-        "plots=false", f"hydra.run.dir={run}", cwd=tmp_path,
+        "friction.load_dependent=auto", "plots=false", f"hydra.run.dir={run}", cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     rows = _tuning_rows(run)
