@@ -17,10 +17,13 @@ from ident_framework.identify.tuning.block_factors import FoldRows, OwnColumns, 
 from ident_framework.identify.tuning.cross_validation import cross_validate
 from ident_framework.identify.tuning.folds import FoldPlan, motion_period, plan_folds
 from ident_framework.identify.tuning.selection import apply_chosen, select_options
-from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
 from ident_framework.testing.known_truth import sines
-from ident_framework.testing.tuning_cases import planted_friction_recording, tuning_config
+from ident_framework.testing.tuning_cases import (
+    exact_ur5e_recording,
+    planted_friction_recording,
+    tuning_config,
+)
 
 _config = tuning_config
 
@@ -78,17 +81,8 @@ def test_several_recordings_are_one_fold_each_when_there_are_enough():
 
 
 def test_cross_validation_from_merged_factors_equals_refitting():
-    robot = load_robot("ur5e")
-    builder = RegressorBuilder(robot, CoulombViscousFriction(CoulombViscousParams(dead_band=0)))
-    t, q, dq, ddq = sines(12.0, 100.0, seed=4)
-    rng = np.random.default_rng(1)
-    theta = builder.standard_parameters(
-        robot.inertial_parameters(), rng.uniform(0.5, 2, (6, 2)), rng.uniform(0, 0.1, 6)
-    )
-    tau = builder.compute(q, dq, ddq) @ theta
-    filtered = tau + 0.05 * rng.normal(size=tau.shape)
-    recorded = tau + 0.2 * rng.normal(size=tau.shape)
-    data = Dataset(t, q, dq, filtered, robot.joint_names, ddq=ddq)
+    builder, data, recorded = exact_ur5e_recording(4, 1)
+    t, q, dq, ddq, filtered = data.timestamp, data.q, data.dq, data.ddq, data.tau
     labels = np.minimum((t / 3.0).astype(int), 3)
     labels[::7] = -1  # rows in no fold are left out of both sides
     names = ("fv", "fc", "Ia", "offset")

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from ident_framework.data.dataset import Dataset
-from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.identify.linear_problem import joint_row_spaces
 from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.tuning.block_factors import FoldRows, OwnColumns, fold_factors
@@ -26,10 +25,9 @@ from ident_framework.identify.tuning.folds import (
 from ident_framework.identify.tuning.rules import choose, complexity, stability
 from ident_framework.identify.tuning.search import Candidate
 from ident_framework.identify.tuning.selection import select_options
-from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
 from ident_framework.reports.tuning_report import tuning_lines, write_tuning_table
-from ident_framework.testing.known_truth import sines
+from ident_framework.testing.tuning_cases import exact_ur5e_recording
 from ident_framework.testing.tuning_cases import planted_friction_recording as _recording
 from ident_framework.testing.tuning_cases import tuning_config as _config
 from ident_framework.triangular import stacked_r
@@ -128,17 +126,8 @@ def test_a_folds_training_factor_is_the_qr_of_its_rows_and_cv_equals_refitting()
     factor (the QR of the other cells' factors) has the Gram matrix of the explicit rows, and
     the CV figure equals a fresh least-squares fit per fold, the partitions' mean squares
     averaged."""
-    robot = load_robot("ur5e")
-    builder = RegressorBuilder(robot, CoulombViscousFriction(CoulombViscousParams(dead_band=0)))
-    t, q, dq, ddq = sines(12.0, 100.0, seed=5)
-    rng = np.random.default_rng(3)
-    theta = builder.standard_parameters(
-        robot.inertial_parameters(), rng.uniform(0.5, 2, (6, 2)), rng.uniform(0, 0.1, 6)
-    )
-    tau = builder.compute(q, dq, ddq) @ theta
-    filtered = tau + 0.05 * rng.normal(size=tau.shape)
-    recorded = tau + 0.2 * rng.normal(size=tau.shape)
-    data = Dataset(t, q, dq, filtered, robot.joint_names, ddq=ddq)
+    builder, data, recorded = exact_ur5e_recording(5, 3)
+    t, q, dq, ddq, filtered = data.timestamp, data.q, data.dq, data.ddq, data.tau
     plan = FoldPlan(
         "time blocks", 3, (0.0,), (12.0,), (None,), 0.1,
         kind_times=(t,), kinds=(motion_kinds(t, dq, (0.05, 0.2, 0.5), 0.5),),
