@@ -68,11 +68,7 @@ def cross_validate(
         base, groups = fold_groups(factors, columns, tolerance)
         basis, r = base.basis, base.rank
         prior = basis.T @ nominal
-
-        def project(m: np.ndarray) -> np.ndarray:  # [R[:, S] B | tau_filtered]
-            return np.column_stack([m[:, columns] @ basis, m[:, factors.tau_filtered]])
-
-        groups = [[(k, project(g)) for k, g in part] for part in groups]
+        groups = [[(k, _project(g, factors, columns, basis)) for k, g in part] for part in groups]
         for k, held_cells in enumerate(layout.cells):
             if rows[k].sum() == 0:
                 continue
@@ -85,12 +81,11 @@ def cross_validate(
                 else:
                     beta = spectral_solve(r_w, rhs, prior, ridge, truncate)[0]
                 theta = np.append(basis @ beta, -1.0)
-                sse[i, k] = sum(float(np.sum((h @ theta) ** 2)) for h in held)
+                sse[i, k] = _held_out_sse(held, theta)
                 if per_joint:
-                    for c in held_cells:
-                        for j, joint_factor in enumerate(factors.per_joint[c]):
-                            residual = joint_factor[:, test_columns] @ theta
-                            sse_joint[i, k, j] += float(np.sum(residual**2))
+                    sse_joint[i, k] = _held_out_sse_per_joint(
+                        factors, held_cells, test_columns, theta
+                    )
     return _figures(layout, rows, sse, sse_joint if per_joint else None, base.rank)
 
 
@@ -110,6 +105,30 @@ def fold_groups(
     base = BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
     groups = factors.groups if grouped else [list(enumerate(factors.merged))]
     return base, [list(part) for part in groups]
+
+
+def _project(
+    factor: np.ndarray, factors: FoldFactors, columns: np.ndarray, basis: np.ndarray
+) -> np.ndarray:
+    """A row group's factor in the base parameters: [R[:, S] B | tau_filtered]."""
+    return np.column_stack([factor[:, columns] @ basis, factor[:, factors.tau_filtered]])
+
+
+def _held_out_sse(held: list[np.ndarray], augmented: np.ndarray) -> float:
+    """Sum of squares (Nm²) of the held-out cells' factors `held` (columns S + tau_recorded)
+    at [theta; -1]."""
+    return sum(float(np.sum((h @ augmented) ** 2)) for h in held)
+
+
+def _held_out_sse_per_joint(
+    factors: FoldFactors, cells: tuple[int, ...], test_columns: np.ndarray, augmented: np.ndarray
+) -> np.ndarray:
+    """(n,) the same per joint, from the cells' per-joint factors."""
+    out = np.zeros(factors.n_joints)
+    for c in cells:
+        for j, joint_factor in enumerate(factors.per_joint[c]):
+            out[j] += float(np.sum((joint_factor[:, test_columns] @ augmented) ** 2))
+    return out
 
 
 def _least_squares(r_w: np.ndarray, rhs: np.ndarray, prior: np.ndarray) -> np.ndarray:
@@ -185,8 +204,7 @@ def cross_validate_geometric(
             if rows[k].sum() == 0:
                 continue
             others = [g for f, g in groups[layout.partition[k]] if f != k]
-            projected = [np.column_stack([g[:, columns] @ basis, g[:, factors.tau_filtered]])
-                         for g in others]  # fmt: skip
+            projected = [_project(g, factors, columns, basis) for g in others]
             rss = float(stacked_r(projected)[rank, rank] ** 2)
             n_train = int(factors.counts.sum() - rows[k].sum())  # every other cell trains
             sigma2 = max(rss / max(n_train - rank, 1), 1e-300)
@@ -199,10 +217,9 @@ def cross_validate_geometric(
                     sse[i, k], theta = np.inf, None
                     continue
                 augmented = np.append(theta, -1.0)
-                sse[i, k] = sum(float(np.sum((h @ augmented) ** 2)) for h in held)
+                sse[i, k] = _held_out_sse(held, augmented)
                 if per_joint:
-                    for c in held_cells:
-                        for j, joint_factor in enumerate(factors.per_joint[c]):
-                            residual = joint_factor[:, test_columns] @ augmented
-                            sse_joint[i, k, j] += float(np.sum(residual**2))
+                    sse_joint[i, k] = _held_out_sse_per_joint(
+                        factors, held_cells, test_columns, augmented
+                    )
     return _figures(layout, rows, sse, sse_joint if per_joint else None, rank)
