@@ -24,13 +24,17 @@ from ident_framework.identify.geometric_prior import (
     PriorLayout,
     _Objective,
     fit_geometric,
-    signed_mask,
 )
 from ident_framework.identify.linear_problem import build_problem, predict_torque
 from ident_framework.identify.metrics import torque_metrics
 from ident_framework.identify.tuning.block_factors import FoldFactors, OwnColumns
 from ident_framework.identify.tuning.cross_validation import cross_validate_geometric
-from ident_framework.model.physical_consistency import check_parameters, is_consistent, violations
+from ident_framework.model.physical_consistency import (
+    check_parameters,
+    is_consistent,
+    sign_constrained,
+    violations,
+)
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel, load_robot
 from ident_framework.testing.known_truth import exact_dataset, perturbed_ur12e_truth, with_noise
@@ -58,7 +62,9 @@ def valid_truth(builder) -> np.ndarray:
 def _layout(problem) -> PriorLayout:
     standard = problem.standard
     return PriorLayout(
-        standard.n_links, np.asarray(standard.nominal), signed_mask(standard.kinds, standard.names)
+        standard.n_links,
+        np.asarray(standard.nominal),
+        sign_constrained(standard.kinds, standard.names),
     )
 
 
@@ -102,7 +108,7 @@ def test_divergence_is_zero_at_the_nominal_model_and_its_derivatives_are_exact(
     z_ls = np.where(objective.reachable, objective.target / objective.singular, z)
     assert objective.chi2(z_ls) == pytest.approx(0.0, abs=1e-12)
     residual = stacked[:, :-1] @ objective.theta(z_ls) - stacked[:, -1]
-    _, rss = residual_variance(stacked, data.n_samples * 6, problem.standard.combination)
+    _, rss = residual_variance(problem.r_factors, data.n_samples * 6)
     # the same fit as least squares on the base parameters (which drop directions below their
     # rank tolerance 1e-8, the objective only below 1e-12 of its equilibrated columns)
     assert float(residual @ residual) == pytest.approx(rss, rel=1e-2)
@@ -233,7 +239,7 @@ def test_cross_validation_of_the_weight_is_a_fit_on_the_other_folds(builder, val
     counts = np.array([[r.n_samples] * 6 for r in recordings])  # each joint's rows per cell
     folds = FoldFactors(factors, [[f] for f in factors], counts, 6, own)
     columns = np.arange(p)
-    signed = signed_mask(standard.kinds, standard.names)
+    signed = sign_constrained(standard.kinds, standard.names)
     layout = PriorLayout(6, np.asarray(standard.nominal), signed)
     held = cross_validate_geometric(folds, columns, standard.nominal, signed, [10.0], 1e-8)[0]
     sse = 0.0

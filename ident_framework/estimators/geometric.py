@@ -22,10 +22,14 @@ import numpy as np
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import hookimpl
 from ident_framework.identify.blas_threads import one_blas_thread
-from ident_framework.identify.geometric_prior import PriorLayout, fit_geometric, signed_mask
+from ident_framework.identify.geometric_prior import PriorLayout, fit_geometric
 from ident_framework.identify.linear_problem import stack_factors
 from ident_framework.interfaces import EstimatorDefaults, LinearProblem
-from ident_framework.model.physical_consistency import check_parameters, violations
+from ident_framework.model.physical_consistency import (
+    check_parameters,
+    sign_constrained,
+    violations,
+)
 
 RESIDUAL_FLOOR = 1e-8  # σ is at least this share of the torque's RMS (noise-free data)
 
@@ -65,11 +69,11 @@ class GeometricEstimator(EstimatorDefaults):
         layout = PriorLayout(
             standard.n_links,
             np.asarray(standard.nominal, dtype=float),
-            signed_mask(standard.kinds, standard.names),
+            sign_constrained(standard.kinds, standard.names),
         )
         with one_blas_thread():  # small dense matrices: BLAS threads only contend
             stacked = stack_factors(standard.r_factors)
-            sigma2, rss_ls = residual_variance(stacked, rows, np.asarray(standard.combination))
+            sigma2, rss_ls = residual_variance(problem.r_factors, rows)
             try:
                 fit = fit_geometric(stacked, sigma2, layout, self.params.weight)
             except np.linalg.LinAlgError as error:
@@ -114,19 +118,15 @@ class GeometricEstimator(EstimatorDefaults):
         return self
 
 
-def residual_variance(
-    stacked: np.ndarray, rows: int, combination: np.ndarray
-) -> tuple[float, float]:
+def residual_variance(base_factors: list[np.ndarray], rows: int) -> tuple[float, float]:
     """(σ² the least-squares residual variance in Nm², floored; RSS of that fit, Nm²) from the
-    stacked factor of [W | τ] in the standard parameters (base parameters: `combination`)."""
-    p = stacked.shape[1] - 1
-    basis = np.linalg.pinv(combination)  # θ = basis β reaches every base parameter vector
-    projected = np.column_stack([stacked[:, :p] @ basis, stacked[:, p]])
-    r = np.linalg.qr(projected, mode="r")
-    rank = combination.shape[0]
-    rss = float(np.sum(r[rank:, rank] ** 2)) if r.shape[0] > rank else 0.0
-    torque2 = float(np.sum(stacked[:, p] ** 2))
-    sigma2 = max(rss / max(rows - rank, 1), RESIDUAL_FLOOR**2 * torque2 / max(rows, 1))
+    problem's per-joint factors of [W_base | τ] (`LinearProblem.r_factors`: the residual of the
+    least-squares fit is their stack's last diagonal entry)."""
+    r = stack_factors(base_factors)
+    k = r.shape[1] - 1
+    rss = float(r[k, k] ** 2) if r.shape[0] > k else 0.0
+    torque2 = float(np.sum(r[:, k] ** 2))
+    sigma2 = max(rss / max(rows - k, 1), RESIDUAL_FLOOR**2 * torque2 / max(rows, 1))
     return sigma2, rss
 
 

@@ -31,7 +31,6 @@ import numpy as np
 from ident_framework.model.physical_consistency import (
     N_LINK,
     PSEUDO_INERTIA_MAP,
-    sign_constrained,
 )
 
 NOMINAL_FLOOR = 1e-3  # share of M diag(L², L², L², 1) added to a nominal J0 that is not ≻ 0
@@ -41,11 +40,6 @@ BARRIER_STEP = 0.01
 NEWTON_TOLERANCE = 1e-6  # Newton decrement² (χ² units) at which a stage has converged
 MAX_NEWTON_STEPS = 200  # per barrier stage
 _BASIS = PSEUDO_INERTIA_MAP.reshape(4, 4, N_LINK).transpose(2, 0, 1)  # (10, 4, 4): dJ/dπ_a
-
-
-def signed_mask(kinds: list[str], names: list[str]) -> np.ndarray:
-    """(k,) True for the parameters kept > 0 (`physical_consistency.sign_constrained`)."""
-    return sign_constrained(kinds, names)
 
 
 @dataclass
