@@ -25,6 +25,7 @@ divergence is defined.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -69,16 +70,23 @@ class PriorLayout:
 
 @dataclass
 class GeometricFit:
-    """theta (k,) the estimate; covariance (k, k) the inverse of the objective's Hessian at
-    theta (the Laplace approximation, Nm-consistent units of θ; zero for the parameters no
-    data row depends on, which stay at their nominal value); chi2 the data term's excess over
-    the least-squares fit (units of σ²); divergence Σ_k D(J_k ‖ J0_k); newton_steps."""
+    """theta (k,) the estimate; chi2 the data term's excess over the least-squares fit (units
+    of σ²); divergence Σ_k D(J_k ‖ J0_k); newton_steps; `covariance` (k, k), computed when
+    first asked: the inverse of the objective's Hessian `hessian` (in the rotated coordinates
+    `transform` maps to θ) at theta, the Laplace approximation; zero for the parameters no data
+    row depends on, which stay at their nominal value."""
 
     theta: np.ndarray
-    covariance: np.ndarray
     chi2: float
     divergence: float
     newton_steps: int
+    hessian: np.ndarray
+    transform: np.ndarray
+
+    @cached_property
+    def covariance(self) -> np.ndarray:
+        inverse = np.linalg.pinv(self.hessian, rcond=1e-14, hermitian=True)
+        return self.transform @ inverse @ self.transform.T
 
 
 class _Objective:
@@ -207,7 +215,36 @@ def fit_geometric(
     makes the data term χ², the parameters' `layout` and the prior's `weight` (> 0; χ² units
     per unit of divergence). `start`: a feasible θ to begin from (default: the nominal model
     with friction and rotor inertia at a small positive value)."""
-    objective = _Objective(r_factor, sigma2, layout, weight)
+    return _solve_objective(_Objective(r_factor, sigma2, layout, weight), start)
+
+
+def fit_weights(
+    r_factor: np.ndarray,
+    sigma2: float,
+    layout: PriorLayout,
+    weights: list[float],
+    start: np.ndarray | None = None,
+) -> list[GeometricFit | None]:
+    """`fit_geometric` of one factor with each of `weights` in the order given, the first from
+    `start`, each later one from the last one's estimate (the objective's factorisation made
+    once); None for a weight whose solve fails on degenerate data (the next one then starts
+    from the nominal model)."""
+    objective = _Objective(r_factor, sigma2, layout, 0.0)
+    fits: list[GeometricFit | None] = []
+    theta = start
+    for weight in weights:
+        objective.weight = float(weight)
+        try:
+            fits.append(_solve_objective(objective, theta))
+        except np.linalg.LinAlgError:
+            fits.append(None)
+        theta = None if fits[-1] is None else fits[-1].theta
+    return fits
+
+
+def _solve_objective(objective: _Objective, start: np.ndarray | None) -> GeometricFit:
+    """The minimum of `objective` from a feasible `start` (else the nominal model)."""
+    layout = objective.layout
     warm, theta = False, None
     if start is not None:  # its excited parameters, the others at their nominal values
         theta = np.array(start, dtype=float)
@@ -217,7 +254,6 @@ def fit_geometric(
     if z is None or not objective.feasible(objective.theta(z)):  # (round-off near the bound)
         warm = False
         z = objective.coordinates(_nominal_start(layout, objective))
-    theta = objective.theta(z)
     steps = 0
     # from a given feasible start (a neighbouring weight's solution): straight at the end
     mu = BARRIER_START if objective.signed.size and not warm else BARRIER_END
@@ -229,9 +265,10 @@ def fit_geometric(
         mu = max(mu * BARRIER_STEP, BARRIER_END)
     theta = objective.theta(z)
     _, hessian = objective.derivatives(z, theta, mu)
-    t = objective.transform
-    covariance = t @ np.linalg.pinv(hessian, rcond=1e-14, hermitian=True) @ t.T
-    return GeometricFit(theta, covariance, objective.chi2(z), objective.divergence(theta), steps)
+    return GeometricFit(
+        theta, objective.chi2(z), objective.divergence(theta), steps, hessian,
+        objective.transform,
+    )  # fmt: skip
 
 
 def _nominal_start(layout: PriorLayout, objective: _Objective) -> np.ndarray:

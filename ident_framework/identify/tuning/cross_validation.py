@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ident_framework.identify.blas_threads import one_blas_thread
-from ident_framework.identify.geometric_prior import PriorLayout, fit_geometric
+from ident_framework.identify.geometric_prior import PriorLayout, fit_weights
 from ident_framework.identify.regularization import spectral_solve
 from ident_framework.identify.tuning.block_factors import FoldFactors
 from ident_framework.model.base_parameters import BaseParameters
@@ -186,7 +186,7 @@ def cross_validate_geometric(
     of `weights`; `signed` (len(columns),) marks the parameters kept > 0. The folds are those
     of `cross_validate`; each fold's data term is χ² in units of its own training rows'
     least-squares residual variance. The weights are solved from the largest down, each from
-    the last estimate (the fold before's or a larger weight's)."""
+    the last estimate (`geometric_prior.fit_weights`)."""
     layout = factors.folds
     n_folds = len(layout.cells)
     fit_columns = np.append(columns, factors.tau_filtered)
@@ -210,13 +210,13 @@ def cross_validate_geometric(
             sigma2 = max(rss / max(n_train - rank, 1), 1e-300)
             train = stacked_r([g[:, fit_columns] for g in others])
             held = [factors.merged[c][:, test_columns] for c in held_cells]
-            for i in order:
-                try:
-                    theta = fit_geometric(train, sigma2, prior, float(weights[i]), theta).theta
-                except np.linalg.LinAlgError:  # a degenerate fold: this weight is no candidate
-                    sse[i, k], theta = np.inf, None
+            fits = fit_weights(train, sigma2, prior, [weights[i] for i in order], theta)
+            theta = None if fits[-1] is None else fits[-1].theta  # the next fold's start
+            for i, fit in zip(order, fits, strict=True):
+                if fit is None:  # a degenerate fold: this weight is no candidate
+                    sse[i, k] = np.inf
                     continue
-                augmented = np.append(theta, -1.0)
+                augmented = np.append(fit.theta, -1.0)
                 sse[i, k] = _held_out_sse(held, augmented)
                 if per_joint:
                     sse_joint[i, k] = _held_out_sse_per_joint(
