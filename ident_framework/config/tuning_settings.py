@@ -26,8 +26,10 @@ class TuningSettings:
     fold. max_samples: rows the cross-validation uses at most (every k-th row beyond).
     The candidates (plural names; the configured value is tried too): cutoffs_hz
     (preprocessing.lowpass_hz), velocity_sources (preprocessing.use_measured_velocity),
-    armature_columns, offset_columns (regressor.*), dead_bands, tanh_widths (rad/s, friction.*
-    of coulomb_viscous; the width per joint), ridges, truncations (estimator.* of ls),
+    armature_columns, offset_columns (regressor.*), dead_bands, tanh_widths, saturation_widths
+    (rad/s, friction.* of coulomb_viscous; each joint's shape and width), acceleration_leads
+    (s, friction.acceleration_lead, one for every joint: chosen after the preprocessing; [] or
+    [0]: not tuned), ridges, truncations (estimator.* of ls),
     prior_weights (estimator.weight of geometric, chosen last, on the chosen columns).
     sweeps: passes over the joints when choosing each joint's friction shape.
     rule: how a stage picks among its candidates: min (lowest CV RMSE) | one_se (the simplest
@@ -35,7 +37,8 @@ class TuningSettings:
     candidate's per-fold difference to the lowest); `identify/tuning/rules.py`.
     partitions: the folds, time (blocks or recordings, `folds.plan_folds`) and/or kind (per
     joint, its rows at rest / creeping / slow / turning round held out in turn,
-    `folds.motion_kinds`; both: the CV error averages the two partitions' mean squares).
+    `folds.motion_kinds`; both: the CV error averages the two partitions' mean squares);
+    shape_partitions: the same for the stages of each joint's Coulomb shape and the lead.
     speed_bands: rad/s, the upper limits of rest, creep and slow. turn_s: s, the longest
     turn-round that is a reversal (a longer passage through low speed is a hold)."""
 
@@ -50,12 +53,15 @@ class TuningSettings:
     offset_columns: list[bool] = field(default_factory=lambda: [False, True])
     dead_bands: list[float] = field(default_factory=lambda: [0.01, 0.0])
     tanh_widths: list[float] = field(default_factory=lambda: [0.001, 0.003, 0.01, 0.03, 0.1])
+    saturation_widths: list[float] = field(default_factory=list)
+    acceleration_leads: list[float] = field(default_factory=list)
     ridges: list[float] = field(default_factory=lambda: [1e-5, 1e-4, 1e-3, 1e-2])
     truncations: list[float] = field(default_factory=lambda: [1e-4, 1e-3, 1e-2])
     prior_weights: list[float] = field(default_factory=lambda: [1.0, 10.0, 100.0, 1e3, 1e4, 1e5])
     sweeps: int = 2
     rule: str = "min"
     partitions: list[str] = field(default_factory=lambda: ["time"])
+    shape_partitions: list[str] = field(default_factory=lambda: ["time"])
     speed_bands: list[float] = field(default_factory=lambda: [0.01, 0.05, 0.2])
     turn_s: float = 0.5
 
@@ -70,10 +76,12 @@ class TuningSettings:
             raise ValueError(f"max_samples must be >= 100, got {self.max_samples}")
         if self.rule not in RULES:
             raise ValueError(f"rule must be one of {list(RULES)}, got {self.rule!r}")
-        if not self.partitions or any(p not in PARTITIONS for p in self.partitions):
-            raise ValueError(
-                f"partitions must be a non-empty list of {list(PARTITIONS)}, got {self.partitions}"
-            )
+        for key in ("partitions", "shape_partitions"):
+            values = getattr(self, key)
+            if not values or any(p not in PARTITIONS for p in values):
+                raise ValueError(
+                    f"{key} must be a non-empty list of {list(PARTITIONS)}, got {values}"
+                )
         bands = self.speed_bands
         if len(bands) != 3 or not (0 < bands[0] < bands[1] < bands[2] < math.inf):
             raise ValueError(f"speed_bands must be 3 increasing speeds > 0 rad/s, got {bands}")
@@ -86,12 +94,15 @@ class TuningSettings:
             raise ValueError(
                 f"velocity_sources entries must be in {list(VELOCITY_SOURCES)}, got {bad}"
             )
-        for key in ("cutoffs_hz", "dead_bands", "tanh_widths", "ridges", "truncations"):
+        for key in (
+            "cutoffs_hz", "dead_bands", "tanh_widths", "saturation_widths",
+            "acceleration_leads", "ridges", "truncations",
+        ):  # fmt: skip
             values = getattr(self, key)
             if not all(math.isfinite(v) and v >= 0 for v in values):
                 raise ValueError(f"{key} candidates must be numbers >= 0, got {values}")
-        if any(v <= 0 for v in self.cutoffs_hz + self.tanh_widths):
-            raise ValueError("cutoffs_hz and tanh_widths candidates must be > 0")
+        if any(v <= 0 for v in self.cutoffs_hz + self.tanh_widths + self.saturation_widths):
+            raise ValueError("cutoffs_hz, tanh_widths and saturation_widths candidates must be > 0")
         if not all(math.isfinite(v) and v > 0 for v in self.prior_weights):
             raise ValueError(
                 f"prior_weights candidates must be numbers > 0, got {self.prior_weights}"

@@ -1,15 +1,27 @@
 """Built-in friction model `coulomb_viscous`: tau_f = fv * dq + fc * s(dq) per joint.
 
-s(dq) is the Coulomb "sign" of each joint, one of two shapes per joint:
+s(dq) is the Coulomb "sign" of each joint, one of three shapes per joint:
 
 - a sign with a dead band (the source study's choice): below `dead_band` rad/s the Coulomb
   column is zero, so samples near rest do not pull the Coulomb estimate either way;
 - a smooth sign tanh(dq / w) of width `tanh_width` w (rad/s): friction that builds up over a
-  small speed range, as a soft-constraint simulator's friction loss or a harmonic drive's.
+  small speed range, as a harmonic drive's;
+- a saturated sign clip(dq / w, -1, 1) of width `saturation_width` w (rad/s): friction
+  proportional to the speed below w and fc above, the shape of MuJoCo's soft friction loss
+  (which holds a joint at rest by a small creep: the friction at rest follows that creep).
 
-`tanh_width` takes one value for every joint or a list of one per joint; a joint whose width
-is 0 (or `tanh_width: null`) uses the dead-band sign. `tuning=cv` chooses the dead band and the
-width of each joint from the identification data.
+`tanh_width` and `saturation_width` take one value for every joint or a list of one per joint;
+a joint with a saturation width > 0 uses the saturated sign, else one with a tanh width > 0 the
+tanh, else the dead-band sign. `tuning=cv` chooses the dead band and each joint's shape and
+width from the identification data.
+
+Acceleration lead (`acceleration_lead` T, s, one or one per joint): the Coulomb shape is
+evaluated at dq + T·ddq instead of dq, so the friction turns round before the velocity does
+when the joint decelerates, and at rest follows the small accelerations that hold it. This is
+MuJoCo's soft friction loss: its force is fc·sat((ddq + dq/T)·k) with T = dmax·timeconst/2
+(0.0095 s at MuJoCo's default `solreffriction`, `solimpfriction`); a tanh of width w is the
+smooth form of sat(·/w). T = 0 (the default): the shape of dq alone. `tuning=cv` chooses it per
+joint with the shape (`tuning.acceleration_leads`).
 
 Temperature term (`temperature: on`; joint temperatures T in °C recorded beside the motion,
 e.g. RTDE's `joint_temperatures`): two more columns per joint, linear in their parameters,
@@ -53,12 +65,14 @@ from ident_framework.hookspecs import hookimpl
 from ident_framework.interfaces import FrictionModelDefaults
 
 
-def _per_joint(value: float | list[float] | None, key: str) -> np.ndarray | None:
+def _per_joint(
+    value: float | list[float] | None, key: str, unit: str = "rad/s"
+) -> np.ndarray | None:
     if value is None:
         return None
     values = np.atleast_1d(np.asarray(value, dtype=float))
     if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values) & (values >= 0)):
-        raise ValueError(f"{key} must be >= 0 rad/s, one value or one per joint, got {value}")
+        raise ValueError(f"{key} must be >= 0 {unit}, one value or one per joint, got {value}")
     return values
 
 
@@ -72,15 +86,20 @@ LOAD_NAME = "fL"  # Nm/Nm: Coulomb friction per Nm of the joint's rigid-body tor
 class CoulombViscousParams:
     """dead_band: joint speed (rad/s) below which sign(dq) is taken as 0; tanh_width: width
     (rad/s) of a smooth sign tanh(dq / w) instead, one value or one per joint (0 or null: the
-    dead-band sign). temperature: auto | on | off, the temperature term (module doc);
-    reference_temperature: T_ref in °C, one value or one per joint (null: the identification
-    data's mean); load_dependent: auto | on | off, the load-dependent term fL (module doc)."""
+    dead-band sign); saturation_width: width (rad/s) of a saturated sign clip(dq / w, -1, 1)
+    instead, one value or one per joint (0 or null: tanh or dead band). temperature: auto | on |
+    off, the temperature term (module doc); reference_temperature: T_ref in °C, one value or one
+    per joint (null: the identification data's mean); load_dependent: auto | on | off, the load-
+    dependent term fL (module doc); acceleration_lead: T in s, the Coulomb shape taken at dq +
+    T·ddq, one value or one per joint (0 or null: at dq; module doc)."""
 
     dead_band: float = 0.01
     tanh_width: float | list[float] | None = None
+    saturation_width: float | list[float] | None = None
     temperature: str = "auto"
     reference_temperature: float | list[float] | None = None
     load_dependent: str = "off"
+    acceleration_lead: float | list[float] | None = None
 
     def __post_init__(self) -> None:
         if not self.dead_band >= 0.0:
@@ -88,6 +107,12 @@ class CoulombViscousParams:
         values = _per_joint(self.tanh_width, "tanh_width")
         if values is not None:
             self.tanh_width = float(values[0]) if values.size == 1 else values.tolist()
+        values = _per_joint(self.saturation_width, "saturation_width")
+        if values is not None:
+            self.saturation_width = float(values[0]) if values.size == 1 else values.tolist()
+        leads = _per_joint(self.acceleration_lead, "acceleration_lead", "s")
+        if leads is not None:
+            self.acceleration_lead = float(leads[0]) if leads.size == 1 else leads.tolist()
         if isinstance(self.temperature, bool):  # YAML reads a bare on / off as a boolean
             self.temperature = "on" if self.temperature else "off"
         if self.temperature not in TEMPERATURE_MODES:
@@ -121,6 +146,11 @@ class CoulombViscousFriction(FrictionModelDefaults):
         self.dead_band = float(params.dead_band)
         width = _per_joint(params.tanh_width, "tanh_width")
         self.tanh_width = np.zeros(1) if width is None else width
+        width = _per_joint(params.saturation_width, "saturation_width")
+        self.saturation_width = np.zeros(1) if width is None else width
+        lead = _per_joint(params.acceleration_lead, "acceleration_lead", "s")
+        self.acceleration_lead = np.zeros(1) if lead is None else lead
+        self.uses_acceleration = bool(np.any(self.acceleration_lead > 0))
         # the temperature term: on only once the pipeline said so (`auto` is decided there)
         self.uses_temperature = params.temperature == "on"
         reference = params.reference_temperature
@@ -142,16 +172,26 @@ class CoulombViscousFriction(FrictionModelDefaults):
             )
         return np.broadcast_to(values, (n,))
 
-    def basis(self, dq: np.ndarray) -> np.ndarray:
-        """(N, n, k) columns dq, s(dq) (and, with the temperature term, its two columns at
-        T = T_ref, i.e. zero: `temperature_basis` fills them; with the load term, s(dq) per
-        Nm of load: the regressor multiplies it by |tau_load|)."""
+    def basis(self, dq: np.ndarray, ddq: np.ndarray | None = None) -> np.ndarray:
+        """(N, n, k) columns dq, s(dq + T ddq) (and, with the temperature term, its two
+        columns at T = T_ref, i.e. zero: `temperature_basis` fills them; with the load term,
+        s per Nm of load: the regressor multiplies it by |tau_load|); dq rad/s, ddq rad/s²
+        (needed with an acceleration lead T > 0)."""
         n = dq.shape[-1]
         width = self._broadcast(self.tanh_width, n, "tanh_width")
-        sign = np.where(np.abs(dq) > self.dead_band, np.sign(dq), 0.0)
+        turning = dq
+        if self.uses_acceleration:
+            if ddq is None:
+                raise ValueError("friction.acceleration_lead needs the joint accelerations")
+            turning = dq + self._broadcast(self.acceleration_lead, n, "acceleration_lead") * ddq
+        sign = np.where(np.abs(turning) > self.dead_band, np.sign(turning), 0.0)
         if np.any(width > 0):
-            smooth = np.tanh(dq / np.where(width > 0, width, 1.0))
+            smooth = np.tanh(turning / np.where(width > 0, width, 1.0))
             sign = np.where(width > 0, smooth, sign)
+        saturation = self._broadcast(self.saturation_width, n, "saturation_width")
+        if np.any(saturation > 0):
+            clipped = np.clip(turning / np.where(saturation > 0, saturation, 1.0), -1.0, 1.0)
+            sign = np.where(saturation > 0, clipped, sign)
         columns = [dq, sign]
         if self.uses_temperature:
             columns += [np.zeros_like(dq), np.zeros_like(dq)]

@@ -253,9 +253,16 @@ def recording_friction(builder: RegressorBuilder, data: Dataset) -> np.ndarray |
     the samples in time order) or uses the joint temperatures (its temperature columns from
     `data.temperature`, °C); None otherwise (computed chunk by chunk)."""
     if builder.parallel_friction and data.parallel_filter is not None:
-        whole = data.parallel_filter.apply(builder.friction_basis)
+
+        def raw_columns(t: np.ndarray, dq: np.ndarray) -> np.ndarray:
+            ddq = np.gradient(dq, t, axis=0) if builder.uses_acceleration else None
+            return builder.friction_basis(t, dq, ddq)
+
+        whole = data.parallel_filter.apply(raw_columns)
     elif builder.sequential or builder.uses_temperature:
-        whole = builder.friction_basis(data.timestamp if builder.sequential else None, data.dq)
+        whole = builder.friction_basis(
+            data.timestamp if builder.sequential else None, data.dq, data.ddq
+        )
     else:
         return None
     if not builder.uses_temperature:

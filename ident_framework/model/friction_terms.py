@@ -62,12 +62,27 @@ def with_temperature(model: Any, columns: np.ndarray, temperature: np.ndarray) -
     return model.temperature_basis(columns, temperature)
 
 
+def uses_acceleration(model: Any) -> bool:
+    """Whether the model's columns depend on the joint accelerations too (`coulomb_viscous`
+    with an acceleration lead: its basis takes `ddq`)."""
+    return bool(getattr(model, "uses_acceleration", False))
+
+
 def basis(
-    model: Any, t: np.ndarray | None, dq: np.ndarray, nonlinear: np.ndarray | None
+    model: Any,
+    t: np.ndarray | None,
+    dq: np.ndarray,
+    nonlinear: np.ndarray | None,
+    ddq: np.ndarray | None = None,
 ) -> np.ndarray:
     """(N, c, k) friction basis (Nm per unit linear parameter) at velocities dq (N, c) rad/s;
     `nonlinear` (c, m) the nonlinear values per column (ignored by a linear model); t (N,) s
-    the sample times in time order, or None when the rows are not a time series."""
+    the sample times in time order, or None when the rows are not a time series; ddq (N, c)
+    rad/s², the accelerations, which a model that `uses_acceleration` needs."""
+    if uses_acceleration(model):
+        if ddq is None:
+            raise ValueError("this friction model needs the joint accelerations (ddq)")
+        return model.basis(dq, ddq)
     if not is_nonlinear(model):
         return model.basis(dq)
     return model.basis_along(t, dq, nonlinear)
@@ -122,6 +137,17 @@ def torque_stepper(
     when the parameters are physical), for a simulator calling it once per step of dt s; a
     sequential model advances its state by dt with that velocity after each call."""
     linear = np.asarray(linear, dtype=float)
+    if uses_acceleration(model):
+        previous: list[np.ndarray] = []
+
+        def accelerating(dq: np.ndarray) -> np.ndarray:  # ddq from the last step's velocity
+            dq = np.asarray(dq, dtype=float)
+            ddq = (dq - previous[0]) / dt if previous else np.zeros_like(dq)
+            previous[:] = [dq]
+            row = basis(model, None, dq[None], nonlinear, ddq[None])[0]
+            return np.einsum("jk,jk->j", row, linear)
+
+        return accelerating
     if is_sequential(model):
         step = model.stepper(nonlinear, dt)
         return lambda dq: np.einsum("jk,jk->j", step(np.asarray(dq, dtype=float)), linear)

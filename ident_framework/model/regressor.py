@@ -124,10 +124,18 @@ class RegressorBuilder:
         recording_friction`); without it the basis is at the model's reference temperature."""
         return friction_terms.uses_temperature(self.friction)
 
-    def friction_basis(self, t: np.ndarray | None, dq: np.ndarray) -> np.ndarray:
-        """(N, n, k) friction columns at velocities dq (N, n) rad/s; t (N,) s: the sample
-        times of a recording in time order (None: rows are no time series)."""
-        return friction_terms.basis(self.friction, t, dq, self.nonlinear)
+    @property
+    def uses_acceleration(self) -> bool:
+        """Whether the friction columns need the joint accelerations (an acceleration lead)."""
+        return friction_terms.uses_acceleration(self.friction)
+
+    def friction_basis(
+        self, t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None = None
+    ) -> np.ndarray:
+        """(N, n, k) friction columns at velocities dq (N, n) rad/s (and accelerations ddq
+        rad/s², which a model with an acceleration lead needs); t (N,) s: the sample times of
+        a recording in time order (None: rows are no time series)."""
+        return friction_terms.basis(self.friction, t, dq, self.nonlinear, ddq)
 
     @property
     def parameter_names(self) -> list[str]:
@@ -171,7 +179,9 @@ class RegressorBuilder:
         for coupling in self.couplings:
             at_motor = dq.copy()
             at_motor[:, coupling.driven] = coupling.motor_speed(dq)
-            motor = [self.friction_basis(None, at_motor)[:, coupling.driven, :]]
+            at_motor_ddq = ddq.copy()
+            at_motor_ddq[:, coupling.driven] = coupling.motor_speed(ddq)
+            motor = [self.friction_basis(None, at_motor, at_motor_ddq)[:, coupling.driven, :]]
             if self.load_column is not None:  # no load term: two joints share its load
                 motor[0][:, self.load_column] = 0.0
             if self.armature:
@@ -204,7 +214,7 @@ class RegressorBuilder:
         enabled, then the coupled motors' columns (zero on the rows of joints they do not
         drive). `rigid`: these rows' rigid-body regressor (N, n, 10 n), which a load-dependent
         friction column needs (`load_torque`)."""
-        basis = self.friction_basis(None, dq) if friction is None else friction
+        basis = self.friction_basis(None, dq, ddq) if friction is None else friction
         if self.load_column is not None:
             if rigid is None:
                 raise ValueError("the load-dependent friction column needs the rigid-body rows")

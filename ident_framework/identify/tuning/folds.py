@@ -85,21 +85,24 @@ class FoldPlan:
         cells[blocks < 0] = -1
         return cells
 
-    def layout(self) -> FoldLayout:
+    def layout(self, partitions: tuple[str, ...] | None = None) -> FoldLayout:
         """The folds over the cells: one per time block (or recording) holding out all its
-        cells, and one per kind but fast holding out that kind's cells of every block."""
+        cells, and one per kind but fast holding out that kind's cells of every block;
+        `partitions`: only those of the plan's partitions (None: all)."""
         n_kinds = len(KIND_NAMES) if self.by_kind else 1
+        by_time = self.by_time and (partitions is None or "time" in partitions)
+        by_kind = self.by_kind and (partitions is None or "kind" in partitions)
         cells, partition, names = [], [], []
-        if self.by_time:
+        if by_time:
             word = "recording" if self.kind == "recordings" else "block"
             for b in range(self.n_blocks):
                 cells.append(tuple(range(b * n_kinds, (b + 1) * n_kinds)))
                 partition.append(0)
                 names.append(f"{word} {b + 1}")
-        if self.by_kind:
+        if by_kind:
             for k in range(1, n_kinds):
                 cells.append(tuple(b * n_kinds + k for b in range(self.n_blocks)))
-                partition.append(1 if self.by_time else 0)
+                partition.append(1 if by_time else 0)
                 names.append(KIND_NAMES[k])
         return FoldLayout(tuple(cells), tuple(partition), tuple(names))
 

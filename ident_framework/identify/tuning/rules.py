@@ -36,7 +36,8 @@ def complexity(candidate: Any, configured: tuple[float, bool]) -> tuple[float, .
     `configured`: the configured (cut-off Hz, measured velocity)."""
     columns = int(candidate.armature) + int(candidate.torque_offset) + int(candidate.temperature)
     columns += int(candidate.load)
-    tanh = sum(1 for w in candidate.tanh_width if w > 0)
+    tanh = sum(1 for w in (*candidate.tanh_width, *candidate.saturation_width) if w > 0)
+    tanh += sum(1 for w in candidate.acceleration_lead if w > 0)
     dead_band = float(candidate.dead_band > 0)
     regularisation = -max(candidate.ridge, candidate.truncate, candidate.weight)
     preprocessing = float((candidate.lowpass_hz, candidate.measured_velocity) != configured)

@@ -44,7 +44,9 @@ def load_name(column: str) -> str:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One combination of options. tanh_width (n,) rad/s per joint, 0: dead-band sign."""
+    """One combination of options. Per joint, its Coulomb shape: saturation_width (n,) rad/s
+    > 0, the saturated sign; else tanh_width (n,) rad/s > 0, tanh; else the dead-band sign
+    (an empty saturation_width: none saturated)."""
 
     lowpass_hz: float
     measured_velocity: bool
@@ -57,6 +59,28 @@ class Candidate:
     temperature: bool = False  # the friction's temperature term (coulomb_viscous)
     weight: float = 0.0  # the log-det prior's weight (estimator=geometric)
     load: bool = False  # the friction's load-dependent term (coulomb_viscous)
+    saturation_width: tuple[float, ...] = ()
+    acceleration_lead: tuple[float, ...] = ()  # s per joint (coulomb_viscous); empty: none
+
+    def shape(self, joint: int) -> str:
+        """The name of joint `joint`'s Coulomb column (`coulomb_viscous`)."""
+        if self.saturation_width and self.saturation_width[joint] > 0:
+            return f"fc[sat {self.saturation_width[joint]:g}]"
+        if self.tanh_width[joint] > 0:
+            return f"fc[tanh {self.tanh_width[joint]:g}]"
+        return f"fc[dead band {self.dead_band:g}]"
+
+    def with_shape(self, joint: int, family: str, width: float) -> Candidate:
+        """This candidate with joint `joint`'s shape `family` (tanh, sat or dead band)."""
+        n = len(self.tanh_width)
+        saturation = self.saturation_width or (SHAPE_DEAD_BAND,) * n
+        return replace(
+            self,
+            tanh_width=_with(self.tanh_width, joint, width if family == "tanh" else 0.0),
+            saturation_width=_unless_zero(
+                _with(saturation, joint, width if family == "sat" else 0.0)
+            ),
+        )
 
     def row(self) -> dict[str, Any]:
         return {
@@ -66,6 +90,8 @@ class Candidate:
             "torque_offset": self.torque_offset,
             "dead_band": self.dead_band,
             "tanh_width": " ".join(f"{w:g}" for w in self.tanh_width),
+            "saturation_width": " ".join(f"{w:g}" for w in self.saturation_width),
+            "acceleration_lead": " ".join(f"{w:g}" for w in self.acceleration_lead),
             "ridge": self.ridge,
             "truncate": self.truncate,
             "temperature": "on" if self.temperature else "off",
@@ -87,6 +113,15 @@ class ColumnSpace:
     friction_names: tuple[str, ...] = ()
     temperature: bool = False  # the temperature term is a candidate (on or off)
     load: bool = False  # the load-dependent term is a candidate (on or off)
+    # the same factors with the folds that judge the Coulomb shapes and the acceleration lead
+    # (`tuning.shape_partitions`; None: `factors` themselves)
+    shape_factors: FoldFactors | None = None
+
+    def judged_by(self, shapes: bool) -> ColumnSpace:
+        """This space with the folds of the shape stages (`shapes`) or of the others."""
+        if not shapes or self.shape_factors is None:
+            return self
+        return replace(self, factors=self.shape_factors, shape_factors=None)
 
     def columns(self, candidate: Candidate) -> tuple[np.ndarray, np.ndarray]:
         f = self.factors
@@ -95,10 +130,7 @@ class ColumnSpace:
         for j in range(f.n_joints):
             own = []
             if self.coulomb:
-                width = candidate.tanh_width[j]
-                shape = (
-                    f"fc[tanh {width:g}]" if width > 0 else f"fc[dead band {candidate.dead_band:g}]"
-                )
+                shape = candidate.shape(j)
                 own += [("fv", 0.0), (shape, 0.0)]
                 if candidate.temperature:
                     own += [(temperature_name("fv"), 0.0), (temperature_name(shape), 0.0)]
@@ -176,7 +208,7 @@ def _regularisers(candidate: Candidate) -> Regulariser:
 def score_candidate(
     space: ColumnSpace, candidate: Candidate, tolerance: float, stage: str, log: SearchLog
 ) -> HeldOut:
-    """CV figures of one candidate, logged under `stage`."""
+    """CV figures of one candidate, logged under `stage` (`space`'s folds)."""
     columns, nominal = space.columns(candidate)
     if candidate.weight > 0.0:
         signed = space.signed(columns)
@@ -206,8 +238,16 @@ def search_columns(
     rule = grids.rule
     configured = configured or (start.lowpass_hz, start.measured_velocity)
 
+    judge = space  # the folds of the current stage
+
     def score(candidate: Candidate, stage: str) -> HeldOut:
-        return score_candidate(space, candidate, tolerance, stage, log)
+        return score_candidate(judge, candidate, tolerance, stage, log)
+
+    def judged_by(shapes: bool) -> None:  # the incumbent scored again on other folds
+        nonlocal judge, best_held
+        if space.judged_by(shapes) is not judge:
+            judge = space.judged_by(shapes)
+            best_held = score(best, "shape folds" if shapes else "start")
 
     best, best_held = start, score(start, "start")
 
@@ -232,23 +272,34 @@ def search_columns(
     )
     if space.coulomb:
         n = space.factors.n_joints
+        judged_by(True)
         consider(
             [
-                replace(best, dead_band=d, tanh_width=(SHAPE_DEAD_BAND,) * n)
+                replace(
+                    best,
+                    dead_band=d,
+                    tanh_width=(SHAPE_DEAD_BAND,) * n,
+                    saturation_width=(),
+                )
                 for d in grids.dead_bands
             ],
             "dead band",
         )
-        shapes = [SHAPE_DEAD_BAND, *grids.tanh_widths]
+        shapes = [
+            ("dead band", SHAPE_DEAD_BAND),
+            *(("tanh", w) for w in grids.tanh_widths),
+            *(("sat", w) for w in grids.saturation_widths),
+        ]
         for _ in range(grids.sweeps):
             before = best
             for j in range(n):
                 consider(
-                    [replace(best, tanh_width=_with(best.tanh_width, j, w)) for w in shapes],
+                    [best.with_shape(j, family, w) for family, w in shapes],
                     f"friction shape joint {j + 1}",
                 )
             if best == before:
                 break
+        judged_by(False)
     if space.temperature:
         consider([replace(best, temperature=not best.temperature)], "temperature term")
     if space.load:
@@ -306,3 +357,8 @@ def _with(values: tuple[float, ...], joint: int, value: float) -> tuple[float, .
     out = list(values)
     out[joint] = value
     return tuple(out)
+
+
+def _unless_zero(values: tuple[float, ...]) -> tuple[float, ...]:
+    """`values`, or () when all are 0 (a candidate's empty per-joint tuple: none set)."""
+    return values if any(v != 0.0 for v in values) else ()

@@ -29,7 +29,7 @@ from ident_framework.identify.tuning.block_factors import (
     fold_factors,
 )
 from ident_framework.identify.tuning.cross_validation import HeldOut
-from ident_framework.identify.tuning.folds import FoldPlan, plan_folds
+from ident_framework.identify.tuning.folds import FoldLayout, FoldPlan, plan_folds
 from ident_framework.identify.tuning.rules import decide, stability_summary
 from ident_framework.identify.tuning.search import (
     Candidate,
@@ -117,7 +117,7 @@ def select_options(
         recordings,
         settings.folds,
         settings.guard_s,
-        tuple(settings.partitions),
+        tuple(dict.fromkeys([*settings.partitions, *settings.shape_partitions])),
         tuple(settings.speed_bands),
         settings.turn_s,
     )
@@ -133,7 +133,7 @@ def select_options(
     best, best_held, best_preprocessing = _search(
         spaces, candidates, start, settings, tolerance, regularise, log
     )
-    best_space = spaces.get(best_preprocessing)
+    best_space = spaces.get(best_preprocessing, best.acceleration_lead)
     geometric = config.plugins["estimator"].info.name == GEOMETRIC
     least_squares_rmse = float(best_held.rmse) if geometric else None
     if geometric:  # its weight last, on the columns and preprocessing least squares chose
@@ -167,7 +167,7 @@ def select_options(
         time.perf_counter() - started,
         settings.rule,
         float(best_held.se),
-        list(plan.layout().names),
+        list(plan.layout(tuple(settings.partitions)).names),
         [float(v) for v in best_held.fold_rmse],
         stability_summary(log),
     )
@@ -187,30 +187,56 @@ def _search(
     """(best candidate, its CV figures, its preprocessing) of the least-squares stages over the
     preprocessing `candidates` (the configured first)."""
     # 1. column options on the configured preprocessing; 2. every preprocessing with them;
-    # 3. the column options again on the preprocessing that won, if another did
-    # (the column search on the configured preprocessing runs while the forked workers still
-    # build the other candidates' spaces)
-    arriving = spaces.build(candidates)
+    # 3. the Coulomb shapes' acceleration lead (coulomb_viscous) on the preprocessing that
+    # won; 4. the column options again if another preprocessing or lead won. (The column
+    # search of 1. runs while the forked workers build the other candidates' spaces.)
+    configured = candidates[0]
+    arriving = spaces.build(candidates, [start.acceleration_lead])
     best, best_held = search_columns(next(arriving), start, settings, tolerance, regularise, log)
     options, figures = [best], [best_held]
     for preprocessing, space in zip(candidates[1:], arriving, strict=True):
         option = replace(best, lowpass_hz=preprocessing[0], measured_velocity=preprocessing[1])
         options.append(option)
         figures.append(score_candidate(space, option, tolerance, "preprocessing", log))
-    i = decide(log, "preprocessing", options, figures, settings.rule, candidates[0])
+    i = decide(log, "preprocessing", options, figures, settings.rule, configured)
     best, best_held = options[i], figures[i]
     best_preprocessing = candidates[i]
-    if best_preprocessing != candidates[0]:
+    leads = _lead_candidates(spaces, best, settings)
+    if leads:  # judged by the folds of the shape stages
+        stage = "acceleration lead"
+        own = spaces.get(best_preprocessing, best.acceleration_lead).judged_by(True)
+        options, figures = [best], [score_candidate(own, best, tolerance, stage, log)]
+        for lead, space in zip(leads, spaces.build([best_preprocessing], leads), strict=True):
+            options.append(replace(best, acceleration_lead=lead))
+            figures.append(
+                score_candidate(space.judged_by(True), options[-1], tolerance, stage, log)
+            )
+        i = decide(log, stage, options, figures, settings.rule, configured)
+        best = options[i]
+        best_held = score_candidate(
+            spaces.get(best_preprocessing, best.acceleration_lead), best, tolerance, "start", log
+        )
+    if best_preprocessing != configured or best.acceleration_lead != start.acceleration_lead:
         best, best_held = search_columns(
-            spaces.get(best_preprocessing),
+            spaces.get(best_preprocessing, best.acceleration_lead),
             best,
             settings,
             tolerance,
             regularise,
             log,
-            candidates[0],
+            configured,
         )
     return best, best_held, best_preprocessing
+
+
+def _lead_candidates(spaces: _Spaces, start: Candidate, settings: Any) -> list[tuple[float, ...]]:
+    """The acceleration leads tried (s, one value for every joint; () none) other than the
+    configured one: `tuning.acceleration_leads` when the friction is coulomb_viscous."""
+    if not spaces.coulomb:
+        return []
+    n = len(start.tanh_width)
+    leads = ((float(v),) * n if v > 0 else () for v in settings.acceleration_leads)
+    return [lead for lead in dict.fromkeys(leads) if lead != start.acceleration_lead]
 
 
 def tuning_applies(config: RunConfig) -> bool:
@@ -248,37 +274,58 @@ class _Spaces:
         self.coulomb, thermal, self.toggle = friction
         # the load-dependent columns in the factors, the term a candidate
         self.load, self.load_toggle = _load_columns(config) if self.coulomb else (False, False)
-        self.own = _own_columns(
-            config, builder, (self.coulomb, thermal), start, config.tuning, self.load
-        )
+        self.thermal, self.start = thermal, start
+        self.owns: dict[tuple[float, ...], OwnColumns] = {}
         self.row_spaces = joint_row_spaces(builder)
-        self.spaces: dict[tuple[float, bool], ColumnSpace] = {}
+        self.spaces: dict[tuple[tuple[float, bool], tuple[float, ...]], ColumnSpace] = {}
         # the samples the data checks do not trust are in no fold (`data/checks.py`)
         checks = config.checks
         if checks.enabled and checked is None:
             checked = [check_recording(r, robot.limits, checks) for r in recordings]
         self.trusted = [c[0] for c in checked] if checks.enabled else [None] * len(recordings)
 
-    def build(self, candidates: list[tuple[float, bool]]) -> Iterator[ColumnSpace]:
-        """The space of each preprocessing candidate (distinct, none built yet), in order,
-        each as soon as it is built: side by side on forked workers (`parallel_work.py`)."""
+    def own(self, lead: tuple[float, ...]) -> OwnColumns:
+        """The joints' own candidate columns with the Coulomb shapes' acceleration `lead`."""
+        if lead not in self.owns:
+            self.owns[lead] = _own_columns(
+                self.config,
+                self.builder,
+                (self.coulomb, self.thermal),
+                self.start,
+                self.config.tuning,
+                self.load,
+                lead,
+            )
+        return self.owns[lead]
+
+    def build(
+        self, candidates: list[tuple[float, bool]], leads: list[tuple[float, ...]]
+    ) -> Iterator[ColumnSpace]:
+        """The space of each preprocessing candidate with each acceleration lead (distinct,
+        none built yet), in order, each as soon as it is built: side by side on forked
+        workers (`parallel_work.py`)."""
+        keys = [(c, lead) for c in candidates for lead in leads]
         if any(resamples_any(r, self.config.preprocessing) for r in self.recordings):
             preload_cubic_spline()  # here once, not in every worker (jittery logs)
-        arriving = forked_imap(self._factors, candidates)
-        for preprocessing, parts in zip(candidates, arriving, strict=True):
-            self.spaces[preprocessing] = self._space(parts)
-            yield self.spaces[preprocessing]
+        for key in keys:
+            self.own(key[1])  # before the fork: the workers inherit it
+        arriving = forked_imap(self._factors, keys)
+        for key, parts in zip(keys, arriving, strict=True):
+            self.spaces[key] = self._space(parts, key[1])
+            yield self.spaces[key]
 
-    def get(self, preprocessing: tuple[float, bool]) -> ColumnSpace:
-        if preprocessing not in self.spaces:
-            self.spaces[preprocessing] = self._space(self._factors(preprocessing))
-        return self.spaces[preprocessing]
+    def get(self, preprocessing: tuple[float, bool], lead: tuple[float, ...]) -> ColumnSpace:
+        key = (preprocessing, lead)
+        if key not in self.spaces:
+            self.spaces[key] = self._space(self._factors(key), lead)
+        return self.spaces[key]
 
     def _factors(
-        self, preprocessing: tuple[float, bool]
+        self, key: tuple[tuple[float, bool], tuple[float, ...]]
     ) -> tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray]:
-        """(merged, per_joint, counts) of the fold factors of one preprocessing (arrays only:
-        what a worker sends back)."""
+        """(merged, per_joint, counts) of the fold factors of one preprocessing and
+        acceleration lead (arrays only: what a worker sends back)."""
+        preprocessing, lead = key
         params = replace(
             self.config.preprocessing,
             lowpass_hz=preprocessing[0],
@@ -292,24 +339,43 @@ class _Spaces:
             self.builder,
             rows,
             self.plan.n_cells,
-            self.own,
+            self.own(lead),
             self.row_spaces,
             self.config.tuning.max_samples,
         )
         return factors.merged, factors.per_joint, factors.counts
 
     def _space(
-        self, parts: tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray]
+        self,
+        parts: tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray],
+        lead: tuple[float, ...],
     ) -> ColumnSpace:
         return ColumnSpace(
-            FoldFactors(*parts, self.robot.n_joints, self.own, self.plan.layout()),
+            FoldFactors(*parts, self.robot.n_joints, self.own(lead), self._layout()),
             self.robot.inertial_parameters(),
             self.robot.armature(),
             self.coulomb,
             tuple(self.builder.friction.parameter_names),
             self.toggle,
             self.load_toggle,
+            self._shape_factors(parts, lead),
         )
+
+    def _layout(self, shapes: bool = False) -> FoldLayout:
+        settings = self.config.tuning
+        return self.plan.layout(tuple(settings.shape_partitions if shapes else settings.partitions))
+
+    def _shape_factors(
+        self,
+        parts: tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray],
+        lead: tuple[float, ...],
+    ) -> FoldFactors | None:
+        """The factors with the folds of the shape stages, None when they are the same."""
+        settings = self.config.tuning
+        if not self.coulomb or set(settings.shape_partitions) == set(settings.partitions):
+            return None
+        layout = self._layout(shapes=True)
+        return FoldFactors(*parts, self.robot.n_joints, self.own(lead), layout)
 
 
 def _mark_chosen(log: SearchLog, best: Candidate, best_rmse: float) -> None:
@@ -346,6 +412,10 @@ def _configured(config: RunConfig, n: int) -> Candidate:
     friction = config.plugins["friction"].params
     width = getattr(friction, "tanh_width", None)
     widths = np.broadcast_to(np.asarray(0.0 if width is None else width, dtype=float), (n,))
+    width = getattr(friction, "saturation_width", None)
+    saturated = np.broadcast_to(np.asarray(0.0 if width is None else width, dtype=float), (n,))
+    lead = getattr(friction, "acceleration_lead", None)
+    leads = np.broadcast_to(np.asarray(0.0 if lead is None else lead, dtype=float), (n,))
     estimator = config.plugins["estimator"].params
     return Candidate(
         config.preprocessing.lowpass_hz,
@@ -358,6 +428,8 @@ def _configured(config: RunConfig, n: int) -> Candidate:
         float(getattr(estimator, "truncate", 0.0)),
         getattr(friction, "temperature", "off") == "on",
         getattr(friction, "load_dependent", "off") == "on",
+        saturation_width=tuple(float(w) for w in saturated) if np.any(saturated > 0) else (),
+        acceleration_lead=tuple(float(w) for w in leads) if np.any(leads > 0) else (),
     )
 
 
@@ -412,21 +484,30 @@ def _own_columns(
     start: Candidate,
     settings: Any,
     load: bool = False,
+    lead: tuple[float, ...] = (),
 ) -> OwnColumns:
     """Every joint's own candidate columns: friction shapes (and, `friction[1]`, their
     temperature columns: each times T - T_ref; `load`, each Coulomb shape's load column: times
     |tau_load| of the nominal model, `OwnColumns.load`), rotor inertia, offset; and the coupled
     motors' columns (`robot.coupled_joints`: shared by two joints' rows, always in the model,
-    with the configured friction shape and rotor-inertia option)."""
+    with the configured friction shape and rotor-inertia option). `lead`: the Coulomb shapes'
+    acceleration lead, s per joint (empty: none)."""
     coulomb, thermal = friction
     if coulomb:
         selected = config.plugins["friction"]
         dead_bands = sorted({start.dead_band, *settings.dead_bands})
         widths = sorted({*(w for w in start.tanh_width if w > 0), *settings.tanh_widths})
-        shapes = [
-            (f"fc[dead band {d:g}]", {"dead_band": d, "tanh_width": None}) for d in dead_bands
-        ]
-        shapes += [(f"fc[tanh {w:g}]", {"tanh_width": w}) for w in widths]
+        saturated = sorted(
+            {*(w for w in start.saturation_width if w > 0), *settings.saturation_widths}
+        )
+        plain = {
+            "tanh_width": None,
+            "saturation_width": None,
+            "acceleration_lead": list(lead) if any(w > 0 for w in lead) else None,
+        }
+        shapes = [(f"fc[dead band {d:g}]", {**plain, "dead_band": d}) for d in dead_bands]
+        shapes += [(f"fc[tanh {w:g}]", {**plain, "tanh_width": w}) for w in widths]
+        shapes += [(f"fc[sat {w:g}]", {**plain, "saturation_width": w}) for w in saturated]
         models = [selected.info.create(replace(selected.params, **p)) for _, p in shapes]
         names = ("fv", *(name for name, _ in shapes), "Ia", "offset")
         if thermal:
@@ -436,8 +517,8 @@ def _own_columns(
         reference = np.asarray(selected.params.reference_temperature, dtype=float)
 
         def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
-            dq = data.dq[rows]
-            columns = [dq[:, :, None]] + [m.basis(dq)[:, :, 1:2] for m in models]
+            dq, ddq = data.dq[rows], data.ddq[rows]
+            columns = [dq[:, :, None]] + [m.basis(dq, ddq)[:, :, 1:2] for m in models]
             if thermal:
                 warmer = (data.temperature[rows] - reference)[:, :, None]
                 columns += [c * warmer for c in columns]
@@ -452,7 +533,7 @@ def _own_columns(
             whole = recording_friction(builder, data)
             if whole is not None:
                 return [whole[rows]]
-            return [builder.friction_basis(None, data.dq[rows])]
+            return [builder.friction_basis(None, data.dq[rows], data.ddq[rows])]
 
     def values(data: Dataset, rows: np.ndarray) -> np.ndarray:
         ddq = data.ddq[rows]
@@ -482,6 +563,10 @@ def _chosen_keys(best: Candidate, coulomb: bool, regularise: bool, exact: bool) 
         chosen["friction.dead_band"] = float(best.dead_band)
         widths = [float(w) for w in best.tanh_width]
         chosen["friction.tanh_width"] = widths if any(w > 0 for w in widths) else None
+        saturated = [float(w) for w in best.saturation_width]
+        chosen["friction.saturation_width"] = saturated if any(w > 0 for w in saturated) else None
+        leads = [float(w) for w in best.acceleration_lead]
+        chosen["friction.acceleration_lead"] = leads if any(w > 0 for w in leads) else None
     if regularise:
         chosen["estimator.ridge"] = float(best.ridge)
         chosen["estimator.truncate"] = float(best.truncate)
