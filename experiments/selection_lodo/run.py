@@ -54,6 +54,22 @@ VARIANTS: dict[str, list[str]] = {
     "1sep_time": ["tuning.rule=one_se_paired", "tuning.partitions=[time]"],
     "1sep_time+kind": ["tuning.rule=one_se_paired", "tuning.partitions=[time,kind]"],
 }
+_SAT6 = "tuning.saturation_widths=[0.0001,0.0003,0.001,0.003,0.01,0.03]"
+_SAT5 = "tuning.saturation_widths=[0.0003,0.001,0.003,0.01,0.03]"
+_LEADS = "tuning.acceleration_leads=[0.0,0.003,0.01,0.03]"
+AT_REST: dict[str, list[str]] = {  # friction at rest, experiments/at_rest_friction/README.md
+    "sat": [_SAT6],
+    "sat_lead": [_SAT6, _LEADS],
+    "sat5": [_SAT5],
+    "sat5_lead": [_SAT5, _LEADS],
+    "sat_lead_shapekind": [_SAT6, _LEADS, "tuning.shape_partitions=[time,kind]"],
+    "sat5_lead_kind": [
+        _SAT5,
+        _LEADS,
+        "tuning.partitions=[time,kind]",
+        "tuning.shape_partitions=[time,kind]",
+    ],
+}
 REFERENCES: dict[str, list[str]] = {  # reported, never chosen
     "none_db0": ["tuning=none", "friction.dead_band=0"],
 }
@@ -209,7 +225,7 @@ def main() -> None:
     args = parser.parse_args()
     cases = prepare(args.data)
     wanted = [c for c in args.cases.split(",") if c in cases]
-    variants = {**VARIANTS, **REFERENCES}
+    variants = {**VARIANTS, **AT_REST, **REFERENCES}
     rows = []
     for case in wanted:
         for name in args.variants.split(","):
@@ -223,7 +239,7 @@ def main() -> None:
         )
         writer.writeheader()
         writer.writerows(rows)
-    table = lodo(rows, [v for v in VARIANTS if v in args.variants.split(",")])
+    table = lodo(rows, [v for v in {**VARIANTS, **AT_REST} if v in args.variants.split(",")])
     (args.out / "lodo.json").write_text(json.dumps(table, indent=1))
     for row in table:
         print(

@@ -39,6 +39,9 @@ class TuningSettings:
     joint, its rows at rest / creeping / slow / turning round held out in turn,
     `folds.motion_kinds`; both: the CV error averages the two partitions' mean squares);
     shape_partitions: the same for the stages of each joint's Coulomb shape and the lead.
+    friction_models: friction plugins whose whole selection is compared on the same folds, the
+    configured one kept unless another wins by more than one paired standard error
+    (`identify/tuning/friction_models.py`); empty: the configured model only.
     speed_bands: rad/s, the upper limits of rest, creep and slow. turn_s: s, the longest
     turn-round that is a reversal (a longer passage through low speed is a hold)."""
 
@@ -62,6 +65,7 @@ class TuningSettings:
     rule: str = "min"
     partitions: list[str] = field(default_factory=lambda: ["time"])
     shape_partitions: list[str] = field(default_factory=lambda: ["time"])
+    friction_models: list[str] = field(default_factory=list)
     speed_bands: list[float] = field(default_factory=lambda: [0.01, 0.05, 0.2])
     turn_s: float = 0.5
 

@@ -421,3 +421,18 @@ def fit_nonlinear_friction(
         message=str(result.message),
         at_bounds=at_bounds,
     )
+
+
+def shape_for_tuning(config: Any, builder: RegressorBuilder, recorded: Dataset) -> RegressorBuilder:
+    """`builder` at its friction's nonlinear parameters fitted to the identification data
+    `recorded` (raw) with the configured preprocessing: the shape `tuning=cv` scores its
+    candidates with (the configured values, where the fit only starts, may be far from the
+    data's: a LuGre or Stribeck model scored at them chooses other filters and columns than
+    at its own shape). The final fit after the tuning starts again from the configured ones."""
+    from ident_framework.data.preprocessing import preprocess
+
+    train = preprocess(recorded, config.preprocessing)
+    fit = fit_nonlinear_friction(
+        builder, train, config.chunk_size, config.base_parameters.tolerance, progress=False
+    )
+    return builder.with_nonlinear(fit.values)

@@ -15,11 +15,11 @@ from typing import Any
 
 from ident_framework.config.run_config import RunConfig
 from ident_framework.data.checks import check_recordings, drop_untrusted
-from ident_framework.data.dataset import Dataset, recordings_of
+from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.identify.estimation import estimate, require_samples
 from ident_framework.identify.excitation_objective import make_condition_objective
-from ident_framework.identify.friction_fit import fit_nonlinear_friction
+from ident_framework.identify.friction_fit import fit_nonlinear_friction, shape_for_tuning
 from ident_framework.identify.linear_problem import build_problem
 from ident_framework.identify.load_friction import (
     fit_with_load,
@@ -44,7 +44,8 @@ from ident_framework.identify.result import (
 )
 from ident_framework.identify.temperature import resolve_temperature
 from ident_framework.identify.truth import friction_comparison, truth_metrics
-from ident_framework.identify.tuning.selection import select_options, tuning_applies
+from ident_framework.identify.tuning.friction_models import select_friction_model
+from ident_framework.identify.tuning.selection import tuning_applies
 from ident_framework.interfaces import ConditionObjective, Trajectory
 from ident_framework.model import friction_terms
 from ident_framework.model.regressor import RegressorBuilder
@@ -114,13 +115,21 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResu
     with timer("checks"):  # of the raw recording, once: for the tuning's folds and below
         checked = check_recordings(recorded, robot.limits, config.checks)
     with timer("tuning"):
-        resolved = resolve_temperature(
-            config, recorded, validation_recorded, tuning_applies(config)
-        )
-        resolved = resolve_load(resolved, tuning_applies(config))
-        if resolved.plugins["friction"].params != config.plugins["friction"].params:
-            config, builder = resolved, regressor_builder(resolved, robot)
-        config, builder = select_options(config, robot, builder, recordings_of(recorded), checked)
+
+        def prepare(config: RunConfig) -> tuple[RunConfig, RegressorBuilder]:
+            tuned = tuning_applies(config)
+            config = resolve_load(
+                resolve_temperature(config, recorded, validation_recorded, tuned), tuned
+            )
+            builder = regressor_builder(config, robot)
+            if tuned and friction_terms.is_nonlinear(builder.friction):
+                builder = shape_for_tuning(config, builder, recorded)  # at the data's shape
+            return config, builder
+
+        if tuning_applies(config):
+            config, builder = select_friction_model(config, robot, recorded, checked, prepare)
+        else:
+            config, builder = prepare(config)
     with timer("preprocessing"):
         train = preprocess(recorded, config.preprocessing)
         validation = preprocess(validation_recorded, config.preprocessing)

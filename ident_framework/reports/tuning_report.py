@@ -57,6 +57,15 @@ def tuning_lines(selection: Any) -> list[str]:
             if s["candidates"] > 1
         )
         lines.append(f"stability (folds where the pick was that fold's best): {stages}")
+    if getattr(selection, "friction_models", None):
+        models = "; ".join(
+            f"{m['friction']} {m['cv_rmse']:.4f} ({m['difference_to_configured']:+.4f} "
+            f"± {m['difference_se']:.4f})" + (" chosen" if m["chosen"] else "")
+            for m in selection.friction_models
+        )
+        lines.append(
+            f"friction model by CV RMSE (difference to the configured per fold ± its SE): {models}"
+        )
     return lines
 
 

@@ -9,42 +9,29 @@ written to parameters.yaml so that `mode=predict` rebuilds the same model.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ident_framework.config.run_config import RunConfig, SelectedPlugin
-from ident_framework.data.checks import check_recording, trusted_at
-from ident_framework.data.cubic_spline import preload as preload_cubic_spline
 from ident_framework.data.dataset import Dataset
-from ident_framework.data.preprocessing import preprocess, preprocessable, resamples_any
-from ident_framework.identify.linear_problem import joint_row_spaces, recording_friction
+from ident_framework.data.preprocessing import preprocessable
 from ident_framework.identify.regressor_setup import regressor_builder
-from ident_framework.identify.tuning.block_factors import (
-    FoldFactors,
-    FoldRows,
-    OwnColumns,
-    fold_factors,
-)
+from ident_framework.identify.tuning.column_spaces import ColumnSpaces, load_columns
 from ident_framework.identify.tuning.cross_validation import HeldOut
-from ident_framework.identify.tuning.folds import FoldLayout, FoldPlan, plan_folds
+from ident_framework.identify.tuning.folds import plan_folds
 from ident_framework.identify.tuning.rules import decide, stability_summary
 from ident_framework.identify.tuning.search import (
     Candidate,
-    ColumnSpace,
     SearchLog,
     choose_prior_weight,
-    load_name,
     per_joint_rmse,
     score_candidate,
     search_columns,
-    temperature_name,
 )
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
-from ident_framework.parallel_work import forked_imap
 
 COULOMB = "coulomb_viscous"  # the friction plugin whose shapes are candidates
 REGULARISED = "ls"  # the estimator whose ridge / truncation are candidates
@@ -74,6 +61,8 @@ class Selection:
     fold_names: list[str] = field(default_factory=list)
     fold_rmse: list[float] = field(default_factory=list)  # Nm, the chosen candidate's per fold
     stability: list[dict[str, Any]] = field(default_factory=list)  # `stability_summary`
+    # `tuning.friction_models`: per model its CV figures and whether it was chosen
+    friction_models: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -94,6 +83,7 @@ class Selection:
                 for name, value in zip(self.fold_names, self.fold_rmse, strict=True)
             },
             "stability": self.stability,
+            **({"friction_models": self.friction_models} if self.friction_models else {}),
         }
 
 
@@ -126,7 +116,7 @@ def select_options(
     regularise = config.plugins["estimator"].info.name == REGULARISED
     start = _configured(config, robot.n_joints)
     friction = (coulomb, thermal, toggle)
-    spaces = _Spaces(config, robot, builder, recordings, plan, friction, start, checked)
+    spaces = ColumnSpaces(config, robot, builder, recordings, plan, friction, start, checked)
     log = SearchLog()
     tolerance = config.base_parameters.tolerance
     candidates = _preprocessing_candidates(config, recordings, exact)
@@ -153,7 +143,7 @@ def select_options(
         chosen_keys["estimator.weight"] = float(best.weight)
     if toggle:
         chosen_keys["friction.temperature"] = "on" if best.temperature else "off"
-    if coulomb and _load_columns(config)[1]:
+    if coulomb and load_columns(config)[1]:
         chosen_keys["friction.load_dependent"] = "on" if best.load else "off"
     selection = Selection(
         chosen_keys,
@@ -176,7 +166,7 @@ def select_options(
 
 
 def _search(
-    spaces: _Spaces,
+    spaces: ColumnSpaces,
     candidates: list[tuple[float, bool]],
     start: Candidate,
     settings: Any,
@@ -229,7 +219,9 @@ def _search(
     return best, best_held, best_preprocessing
 
 
-def _lead_candidates(spaces: _Spaces, start: Candidate, settings: Any) -> list[tuple[float, ...]]:
+def _lead_candidates(
+    spaces: ColumnSpaces, start: Candidate, settings: Any
+) -> list[tuple[float, ...]]:
     """The acceleration leads tried (s, one value for every joint; () none) other than the
     configured one: `tuning.acceleration_leads` when the friction is coulomb_viscous."""
     if not spaces.coulomb:
@@ -252,130 +244,6 @@ def _temperature_columns(config: RunConfig, recordings: list[Dataset]) -> tuple[
     mode = getattr(config.plugins["friction"].params, "temperature", None)
     recorded = all(r.temperature is not None for r in recordings)
     return recorded and mode in ("auto", "on"), recorded and mode == "auto"
-
-
-def _load_columns(config: RunConfig) -> tuple[bool, bool]:
-    """(the fold factors hold the load-dependent columns, the term is a candidate): columns
-    when friction.load_dependent is on, or auto (left to the tuning by
-    `identify/load_friction.py`: then a candidate)."""
-    mode = getattr(config.plugins["friction"].params, "load_dependent", None)
-    return mode in ("auto", "on"), mode == "auto"
-
-
-class _Spaces:
-    """The column space (fold factors) of each preprocessing candidate: one preprocessing of
-    every recording and one regressor pass each, all candidates at once on forked workers
-    (`build`), or one when first asked for (`get`)."""
-
-    def __init__(self, config, robot, builder, recordings, plan, friction, start, checked) -> None:
-        self.config, self.robot, self.builder = config, robot, builder
-        self.recordings, self.plan = recordings, plan
-        # coulomb_viscous, its temperature columns in the factors, the term a candidate
-        self.coulomb, thermal, self.toggle = friction
-        # the load-dependent columns in the factors, the term a candidate
-        self.load, self.load_toggle = _load_columns(config) if self.coulomb else (False, False)
-        self.thermal, self.start = thermal, start
-        self.owns: dict[tuple[float, ...], OwnColumns] = {}
-        self.row_spaces = joint_row_spaces(builder)
-        self.spaces: dict[tuple[tuple[float, bool], tuple[float, ...]], ColumnSpace] = {}
-        # the samples the data checks do not trust are in no fold (`data/checks.py`)
-        checks = config.checks
-        if checks.enabled and checked is None:
-            checked = [check_recording(r, robot.limits, checks) for r in recordings]
-        self.trusted = [c[0] for c in checked] if checks.enabled else [None] * len(recordings)
-
-    def own(self, lead: tuple[float, ...]) -> OwnColumns:
-        """The joints' own candidate columns with the Coulomb shapes' acceleration `lead`."""
-        if lead not in self.owns:
-            self.owns[lead] = _own_columns(
-                self.config,
-                self.builder,
-                (self.coulomb, self.thermal),
-                self.start,
-                self.config.tuning,
-                self.load,
-                lead,
-            )
-        return self.owns[lead]
-
-    def build(
-        self, candidates: list[tuple[float, bool]], leads: list[tuple[float, ...]]
-    ) -> Iterator[ColumnSpace]:
-        """The space of each preprocessing candidate with each acceleration lead (distinct,
-        none built yet), in order, each as soon as it is built: side by side on forked
-        workers (`parallel_work.py`)."""
-        keys = [(c, lead) for c in candidates for lead in leads]
-        if any(resamples_any(r, self.config.preprocessing) for r in self.recordings):
-            preload_cubic_spline()  # here once, not in every worker (jittery logs)
-        for key in keys:
-            self.own(key[1])  # before the fork: the workers inherit it
-        arriving = forked_imap(self._factors, keys)
-        for key, parts in zip(keys, arriving, strict=True):
-            self.spaces[key] = self._space(parts, key[1])
-            yield self.spaces[key]
-
-    def get(self, preprocessing: tuple[float, bool], lead: tuple[float, ...]) -> ColumnSpace:
-        key = (preprocessing, lead)
-        if key not in self.spaces:
-            self.spaces[key] = self._space(self._factors(key), lead)
-        return self.spaces[key]
-
-    def _factors(
-        self, key: tuple[tuple[float, bool], tuple[float, ...]]
-    ) -> tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray]:
-        """(merged, per_joint, counts) of the fold factors of one preprocessing and
-        acceleration lead (arrays only: what a worker sends back)."""
-        preprocessing, lead = key
-        params = replace(
-            self.config.preprocessing,
-            lowpass_hz=preprocessing[0],
-            use_measured_velocity=preprocessing[1],
-        )
-        rows = [
-            _fold_rows(r, params, self.plan, i, trusted)
-            for i, (r, trusted) in enumerate(zip(self.recordings, self.trusted, strict=True))
-        ]
-        factors = fold_factors(
-            self.builder,
-            rows,
-            self.plan.n_cells,
-            self.own(lead),
-            self.row_spaces,
-            self.config.tuning.max_samples,
-        )
-        return factors.merged, factors.per_joint, factors.counts
-
-    def _space(
-        self,
-        parts: tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray],
-        lead: tuple[float, ...],
-    ) -> ColumnSpace:
-        return ColumnSpace(
-            FoldFactors(*parts, self.robot.n_joints, self.own(lead), self._layout()),
-            self.robot.inertial_parameters(),
-            self.robot.armature(),
-            self.coulomb,
-            tuple(self.builder.friction.parameter_names),
-            self.toggle,
-            self.load_toggle,
-            self._shape_factors(parts, lead),
-        )
-
-    def _layout(self, shapes: bool = False) -> FoldLayout:
-        settings = self.config.tuning
-        return self.plan.layout(tuple(settings.shape_partitions if shapes else settings.partitions))
-
-    def _shape_factors(
-        self,
-        parts: tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray],
-        lead: tuple[float, ...],
-    ) -> FoldFactors | None:
-        """The factors with the folds of the shape stages, None when they are the same."""
-        settings = self.config.tuning
-        if not self.coulomb or set(settings.shape_partitions) == set(settings.partitions):
-            return None
-        layout = self._layout(shapes=True)
-        return FoldFactors(*parts, self.robot.n_joints, self.own(lead), layout)
 
 
 def _mark_chosen(log: SearchLog, best: Candidate, best_rmse: float) -> None:
@@ -461,94 +329,6 @@ def _preprocessable(
         config.preprocessing, lowpass_hz=preprocessing[0], use_measured_velocity=preprocessing[1]
     )
     return all(preprocessable(r, params) for r in recordings)
-
-
-def _fold_rows(
-    recording: Dataset, params: Any, plan: FoldPlan, index: int, trusted: np.ndarray | None
-) -> FoldRows:
-    """A recording preprocessed with `params`, the recorded torque at its rows, the cell of
-    each joint's row (`FoldPlan.cells`; -1, no cell, for the rows the data checks do not
-    trust: `trusted` over the raw rows)."""
-    data = preprocess(recording, params)
-    recorded = data.recorded.tau  # preprocessing keeps recorded rows: their torque as recorded
-    labels = plan.cells(index, data.timestamp, recording.q.shape[1])
-    if trusted is not None and not trusted.all():
-        labels[~trusted_at(recording, trusted, data)] = -1
-    return FoldRows(data, recorded, labels)
-
-
-def _own_columns(
-    config: RunConfig,
-    builder: RegressorBuilder,
-    friction: tuple[bool, bool],
-    start: Candidate,
-    settings: Any,
-    load: bool = False,
-    lead: tuple[float, ...] = (),
-) -> OwnColumns:
-    """Every joint's own candidate columns: friction shapes (and, `friction[1]`, their
-    temperature columns: each times T - T_ref; `load`, each Coulomb shape's load column: times
-    |tau_load| of the nominal model, `OwnColumns.load`), rotor inertia, offset; and the coupled
-    motors' columns (`robot.coupled_joints`: shared by two joints' rows, always in the model,
-    with the configured friction shape and rotor-inertia option). `lead`: the Coulomb shapes'
-    acceleration lead, s per joint (empty: none)."""
-    coulomb, thermal = friction
-    if coulomb:
-        selected = config.plugins["friction"]
-        dead_bands = sorted({start.dead_band, *settings.dead_bands})
-        widths = sorted({*(w for w in start.tanh_width if w > 0), *settings.tanh_widths})
-        saturated = sorted(
-            {*(w for w in start.saturation_width if w > 0), *settings.saturation_widths}
-        )
-        plain = {
-            "tanh_width": None,
-            "saturation_width": None,
-            "acceleration_lead": list(lead) if any(w > 0 for w in lead) else None,
-        }
-        shapes = [(f"fc[dead band {d:g}]", {**plain, "dead_band": d}) for d in dead_bands]
-        shapes += [(f"fc[tanh {w:g}]", {**plain, "tanh_width": w}) for w in widths]
-        shapes += [(f"fc[sat {w:g}]", {**plain, "saturation_width": w}) for w in saturated]
-        models = [selected.info.create(replace(selected.params, **p)) for _, p in shapes]
-        names = ("fv", *(name for name, _ in shapes), "Ia", "offset")
-        if thermal:
-            names = (*names[:-2], *(temperature_name(name) for name in names[:-2]), "Ia", "offset")
-        if load:
-            names = (*names[:-2], *(load_name(name) for name, _ in shapes), "Ia", "offset")
-        reference = np.asarray(selected.params.reference_temperature, dtype=float)
-
-        def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
-            dq, ddq = data.dq[rows], data.ddq[rows]
-            columns = [dq[:, :, None]] + [m.basis(dq, ddq)[:, :, 1:2] for m in models]
-            if thermal:
-                warmer = (data.temperature[rows] - reference)[:, :, None]
-                columns += [c * warmer for c in columns]
-            if load:  # per Nm of load: `fold_factors` multiplies them by |tau_load|
-                columns += columns[1 : 1 + len(models)]
-            return columns
-
-    else:
-        names = (*builder.friction.parameter_names, "Ia", "offset")
-
-        def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
-            whole = recording_friction(builder, data)
-            if whole is not None:
-                return [whole[rows]]
-            return [builder.friction_basis(None, data.dq[rows], data.ddq[rows])]
-
-    def values(data: Dataset, rows: np.ndarray) -> np.ndarray:
-        ddq = data.ddq[rows]
-        parts = [*friction_values(data, rows), ddq[:, :, None], np.ones((*ddq.shape, 1))]
-        return np.concatenate(parts, axis=-1)
-
-    loaded = tuple(i for i, name in enumerate(names) if name.endswith(load_name("")))
-    if not builder.couplings:
-        return OwnColumns(tuple(names), values, load=loaded)
-
-    def coupled(data: Dataset, rows: np.ndarray) -> np.ndarray:
-        return builder.coupled_terms(data.dq[rows], data.ddq[rows])
-
-    shared = tuple(builder.parameter_names[-builder.n_coupled :])
-    return OwnColumns(tuple(names), values, shared, coupled)
 
 
 def _chosen_keys(best: Candidate, coulomb: bool, regularise: bool, exact: bool) -> dict[str, Any]:
