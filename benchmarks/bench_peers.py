@@ -70,7 +70,21 @@ def variant(text: str) -> tuple[str, list[str]]:
     name, sep, overrides = text.partition("=")
     if not sep or not name or not overrides:
         raise argparse.ArgumentTypeError("--ours-variant NAME=key=value[,key=value...]")
-    return name, overrides.split(",")
+    return name, _top_level_split(overrides)
+
+
+def _top_level_split(text: str) -> list[str]:
+    """`text` split at the commas outside brackets (a=[1,2],b=3 -> a=[1,2], b=3)."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += char in "[{"
+        depth -= char in "]}"
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [*parts, current]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
