@@ -223,60 +223,65 @@ def score_candidate(
     return held[0]
 
 
-def search_columns(
-    space: ColumnSpace,
-    start: Candidate,
-    grids: Any,
-    tolerance: float,
-    regularise: bool,
-    log: SearchLog,
-    configured: tuple[float, bool] | None = None,
-) -> tuple[Candidate, HeldOut]:
-    """The best column options and regulariser for one preprocessing (greedy stages, each
-    stage's pick by `grids.rule`: `rules.py`; `configured`: the configured preprocessing,
-    simpler than others, default `start`'s); (candidate, its CV figures)."""
-    rule = grids.rule
-    configured = configured or (start.lowpass_hz, start.measured_velocity)
+class _ColumnSearch:
+    """One greedy search over the column options: the incumbent (`best`, its CV figures
+    `held`) and the folds judging the current stage (`judge`)."""
 
-    judge = space  # the folds of the current stage
+    def __init__(
+        self,
+        space: ColumnSpace,
+        start: Candidate,
+        grids: Any,
+        tolerance: float,
+        log: SearchLog,
+        configured: tuple[float, bool],
+    ) -> None:
+        self.space, self.grids, self.tolerance, self.log = space, grids, tolerance, log
+        self.configured = configured
+        self.judge = space
+        self.best, self.held = start, self.score(start, "start")
 
-    def score(candidate: Candidate, stage: str) -> HeldOut:
-        return score_candidate(judge, candidate, tolerance, stage, log)
+    def score(self, candidate: Candidate, stage: str) -> HeldOut:
+        return score_candidate(self.judge, candidate, self.tolerance, stage, self.log)
 
-    def judged_by(shapes: bool) -> None:  # the incumbent scored again on other folds
-        nonlocal judge, best_held
-        if space.judged_by(shapes) is not judge:
-            judge = space.judged_by(shapes)
-            best_held = score(best, "shape folds" if shapes else "start")
+    def judged_by(self, shapes: bool) -> None:
+        """Judge the next stages by the shape folds (or the ordinary ones again); the
+        incumbent is scored again on them."""
+        if self.space.judged_by(shapes) is not self.judge:
+            self.judge = self.space.judged_by(shapes)
+            self.held = self.score(self.best, "shape folds" if shapes else "start")
 
-    best, best_held = start, score(start, "start")
-
-    def pick(candidates: list[Candidate], figures: list[HeldOut], stage: str) -> None:
-        nonlocal best, best_held
-        i = decide(log, stage, [best, *candidates], [best_held, *figures], rule, configured)
+    def pick(self, candidates: list[Candidate], figures: list[HeldOut], stage: str) -> None:
+        options, held = [self.best, *candidates], [self.held, *figures]
+        i = decide(self.log, stage, options, held, self.grids.rule, self.configured)
         if i > 0:
-            best, best_held = candidates[i - 1], figures[i - 1]
+            self.best, self.held = candidates[i - 1], figures[i - 1]
 
-    def consider(options: list[Candidate], stage: str) -> None:
-        options = [o for o in dict.fromkeys(options) if o != best]
+    def consider(self, options: list[Candidate], stage: str) -> None:
+        options = [o for o in dict.fromkeys(options) if o != self.best]
         if options:
-            pick(options, [score(o, stage) for o in options], stage)
+            self.pick(options, [self.score(o, stage) for o in options], stage)
 
-    consider(
-        [
-            replace(best, armature=a, torque_offset=o)
-            for a in grids.armature_columns
-            for o in grids.offset_columns
-        ],
-        "regressor columns",
-    )
-    if space.coulomb:
-        n = space.factors.n_joints
-        judged_by(True)
-        consider(
+    def regressor_columns(self) -> None:
+        grids = self.grids
+        self.consider(
+            [
+                replace(self.best, armature=a, torque_offset=o)
+                for a in grids.armature_columns
+                for o in grids.offset_columns
+            ],
+            "regressor columns",
+        )
+
+    def coulomb_shapes(self) -> None:
+        """The dead band, then each joint's Coulomb shape (dead-band sign, tanh or
+        saturated sign of a width), judged by the shape folds."""
+        grids, n = self.grids, self.space.factors.n_joints
+        self.judged_by(True)
+        self.consider(
             [
                 replace(
-                    best,
+                    self.best,
                     dead_band=d,
                     tanh_width=(SHAPE_DEAD_BAND,) * n,
                     saturation_width=(),
@@ -291,30 +296,57 @@ def search_columns(
             *(("sat", w) for w in grids.saturation_widths),
         ]
         for _ in range(grids.sweeps):
-            before = best
+            before = self.best
             for j in range(n):
-                consider(
-                    [best.with_shape(j, family, w) for family, w in shapes],
+                self.consider(
+                    [self.best.with_shape(j, family, w) for family, w in shapes],
                     f"friction shape joint {j + 1}",
                 )
-            if best == before:
+            if self.best == before:
                 break
-        judged_by(False)
-    if space.temperature:
-        consider([replace(best, temperature=not best.temperature)], "temperature term")
-    if space.load:
-        consider([replace(best, load=not best.load)], "load-dependent friction")
-    if regularise:
+        self.judged_by(False)
+
+    def regularisation(self) -> None:
+        grids, best = self.grids, self.best
         options = [(r, 0.0) for r in grids.ridges] + [(0.0, t) for t in grids.truncations]
         options = [o for o in options if o != _regularisers(best)]
-        columns, nominal = space.columns(best)
-        held = cross_validate(space.factors, columns, nominal, options, tolerance)
+        columns, nominal = self.space.columns(best)
+        held = cross_validate(self.space.factors, columns, nominal, options, self.tolerance)
         candidates = [replace(best, ridge=r, truncate=t) for r, t in options]
         for option, figures in zip(candidates, held, strict=True):
-            log.add("regularisation", option, figures)
+            self.log.add("regularisation", option, figures)
         if candidates:
-            pick(candidates, held, "regularisation")
-    return best, best_held
+            self.pick(candidates, held, "regularisation")
+
+
+def search_columns(
+    space: ColumnSpace,
+    start: Candidate,
+    grids: Any,
+    tolerance: float,
+    regularise: bool,
+    log: SearchLog,
+    configured: tuple[float, bool] | None = None,
+) -> tuple[Candidate, HeldOut]:
+    """The best column options and regulariser for one preprocessing (greedy stages, each
+    stage's pick by `grids.rule`: `rules.py`; `configured`: the configured preprocessing,
+    simpler than others, default `start`'s); (candidate, its CV figures)."""
+    configured = configured or (start.lowpass_hz, start.measured_velocity)
+    search = _ColumnSearch(space, start, grids, tolerance, log, configured)
+    search.regressor_columns()
+    if space.coulomb:
+        search.coulomb_shapes()
+    if space.temperature:
+        search.consider(
+            [replace(search.best, temperature=not search.best.temperature)], "temperature term"
+        )
+    if space.load:
+        search.consider(
+            [replace(search.best, load=not search.best.load)], "load-dependent friction"
+        )
+    if regularise:
+        search.regularisation()
+    return search.best, search.held
 
 
 def choose_prior_weight(
