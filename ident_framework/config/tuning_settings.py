@@ -29,7 +29,8 @@ class TuningSettings:
     armature_columns, offset_columns (regressor.*), dead_bands, tanh_widths, saturation_widths
     (rad/s, friction.* of coulomb_viscous; each joint's shape and width), acceleration_leads
     (s, friction.acceleration_lead, one for every joint: chosen after the preprocessing; [] or
-    [0]: not tuned), ridges, truncations (estimator.* of ls),
+    [0]: not tuned), stribeck_velocities (rad/s, friction.stribeck_velocity per joint, none
+    a candidate too), ridges, truncations (estimator.* of ls),
     prior_weights (estimator.weight of geometric, chosen last, on the chosen columns).
     sweeps: passes over the joints when choosing each joint's friction shape.
     rule: how a stage picks among its candidates: min (lowest CV RMSE) | one_se (the simplest
@@ -58,6 +59,7 @@ class TuningSettings:
     tanh_widths: list[float] = field(default_factory=lambda: [0.001, 0.003, 0.01, 0.03, 0.1])
     saturation_widths: list[float] = field(default_factory=list)
     acceleration_leads: list[float] = field(default_factory=list)
+    stribeck_velocities: list[float] = field(default_factory=list)
     ridges: list[float] = field(default_factory=lambda: [1e-5, 1e-4, 1e-3, 1e-2])
     truncations: list[float] = field(default_factory=lambda: [1e-4, 1e-3, 1e-2])
     prior_weights: list[float] = field(default_factory=lambda: [1.0, 10.0, 100.0, 1e3, 1e4, 1e5])
@@ -100,13 +102,17 @@ class TuningSettings:
             )
         for key in (
             "cutoffs_hz", "dead_bands", "tanh_widths", "saturation_widths",
-            "acceleration_leads", "ridges", "truncations",
+            "acceleration_leads", "stribeck_velocities", "ridges", "truncations",
         ):  # fmt: skip
             values = getattr(self, key)
             if not all(math.isfinite(v) and v >= 0 for v in values):
                 raise ValueError(f"{key} candidates must be numbers >= 0, got {values}")
-        if any(v <= 0 for v in self.cutoffs_hz + self.tanh_widths + self.saturation_widths):
-            raise ValueError("cutoffs_hz, tanh_widths and saturation_widths candidates must be > 0")
+        positive = self.cutoffs_hz + self.tanh_widths + self.saturation_widths
+        if any(v <= 0 for v in positive + self.stribeck_velocities):
+            raise ValueError(
+                "cutoffs_hz, tanh_widths, saturation_widths and stribeck_velocities candidates "
+                "must be > 0"
+            )
         if not all(math.isfinite(v) and v > 0 for v in self.prior_weights):
             raise ValueError(
                 f"prior_weights candidates must be numbers > 0, got {self.prior_weights}"

@@ -12,8 +12,8 @@ from ident_framework.reports import run_files
 
 COLUMNS = (
     "stage", "lowpass_hz", "velocity", "armature", "torque_offset", "dead_band", "tanh_width",
-    "saturation_width", "acceleration_lead", "ridge", "truncate", "temperature",
-    "load_dependent", "weight", "rank", "cv_rmse", "cv_se", "fold_wins", "chosen",
+    "saturation_width", "acceleration_lead", "stribeck_velocity", "ridge", "truncate",
+    "temperature", "load_dependent", "weight", "rank", "cv_rmse", "cv_se", "fold_wins", "chosen",
 )  # fmt: skip
 # cv_se: the candidate's standard error (Nm, its per-fold RMSE's spread / sqrt(folds));
 # fold_wins: "k/K", in how many of the K folds it had the lowest RMSE of its stage's candidates

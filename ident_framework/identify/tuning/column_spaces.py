@@ -27,6 +27,7 @@ from ident_framework.identify.tuning.search import (
     Candidate,
     ColumnSpace,
     load_name,
+    stribeck_name,
     temperature_name,
 )
 from ident_framework.model.regressor import RegressorBuilder
@@ -171,6 +172,33 @@ def _fold_rows(
     return FoldRows(data, recorded, labels)
 
 
+def _coulomb_models(
+    selected: Any, start: Candidate, settings: Any, lead: tuple[float, ...]
+) -> tuple[list[tuple[str, dict]], list[Any], list[float], list[Any]]:
+    """The candidate Coulomb shapes of `coulomb_viscous` (name, params; their models) and
+    Stribeck velocities (rad/s; their models), with the acceleration `lead`."""
+    dead_bands = sorted({start.dead_band, *settings.dead_bands})
+    widths = sorted({*(w for w in start.tanh_width if w > 0), *settings.tanh_widths})
+    saturated = sorted({*(w for w in start.saturation_width if w > 0), *settings.saturation_widths})
+    plain = {
+        "tanh_width": None,
+        "saturation_width": None,
+        "acceleration_lead": list(lead) if any(w > 0 for w in lead) else None,
+    }
+    shapes = [(f"fc[dead band {d:g}]", {**plain, "dead_band": d}) for d in dead_bands]
+    shapes += [(f"fc[tanh {w:g}]", {**plain, "tanh_width": w}) for w in widths]
+    shapes += [(f"fc[sat {w:g}]", {**plain, "saturation_width": w}) for w in saturated]
+    models = [selected.info.create(replace(selected.params, **p)) for _, p in shapes]
+    velocities = sorted(
+        {*(v for v in start.stribeck_velocity if v > 0), *settings.stribeck_velocities}
+    )
+    stribeck = [
+        selected.info.create(replace(selected.params, **plain, stribeck_velocity=v))
+        for v in velocities
+    ]
+    return shapes, models, velocities, stribeck
+
+
 def _own_columns(
     config: RunConfig,
     builder: RegressorBuilder,
@@ -185,39 +213,45 @@ def _own_columns(
     |tau_load| of the nominal model, `OwnColumns.load`), rotor inertia, offset; and the coupled
     motors' columns (`robot.coupled_joints`: shared by two joints' rows, always in the model,
     with the configured friction shape and rotor-inertia option). `lead`: the Coulomb shapes'
-    acceleration lead, s per joint (empty: none)."""
+    acceleration lead, s per joint (empty: none). With parallel friction columns
+    (`preprocessing.friction_columns`) every friction column is computed from the unfiltered
+    velocity and low-passed like the torque, as the final fit computes it."""
     coulomb, thermal = friction
     if coulomb:
         selected = config.plugins["friction"]
-        dead_bands = sorted({start.dead_band, *settings.dead_bands})
-        widths = sorted({*(w for w in start.tanh_width if w > 0), *settings.tanh_widths})
-        saturated = sorted(
-            {*(w for w in start.saturation_width if w > 0), *settings.saturation_widths}
-        )
-        plain = {
-            "tanh_width": None,
-            "saturation_width": None,
-            "acceleration_lead": list(lead) if any(w > 0 for w in lead) else None,
-        }
-        shapes = [(f"fc[dead band {d:g}]", {**plain, "dead_band": d}) for d in dead_bands]
-        shapes += [(f"fc[tanh {w:g}]", {**plain, "tanh_width": w}) for w in widths]
-        shapes += [(f"fc[sat {w:g}]", {**plain, "saturation_width": w}) for w in saturated]
-        models = [selected.info.create(replace(selected.params, **p)) for _, p in shapes]
+        shapes, models, velocities, stribeck = _coulomb_models(selected, start, settings, lead)
         names = ("fv", *(name for name, _ in shapes), "Ia", "offset")
         if thermal:
             names = (*names[:-2], *(temperature_name(name) for name in names[:-2]), "Ia", "offset")
         if load:
             names = (*names[:-2], *(load_name(name) for name, _ in shapes), "Ia", "offset")
+        names = (*names[:-2], *(stribeck_name(v) for v in velocities), "Ia", "offset")
         reference = np.asarray(selected.params.reference_temperature, dtype=float)
 
-        def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
-            dq, ddq = data.dq[rows], data.ddq[rows]
+        leading = any(w > 0 for w in lead)
+
+        def raw_columns(t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None) -> np.ndarray:
+            """(M, n, 1 + shapes + Stribeck terms): dq, each shape, each Stribeck column."""
+            if ddq is None and leading:
+                ddq = np.gradient(dq, t, axis=0)
             columns = [dq[:, :, None]] + [m.basis(dq, ddq)[:, :, 1:2] for m in models]
+            columns += [m.stribeck_basis(dq)[:, :, None] for m in stribeck]
+            return np.concatenate(columns, axis=-1)
+
+        def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
+            if builder.parallel_friction and data.parallel_filter is not None:
+                whole = data.parallel_filter.apply(lambda t, dq: raw_columns(t, dq, None))
+                every = whole[rows]  # computed from the unfiltered velocity, low-passed
+            else:
+                every = raw_columns(None, data.dq[rows], data.ddq[rows])
+            own = 1 + len(models)
+            columns = [every[:, :, k : k + 1] for k in range(own)]
             if thermal:
                 warmer = (data.temperature[rows] - reference)[:, :, None]
                 columns += [c * warmer for c in columns]
             if load:  # per Nm of load: `fold_factors` multiplies them by |tau_load|
-                columns += columns[1 : 1 + len(models)]
+                columns += columns[1:own]
+            columns += [every[:, :, k : k + 1] for k in range(own, every.shape[-1])]
             return columns
 
     else:

@@ -11,7 +11,8 @@ spread the difference between two candidates, which the plain SE then mistakes f
 
 "Simpler" (`complexity`, compared as a tuple, smaller is simpler; within one stage only the
 options of that stage differ):
-1. fewer columns: rotor inertia, torque offset and the temperature term each count one;
+1. fewer columns: rotor inertia, torque offset, the temperature and load terms and each
+   joint's Stribeck term count one each;
 2. fewer joints with a tanh friction shape (the dead-band sign is simpler than any tanh);
 3. no Coulomb dead band (0 rad/s) over a dead band;
 4. stronger regularisation: a larger ridge or truncation share (none is the least simple);
@@ -35,7 +36,7 @@ def complexity(candidate: Any, configured: tuple[float, bool]) -> tuple[float, .
     """The order of simplicity above of a `search.Candidate` (smaller: simpler);
     `configured`: the configured (cut-off Hz, measured velocity)."""
     columns = int(candidate.armature) + int(candidate.torque_offset) + int(candidate.temperature)
-    columns += int(candidate.load)
+    columns += int(candidate.load) + sum(1 for v in candidate.stribeck_velocity if v > 0)
     tanh = sum(1 for w in (*candidate.tanh_width, *candidate.saturation_width) if w > 0)
     tanh += sum(1 for w in candidate.acceleration_lead if w > 0)
     dead_band = float(candidate.dead_band > 0)

@@ -37,6 +37,11 @@ def temperature_name(column: str) -> str:
     return f"{column}*dT"
 
 
+def stribeck_name(velocity: float) -> str:
+    """The name of a Stribeck column of velocity `velocity` rad/s (`coulomb_viscous`)."""
+    return f"dfs[v {velocity:g}]"
+
+
 def load_name(column: str) -> str:
     """The name of a Coulomb column's load partner (the column times |tau_load|)."""
     return f"{column}*|tau|"
@@ -61,6 +66,7 @@ class Candidate:
     load: bool = False  # the friction's load-dependent term (coulomb_viscous)
     saturation_width: tuple[float, ...] = ()
     acceleration_lead: tuple[float, ...] = ()  # s per joint (coulomb_viscous); empty: none
+    stribeck_velocity: tuple[float, ...] = ()  # v_s rad/s per joint (0: no Stribeck term)
 
     def shape(self, joint: int) -> str:
         """The name of joint `joint`'s Coulomb column (`coulomb_viscous`)."""
@@ -82,6 +88,11 @@ class Candidate:
             ),
         )
 
+    def with_stribeck(self, joint: int, velocity: float) -> Candidate:
+        """This candidate with joint `joint`'s Stribeck velocity `velocity` (0: none)."""
+        velocities = self.stribeck_velocity or (0.0,) * len(self.tanh_width)
+        return replace(self, stribeck_velocity=_unless_zero(_with(velocities, joint, velocity)))
+
     def row(self) -> dict[str, Any]:
         return {
             "lowpass_hz": self.lowpass_hz,
@@ -92,6 +103,7 @@ class Candidate:
             "tanh_width": " ".join(f"{w:g}" for w in self.tanh_width),
             "saturation_width": " ".join(f"{w:g}" for w in self.saturation_width),
             "acceleration_lead": " ".join(f"{w:g}" for w in self.acceleration_lead),
+            "stribeck_velocity": " ".join(f"{v:g}" for v in self.stribeck_velocity),
             "ridge": self.ridge,
             "truncate": self.truncate,
             "temperature": "on" if self.temperature else "off",
@@ -136,6 +148,8 @@ class ColumnSpace:
                     own += [(temperature_name("fv"), 0.0), (temperature_name(shape), 0.0)]
                 if candidate.load:
                     own.append((load_name(shape), 0.0))
+                if candidate.stribeck_velocity and candidate.stribeck_velocity[j] > 0:
+                    own.append((stribeck_name(candidate.stribeck_velocity[j]), 0.0))
             else:
                 own += [(name, 0.0) for name in self.friction_names]
             if candidate.armature:
@@ -275,7 +289,8 @@ class _ColumnSearch:
 
     def coulomb_shapes(self) -> None:
         """The dead band, then each joint's Coulomb shape (dead-band sign, tanh or
-        saturated sign of a width), judged by the shape folds."""
+        saturated sign of a width), then its Stribeck term (none or a velocity), judged by
+        the shape folds."""
         grids, n = self.grids, self.space.factors.n_joints
         self.judged_by(True)
         self.consider(
@@ -304,6 +319,11 @@ class _ColumnSearch:
                 )
             if self.best == before:
                 break
+        for j in range(n):
+            self.consider(
+                [self.best.with_stribeck(j, v) for v in (0.0, *grids.stribeck_velocities)],
+                f"Stribeck term joint {j + 1}",
+            )
         self.judged_by(False)
 
     def regularisation(self) -> None:

@@ -284,6 +284,8 @@ def _configured(config: RunConfig, n: int) -> Candidate:
     saturated = np.broadcast_to(np.asarray(0.0 if width is None else width, dtype=float), (n,))
     lead = getattr(friction, "acceleration_lead", None)
     leads = np.broadcast_to(np.asarray(0.0 if lead is None else lead, dtype=float), (n,))
+    velocity = getattr(friction, "stribeck_velocity", None)
+    stribeck = np.broadcast_to(np.asarray(velocity or 0.0, dtype=float), (n,))
     estimator = config.plugins["estimator"].params
     return Candidate(
         config.preprocessing.lowpass_hz,
@@ -298,6 +300,7 @@ def _configured(config: RunConfig, n: int) -> Candidate:
         getattr(friction, "load_dependent", "off") == "on",
         saturation_width=tuple(float(w) for w in saturated) if np.any(saturated > 0) else (),
         acceleration_lead=tuple(float(w) for w in leads) if np.any(leads > 0) else (),
+        stribeck_velocity=tuple(float(v) for v in stribeck) if np.any(stribeck > 0) else (),
     )
 
 
@@ -347,6 +350,8 @@ def _chosen_keys(best: Candidate, coulomb: bool, regularise: bool, exact: bool) 
         chosen["friction.saturation_width"] = saturated if any(w > 0 for w in saturated) else None
         leads = [float(w) for w in best.acceleration_lead]
         chosen["friction.acceleration_lead"] = leads if any(w > 0 for w in leads) else None
+        velocities = [float(v) for v in best.stribeck_velocity]
+        chosen["friction.stribeck_velocity"] = velocities if any(velocities) else None
     if regularise:
         chosen["estimator.ridge"] = float(best.ridge)
         chosen["estimator.truncate"] = float(best.truncate)
