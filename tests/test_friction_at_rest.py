@@ -82,6 +82,13 @@ def test_the_saturated_shape_with_a_lead_is_mujocos_friction_loss():
     np.testing.assert_allclose(ours, theirs, atol=1e-9 * fc)
 
 
+def _ur10e_model(config):
+    """The UR10e, the regressor of `config` and its nominal standard parameters."""
+    robot = load_robot("ur10e")
+    builder = regressor_builder(config, robot)
+    return robot, builder, builder.standard_parameters(robot.inertial_parameters())
+
+
 def _friction_loss_recording(builder, theta, widths, lead, seed) -> Dataset:
     """A 500 Hz recording (no accelerations: to be preprocessed) whose Coulomb friction is
     4 Nm · clip((dq + lead ddq) / width, -1, 1) per joint, viscous 1.5 Nm·s/rad, 0.02 Nm
@@ -100,9 +107,7 @@ def test_selection_finds_a_planted_friction_loss_law():
         "tuning.saturation_widths=[0.003,0.01,0.03]",
         "tuning.acceleration_leads=[0.0,0.01,0.03]",
     )
-    robot = load_robot("ur10e")
-    builder = regressor_builder(config, robot)
-    theta = builder.standard_parameters(robot.inertial_parameters())
+    robot, builder, theta = _ur10e_model(config)
     data = _friction_loss_recording(builder, theta, np.full(6, 0.01), 0.01, seed=5)
     tuned, tuned_builder = select_options(config, robot, builder, [data])
     chosen = tuned.selection.chosen
@@ -116,9 +121,7 @@ def test_selection_finds_a_planted_friction_loss_law():
 
 def test_without_the_grids_nothing_changes():
     config = tuning_config("tuning.cutoffs_hz=[40.0]", "tuning.velocity_sources=[measured]")
-    robot = load_robot("ur10e")
-    builder = regressor_builder(config, robot)
-    theta = builder.standard_parameters(robot.inertial_parameters())
+    robot, builder, theta = _ur10e_model(config)
     data = _friction_loss_recording(builder, theta, np.full(6, 0.01), 0.01, seed=5)
     tuned, _ = select_options(config, robot, builder, [data])
     assert tuned.selection.chosen["friction.acceleration_lead"] is None
@@ -161,9 +164,7 @@ def _select_friction(fs_ratio: float):
         "tuning.velocity_sources=[measured]",
         "tuning.friction_models=[coulomb_viscous,stribeck]",
     )
-    robot = load_robot("ur10e")
-    builder = regressor_builder(config, robot)
-    theta = builder.standard_parameters(robot.inertial_parameters())
+    robot, builder, theta = _ur10e_model(config)
     data = _stribeck_recording(builder, theta, fs_ratio, seed=11)
 
     def prepare(candidate):
@@ -244,9 +245,7 @@ def test_selection_finds_a_planted_stribeck_term():
         "tuning.tanh_widths=[0.005]",
         "tuning.stribeck_velocities=[0.01,0.05,0.2]",
     )
-    robot = load_robot("ur10e")
-    builder = regressor_builder(config, robot)
-    theta = builder.standard_parameters(robot.inertial_parameters())
+    robot, builder, theta = _ur10e_model(config)
     data = _stribeck_recording(builder, theta, 3.0, seed=11)  # v_s 0.05 rad/s, dfs 6 Nm
     tuned, tuned_builder = select_options(config, robot, builder, [data])
     chosen = tuned.selection.chosen["friction.stribeck_velocity"]
@@ -270,9 +269,7 @@ def test_the_tunings_friction_columns_are_the_final_fits(columns):
         "tuning.tanh_widths=[0.003]",
         "tuning.stribeck_velocities=[0.01]",
     )
-    robot = load_robot("ur10e")
-    builder = regressor_builder(config, robot)
-    theta = builder.standard_parameters(robot.inertial_parameters())
+    robot, builder, theta = _ur10e_model(config)
     data = preprocess(_stribeck_recording(builder, theta, 3.0, seed=3), config.preprocessing)
     start = _configured(config, robot.n_joints)
     own = _own_columns(config, builder, (True, False), start, config.tuning)

@@ -107,8 +107,10 @@ class TuningSettings:
             values = getattr(self, key)
             if not all(math.isfinite(v) and v >= 0 for v in values):
                 raise ValueError(f"{key} candidates must be numbers >= 0, got {values}")
-        positive = self.cutoffs_hz + self.tanh_widths + self.saturation_widths
-        if any(v <= 0 for v in positive + self.stribeck_velocities):
+        positive = (
+            self.cutoffs_hz + self.tanh_widths + self.saturation_widths + self.stribeck_velocities
+        )
+        if any(v <= 0 for v in positive):
             raise ValueError(
                 "cutoffs_hz, tanh_widths, saturation_widths and stribeck_velocities candidates "
                 "must be > 0"

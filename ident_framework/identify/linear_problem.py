@@ -9,7 +9,7 @@ a re-stream of base-regressor chunks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 from tqdm import tqdm
@@ -246,6 +246,20 @@ def project_to_base(
     return base, [np.linalg.qr(f @ augmented, mode="r") for f in joint_factors], cond
 
 
+def parallel_friction_basis(
+    data: Dataset, basis: Callable[..., np.ndarray], uses_acceleration: bool
+) -> np.ndarray:
+    """(N, n, k) friction columns `basis(t, dq, ddq)` computed from the unfiltered velocity of
+    `data`'s recordings (ddq by np.gradient when `uses_acceleration`, else None) and low-passed
+    like the torque (`parallel_filter.py`), at `data`'s rows."""
+
+    def raw_columns(t: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        ddq = np.gradient(dq, t, axis=0) if uses_acceleration else None
+        return basis(t, dq, ddq)
+
+    return data.parallel_filter.apply(raw_columns)
+
+
 def recording_friction(builder: RegressorBuilder, data: Dataset) -> np.ndarray | None:
     """The friction basis of a whole recording (N, n, k): filtered in parallel with the torque
     when the builder asks for it and preprocessing filtered the data (`parallel_filter.py`),
@@ -253,12 +267,7 @@ def recording_friction(builder: RegressorBuilder, data: Dataset) -> np.ndarray |
     the samples in time order) or uses the joint temperatures (its temperature columns from
     `data.temperature`, °C); None otherwise (computed chunk by chunk)."""
     if builder.parallel_friction and data.parallel_filter is not None:
-
-        def raw_columns(t: np.ndarray, dq: np.ndarray) -> np.ndarray:
-            ddq = np.gradient(dq, t, axis=0) if builder.uses_acceleration else None
-            return builder.friction_basis(t, dq, ddq)
-
-        whole = data.parallel_filter.apply(raw_columns)
+        whole = parallel_friction_basis(data, builder.friction_basis, builder.uses_acceleration)
     elif builder.sequential or builder.uses_temperature:
         whole = builder.friction_basis(
             data.timestamp if builder.sequential else None, data.dq, data.ddq

@@ -15,7 +15,11 @@ from ident_framework.data.checks import check_recording, trusted_at
 from ident_framework.data.cubic_spline import preload as preload_cubic_spline
 from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import preprocess, resamples_any
-from ident_framework.identify.linear_problem import joint_row_spaces, recording_friction
+from ident_framework.identify.linear_problem import (
+    joint_row_spaces,
+    parallel_friction_basis,
+    recording_friction,
+)
 from ident_framework.identify.tuning.block_factors import (
     FoldFactors,
     FoldRows,
@@ -228,20 +232,16 @@ def _own_columns(
         names = (*names[:-2], *(stribeck_name(v) for v in velocities), "Ia", "offset")
         reference = np.asarray(selected.params.reference_temperature, dtype=float)
 
-        leading = any(w > 0 for w in lead)
-
         def raw_columns(t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None) -> np.ndarray:
             """(M, n, 1 + shapes + Stribeck terms): dq, each shape, each Stribeck column."""
-            if ddq is None and leading:
-                ddq = np.gradient(dq, t, axis=0)
             columns = [dq[:, :, None]] + [m.basis(dq, ddq)[:, :, 1:2] for m in models]
             columns += [m.stribeck_basis(dq)[:, :, None] for m in stribeck]
             return np.concatenate(columns, axis=-1)
 
         def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
             if builder.parallel_friction and data.parallel_filter is not None:
-                whole = data.parallel_filter.apply(lambda t, dq: raw_columns(t, dq, None))
-                every = whole[rows]  # computed from the unfiltered velocity, low-passed
+                leading = any(w > 0 for w in lead)
+                every = parallel_friction_basis(data, raw_columns, leading)[rows]
             else:
                 every = raw_columns(None, data.dq[rows], data.ddq[rows])
             own = 1 + len(models)

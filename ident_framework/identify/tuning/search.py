@@ -3,7 +3,8 @@
 Coordinate search, each stage keeping the best candidate so far: on the configured
 preprocessing the column options are chosen greedily (`search_columns`): regressor columns
 (rotor inertia, offset), the Coulomb dead band (`coulomb_viscous`), each joint's friction
-shape (dead-band sign or tanh of a width, `sweeps` passes over the joints), the friction's
+shape (dead-band sign, tanh or saturated sign of a width, `sweeps` passes over the joints),
+then each joint's Stribeck term (none or a velocity: `tuning.stribeck_velocities`), the friction's
 temperature term on or off (when the recordings have joint temperatures), its load-dependent
 term on or off (`coulomb_viscous`, `load_dependent: auto`; scored with tau_load from the
 nominal robot model, where the final fit iterates it: `identify/load_friction.py`), then the
@@ -83,7 +84,7 @@ class Candidate:
         return replace(
             self,
             tanh_width=_with(self.tanh_width, joint, width if family == "tanh" else 0.0),
-            saturation_width=_unless_zero(
+            saturation_width=unless_zero(
                 _with(saturation, joint, width if family == "sat" else 0.0)
             ),
         )
@@ -91,7 +92,7 @@ class Candidate:
     def with_stribeck(self, joint: int, velocity: float) -> Candidate:
         """This candidate with joint `joint`'s Stribeck velocity `velocity` (0: none)."""
         velocities = self.stribeck_velocity or (0.0,) * len(self.tanh_width)
-        return replace(self, stribeck_velocity=_unless_zero(_with(velocities, joint, velocity)))
+        return replace(self, stribeck_velocity=unless_zero(_with(velocities, joint, velocity)))
 
     def row(self) -> dict[str, Any]:
         return {
@@ -411,6 +412,6 @@ def _with(values: tuple[float, ...], joint: int, value: float) -> tuple[float, .
     return tuple(out)
 
 
-def _unless_zero(values: tuple[float, ...]) -> tuple[float, ...]:
+def unless_zero(values: tuple[float, ...]) -> tuple[float, ...]:
     """`values`, or () when all are 0 (a candidate's empty per-joint tuple: none set)."""
     return values if any(v != 0.0 for v in values) else ()

@@ -29,6 +29,7 @@ from ident_framework.identify.tuning.search import (
     per_joint_rmse,
     score_candidate,
     search_columns,
+    unless_zero,
 )
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
@@ -278,14 +279,12 @@ def _same(row: dict[str, Any], candidate: Candidate) -> bool:
 def _configured(config: RunConfig, n: int) -> Candidate:
     """The options as the config gives them."""
     friction = config.plugins["friction"].params
-    width = getattr(friction, "tanh_width", None)
-    widths = np.broadcast_to(np.asarray(0.0 if width is None else width, dtype=float), (n,))
-    width = getattr(friction, "saturation_width", None)
-    saturated = np.broadcast_to(np.asarray(0.0 if width is None else width, dtype=float), (n,))
-    lead = getattr(friction, "acceleration_lead", None)
-    leads = np.broadcast_to(np.asarray(0.0 if lead is None else lead, dtype=float), (n,))
-    velocity = getattr(friction, "stribeck_velocity", None)
-    stribeck = np.broadcast_to(np.asarray(velocity or 0.0, dtype=float), (n,))
+
+    def per_joint(key: str) -> tuple[float, ...]:  # null or absent: 0 on every joint
+        value = getattr(friction, key, None)
+        values = np.broadcast_to(np.asarray(0.0 if value is None else value, dtype=float), (n,))
+        return tuple(float(v) for v in values)
+
     estimator = config.plugins["estimator"].params
     return Candidate(
         config.preprocessing.lowpass_hz,
@@ -293,14 +292,14 @@ def _configured(config: RunConfig, n: int) -> Candidate:
         config.regressor.armature,
         config.regressor.torque_offset,
         float(getattr(friction, "dead_band", 0.0)),
-        tuple(float(w) for w in widths),
+        per_joint("tanh_width"),
         float(getattr(estimator, "ridge", 0.0)),
         float(getattr(estimator, "truncate", 0.0)),
         getattr(friction, "temperature", "off") == "on",
         getattr(friction, "load_dependent", "off") == "on",
-        saturation_width=tuple(float(w) for w in saturated) if np.any(saturated > 0) else (),
-        acceleration_lead=tuple(float(w) for w in leads) if np.any(leads > 0) else (),
-        stribeck_velocity=tuple(float(v) for v in stribeck) if np.any(stribeck > 0) else (),
+        saturation_width=unless_zero(per_joint("saturation_width")),
+        acceleration_lead=unless_zero(per_joint("acceleration_lead")),
+        stribeck_velocity=unless_zero(per_joint("stribeck_velocity")),
     )
 
 
