@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import mujoco
 import numpy as np
@@ -231,3 +232,24 @@ def test_forward_divergence_is_the_twin_stepped_by_the_recorded_torques():
     for h in horizons:
         expected = np.sqrt((np.asarray(errors[h]) ** 2).mean(axis=0))
         np.testing.assert_allclose(found[f"{h:g}s"]["rms_per_joint"], expected, rtol=1e-12)
+
+
+def test_twin_metrics_of_a_recording_at_rest_report_no_moving_comparison():
+    """A validation recording where no joint moves (an emulated arm that stayed still): the
+    moving-sample comparison is absent (None), not a division by zero, and the summary says so."""
+    from ident_framework.data.dataset import Dataset
+    from ident_framework.reports.summary import twin_lines
+    from ident_framework.twin.check import twin_metrics
+
+    robot = load_robot("ur12e")
+    count, n = 400, robot.n_joints
+    q = np.tile(np.array([0.0, -1.57, 1.57, -1.57, -1.57, 0.0]), (count, 1))
+    zeros = np.zeros((count, n))
+    tau = mujoco_inverse_dynamics(robot, q, zeros, zeros)
+    data = Dataset(np.arange(count) * 0.002, q, zeros, tau, robot.joint_names, ddq=zeros)
+    metrics = twin_metrics(robot, robot, data, tau)
+    moving = metrics["moving_samples"]
+    assert moving["fraction"] == 0.0
+    assert moving["twin_mujoco_rmse"] is None and moving["ratio_twin_to_identified"] is None
+    lines = twin_lines(SimpleNamespace(metrics={"twin": metrics}))
+    assert any("no validation sample moves" in line for line in lines), lines

@@ -279,11 +279,17 @@ def twin_lines(result: IdentificationResult, twin_prefix: str = "") -> list[str]
     lines = [
         f"twin written ({mjcf}, {urdf}): MuJoCo inverse dynamics on the validation "
         f"data RMSE {inverse['rmse']:.4f} Nm, R² {inverse['r2']:.5f}",
-        f"  on moving samples (|dq| ≥ {moving['speed_threshold_rad_s']:g} rad/s, "
-        f"{100 * moving['fraction']:.0f} %): twin in MuJoCo {moving['twin_mujoco_rmse']:.4f} Nm,"
-        f" identified model {moving['identified_model_rmse']:.4f} Nm "
-        f"(ratio {moving['ratio_twin_to_identified']:.4f})",
     ]
+    threshold = f"|dq| ≥ {moving['speed_threshold_rad_s']:g} rad/s"
+    if moving["ratio_twin_to_identified"] is None:
+        lines.append(f"  no validation sample moves ({threshold}): no moving-sample comparison")
+    else:
+        lines.append(
+            f"  on moving samples ({threshold}, {100 * moving['fraction']:.0f} %): twin in MuJoCo"
+            f" {moving['twin_mujoco_rmse']:.4f} Nm, identified model"
+            f" {moving['identified_model_rmse']:.4f} Nm"
+            f" (ratio {moving['ratio_twin_to_identified']:.4f})"
+        )
     load = twin.get("load_dependent_friction")
     if load is not None:
         lines.append(

@@ -120,15 +120,21 @@ def twin_metrics(
             "fraction": float(moving.mean()),
             "twin_mujoco_rmse": twin_moving,
             "identified_model_rmse": identified_moving,
-            "ratio_twin_to_identified": twin_moving / identified_moving,
+            # None when no sample moves (e.g. a recording of an arm at rest): nothing to compare
+            "ratio_twin_to_identified": (
+                twin_moving / identified_moving if moving.any() and identified_moving > 0 else None
+            ),
         },
         "forward_divergence_rad": forward_divergence(twin, data),
         "forward_divergence_rad_nominal": forward_divergence(nominal, data),
     }
 
 
-def _masked_rmse(error: np.ndarray, mask: np.ndarray) -> float:
-    return float(np.sqrt(np.sum(np.where(mask, error, 0.0) ** 2) / max(int(mask.sum()), 1)))
+def _masked_rmse(error: np.ndarray, mask: np.ndarray) -> float | None:
+    """RMSE over the masked entries; None when the mask selects none."""
+    if not mask.any():
+        return None
+    return float(np.sqrt(np.sum(np.where(mask, error, 0.0) ** 2) / int(mask.sum())))
 
 
 def _addresses(model: mujoco.MjModel, robot: RobotModel) -> tuple[np.ndarray, np.ndarray]:
