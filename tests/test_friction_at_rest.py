@@ -204,41 +204,50 @@ def test_coulomb_friction_keeps_the_configured_model():
     assert "friction" not in tuned.selection.chosen
 
 
-# -- the Stribeck term of coulomb_viscous (a fixed Stribeck velocity, linear in dfs) --------
+# -- the Stribeck shape of coulomb_viscous (a fixed Stribeck velocity, linear in fc and fs) --
 
 
-def test_stribeck_column_per_joint():
+def test_stribeck_shape_per_joint():
     model = CoulombViscousFriction(
-        CoulombViscousParams(dead_band=0.0, stribeck_velocity=[0.01, 0.0])
+        CoulombViscousParams(dead_band=0.0, tanh_width=0.1, stribeck_velocity=[0.01, 0.0])
     )
-    assert model.parameter_names == ("fv", "fc", "dfs")
+    assert model.parameter_names == ("fv", "fc", "fs")
     dq = np.array([[0.01, 0.01], [-0.02, 0.3]])
     basis = model.basis(dq)
-    assert basis[0, 0, 2] == pytest.approx(np.exp(-1.0) * np.tanh(0.01 / 0.005))
-    assert basis[1, 0, 2] == pytest.approx(-np.exp(-4.0) * np.tanh(4.0))
-    assert basis[:, 1, 2].tolist() == [0.0, 0.0]  # v_s = 0: no term on joint 2
-    assert basis[:, :, 1].tolist() == np.sign(dq).tolist()  # the Coulomb column unchanged
+    near_rest = np.exp(-((dq[:, 0] / 0.01) ** 2))
+    smooth = np.tanh(dq[:, 0] / 0.005)
+    np.testing.assert_allclose(basis[:, 0, 1], (1 - near_rest) * smooth)  # sliding: fc
+    np.testing.assert_allclose(basis[:, 0, 2], near_rest * smooth)  # static: fs
+    assert basis[:, 1, 2].tolist() == [0.0, 0.0]  # v_s = 0: joint 2 keeps its tanh shape
+    np.testing.assert_allclose(basis[:, 1, 1], np.tanh(dq[:, 1] / 0.1))
     with pytest.raises(ValueError, match="stribeck_velocity must be >= 0 rad/s"):
         CoulombViscousParams(stribeck_velocity=-0.1)
     with pytest.raises(ValueError, match="stribeck_sign_width must be > 0 rad/s"):
         CoulombViscousParams(stribeck_sign_width=0.0)
 
 
-def test_the_stribeck_term_is_the_plugins_curve_at_a_fixed_velocity():
-    """Known truth: fc s + dfs e t spans the Stribeck plugin's fc (1 - e) t + fs e t."""
+def test_the_stribeck_shape_is_the_plugins_curve_at_a_fixed_velocity():
+    """Known truth: the columns are the Stribeck plugin's fc (1 - e) t and fs e t."""
     stribeck = pytest.importorskip("ident_stribeck.model")
     velocities = np.array([0.002, 0.01, 0.05])
     dq = np.random.default_rng(2).normal(0, 0.03, (200, 3))
     plugin = stribeck.StribeckFriction(stribeck.StribeckParams())
     theirs = plugin.basis_along(None, dq, velocities[:, None])
     ours = CoulombViscousFriction(
-        CoulombViscousParams(dead_band=0.0, tanh_width=0.005, stribeck_velocity=list(velocities))
+        CoulombViscousParams(dead_band=0.0, stribeck_velocity=list(velocities))
     ).basis(dq)
-    np.testing.assert_allclose(ours[..., 2], theirs[..., 1], atol=1e-15)  # dfs: fs's column
-    np.testing.assert_allclose(ours[..., 1], theirs[..., 0] + theirs[..., 1], atol=1e-15)
+    np.testing.assert_allclose(ours[..., 1], theirs[..., 0], atol=1e-15)
+    np.testing.assert_allclose(ours[..., 2], theirs[..., 1], atol=1e-15)
 
 
-def test_selection_finds_a_planted_stribeck_term():
+def test_the_static_level_is_friction_kept_at_or_above_zero():
+    from ident_framework.model.physical_consistency import sign_constrained
+
+    names = ["fv_1", "fc_1", "fs_1", "fc_T_1"]
+    assert sign_constrained(["friction"] * 4, names).tolist() == [True, True, True, False]
+
+
+def test_selection_finds_a_planted_stribeck_shape():
     config = tuning_config(
         "tuning.cutoffs_hz=[20.0]",
         "tuning.velocity_sources=[measured]",
@@ -246,12 +255,13 @@ def test_selection_finds_a_planted_stribeck_term():
         "tuning.stribeck_velocities=[0.01,0.05,0.2]",
     )
     robot, builder, theta = _ur10e_model(config)
-    data = _stribeck_recording(builder, theta, 3.0, seed=11)  # v_s 0.05 rad/s, dfs 6 Nm
+    data = _stribeck_recording(builder, theta, 3.0, seed=11)  # v_s 0.05 rad/s, fs 9 Nm
     tuned, tuned_builder = select_options(config, robot, builder, [data])
     chosen = tuned.selection.chosen["friction.stribeck_velocity"]
     assert chosen is not None and sum(v == 0.05 for v in chosen) >= 5, chosen
-    assert "dfs" in tuned_builder.friction.parameter_names
-    assert any(row["stage"].startswith("Stribeck term") for row in tuned.selection.table)
+    assert "fs" in tuned_builder.friction.parameter_names
+    shapes = [row for row in tuned.selection.table if row["stage"].startswith("friction shape")]
+    assert any(row["stribeck_velocity"] for row in shapes)
 
 
 @pytest.mark.parametrize("columns", ["parallel", "filtered_velocity"])
@@ -273,20 +283,25 @@ def test_the_tunings_friction_columns_are_the_final_fits(columns):
     data = preprocess(_stribeck_recording(builder, theta, 3.0, seed=3), config.preprocessing)
     start = _configured(config, robot.n_joints)
     own = _own_columns(config, builder, (True, False), start, config.tuning)
-    rows = np.arange(0, data.n_samples, 7)
+    rows = np.random.default_rng(0).permutation(np.arange(0, data.n_samples, 7))  # any order
     values = own.values(data, rows)
     names = list(own.names)
-    final = tuning_config(
-        f"preprocessing.friction_columns={columns}",
-        "friction.dead_band=0",
-        "friction.tanh_width=0.003",
-        "friction.stribeck_velocity=0.01",
+
+    def final_columns(shape: str) -> np.ndarray:
+        final = tuning_config(
+            f"preprocessing.friction_columns={columns}", "friction.dead_band=0", shape
+        )
+        final_builder = regressor_builder(final, robot)
+        expected = recording_friction(final_builder, data)
+        if expected is None:  # filtered velocity: computed chunk by chunk at the filtered dq
+            expected = final_builder.friction_basis(None, data.dq, data.ddq)
+        return expected[rows]
+
+    tanh, stribeck = (
+        final_columns("friction.tanh_width=0.003"),
+        final_columns("friction.stribeck_velocity=0.01"),
     )
-    final_builder = regressor_builder(final, robot)
-    expected = recording_friction(final_builder, data)
-    if expected is None:  # filtered velocity: computed chunk by chunk at the filtered dq
-        expected = final_builder.friction_basis(None, data.dq, data.ddq)
-    expected = expected[rows]
-    np.testing.assert_allclose(values[..., names.index("fc[tanh 0.003]")], expected[..., 1])
-    np.testing.assert_allclose(values[..., names.index("dfs[v 0.01]")], expected[..., 2])
-    np.testing.assert_allclose(values[..., names.index("fv")], expected[..., 0])
+    np.testing.assert_allclose(values[..., names.index("fv")], tanh[..., 0])
+    np.testing.assert_allclose(values[..., names.index("fc[tanh 0.003]")], tanh[..., 1])
+    np.testing.assert_allclose(values[..., names.index("fc[stribeck 0.01]")], stribeck[..., 1])
+    np.testing.assert_allclose(values[..., names.index("fs[stribeck 0.01]")], stribeck[..., 2])

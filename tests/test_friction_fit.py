@@ -190,6 +190,13 @@ def test_parallel_filter_is_the_torque_filter(robot):
     both = concatenate([data, part])
     stacked = both.parallel_filter.apply(lambda t, v: v[..., None])[..., 0]
     np.testing.assert_allclose(stacked, both.dq, atol=1e-12)
+    # more channels than are filtered at once (6 joints x 20 columns), at some rows only
+    many = lambda t, v: np.stack([np.tanh(v / w) for w in np.geomspace(1e-3, 1.0, 20)], -1)  # noqa: E731
+    rows = np.flatnonzero(rng.random(both.n_samples) < 0.2)
+    np.testing.assert_allclose(
+        both.parallel_filter.apply(many, rows), both.parallel_filter.apply(many)[rows], atol=1e-13
+    )
+    assert both.parallel_filter.apply(many, rows[:0]).shape == (0, 6, 20)
 
 
 def test_nonlinear_model_missing_a_member_is_named():

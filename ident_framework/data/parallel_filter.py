@@ -24,6 +24,7 @@ from ident_framework.data.cubic_spline import cubic_spline
 from ident_framework.data.zero_phase_lowpass import zero_phase_filter
 
 # (t (M,) s, dq (M, n) rad/s) -> (M, c, k) friction columns
+CHANNELS_AT_ONCE = 48  # columns filtered together (buffers ~3 x M x 48 doubles)
 ColumnFunction = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
@@ -64,16 +65,35 @@ class ParallelFilter:
     def n_samples(self) -> int:
         return sum(len(segment.rows) for segment in self.segments)
 
-    def apply(self, columns: ColumnFunction) -> np.ndarray:
+    def apply(
+        self, columns: ColumnFunction | Sequence[ColumnFunction], rows: np.ndarray | None = None
+    ) -> np.ndarray:
         """(N, c, k): `columns` evaluated on each segment's unfiltered velocity (in time
-        order, the whole grid), low-passed like the torque, at the dataset's rows."""
-        out = []
-        for segment in self.segments:
-            raw = np.asarray(columns(segment.timestamp, segment.dq), dtype=float)
-            flat = raw.reshape(len(raw), -1)
-            filtered = zero_phase_filter(segment.sos, flat).reshape(raw.shape)
-            out.append(segment.kept(filtered))
-        return np.concatenate(out)
+        order, the whole grid), low-passed like the torque, at the dataset's rows (or at
+        `rows` of them, increasing). A sequence of functions gives the concatenation of their
+        columns (last axis), one part at a time, and each part is filtered CHANNELS_AT_ONCE
+        columns at a time: the memory beside the result is one part's columns on the grid."""
+        parts = [columns] if callable(columns) else list(columns)
+        source = self if rows is None else self.select(rows)
+        if not source.segments:  # no row asked for: the shape of the columns, no samples
+            return self.apply(parts)[:0]
+        out: list[np.ndarray] = []
+        for part in parts:
+            filtered: np.ndarray | None = None
+            at = 0
+            for segment in source.segments:
+                raw = np.asarray(part(segment.timestamp, segment.dq), dtype=float)
+                flat = raw.reshape(len(raw), -1)
+                if filtered is None:
+                    filtered = np.empty((source.n_samples, *raw.shape[1:]))
+                count = len(segment.rows)
+                target = filtered[at : at + count].reshape(count, -1)
+                for lo in range(0, flat.shape[1], CHANNELS_AT_ONCE):
+                    chunk = slice(lo, lo + CHANNELS_AT_ONCE)
+                    target[:, chunk] = segment.kept(zero_phase_filter(segment.sos, flat[:, chunk]))
+                at += count
+            out.append(filtered)
+        return out[0] if len(out) == 1 else np.concatenate(out, axis=-1)
 
     def select(self, rows: slice | np.ndarray) -> ParallelFilter:
         """The filter of a dataset's `rows` (a slice, or an index / boolean array in

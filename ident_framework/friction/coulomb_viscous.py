@@ -23,20 +23,17 @@ MuJoCo's soft friction loss: its force is fc·sat((ddq + dq/T)·k) with T = dmax
 smooth form of sat(·/w). T = 0 (the default): the shape of dq alone. `tuning=cv` chooses it per
 joint with the shape (`tuning.acceleration_leads`).
 
-Stribeck term (`stribeck_velocity` v_s, rad/s, one or one per joint): one more column per joint,
-dfs·exp(-(dq / v_s)²)·tanh(dq / w_s), i.e. near rest the friction differs from the sliding level fc
-by up to dfs (Nm, static minus sliding friction: the static friction is fc + dfs) and tends to fc
-within a few v_s: the Stribeck curve of `plugins/ident-stribeck` with v_s fixed instead of fitted,
-so the term is linear in dfs and `tuning=cv` chooses each joint's v_s from a grid
-(`tuning.stribeck_velocities`) like the Coulomb shapes. w_s (`stribeck_sign_width`, rad/s) keeps
-the term continuous at rest (presliding); with v_s of a few w_s it is a steep friction at rest that
-holds a joint by a small creep (a real drive's stiction: dfs > 0). dfs takes either sign: < 0 is a
-friction softer near rest than sliding (MuJoCo's soft friction loss, proportional to the creep
-below its width). A joint with v_s = 0 has no term (its column is zero and its dfs not
-identifiable). The twin (MJCF) has no Stribeck friction: it carries fc and fv only.
-Opt-in only: with its sign free, a barely excited joint can take a large negative dfs (measured:
--80 Nm on a simulated UR10e wrist at 10^5 samples with parallel friction columns, validation
-RMSE 0.77 -> 1.27 Nm); experiments/at_rest_friction/README.md.
+Stribeck shape (`stribeck_velocity` v_s, rad/s, one or one per joint): a fourth Coulomb shape,
+with two columns, fc·(1 − e)·t + fs·e·t, e = exp(-(dq / v_s)²), t = tanh(dq / w_s): the friction
+is the static level fs (Nm) at rest and tends to the sliding level fc within a few v_s, the
+Stribeck curve of `plugins/ident-stribeck` with v_s fixed instead of fitted, so it is linear in
+fc and fs and `tuning=cv` chooses each joint's v_s from a grid (`tuning.stribeck_velocities`)
+among the other shapes. Both levels are friction (kept >= 0 by the physically consistent
+estimators): fs > fc is a drive's stiction, fs < fc a friction softer near rest than sliding
+(MuJoCo's soft friction loss, proportional to the creep below its width). w_s
+(`stribeck_sign_width`, rad/s) keeps the friction continuous at rest (presliding). A joint with
+v_s = 0 uses its other shape (its fs column is zero and fs not identifiable); one with v_s > 0
+uses this shape whatever its tanh or saturation width. The twin (MJCF) carries fc and fv only.
 
 Temperature term (`temperature: on`; joint temperatures T in °C recorded beside the motion,
 e.g. RTDE's `joint_temperatures`): two more columns per joint, linear in their parameters,
@@ -95,7 +92,7 @@ TEMPERATURE_MODES = ("auto", "on", "off")
 TEMPERATURE_NAMES = ("fv_T", "fc_T")  # Nm·s/rad/K, Nm/K: the friction's change per kelvin
 LOAD_MODES = ("auto", "on", "off")
 LOAD_NAME = "fL"  # Nm/Nm: Coulomb friction per Nm of the joint's rigid-body torque
-STRIBECK_NAME = "dfs"  # Nm: static minus sliding friction (the Stribeck term), either sign
+STRIBECK_NAME = "fs"  # Nm: the static friction level of the Stribeck shape
 
 
 @dataclass
@@ -108,7 +105,7 @@ class CoulombViscousParams:
     per joint (null: the identification data's mean); load_dependent: auto | on | off, the load-
     dependent term fL (module doc); acceleration_lead: T in s, the Coulomb shape taken at dq +
     T·ddq, one value or one per joint (0 or null: at dq; module doc); stribeck_velocity: v_s
-    in rad/s of the Stribeck term, one value or one per joint (0 or null: none), and
+    in rad/s of the Stribeck shape, one value or one per joint (0 or null: none), and
     stribeck_sign_width its sign's width w_s in rad/s (module doc)."""
 
     dead_band: float = 0.01
@@ -209,9 +206,9 @@ class CoulombViscousFriction(FrictionModelDefaults):
     def basis(self, dq: np.ndarray, ddq: np.ndarray | None = None) -> np.ndarray:
         """(N, n, k) columns dq, s(dq + T ddq) (and, with the temperature term, its two
         columns at T = T_ref, i.e. zero: `temperature_basis` fills them; with the load term,
-        s per Nm of load: the regressor multiplies it by |tau_load|; with the Stribeck term,
-        exp(-(dq / v_s)²) tanh(dq / w_s)); dq rad/s, ddq rad/s² (needed with an acceleration
-        lead T > 0)."""
+        s per Nm of load: the regressor multiplies it by |tau_load|; with the Stribeck shape,
+        fs's column e·t, where fc's is (1 − e)·t: module doc); dq rad/s, ddq rad/s² (needed
+        with an acceleration lead T > 0)."""
         n = dq.shape[-1]
         width = self._broadcast(self.tanh_width, n, "tanh_width")
         turning = dq
@@ -227,22 +224,21 @@ class CoulombViscousFriction(FrictionModelDefaults):
         if np.any(saturation > 0):
             clipped = np.clip(turning / np.where(saturation > 0, saturation, 1.0), -1.0, 1.0)
             sign = np.where(saturation > 0, clipped, sign)
+        static = None
+        if STRIBECK_NAME in self.parameter_names:
+            velocity = self._broadcast(self.stribeck_velocity, n, "stribeck_velocity")
+            near_rest = np.exp(-((turning / np.where(velocity > 0, velocity, 1.0)) ** 2))
+            smooth = np.tanh(turning / self.stribeck_sign_width)
+            sign = np.where(velocity > 0, (1.0 - near_rest) * smooth, sign)
+            static = np.where(velocity > 0, near_rest * smooth, 0.0)
         columns = [dq, sign]
         if self.uses_temperature:
             columns += [np.zeros_like(dq), np.zeros_like(dq)]
         if self.load_column is not None:
             columns.append(sign)
-        if STRIBECK_NAME in self.parameter_names:
-            columns.append(self.stribeck_basis(dq))
+        if static is not None:
+            columns.append(static)
         return np.stack(columns, axis=-1)
-
-    def stribeck_basis(self, dq: np.ndarray) -> np.ndarray:
-        """(N, n) the Stribeck column exp(-(dq / v_s)²) tanh(dq / w_s) of each joint, dq in
-        rad/s (zero on the joints with v_s = 0)."""
-        velocity = self._broadcast(self.stribeck_velocity, dq.shape[-1], "stribeck_velocity")
-        scaled = dq / np.where(velocity > 0, velocity, 1.0)
-        bump = np.exp(-(scaled**2)) * np.tanh(dq / self.stribeck_sign_width)
-        return np.where(velocity > 0, bump, 0.0)
 
     def temperature_basis(self, basis: np.ndarray, temperature: np.ndarray) -> np.ndarray:
         """`basis` (N, n, 4) from `basis` (possibly low-passed like the torque) with its

@@ -9,7 +9,7 @@ a re-stream of base-regressor chunks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 from tqdm import tqdm
@@ -247,17 +247,25 @@ def project_to_base(
 
 
 def parallel_friction_basis(
-    data: Dataset, basis: Callable[..., np.ndarray], uses_acceleration: bool
+    data: Dataset,
+    basis: Callable[..., np.ndarray] | Sequence[Callable[..., np.ndarray]],
+    uses_acceleration: bool,
+    rows: np.ndarray | None = None,
 ) -> np.ndarray:
     """(N, n, k) friction columns `basis(t, dq, ddq)` computed from the unfiltered velocity of
     `data`'s recordings (ddq by np.gradient when `uses_acceleration`, else None) and low-passed
-    like the torque (`parallel_filter.py`), at `data`'s rows."""
+    like the torque (`parallel_filter.py`), at `data`'s rows (or at `rows` of them,
+    increasing). A sequence of functions: their columns concatenated, computed one at a time."""
 
-    def raw_columns(t: np.ndarray, dq: np.ndarray) -> np.ndarray:
-        ddq = np.gradient(dq, t, axis=0) if uses_acceleration else None
-        return basis(t, dq, ddq)
+    def raw(function: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+        def raw_columns(t: np.ndarray, dq: np.ndarray) -> np.ndarray:
+            ddq = np.gradient(dq, t, axis=0) if uses_acceleration else None
+            return function(t, dq, ddq)
 
-    return data.parallel_filter.apply(raw_columns)
+        return raw_columns
+
+    parts = raw(basis) if callable(basis) else [raw(function) for function in basis]
+    return data.parallel_filter.apply(parts, rows)
 
 
 def recording_friction(builder: RegressorBuilder, data: Dataset) -> np.ndarray | None:

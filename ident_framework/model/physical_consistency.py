@@ -154,19 +154,15 @@ def check_parameters(
 
 
 TEMPERATURE_MARK = "_T_"  # fv_T_j, fc_T_j: a friction's change per kelvin, either sign
-STRIBECK_MARK = "dfs_"  # dfs_j: static minus sliding friction (coulomb_viscous), either sign
 
 
 def sign_constrained(kinds: list[str], names: list[str]) -> np.ndarray:
     """(p,) True for the standard parameters that must be >= 0: friction and rotor inertia,
     not the friction's temperature coefficients (negative for a harmonic drive: its friction
-    falls as it warms) nor the Stribeck term's static-minus-sliding level (negative where the
-    friction near rest is softer than sliding, as MuJoCo's soft friction loss)."""
+    falls as it warms)."""
     return np.array(
         [
-            kind in ("friction", "armature")
-            and TEMPERATURE_MARK not in name
-            and not name.startswith(STRIBECK_MARK)
+            kind in ("friction", "armature") and TEMPERATURE_MARK not in name
             for kind, name in zip(kinds, names, strict=True)
         ],
         dtype=bool,

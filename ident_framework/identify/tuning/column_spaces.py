@@ -4,8 +4,9 @@ column (`block_factors.py`), built side by side on forked workers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -59,57 +60,72 @@ class ColumnSpaces:
         # the load-dependent columns in the factors, the term a candidate
         self.load, self.load_toggle = load_columns(config) if self.coulomb else (False, False)
         self.thermal, self.start = thermal, start
-        self.owns: dict[tuple[float, ...], OwnColumns] = {}
+        self.owns: dict[tuple[tuple[float, ...], Candidate | None], OwnColumns] = {}
         self.row_spaces = joint_row_spaces(builder)
-        self.spaces: dict[tuple[tuple[float, bool], tuple[float, ...]], ColumnSpace] = {}
+        self.spaces: dict[tuple[tuple[float, bool], tuple[float, ...], Any], ColumnSpace] = {}
         # the samples the data checks do not trust are in no fold (`data/checks.py`)
         checks = config.checks
         if checks.enabled and checked is None:
             checked = [check_recording(r, robot.limits, checks) for r in recordings]
         self.trusted = [c[0] for c in checked] if checks.enabled else [None] * len(recordings)
 
-    def own(self, lead: tuple[float, ...]) -> OwnColumns:
-        """The joints' own candidate columns with the Coulomb shapes' acceleration `lead`."""
-        if lead not in self.owns:
-            self.owns[lead] = _own_columns(
+    @property
+    def costly_columns(self) -> bool:
+        """Every candidate friction column costs a filter pass over the whole recording
+        (parallel friction columns, `preprocessing.friction_columns`), not just the rows the
+        cross-validation uses: build spaces that score one candidate with its columns only."""
+        return self.coulomb and bool(self.builder.parallel_friction)
+
+    def own(self, lead: tuple[float, ...], only: Candidate | None = None) -> OwnColumns:
+        """The joints' own candidate columns with the Coulomb shapes' acceleration `lead`
+        (`only`: just the friction columns that candidate uses)."""
+        key = (lead, only)
+        if key not in self.owns:
+            grids = self.config.tuning if only is None else _NO_GRIDS
+            self.owns[key] = _own_columns(
                 self.config,
                 self.builder,
                 (self.coulomb, self.thermal),
-                self.start,
-                self.config.tuning,
+                self.start if only is None else only,
+                grids,
                 self.load,
                 lead,
             )
-        return self.owns[lead]
+        return self.owns[key]
 
     def build(
-        self, candidates: list[tuple[float, bool]], leads: list[tuple[float, ...]]
+        self,
+        candidates: list[tuple[float, bool]],
+        leads: list[tuple[float, ...]],
+        only: Candidate | None = None,
     ) -> Iterator[ColumnSpace]:
         """The space of each preprocessing candidate with each acceleration lead (distinct,
         none built yet), in order, each as soon as it is built: side by side on forked
-        workers (`parallel_work.py`)."""
-        keys = [(c, lead) for c in candidates for lead in leads]
+        workers (`parallel_work.py`). `only`: spaces that hold that candidate's columns only
+        (to score it; `get` builds a whole space when one is needed)."""
+        keys = [(c, lead, only) for c in candidates for lead in leads]
         if any(resamples_any(r, self.config.preprocessing) for r in self.recordings):
             preload_cubic_spline()  # here once, not in every worker (jittery logs)
         for key in keys:
-            self.own(key[1])  # before the fork: the workers inherit it
+            self.own(key[1], only)  # before the fork: the workers inherit it
         arriving = forked_imap(self._factors, keys)
         for key, parts in zip(keys, arriving, strict=True):
-            self.spaces[key] = self._space(parts, key[1])
+            self.spaces[key] = self._space(parts, key[1], only)
             yield self.spaces[key]
 
     def get(self, preprocessing: tuple[float, bool], lead: tuple[float, ...]) -> ColumnSpace:
-        key = (preprocessing, lead)
+        """The whole space (every candidate column) of one preprocessing and lead."""
+        key = (preprocessing, lead, None)
         if key not in self.spaces:
             self.spaces[key] = self._space(self._factors(key), lead)
         return self.spaces[key]
 
     def _factors(
-        self, key: tuple[tuple[float, bool], tuple[float, ...]]
+        self, key: tuple[tuple[float, bool], tuple[float, ...], Candidate | None]
     ) -> tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray]:
         """(merged, per_joint, counts) of the fold factors of one preprocessing and
         acceleration lead (arrays only: what a worker sends back)."""
-        preprocessing, lead = key
+        preprocessing, lead, only = key
         params = replace(
             self.config.preprocessing,
             lowpass_hz=preprocessing[0],
@@ -123,7 +139,7 @@ class ColumnSpaces:
             self.builder,
             rows,
             self.plan.n_cells,
-            self.own(lead),
+            self.own(lead, only),
             self.row_spaces,
             self.config.tuning.max_samples,
         )
@@ -133,16 +149,18 @@ class ColumnSpaces:
         self,
         parts: tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray],
         lead: tuple[float, ...],
+        only: Candidate | None = None,
     ) -> ColumnSpace:
+        own = self.own(lead, only)
         return ColumnSpace(
-            FoldFactors(*parts, self.robot.n_joints, self.own(lead), self._layout()),
+            FoldFactors(*parts, self.robot.n_joints, own, self._layout()),
             self.robot.inertial_parameters(),
             self.robot.armature(),
             self.coulomb,
             tuple(self.builder.friction.parameter_names),
             self.toggle,
             self.load_toggle,
-            self._shape_factors(parts, lead),
+            self._shape_factors(parts, own),
         )
 
     def _layout(self, shapes: bool = False) -> FoldLayout:
@@ -150,16 +168,14 @@ class ColumnSpaces:
         return self.plan.layout(tuple(settings.shape_partitions if shapes else settings.partitions))
 
     def _shape_factors(
-        self,
-        parts: tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray],
-        lead: tuple[float, ...],
+        self, parts: tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray], own: OwnColumns
     ) -> FoldFactors | None:
         """The factors with the folds of the shape stages, None when they are the same."""
         settings = self.config.tuning
         if not self.coulomb or set(settings.shape_partitions) == set(settings.partitions):
             return None
         layout = self._layout(shapes=True)
-        return FoldFactors(*parts, self.robot.n_joints, self.own(lead), layout)
+        return FoldFactors(*parts, self.robot.n_joints, own, layout)
 
 
 def _fold_rows(
@@ -176,31 +192,36 @@ def _fold_rows(
     return FoldRows(data, recorded, labels)
 
 
+# no grid: a candidate's own Coulomb shapes only (`ColumnSpaces.own(lead, only)`)
+_NO_GRIDS = SimpleNamespace(
+    dead_bands=(), tanh_widths=(), saturation_widths=(), stribeck_velocities=()
+)
+
+
 def _coulomb_models(
     selected: Any, start: Candidate, settings: Any, lead: tuple[float, ...]
-) -> tuple[list[tuple[str, dict]], list[Any], list[float], list[Any]]:
-    """The candidate Coulomb shapes of `coulomb_viscous` (name, params; their models) and
-    Stribeck velocities (rad/s; their models), with the acceleration `lead`."""
+) -> tuple[list[str], list[Any], list[float]]:
+    """The candidate Coulomb shapes of `coulomb_viscous` (their column names and models, the
+    Stribeck shapes last) and the Stribeck velocities (rad/s) among them, with the
+    acceleration `lead`."""
     dead_bands = sorted({start.dead_band, *settings.dead_bands})
     widths = sorted({*(w for w in start.tanh_width if w > 0), *settings.tanh_widths})
     saturated = sorted({*(w for w in start.saturation_width if w > 0), *settings.saturation_widths})
+    velocities = sorted(
+        {*(v for v in start.stribeck_velocity if v > 0), *settings.stribeck_velocities}
+    )
     plain = {
         "tanh_width": None,
         "saturation_width": None,
+        "stribeck_velocity": None,
         "acceleration_lead": list(lead) if any(w > 0 for w in lead) else None,
     }
     shapes = [(f"fc[dead band {d:g}]", {**plain, "dead_band": d}) for d in dead_bands]
     shapes += [(f"fc[tanh {w:g}]", {**plain, "tanh_width": w}) for w in widths]
     shapes += [(f"fc[sat {w:g}]", {**plain, "saturation_width": w}) for w in saturated]
+    shapes += [(f"fc[stribeck {v:g}]", {**plain, "stribeck_velocity": v}) for v in velocities]
     models = [selected.info.create(replace(selected.params, **p)) for _, p in shapes]
-    velocities = sorted(
-        {*(v for v in start.stribeck_velocity if v > 0), *settings.stribeck_velocities}
-    )
-    stribeck = [
-        selected.info.create(replace(selected.params, **plain, stribeck_velocity=v))
-        for v in velocities
-    ]
-    return shapes, models, velocities, stribeck
+    return [name for name, _ in shapes], models, velocities
 
 
 def _own_columns(
@@ -223,27 +244,37 @@ def _own_columns(
     coulomb, thermal = friction
     if coulomb:
         selected = config.plugins["friction"]
-        shapes, models, velocities, stribeck = _coulomb_models(selected, start, settings, lead)
-        names = ("fv", *(name for name, _ in shapes), "Ia", "offset")
+        shapes, models, velocities = _coulomb_models(selected, start, settings, lead)
+        names = ("fv", *shapes, "Ia", "offset")
         if thermal:
             names = (*names[:-2], *(temperature_name(name) for name in names[:-2]), "Ia", "offset")
         if load:
-            names = (*names[:-2], *(load_name(name) for name, _ in shapes), "Ia", "offset")
+            names = (*names[:-2], *(load_name(name) for name in shapes), "Ia", "offset")
         names = (*names[:-2], *(stribeck_name(v) for v in velocities), "Ia", "offset")
         reference = np.asarray(selected.params.reference_temperature, dtype=float)
 
-        def raw_columns(t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None) -> np.ndarray:
-            """(M, n, 1 + shapes + Stribeck terms): dq, each shape, each Stribeck column."""
-            columns = [dq[:, :, None]] + [m.basis(dq, ddq)[:, :, 1:2] for m in models]
-            columns += [m.stribeck_basis(dq)[:, :, None] for m in stribeck]
-            return np.concatenate(columns, axis=-1)
+        def column(model: Any, index: int) -> Callable[..., np.ndarray]:
+            def values(t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None) -> np.ndarray:
+                return model.basis(dq, ddq)[:, :, [index]]
+
+            return values
+
+        # (M, n, 1) each: dq, each shape's Coulomb column, each Stribeck shape's static column
+        def velocity(t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None) -> np.ndarray:
+            return dq[:, :, None]
+
+        parts = [velocity, *(column(m, 1) for m in models)]
+        parts += [column(m, -1) for m in models[len(models) - len(velocities) :]]
 
         def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
             if builder.parallel_friction and data.parallel_filter is not None:
                 leading = any(w > 0 for w in lead)
-                every = parallel_friction_basis(data, raw_columns, leading)[rows]
+                ascending = np.sort(rows)  # `fold_factors` asks for its rows grouped by cell
+                every = parallel_friction_basis(data, parts, leading, ascending)
+                every = every[np.searchsorted(ascending, rows)]
             else:
-                every = raw_columns(None, data.dq[rows], data.ddq[rows])
+                dq, ddq = data.dq[rows], data.ddq[rows]
+                every = np.concatenate([part(None, dq, ddq) for part in parts], axis=-1)
             own = 1 + len(models)
             columns = [every[:, :, k : k + 1] for k in range(own)]
             if thermal:

@@ -3,8 +3,8 @@
 Coordinate search, each stage keeping the best candidate so far: on the configured
 preprocessing the column options are chosen greedily (`search_columns`): regressor columns
 (rotor inertia, offset), the Coulomb dead band (`coulomb_viscous`), each joint's friction
-shape (dead-band sign, tanh or saturated sign of a width, `sweeps` passes over the joints),
-then each joint's Stribeck term (none or a velocity: `tuning.stribeck_velocities`), the friction's
+shape (dead-band sign, tanh or saturated sign of a width, or the Stribeck shape of a velocity:
+`tuning.stribeck_velocities`; `sweeps` passes over the joints), the friction's
 temperature term on or off (when the recordings have joint temperatures), its load-dependent
 term on or off (`coulomb_viscous`, `load_dependent: auto`; scored with tau_load from the
 nominal robot model, where the final fit iterates it: `identify/load_friction.py`), then the
@@ -39,8 +39,9 @@ def temperature_name(column: str) -> str:
 
 
 def stribeck_name(velocity: float) -> str:
-    """The name of a Stribeck column of velocity `velocity` rad/s (`coulomb_viscous`)."""
-    return f"dfs[v {velocity:g}]"
+    """The name of the static-friction column of the Stribeck shape of velocity `velocity`
+    rad/s (`coulomb_viscous`: its sliding column is `fc[stribeck v]`)."""
+    return f"fs[stribeck {velocity:g}]"
 
 
 def load_name(column: str) -> str:
@@ -50,9 +51,10 @@ def load_name(column: str) -> str:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One combination of options. Per joint, its Coulomb shape: saturation_width (n,) rad/s
-    > 0, the saturated sign; else tanh_width (n,) rad/s > 0, tanh; else the dead-band sign
-    (an empty saturation_width: none saturated)."""
+    """One combination of options. Per joint, its Coulomb shape: stribeck_velocity (n,) rad/s
+    > 0, the Stribeck shape; else saturation_width (n,) rad/s > 0, the saturated sign; else
+    tanh_width (n,) rad/s > 0, tanh; else the dead-band sign (an empty stribeck_velocity or
+    saturation_width: none of that shape)."""
 
     lowpass_hz: float
     measured_velocity: bool
@@ -67,10 +69,12 @@ class Candidate:
     load: bool = False  # the friction's load-dependent term (coulomb_viscous)
     saturation_width: tuple[float, ...] = ()
     acceleration_lead: tuple[float, ...] = ()  # s per joint (coulomb_viscous); empty: none
-    stribeck_velocity: tuple[float, ...] = ()  # v_s rad/s per joint (0: no Stribeck term)
+    stribeck_velocity: tuple[float, ...] = ()  # v_s rad/s per joint (0: another shape)
 
     def shape(self, joint: int) -> str:
         """The name of joint `joint`'s Coulomb column (`coulomb_viscous`)."""
+        if self.stribeck_velocity and self.stribeck_velocity[joint] > 0:
+            return f"fc[stribeck {self.stribeck_velocity[joint]:g}]"
         if self.saturation_width and self.saturation_width[joint] > 0:
             return f"fc[sat {self.saturation_width[joint]:g}]"
         if self.tanh_width[joint] > 0:
@@ -78,21 +82,21 @@ class Candidate:
         return f"fc[dead band {self.dead_band:g}]"
 
     def with_shape(self, joint: int, family: str, width: float) -> Candidate:
-        """This candidate with joint `joint`'s shape `family` (tanh, sat or dead band)."""
+        """This candidate with joint `joint`'s shape `family` (tanh, sat, stribeck or dead
+        band) of width (or Stribeck velocity) `width` rad/s."""
         n = len(self.tanh_width)
         saturation = self.saturation_width or (SHAPE_DEAD_BAND,) * n
+        stribeck = self.stribeck_velocity or (SHAPE_DEAD_BAND,) * n
         return replace(
             self,
             tanh_width=_with(self.tanh_width, joint, width if family == "tanh" else 0.0),
             saturation_width=unless_zero(
                 _with(saturation, joint, width if family == "sat" else 0.0)
             ),
+            stribeck_velocity=unless_zero(
+                _with(stribeck, joint, width if family == "stribeck" else 0.0)
+            ),
         )
-
-    def with_stribeck(self, joint: int, velocity: float) -> Candidate:
-        """This candidate with joint `joint`'s Stribeck velocity `velocity` (0: none)."""
-        velocities = self.stribeck_velocity or (0.0,) * len(self.tanh_width)
-        return replace(self, stribeck_velocity=unless_zero(_with(velocities, joint, velocity)))
 
     def row(self) -> dict[str, Any]:
         return {
@@ -168,7 +172,8 @@ class ColumnSpace:
 
     def signed(self, columns: np.ndarray) -> np.ndarray:
         """(len(columns),) True for the columns whose parameter is kept > 0 by a physically
-        consistent estimator: friction (not its temperature coefficients) and rotor inertia."""
+        consistent estimator: friction (fv, fc, the Stribeck shape's fs; not the temperature
+        coefficients) and rotor inertia."""
         f = self.factors
         own, width = f.own.names, len(f.own.names)
         names = [
@@ -179,7 +184,8 @@ class ColumnSpace:
         ]  # fmt: skip
         return np.array(
             [
-                name.startswith(("fv", "fc", "Ia")) and not name.endswith(temperature_name(""))
+                name.startswith(("fv", "fc", "fs", "Ia"))
+                and not name.endswith(temperature_name(""))
                 for name in names
             ],
             dtype=bool,
@@ -290,8 +296,7 @@ class _ColumnSearch:
 
     def coulomb_shapes(self) -> None:
         """The dead band, then each joint's Coulomb shape (dead-band sign, tanh or
-        saturated sign of a width), then its Stribeck term (none or a velocity), judged by
-        the shape folds."""
+        saturated sign of a width, Stribeck shape of a velocity), judged by the shape folds."""
         grids, n = self.grids, self.space.factors.n_joints
         self.judged_by(True)
         self.consider(
@@ -310,6 +315,7 @@ class _ColumnSearch:
             ("dead band", SHAPE_DEAD_BAND),
             *(("tanh", w) for w in grids.tanh_widths),
             *(("sat", w) for w in grids.saturation_widths),
+            *(("stribeck", v) for v in grids.stribeck_velocities),
         ]
         for _ in range(grids.sweeps):
             before = self.best
@@ -320,11 +326,6 @@ class _ColumnSearch:
                 )
             if self.best == before:
                 break
-        for j in range(n):
-            self.consider(
-                [self.best.with_stribeck(j, v) for v in (0.0, *grids.stribeck_velocities)],
-                f"Stribeck term joint {j + 1}",
-            )
         self.judged_by(False)
 
     def regularisation(self) -> None:

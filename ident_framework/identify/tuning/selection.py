@@ -180,10 +180,18 @@ def _search(
     # 1. column options on the configured preprocessing; 2. every preprocessing with them;
     # 3. the Coulomb shapes' acceleration lead (coulomb_viscous) on the preprocessing that
     # won; 4. the column options again if another preprocessing or lead won. (The column
-    # search of 1. runs while the forked workers build the other candidates' spaces.)
+    # search of 1. runs while the forked workers build the other candidates' spaces; when
+    # every friction column costs a pass over the whole recording, they are built after it,
+    # each with the columns of 1.'s choice only.)
     configured = candidates[0]
-    arriving = spaces.build(candidates, [start.acceleration_lead])
-    best, best_held = search_columns(next(arriving), start, settings, tolerance, regularise, log)
+    if spaces.costly_columns:
+        first = spaces.get(configured, start.acceleration_lead)
+        best, best_held = search_columns(first, start, settings, tolerance, regularise, log)
+        arriving = spaces.build(candidates[1:], [start.acceleration_lead], only=best)
+    else:
+        arriving = spaces.build(candidates, [start.acceleration_lead])
+        first = next(arriving)
+        best, best_held = search_columns(first, start, settings, tolerance, regularise, log)
     options, figures = [best], [best_held]
     for preprocessing, space in zip(candidates[1:], arriving, strict=True):
         option = replace(best, lowpass_hz=preprocessing[0], measured_velocity=preprocessing[1])
