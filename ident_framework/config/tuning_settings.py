@@ -59,7 +59,9 @@ class TuningSettings:
     tanh_widths: list[float] = field(default_factory=lambda: [0.001, 0.003, 0.01, 0.03, 0.1])
     saturation_widths: list[float] = field(default_factory=list)
     acceleration_leads: list[float] = field(default_factory=list)
-    stribeck_velocities: list[float] = field(default_factory=list)
+    stribeck_velocities: list[float] = field(
+        default_factory=lambda: [0.002, 0.005, 0.01, 0.03, 0.1]
+    )
     ridges: list[float] = field(default_factory=lambda: [1e-5, 1e-4, 1e-3, 1e-2])
     truncations: list[float] = field(default_factory=lambda: [1e-4, 1e-3, 1e-2])
     prior_weights: list[float] = field(default_factory=lambda: [1.0, 10.0, 100.0, 1e3, 1e4, 1e5])

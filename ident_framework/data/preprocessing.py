@@ -65,7 +65,7 @@ class PreprocessingParams:
     trim_s: float | None = None
     use_measured_velocity: bool = True
     resample: str = "auto"
-    friction_columns: str = "auto"
+    friction_columns: str = "parallel"
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.lowpass_hz) and self.lowpass_hz > 0):
