@@ -205,7 +205,9 @@ def test_relative_csv_paths_and_split_validation(recorded_logs, tmp_path: Path):
     share = metrics["data"]["validation_samples"] / (
         metrics["data"]["validation_samples"] + metrics["data"]["train_samples"]
     )
-    assert 0.2 < share < 0.3
+    # the last quarter, less the filter edges dropped at both ends of each piece (longer at
+    # the low cut-offs the tuning may choose; a larger share of the shorter piece)
+    assert 0.15 < share < 0.3
     assert metrics["validation"]["physical"]["r2"] > 0.98
 
 

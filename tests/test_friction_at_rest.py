@@ -106,6 +106,8 @@ def test_selection_finds_a_planted_friction_loss_law():
         "tuning.velocity_sources=[measured]",
         "tuning.saturation_widths=[0.003,0.01,0.03]",
         "tuning.acceleration_leads=[0.0,0.01,0.03]",
+        "tuning.stribeck_velocities=[]",  # the saturated shape and lead alone (no Stribeck)
+        "preprocessing.friction_columns=filtered_velocity",  # as the law was planted and found
     )
     robot, builder, theta = _ur10e_model(config)
     data = _friction_loss_recording(builder, theta, np.full(6, 0.01), 0.01, seed=5)

@@ -67,7 +67,8 @@ def test_tuned_run_writes_its_table_and_choice_and_predict_reuses_it(cli, logs, 
     assert "tuning" in metrics["timing_s"]
     chosen = tuning["chosen"]
     assert chosen["preprocessing.lowpass_hz"] in (10.0, 20.0)
-    assert chosen["friction.tanh_width"] is not None  # the log's friction is a smooth sign
+    # the log's friction is a smooth sign: a tanh or the (smooth) Stribeck shape
+    assert chosen["friction.tanh_width"] is not None or chosen["friction.stribeck_velocity"]
     summary = (run / "summary.txt").read_text()
     assert "tuning=cv" in summary and "chosen: preprocessing.lowpass_hz=" in summary
     # mode=predict rebuilds the model with the chosen options: the same validation figures

@@ -224,6 +224,20 @@ def _coulomb_models(
     return [name for name, _ in shapes], models, velocities
 
 
+def _velocity_column(t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None) -> np.ndarray:
+    """(M, n, 1) the viscous column dq (rad/s)."""
+    return dq[:, :, None]
+
+
+def _basis_column(model: Any, index: int) -> Callable[..., np.ndarray]:
+    """(t, dq, ddq) -> (M, n, 1): column `index` of the friction `model`'s basis."""
+
+    def values(t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None) -> np.ndarray:
+        return model.basis(dq, ddq)[:, :, [index]]
+
+    return values
+
+
 def _own_columns(
     config: RunConfig,
     builder: RegressorBuilder,
@@ -253,18 +267,9 @@ def _own_columns(
         names = (*names[:-2], *(stribeck_name(v) for v in velocities), "Ia", "offset")
         reference = np.asarray(selected.params.reference_temperature, dtype=float)
 
-        def column(model: Any, index: int) -> Callable[..., np.ndarray]:
-            def values(t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None) -> np.ndarray:
-                return model.basis(dq, ddq)[:, :, [index]]
-
-            return values
-
         # (M, n, 1) each: dq, each shape's Coulomb column, each Stribeck shape's static column
-        def velocity(t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None) -> np.ndarray:
-            return dq[:, :, None]
-
-        parts = [velocity, *(column(m, 1) for m in models)]
-        parts += [column(m, -1) for m in models[len(models) - len(velocities) :]]
+        parts = [_velocity_column, *(_basis_column(m, 1) for m in models)]
+        parts += [_basis_column(m, -1) for m in models[len(models) - len(velocities) :]]
 
         def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
             if builder.parallel_friction and data.parallel_filter is not None:
