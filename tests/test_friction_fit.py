@@ -199,6 +199,29 @@ def test_parallel_filter_is_the_torque_filter(robot):
     assert both.parallel_filter.apply(many, rows[:0]).shape == (0, 6, 20)
 
 
+def test_parallel_friction_parts_see_each_segments_acceleration(robot):
+    """Column functions given as parts get the same ddq as one function over all of them:
+    each segment's np.gradient of its unfiltered velocity (two recordings: two segments)."""
+    from ident_framework.identify.linear_problem import parallel_friction_basis
+
+    t = np.arange(0.0, 4.0, 0.002)
+    q, dq, _ = multisine(t, 6, 7)
+    raw = Dataset(t, q, dq, 0 * q, robot.joint_names)
+    data = preprocess(raw, PreprocessingParams())
+    both = concatenate([data, data.select(slice(0, 1200))])
+
+    def lead(t, dq, ddq):
+        return np.tanh((dq + 0.01 * ddq) / 0.01)[..., None]
+
+    def square(t, dq, ddq):
+        return (ddq**2)[..., None]
+
+    whole = parallel_friction_basis(
+        both, lambda t, dq, ddq: np.concatenate([lead(t, dq, ddq), square(t, dq, ddq)], -1), True
+    )
+    np.testing.assert_allclose(parallel_friction_basis(both, [lead, square], True), whole)
+
+
 def test_nonlinear_model_missing_a_member_is_named():
     class Incomplete:
         parameter_names = ("fc",)

@@ -71,28 +71,27 @@ class ParallelFilter:
         """(N, c, k): `columns` evaluated on each segment's unfiltered velocity (in time
         order, the whole grid), low-passed like the torque, at the dataset's rows (or at
         `rows` of them, increasing). A sequence of functions gives the concatenation of their
-        columns (last axis), one part at a time, and each part is filtered CHANNELS_AT_ONCE
-        columns at a time: the memory beside the result is one part's columns on the grid."""
+        columns (last axis), evaluated one after the other on each segment, and each part is
+        filtered CHANNELS_AT_ONCE columns at a time: the memory beside the result is one
+        part's columns on one segment's grid."""
         parts = [columns] if callable(columns) else list(columns)
         source = self if rows is None else self.select(rows)
         if not source.segments:  # no row asked for: the shape of the columns, no samples
             return self.apply(parts)[:0]
-        out: list[np.ndarray] = []
-        for part in parts:
-            filtered: np.ndarray | None = None
-            at = 0
-            for segment in source.segments:
+        out: list[np.ndarray | None] = [None] * len(parts)
+        at = 0
+        for segment in source.segments:
+            count = len(segment.rows)
+            for i, part in enumerate(parts):
                 raw = np.asarray(part(segment.timestamp, segment.dq), dtype=float)
+                if out[i] is None:
+                    out[i] = np.empty((source.n_samples, *raw.shape[1:]))
                 flat = raw.reshape(len(raw), -1)
-                if filtered is None:
-                    filtered = np.empty((source.n_samples, *raw.shape[1:]))
-                count = len(segment.rows)
-                target = filtered[at : at + count].reshape(count, -1)
+                target = out[i][at : at + count].reshape(count, -1)
                 for lo in range(0, flat.shape[1], CHANNELS_AT_ONCE):
                     chunk = slice(lo, lo + CHANNELS_AT_ONCE)
                     target[:, chunk] = segment.kept(zero_phase_filter(segment.sos, flat[:, chunk]))
-                at += count
-            out.append(filtered)
+            at += count
         return out[0] if len(out) == 1 else np.concatenate(out, axis=-1)
 
     def select(self, rows: slice | np.ndarray) -> ParallelFilter:

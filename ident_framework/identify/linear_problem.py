@@ -255,12 +255,20 @@ def parallel_friction_basis(
     """(N, n, k) friction columns `basis(t, dq, ddq)` computed from the unfiltered velocity of
     `data`'s recordings (ddq by np.gradient when `uses_acceleration`, else None) and low-passed
     like the torque (`parallel_filter.py`), at `data`'s rows (or at `rows` of them,
-    increasing). A sequence of functions: their columns concatenated, computed one at a time."""
+    increasing). A sequence of functions: their columns concatenated, computed one at a time
+    (each segment's ddq once for all of them)."""
+    last: list[np.ndarray] = []  # [dq, its ddq] of the segment the parts are evaluated on
+
+    def acceleration(t: np.ndarray, dq: np.ndarray) -> np.ndarray | None:
+        if not uses_acceleration:
+            return None
+        if not last or last[0] is not dq:
+            last[:] = [dq, np.gradient(dq, t, axis=0)]
+        return last[1]
 
     def raw(function: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
         def raw_columns(t: np.ndarray, dq: np.ndarray) -> np.ndarray:
-            ddq = np.gradient(dq, t, axis=0) if uses_acceleration else None
-            return function(t, dq, ddq)
+            return function(t, dq, acceleration(t, dq))
 
         return raw_columns
 

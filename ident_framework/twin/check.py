@@ -122,7 +122,7 @@ def twin_metrics(
             "identified_model_rmse": identified_moving,
             # None when no sample moves (e.g. a recording of an arm at rest): nothing to compare
             "ratio_twin_to_identified": (
-                twin_moving / identified_moving if moving.any() and identified_moving > 0 else None
+                twin_moving / identified_moving if identified_moving else None
             ),
         },
         "forward_divergence_rad": forward_divergence(twin, data),

@@ -62,7 +62,9 @@ class ColumnSpaces:
         self.thermal, self.start = thermal, start
         self.owns: dict[tuple[tuple[float, ...], Candidate | None], OwnColumns] = {}
         self.row_spaces = joint_row_spaces(builder)
-        self.spaces: dict[tuple[tuple[float, bool], tuple[float, ...], Any], ColumnSpace] = {}
+        self.spaces: dict[
+            tuple[tuple[float, bool], tuple[float, ...], Candidate | None], ColumnSpace
+        ] = {}
         # the samples the data checks do not trust are in no fold (`data/checks.py`)
         checks = config.checks
         if checks.enabled and checked is None:
