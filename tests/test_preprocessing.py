@@ -294,3 +294,48 @@ def test_the_unfiltered_velocity_is_computed_only_when_parallel_filtering_asks(
     expected = data.dq if measured_velocity else real(data.q, window, 3, 1, step)
     np.testing.assert_array_equal(unfiltered, expected)
     assert unfiltered.flags.c_contiguous and segment.dq is unfiltered  # computed once
+
+
+def test_parallel_filtering_batches_across_functions_and_skips_unwanted_joints(monkeypatch):
+    """Columns of several functions are filtered together in batches (any batch size gives
+    the same columns, to rounding); a joint left out of a function's `keep` mask is zero and
+    never filtered; each column equals its own zero-phase filter at the kept rows."""
+    import ident_framework.data.parallel_filter as parallel_filter
+    from ident_framework.data.zero_phase_lowpass import zero_phase_filter
+
+    out = preprocess(dataset(uniform_500hz()), PreprocessingParams(lowpass_hz=10.0))
+    pf = out.parallel_filter
+    segment = pf.segments[0]
+    parts = [
+        lambda t, dq: dq[:, :, None],
+        lambda t, dq: np.stack([np.tanh(dq / 0.01), np.sign(dq)], axis=-1),
+        lambda t, dq: np.exp(-((dq / 0.05) ** 2))[:, :, None],
+    ]
+    whole = pf.apply(parts)
+    assert whole.shape == (out.n_samples, 3, 4)
+    for k, expected in enumerate(
+        [
+            segment.dq,
+            np.tanh(segment.dq / 0.01),
+            np.sign(segment.dq),
+            np.exp(-((segment.dq / 0.05) ** 2)),
+        ]
+    ):
+        direct = zero_phase_filter(segment.sos, expected)[segment.rows]
+        np.testing.assert_allclose(whole[..., k], direct, atol=1e-12)
+    filtered = []
+    real = parallel_filter.zero_phase_filter_view
+
+    def counted(sos, columns):
+        filtered.append(sum(c.shape[1] for c in columns))
+        return real(sos, columns)
+
+    monkeypatch.setattr(parallel_filter, "zero_phase_filter_view", counted)
+    monkeypatch.setattr(parallel_filter, "CHANNELS_AT_ONCE", 4)
+    keep = [None, np.array([False, True, False]), np.array([True, False, True])]
+    masked = pf.apply(parts, keep=keep)
+    assert filtered == [4, 3]  # 3 + 2 + 2 wanted columns, in batches of 4 at most
+    np.testing.assert_allclose(masked[:, :, 0], whole[:, :, 0], atol=1e-12)
+    np.testing.assert_allclose(masked[:, 1, 1:3], whole[:, 1, 1:3], atol=1e-12)
+    np.testing.assert_allclose(masked[:, [0, 2], 3], whole[:, [0, 2], 3], atol=1e-12)
+    assert not masked[:, [0, 2], 1:3].any() and not masked[:, 1, 3].any()

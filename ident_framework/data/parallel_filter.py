@@ -21,10 +21,11 @@ from functools import cached_property
 import numpy as np
 
 from ident_framework.data.cubic_spline import cubic_spline
-from ident_framework.data.zero_phase_lowpass import zero_phase_filter
+from ident_framework.data.zero_phase_lowpass import zero_phase_filter_view
 
 # (t (M,) s, dq (M, n) rad/s) -> (M, c, k) friction columns
-CHANNELS_AT_ONCE = 48  # columns filtered together (buffers ~3 x M x 48 doubles)
+CHANNELS_AT_ONCE = 48  # columns filtered together at most (buffers ~3 x M x 48 doubles)
+SAMPLES_AT_ONCE = 4_800_000  # grid samples x columns filtered together at most (38 MB)
 ColumnFunction = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
@@ -66,15 +67,21 @@ class ParallelFilter:
         return sum(len(segment.rows) for segment in self.segments)
 
     def apply(
-        self, columns: ColumnFunction | Sequence[ColumnFunction], rows: np.ndarray | None = None
+        self,
+        columns: ColumnFunction | Sequence[ColumnFunction],
+        rows: np.ndarray | None = None,
+        keep: Sequence[np.ndarray | None] | None = None,
     ) -> np.ndarray:
         """(N, c, k): `columns` evaluated on each segment's unfiltered velocity (in time
         order, the whole grid), low-passed like the torque, at the dataset's rows (or at
         `rows` of them, increasing). A sequence of functions gives the concatenation of their
-        columns (last axis), evaluated one after the other on each segment, and each part is
-        filtered CHANNELS_AT_ONCE columns at a time: the memory beside the result is one
-        part's columns on one segment's grid."""
+        columns (last axis), evaluated one after the other on each segment. `keep`: per
+        function, a boolean mask (c,) of the rows of its (c, k) columns wanted (None: all);
+        the others are not filtered and are zero. Columns are filtered together across
+        functions, up to `CHANNELS_AT_ONCE` and `SAMPLES_AT_ONCE` values at a time: the
+        memory beside the result is one batch of columns on one segment's grid."""
         parts = [columns] if callable(columns) else list(columns)
+        keeps = [None] * len(parts) if keep is None else list(keep)
         source = self if rows is None else self.select(rows)
         if not source.segments:  # no row asked for: the shape of the columns, no samples
             return self.apply(parts)[:0]
@@ -82,15 +89,22 @@ class ParallelFilter:
         at = 0
         for segment in source.segments:
             count = len(segment.rows)
+            size = max(1, min(CHANNELS_AT_ONCE, SAMPLES_AT_ONCE // len(segment.timestamp)))
+            batch = _Batch(segment, size)
             for i, part in enumerate(parts):
                 raw = np.asarray(part(segment.timestamp, segment.dq), dtype=float)
                 if out[i] is None:
-                    out[i] = np.empty((source.n_samples, *raw.shape[1:]))
+                    out[i] = np.zeros((source.n_samples, *raw.shape[1:]))
                 flat = raw.reshape(len(raw), -1)
                 target = out[i][at : at + count].reshape(count, -1)
-                for lo in range(0, flat.shape[1], CHANNELS_AT_ONCE):
-                    chunk = slice(lo, lo + CHANNELS_AT_ONCE)
-                    target[:, chunk] = segment.kept(zero_phase_filter(segment.sos, flat[:, chunk]))
+                mask = keeps[i]
+                wanted = (
+                    np.arange(flat.shape[1])
+                    if mask is None
+                    else np.flatnonzero(np.repeat(np.asarray(mask, dtype=bool), raw[0, 0].size))
+                )
+                batch.add(flat, wanted, target)
+            batch.flush()
             at += count
         return out[0] if len(out) == 1 else np.concatenate(out, axis=-1)
 
@@ -112,3 +126,43 @@ class ParallelFilter:
         if not filters or any(f is None for f in filters):
             return None
         return ParallelFilter(tuple(s for f in filters for s in f.segments))
+
+
+class _Batch:
+    """Columns of one segment waiting to be filtered together: (M, c) slices of the
+    functions' flattened columns, each with the (count, c) target it fills (at the segment's
+    kept rows)."""
+
+    def __init__(self, segment: FilterSegment, size: int) -> None:
+        self.segment, self.size = segment, size
+        self.waiting: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.width = 0
+
+    def add(self, flat: np.ndarray, wanted: np.ndarray, target: np.ndarray) -> None:
+        """Queue columns `wanted` of `flat` (M, c) for `target` (count, c), filtering whenever
+        a batch is full."""
+        done = 0
+        while done < len(wanted):
+            chunk = wanted[done : done + self.size - self.width]
+            self._queue(flat, chunk, target)
+            done += len(chunk)
+            if self.width >= self.size:
+                self.flush()
+
+    def _queue(self, flat: np.ndarray, chunk: np.ndarray, target: np.ndarray) -> None:
+        columns = flat if len(chunk) == flat.shape[1] else flat[:, chunk]
+        self.waiting.append((columns, chunk, target))
+        self.width += len(chunk)
+
+    def flush(self) -> None:
+        """Filter the queued columns (one pass) and write them to their targets."""
+        if not self.waiting:
+            return
+        segment = self.segment
+        filtered = zero_phase_filter_view(segment.sos, [w[0] for w in self.waiting])
+        values = segment.kept(filtered)
+        column = 0
+        for _, chunk, target in self.waiting:
+            target[:, chunk] = values[:, column : column + len(chunk)]
+            column += len(chunk)
+        self.waiting, self.width = [], 0

@@ -68,6 +68,13 @@ def zero_phase_filter(sos: np.ndarray, x: np.ndarray | list[np.ndarray]) -> np.n
     return np.ascontiguousarray(_filtered(sos, parts)).reshape(shape)
 
 
+def zero_phase_filter_view(sos: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
+    """`zero_phase_filter` of the column stack of the (N, k_i) arrays `parts` as a (N, sum
+    k_i) view with reversed rows (not C-ordered: index the rows wanted rather than copy it
+    whole)."""
+    return _filtered(sos, [np.asarray(a, dtype=float) for a in parts])
+
+
 def zero_phase_filter_parts(sos: np.ndarray, parts: list[np.ndarray]) -> list[np.ndarray]:
     """`zero_phase_filter` of the (N, k_i) arrays `parts` filtered together, returned as one
     C-ordered (N, k_i) array each (no column stack to split and copy again)."""

@@ -251,12 +251,14 @@ def parallel_friction_basis(
     basis: Callable[..., np.ndarray] | Sequence[Callable[..., np.ndarray]],
     uses_acceleration: bool,
     rows: np.ndarray | None = None,
+    joints: Sequence[np.ndarray | None] | None = None,
 ) -> np.ndarray:
     """(N, n, k) friction columns `basis(t, dq, ddq)` computed from the unfiltered velocity of
     `data`'s recordings (ddq by np.gradient when `uses_acceleration`, else None) and low-passed
     like the torque (`parallel_filter.py`), at `data`'s rows (or at `rows` of them,
     increasing). A sequence of functions: their columns concatenated, computed one at a time
-    (each segment's ddq once for all of them)."""
+    (each segment's ddq once for all of them), and `joints` (per function, a boolean mask (n,)
+    or None for all) the joints whose columns are wanted: the others are zero, unfiltered."""
     last: list[np.ndarray] = []  # [dq, its ddq] of the segment the parts are evaluated on
 
     def acceleration(t: np.ndarray, dq: np.ndarray) -> np.ndarray | None:
@@ -273,7 +275,7 @@ def parallel_friction_basis(
         return raw_columns
 
     parts = raw(basis) if callable(basis) else [raw(function) for function in basis]
-    return data.parallel_filter.apply(parts, rows)
+    return data.parallel_filter.apply(parts, rows, joints)
 
 
 def recording_friction(builder: RegressorBuilder, data: Dataset) -> np.ndarray | None:

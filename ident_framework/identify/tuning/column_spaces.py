@@ -92,6 +92,7 @@ class ColumnSpaces:
                 grids,
                 self.load,
                 lead,
+                only is not None,
             )
         return self.owns[key]
 
@@ -231,13 +232,39 @@ def _velocity_column(t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | Non
     return dq[:, :, None]
 
 
-def _basis_column(model: Any, index: int) -> Callable[..., np.ndarray]:
-    """(t, dq, ddq) -> (M, n, 1): column `index` of the friction `model`'s basis."""
+class _LastBasis:
+    """The friction basis of the last model and velocity asked for, kept so that two columns
+    of one model asked for one after the other (a Stribeck shape's fc and fs) cost one
+    evaluation."""
 
-    def values(t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None) -> np.ndarray:
-        return model.basis(dq, ddq)[:, :, [index]]
+    def __init__(self) -> None:
+        self.key: tuple[Any, np.ndarray, np.ndarray | None] | None = None
+        self.basis: np.ndarray | None = None
 
-    return values
+    def column(self, model: Any, index: int) -> Callable[..., np.ndarray]:
+        """(t, dq, ddq) -> (M, n, 1): column `index` of the friction `model`'s basis."""
+
+        def values(t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None) -> np.ndarray:
+            key = self.key
+            if key is None or key[0] is not model or key[1] is not dq or key[2] is not ddq:
+                self.key, self.basis = (model, dq, ddq), model.basis(dq, ddq)
+            return self.basis[:, :, [index]]
+
+        return values
+
+
+def _joints_with(candidate: Candidate, column: str, n: int) -> np.ndarray:
+    """(n,) True for the joints whose Coulomb (or Stribeck static) column `candidate` makes
+    `column`."""
+    return np.array(
+        [
+            candidate.shape(j) == column
+            or bool(candidate.stribeck_velocity)
+            and candidate.stribeck_velocity[j] > 0
+            and stribeck_name(candidate.stribeck_velocity[j]) == column
+            for j in range(n)
+        ]
+    )
 
 
 def _own_columns(
@@ -248,6 +275,7 @@ def _own_columns(
     settings: Any,
     load: bool = False,
     lead: tuple[float, ...] = (),
+    own_shape_only: bool = False,
 ) -> OwnColumns:
     """Every joint's own candidate columns: friction shapes (and, `friction[1]`, their
     temperature columns: each times T - T_ref; `load`, each Coulomb shape's load column: times
@@ -256,7 +284,10 @@ def _own_columns(
     with the configured friction shape and rotor-inertia option). `lead`: the Coulomb shapes'
     acceleration lead, s per joint (empty: none). With parallel friction columns
     (`preprocessing.friction_columns`) every friction column is computed from the unfiltered
-    velocity and low-passed like the torque, as the final fit computes it."""
+    velocity and low-passed like the torque, as the final fit computes it; with
+    `own_shape_only` (a space that scores `start` alone) only for the joints whose shape
+    `start` makes it (the other joints' values of that column are zero: they never use it).
+    """
     coulomb, thermal = friction
     if coulomb:
         selected = config.plugins["friction"]
@@ -269,19 +300,34 @@ def _own_columns(
         names = (*names[:-2], *(stribeck_name(v) for v in velocities), "Ia", "offset")
         reference = np.asarray(selected.params.reference_temperature, dtype=float)
 
-        # (M, n, 1) each: dq, each shape's Coulomb column, each Stribeck shape's static column
-        parts = [_velocity_column, *(_basis_column(m, 1) for m in models)]
-        parts += [_basis_column(m, -1) for m in models[len(models) - len(velocities) :]]
+        # (M, n, 1) each: dq, each shape's Coulomb column, each Stribeck shape's static column;
+        # computed in another order: each Stribeck shape's two columns one after the other
+        # (one evaluation of its basis), `order` the columns' places in that order
+        plain = len(models) - len(velocities)
+        bases = _LastBasis()
+        parts = [_velocity_column, *(bases.column(m, 1) for m in models[:plain])]
+        order = list(range(1 + plain))
+        for k, model in enumerate(models[plain:]):
+            parts += [bases.column(model, 1), bases.column(model, -1)]
+            order += [1 + plain + k, 1 + len(models) + k]
+        order = np.argsort(order)
+        joints = None  # the joints each part is computed for (None: every joint)
+        if own_shape_only:
+            n = builder.robot.n_joints
+            wanted = [None, *(_joints_with(start, shape, n) for shape in shapes)]
+            wanted += [_joints_with(start, stribeck_name(v), n) for v in velocities]
+            joints = [wanted[i] for i in np.argsort(order)]
 
         def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
             if builder.parallel_friction and data.parallel_filter is not None:
                 leading = any(w > 0 for w in lead)
                 ascending = np.sort(rows)  # `fold_factors` asks for its rows grouped by cell
-                every = parallel_friction_basis(data, parts, leading, ascending)
-                every = every[np.searchsorted(ascending, rows)]
+                every = parallel_friction_basis(data, parts, leading, ascending, joints)
+                every = every[np.searchsorted(ascending, rows)][:, :, order]
             else:
                 dq, ddq = data.dq[rows], data.ddq[rows]
                 every = np.concatenate([part(None, dq, ddq) for part in parts], axis=-1)
+                every = every[:, :, order]
             own = 1 + len(models)
             columns = [every[:, :, k : k + 1] for k in range(own)]
             if thermal:
