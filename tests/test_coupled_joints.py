@@ -259,7 +259,7 @@ def test_tuning_fold_factors_share_the_coupled_columns(coupled_truth):
     )  # fmt: skip
     own = OwnColumns(
         ("fv", "fc", "Ia"),
-        lambda d, rows: builder.own_terms(d.dq[rows], d.ddq[rows])[:, :, :3],
+        lambda d, rows, joints=None: builder.own_terms(d.dq[rows], d.ddq[rows])[:, :, :3],
         tuple(builder.parameter_names[-3:]),
         lambda d, rows: builder.coupled_terms(d.dq[rows], d.ddq[rows]),
     )

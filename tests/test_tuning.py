@@ -87,7 +87,7 @@ def test_cross_validation_from_merged_factors_equals_refitting():
     labels[::7] = -1  # rows in no fold are left out of both sides
     names = ("fv", "fc", "Ia", "offset")
 
-    def own_values(d: Dataset, rows: np.ndarray) -> np.ndarray:
+    def own_values(d: Dataset, rows: np.ndarray, joints=None) -> np.ndarray:
         return np.stack(
             [d.dq[rows], np.sign(d.dq[rows]), d.ddq[rows], np.ones_like(d.dq[rows])], -1
         )

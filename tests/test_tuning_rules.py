@@ -135,7 +135,7 @@ def test_a_folds_training_factor_is_the_qr_of_its_rows_and_cv_equals_refitting()
     cells = plan.cells(0, t, 6)
     names = ("fv", "fc", "Ia", "offset")
 
-    def own_values(d: Dataset, rows: np.ndarray) -> np.ndarray:
+    def own_values(d: Dataset, rows: np.ndarray, joints=None) -> np.ndarray:
         return np.stack(
             [d.dq[rows], np.sign(d.dq[rows]), d.ddq[rows], np.ones_like(d.dq[rows])], -1
         )

@@ -108,6 +108,12 @@ class ParallelFilter:
             at += count
         return out[0] if len(out) == 1 else np.concatenate(out, axis=-1)
 
+    def prepare(self) -> None:
+        """Compute every segment's unfiltered velocity now (e.g. before forking workers that
+        all need it: they inherit it instead of each computing it)."""
+        for segment in self.segments:
+            _ = segment.dq
+
     def select(self, rows: slice | np.ndarray) -> ParallelFilter:
         """The filter of a dataset's `rows` (a slice, or an index / boolean array in
         increasing order)."""

@@ -28,23 +28,30 @@ from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.identify.tuning.folds import FoldLayout
 from ident_framework.model.base_parameters import TriangularAccumulator
 from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.parallel_work import forked_map
 from ident_framework.triangular import stacked_r
 
 CHUNK = 2000  # rows per regressor call
+# the joints' factors are computed in this many groups, side by side on forked workers when
+# the cores are free, else one after the other: a fixed count, not the worker count, so that
+# the columns are filtered in the same batches (and round alike) on any number of cores
+JOINT_GROUPS = 2
 
 
 @dataclass(frozen=True)
 class OwnColumns:
     """A joint's own candidate columns: `names` (per joint, e.g. "fv", "fc[tanh 0.003]",
-    "Ia", "offset") and `values(data, rows)` -> (len(rows), n, len(names)) at those rows of a
-    preprocessed dataset; `shared`: columns whose parameter is shared by several joints' rows
-    (a coupled motor's, `model/coupling.py`), `shared_values(data, rows)` -> (len(rows), n,
-    len(shared)); `load`: the indices (into `names`) of columns given per Nm of load, which
-    are multiplied by |tau_load| of their row, the nominal robot model's rigid-body + rotor
-    torque (`RegressorBuilder.load_torque`: the load-dependent friction's columns)."""
+    "Ia", "offset") and `values(data, rows, joints=None)` -> (len(rows), n, len(names)) at
+    those rows of a preprocessed dataset (`joints`, a mask (n,): only those joints' values
+    are needed, the others may be zero); `shared`: columns whose parameter is shared by
+    several joints' rows (a coupled motor's, `model/coupling.py`), `shared_values(data,
+    rows)` -> (len(rows), n, len(shared)); `load`: the indices (into `names`) of columns given
+    per Nm of load, which are multiplied by |tau_load| of their row, the nominal robot
+    model's rigid-body + rotor torque (`RegressorBuilder.load_torque`: the load-dependent
+    friction's columns)."""
 
     names: tuple[str, ...]
-    values: Callable[[Dataset, np.ndarray], np.ndarray]
+    values: Callable[..., np.ndarray]
     shared: tuple[str, ...] = ()
     shared_values: Callable[[Dataset, np.ndarray], np.ndarray] | None = None
     load: tuple[int, ...] = ()
@@ -138,15 +145,59 @@ def fold_factors(
     """The factors of every cell (`n_folds` of them) over the preprocessed recordings, every
     stride-th sample of those in a cell so that at most about `max_samples` samples are used
     in all. `spaces`: the joints' structural row spaces (`linear_problem.joint_row_spaces`);
-    `layout`: the folds over the cells (None: each cell is a fold)."""
+    `layout`: the folds over the cells (None: each cell is a fold). A joint's rows need only
+    its own columns (and every joint's rigid-body rows): the joints are factored in
+    `JOINT_GROUPS` groups."""
+    n = builder.robot.n_joints
+    e = len(own.names)
+    groups = _balanced([spaces[j].shape[1] + e for j in range(n)], JOINT_GROUPS)
+
+    def factors_of(joints: tuple[int, ...]) -> tuple[dict[int, list[np.ndarray]], np.ndarray]:
+        return _joint_factors(builder, recordings, n_folds, own, spaces, max_samples, joints)
+
+    per_joint_of: dict[int, list[np.ndarray]] = {}
+    counts = np.zeros((n_folds, n), dtype=int)
+    for factors, group_counts in forked_map(factors_of, groups):
+        per_joint_of.update(factors)
+        counts += group_counts
+    per_joint = [[per_joint_of[j][f] for j in range(n)] for f in range(n_folds)]
+    with one_blas_thread():
+        merged = [stacked_r(joints) for joints in per_joint]
+    return FoldFactors(merged, per_joint, counts, n, own, layout)
+
+
+def _balanced(costs: list[int], groups: int) -> list[tuple[int, ...]]:
+    """The joints split in `groups` groups of about equal total cost (largest first)."""
+    members: list[list[int]] = [[] for _ in range(max(1, min(groups, len(costs))))]
+    totals = [0] * len(members)
+    for j in sorted(range(len(costs)), key=lambda j: -costs[j]):
+        k = totals.index(min(totals))
+        members[k].append(j)
+        totals[k] += costs[j]
+    return [tuple(sorted(m)) for m in members]
+
+
+def _joint_factors(
+    builder: RegressorBuilder,
+    recordings: list[FoldRows],
+    n_folds: int,
+    own: OwnColumns,
+    spaces: list[np.ndarray],
+    max_samples: int | None,
+    joints: tuple[int, ...],
+) -> tuple[dict[int, list[np.ndarray]], np.ndarray]:
+    """({joint: its factor (r, P) per cell, in `FoldFactors`' column layout} for `joints`,
+    and the rows of each cell and joint (n_folds, n): zero for the other joints)."""
     n = builder.robot.n_joints
     e, s = len(own.names), len(own.shared)
+    wanted = np.zeros(n, dtype=bool)
+    wanted[list(joints)] = True
     subtree = [builder.subtree_columns(j) for j in range(n)]
     blocks = [builder.subtree_block(j) for j in range(n)]
-    accumulators = [
-        [TriangularAccumulator(spaces[j].shape[1] + e + s + 2) for j in range(n)]
-        for _ in range(n_folds)
-    ]
+    accumulators = {
+        j: [TriangularAccumulator(spaces[j].shape[1] + e + s + 2) for _ in range(n_folds)]
+        for j in joints
+    }
     cells = [_per_joint(r.labels, n) for r in recordings]
     total = sum(int(np.sum(c[:, 0] >= 0)) for c in cells)
     stride = max(1, -(-total // max_samples)) if max_samples else 1
@@ -157,9 +208,9 @@ def fold_factors(
             # grouped by cell (the QR factor of a cell does not depend on its rows' order), so
             # that a chunk holds few cells: few, tall updates instead of one per block
             kept = kept[np.argsort(labels[kept, 0], kind="stable")]
-            for j in range(n):
+            for j in joints:
                 counts[:, j] += np.bincount(labels[kept, j], minlength=n_folds)
-            own_values = own.values(recording.data, kept)
+            own_values = own.values(recording.data, kept, wanted)
             if s:
                 shared = own.shared_values(recording.data, kept)
                 own_values = np.concatenate([own_values, shared], axis=-1)
@@ -172,34 +223,32 @@ def fold_factors(
                     own_part = own_part.copy()
                     load = np.abs(builder.load_torque(rigid, data.ddq[rows]))
                     own_part[:, :, list(own.load)] *= load[:, :, None]
-                for j in range(n):
+                for j in joints:
                     cell = labels[rows, j]
                     order = np.argsort(cell, kind="stable")
                     bounds = [0, *(np.flatnonzero(np.diff(cell[order])) + 1).tolist(), len(rows)]
                     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
                         mine = order[lo:hi]
-                        accumulators[cell[mine[0]]][j].add_blocks(
+                        accumulators[j][cell[mine[0]]].add_blocks(
                             rigid[mine, j, blocks[j]] @ spaces[j],
                             own_part[mine, j],
                             data.tau[rows[mine], j],
                             recording.tau_recorded[rows[mine], j],
                         )
-        size = 10 * n + n * e + s + 2
-        merged, per_joint = [], []
-        for f in range(n_folds):
-            joints = []
-            for j in range(n):
-                r = accumulators[f][j].factor
-                k = spaces[j].shape[1]
-                full = np.zeros((r.shape[0], size))
-                full[:, subtree[j]] = r[:, :k] @ spaces[j].T
-                full[:, 10 * n + j * e : 10 * n + (j + 1) * e] = r[:, k : k + e]
-                full[:, 10 * n + n * e : 10 * n + n * e + s] = r[:, k + e : k + e + s]
-                full[:, -2:] = r[:, -2:]
-                joints.append(full)
-            per_joint.append(joints)
-            merged.append(stacked_r(joints))
-    return FoldFactors(merged, per_joint, counts, n, own, layout)
+    size = 10 * n + n * e + s + 2
+    factors: dict[int, list[np.ndarray]] = {}
+    for j in joints:
+        factors[j] = []
+        for accumulator in accumulators[j]:
+            r = accumulator.factor
+            k = spaces[j].shape[1]
+            full = np.zeros((r.shape[0], size))
+            full[:, subtree[j]] = r[:, :k] @ spaces[j].T
+            full[:, 10 * n + j * e : 10 * n + (j + 1) * e] = r[:, k : k + e]
+            full[:, 10 * n + n * e : 10 * n + n * e + s] = r[:, k + e : k + e + s]
+            full[:, -2:] = r[:, -2:]
+            factors[j].append(full)
+    return factors, counts
 
 
 def _per_joint(labels: np.ndarray, n: int) -> np.ndarray:

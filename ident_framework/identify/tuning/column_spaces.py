@@ -138,6 +138,10 @@ class ColumnSpaces:
             _fold_rows(r, params, self.plan, i, trusted)
             for i, (r, trusted) in enumerate(zip(self.recordings, self.trusted, strict=True))
         ]
+        if self.costly_columns:  # before `fold_factors` forks its workers
+            for r in rows:
+                if r.data.parallel_filter is not None:
+                    r.data.parallel_filter.prepare()
         factors = fold_factors(
             self.builder,
             rows,
@@ -318,11 +322,16 @@ def _own_columns(
             wanted += [_joints_with(start, stribeck_name(v), n) for v in velocities]
             joints = [wanted[i] for i in np.argsort(order)]
 
-        def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
+        def friction_values(
+            data: Dataset, rows: np.ndarray, wanted: np.ndarray | None
+        ) -> list[np.ndarray]:
             if builder.parallel_friction and data.parallel_filter is not None:
                 leading = any(w > 0 for w in lead)
                 ascending = np.sort(rows)  # `fold_factors` asks for its rows grouped by cell
-                every = parallel_friction_basis(data, parts, leading, ascending, joints)
+                masks = joints or [None] * len(parts)
+                if wanted is not None:
+                    masks = [wanted if m is None else m & wanted for m in masks]
+                every = parallel_friction_basis(data, parts, leading, ascending, masks)
                 every = every[np.searchsorted(ascending, rows)][:, :, order]
             else:
                 dq, ddq = data.dq[rows], data.ddq[rows]
@@ -341,15 +350,19 @@ def _own_columns(
     else:
         names = (*builder.friction.parameter_names, "Ia", "offset")
 
-        def friction_values(data: Dataset, rows: np.ndarray) -> list[np.ndarray]:
+        def friction_values(
+            data: Dataset, rows: np.ndarray, wanted: np.ndarray | None
+        ) -> list[np.ndarray]:
             whole = recording_friction(builder, data)
             if whole is not None:
                 return [whole[rows]]
             return [builder.friction_basis(None, data.dq[rows], data.ddq[rows])]
 
-    def values(data: Dataset, rows: np.ndarray) -> np.ndarray:
+    def values(data: Dataset, rows: np.ndarray, wanted: np.ndarray | None = None) -> np.ndarray:
+        """(len(rows), n, len(names)); `wanted` (n,) the joints needed (None: all; the
+        others' parallel friction columns are then zero, not filtered)."""
         ddq = data.ddq[rows]
-        parts = [*friction_values(data, rows), ddq[:, :, None], np.ones((*ddq.shape, 1))]
+        parts = [*friction_values(data, rows, wanted), ddq[:, :, None], np.ones((*ddq.shape, 1))]
         return np.concatenate(parts, axis=-1)
 
     loaded = tuple(i for i, name in enumerate(names) if name.endswith(load_name("")))

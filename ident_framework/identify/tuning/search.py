@@ -16,6 +16,7 @@ another preprocessing wins, the column options are searched again on it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,6 +30,7 @@ from ident_framework.identify.tuning.cross_validation import (
     cross_validate_geometric,
 )
 from ident_framework.identify.tuning.rules import Decision, decide
+from ident_framework.parallel_work import forked_pool
 
 SHAPE_DEAD_BAND = 0.0  # a joint's tanh width 0: the dead-band sign
 
@@ -230,6 +232,13 @@ def score_candidate(
     space: ColumnSpace, candidate: Candidate, tolerance: float, stage: str, log: SearchLog
 ) -> HeldOut:
     """CV figures of one candidate, logged under `stage` (`space`'s folds)."""
+    held = candidate_figures(space, candidate, tolerance)
+    log.add(stage, candidate, held)
+    return held
+
+
+def candidate_figures(space: ColumnSpace, candidate: Candidate, tolerance: float) -> HeldOut:
+    """CV figures of one candidate on `space`'s folds (not logged)."""
     columns, nominal = space.columns(candidate)
     if candidate.weight > 0.0:
         signed = space.signed(columns)
@@ -240,8 +249,11 @@ def score_candidate(
         held = cross_validate(
             space.factors, columns, nominal, [_regularisers(candidate)], tolerance
         )
-    log.add(stage, candidate, held[0])
     return held[0]
+
+
+# (items, chunk) -> figures of each item (judged by the shape folds, candidate), in order
+ScoreMap = Callable[[Sequence[tuple[bool, Candidate]], int], Iterable[HeldOut]]
 
 
 class _ColumnSearch:
@@ -256,10 +268,11 @@ class _ColumnSearch:
         tolerance: float,
         log: SearchLog,
         configured: tuple[float, bool],
+        scores: ScoreMap,
     ) -> None:
         self.space, self.grids, self.tolerance, self.log = space, grids, tolerance, log
-        self.configured = configured
-        self.judge = space
+        self.configured, self.scores = configured, scores
+        self.judge, self.shapes = space, False
         self.best, self.held = start, self.score(start, "start")
 
     def score(self, candidate: Candidate, stage: str) -> HeldOut:
@@ -269,7 +282,7 @@ class _ColumnSearch:
         """Judge the next stages by the shape folds (or the ordinary ones again); the
         incumbent is scored again on them."""
         if self.space.judged_by(shapes) is not self.judge:
-            self.judge = self.space.judged_by(shapes)
+            self.judge, self.shapes = self.space.judged_by(shapes), shapes
             self.held = self.score(self.best, "shape folds" if shapes else "start")
 
     def pick(self, candidates: list[Candidate], figures: list[HeldOut], stage: str) -> None:
@@ -280,8 +293,12 @@ class _ColumnSearch:
 
     def consider(self, options: list[Candidate], stage: str) -> None:
         options = [o for o in dict.fromkeys(options) if o != self.best]
-        if options:
-            self.pick(options, [self.score(o, stage) for o in options], stage)
+        if options:  # scored side by side (`search_columns`), logged in order
+            items = [(self.shapes, o) for o in options]
+            figures = list(self.scores(items, max(1, -(-len(items) // 4))))
+            for option, held in zip(options, figures, strict=True):
+                self.log.add(stage, option, held)
+            self.pick(options, figures, stage)
 
     def regressor_columns(self) -> None:
         grids = self.grids
@@ -354,20 +371,28 @@ def search_columns(
     stage's pick by `grids.rule`: `rules.py`; `configured`: the configured preprocessing,
     simpler than others, default `start`'s); (candidate, its CV figures)."""
     configured = configured or (start.lowpass_hz, start.measured_velocity)
-    search = _ColumnSearch(space, start, grids, tolerance, log, configured)
-    search.regressor_columns()
-    if space.coulomb:
-        search.coulomb_shapes()
-    if space.temperature:
-        search.consider(
-            [replace(search.best, temperature=not search.best.temperature)], "temperature term"
-        )
-    if space.load:
-        search.consider(
-            [replace(search.best, load=not search.best.load)], "load-dependent friction"
-        )
-    if regularise:
-        search.regularisation()
+
+    def figures(item: tuple[bool, Candidate]) -> HeldOut:
+        return candidate_figures(space.judged_by(item[0]), item[1], tolerance)
+
+    # a stage's candidates are independent: scored on workers forked once for the search
+    # (when the cores are free: serial while other forked work runs, `parallel_work.py`)
+    with forked_pool(figures, batch=2) as scores:
+        search = _ColumnSearch(space, start, grids, tolerance, log, configured, scores)
+        search.regressor_columns()
+        if space.coulomb:
+            search.coulomb_shapes()
+        if space.temperature:
+            search.consider(
+                [replace(search.best, temperature=not search.best.temperature)],
+                "temperature term",
+            )
+        if space.load:
+            search.consider(
+                [replace(search.best, load=not search.best.load)], "load-dependent friction"
+            )
+        if regularise:
+            search.regularisation()
     return search.best, search.held
 
 
