@@ -258,7 +258,9 @@ def parallel_friction_basis(
     like the torque (`parallel_filter.py`), at `data`'s rows (or at `rows` of them,
     increasing). A sequence of functions: their columns concatenated, computed one at a time
     (each segment's ddq once for all of them), and `joints` (per function, a boolean mask (n,)
-    or None for all) the joints whose columns are wanted: the others are zero, unfiltered."""
+    or None for all) the joints whose columns are wanted: the others are zero, unfiltered; a
+    function with a mask is called as function(t, dq, ddq, mask) and need compute only those
+    joints' columns."""
     last: list[np.ndarray] = []  # [dq, its ddq] of the segment the parts are evaluated on
 
     def acceleration(t: np.ndarray, dq: np.ndarray) -> np.ndarray | None:
@@ -268,13 +270,21 @@ def parallel_friction_basis(
             last[:] = [dq, np.gradient(dq, t, axis=0)]
         return last[1]
 
-    def raw(function: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    def raw(
+        function: Callable[..., np.ndarray], mask: np.ndarray | None = None
+    ) -> Callable[..., np.ndarray]:
         def raw_columns(t: np.ndarray, dq: np.ndarray) -> np.ndarray:
-            return function(t, dq, acceleration(t, dq))
+            if mask is None:
+                return function(t, dq, acceleration(t, dq))
+            return function(t, dq, acceleration(t, dq), mask)
 
         return raw_columns
 
-    parts = raw(basis) if callable(basis) else [raw(function) for function in basis]
+    if callable(basis):
+        parts = raw(basis)
+    else:
+        masks = [None] * len(basis) if joints is None else joints
+        parts = [raw(function, mask) for function, mask in zip(basis, masks, strict=True)]
     return data.parallel_filter.apply(parts, rows, joints)
 
 

@@ -231,30 +231,58 @@ def _coulomb_models(
     return [name for name, _ in shapes], models, velocities
 
 
-def _velocity_column(t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None) -> np.ndarray:
+def _velocity_column(
+    t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None, joints: Any = None
+) -> np.ndarray:
     """(M, n, 1) the viscous column dq (rad/s)."""
     return dq[:, :, None]
 
 
 class _LastBasis:
-    """The friction basis of the last model and velocity asked for, kept so that two columns
-    of one model asked for one after the other (a Stribeck shape's fc and fs) cost one
-    evaluation."""
+    """Friction basis columns of the candidate models: the basis of the last model, velocity
+    and joints asked for is kept, so that two columns of one model asked for one after the
+    other (a Stribeck shape's fc and fs) cost one evaluation. `separable`: each joint's
+    columns depend on its own velocity only and the models' settings are one value for every
+    joint, so that the joints asked for can be computed alone."""
 
-    def __init__(self) -> None:
-        self.key: tuple[Any, np.ndarray, np.ndarray | None] | None = None
+    def __init__(self, separable: bool) -> None:
+        self.separable = separable
+        self.key: tuple[Any, ...] | None = None
         self.basis: np.ndarray | None = None
 
     def column(self, model: Any, index: int) -> Callable[..., np.ndarray]:
-        """(t, dq, ddq) -> (M, n, 1): column `index` of the friction `model`'s basis."""
+        """(t, dq, ddq[, joints]) -> (M, n, 1): column `index` of the friction `model`'s
+        basis (with `joints`, a mask (n,): those joints' values, the others may be zero)."""
 
-        def values(t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None) -> np.ndarray:
+        def values(
+            t: np.ndarray | None,
+            dq: np.ndarray,
+            ddq: np.ndarray | None,
+            joints: np.ndarray | None = None,
+        ) -> np.ndarray:
+            alone = None if joints is None or not self.separable else joints.tobytes()
             key = self.key
-            if key is None or key[0] is not model or key[1] is not dq or key[2] is not ddq:
-                self.key, self.basis = (model, dq, ddq), model.basis(dq, ddq)
+            if (
+                key is None
+                or key[0] is not model
+                or key[1] is not dq
+                or key[2] is not ddq
+                or key[3] != alone
+            ):
+                self.key, self.basis = (model, dq, ddq, alone), self._basis(model, dq, ddq, joints)
             return self.basis[:, :, [index]]
 
         return values
+
+    def _basis(
+        self, model: Any, dq: np.ndarray, ddq: np.ndarray | None, joints: np.ndarray | None
+    ) -> np.ndarray:
+        if joints is None or not self.separable or joints.all():
+            return model.basis(dq, ddq)
+        some = model.basis(dq[:, joints], None if ddq is None else ddq[:, joints])
+        basis = np.zeros((len(dq), dq.shape[1], some.shape[-1]))
+        basis[:, joints] = some
+        return basis
 
 
 def _joints_with(candidate: Candidate, column: str, n: int) -> np.ndarray:
@@ -308,7 +336,7 @@ def _own_columns(
         # computed in another order: each Stribeck shape's two columns one after the other
         # (one evaluation of its basis), `order` the columns' places in that order
         plain = len(models) - len(velocities)
-        bases = _LastBasis()
+        bases = _LastBasis(separable=not any(w > 0 for w in lead))  # a lead: per joint
         parts = [_velocity_column, *(bases.column(m, 1) for m in models[:plain])]
         order = list(range(1 + plain))
         for k, model in enumerate(models[plain:]):
