@@ -33,6 +33,7 @@ import pinocchio as pin
 from ident_framework.interfaces import FrictionModel
 from ident_framework.model import friction_terms
 from ident_framework.model.coupling import Coupling
+from ident_framework.model.rigid_body_regressor import BatchRegressor, supported
 from ident_framework.model.robot import RobotModel
 
 INERTIAL_NAMES = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
@@ -62,6 +63,8 @@ class RegressorBuilder:
         self.couplings = tuple(couplings)
         self._model = robot.pin_model
         self._data = self._model.createData()
+        # vectorised over the samples when every joint is a 1-DoF revolute/prismatic one
+        self._batch = BatchRegressor(self._model) if supported(self._model) else None
         n = robot.n_joints
         self.n_inertial = 10 * n
         self.n_friction = len(friction.parameter_names) * n
@@ -195,8 +198,18 @@ class RegressorBuilder:
         return len(self.parameter_names)
 
     def rigid_body(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """(N, n, 10 n) Pinocchio joint torque regressor (one compiled call per sample)."""
-        out = np.empty((*q.shape, self.n_inertial))
+        """(N, n, 10 n) Pinocchio's joint torque regressor (N·m per unit parameter) at joint
+        positions q (N, n) rad, velocities dq rad/s and accelerations ddq rad/s²: computed
+        for all samples at once by `BatchRegressor` (model/rigid_body_regressor.py) when the
+        model's joints allow, else by `rigid_body_pinocchio`."""
+        if self._batch is not None:
+            return self._batch(q, dq, ddq)
+        return self.rigid_body_pinocchio(q, dq, ddq)
+
+    def rigid_body_pinocchio(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """`rigid_body` by one `pin.computeJointTorqueRegressor` call per sample (any joint
+        type; the reference the vectorised form is tested against)."""
+        out = np.empty((len(q), self._model.nv, self.n_inertial))
         model, data, regressor = self._model, self._data, pin.computeJointTorqueRegressor
         for k, (q_k, dq_k, ddq_k) in enumerate(zip(q, dq, ddq, strict=True)):
             out[k] = regressor(model, data, q_k, dq_k, ddq_k)

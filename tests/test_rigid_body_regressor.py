@@ -1,0 +1,251 @@
+"""The vectorised joint torque regressor (`model/rigid_body_regressor.py`) is Pinocchio's.
+
+Every case compares with `pin.computeJointTorqueRegressor` called sample by sample (or with
+`pin.bodyRegressor` / `pin.rnea`), never with the batch form itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.rigid_body_regressor import (
+    _BODY_BASIS,
+    BatchRegressor,
+    supported,
+)
+from ident_framework.model.robot import JointLimits, RobotModel, load_robot
+
+DATASETS = Path("/work/shared/datasets")
+URDFS = {
+    "kuka_lwr4": DATASETS / "kuka_lwr4/kuka_lwr4.urdf",
+    "panda": DATASETS / "panda_gaz2019/panda_arm.urdf",
+    "staubli_tx40": DATASETS / "staubli_tx40/tx40_mdh_modified.urdf",
+}
+# (velocity rad/s, acceleration rad/s²) scales of the random states: moderate, then large
+MOTIONS = [(1.0, 5.0), (30.0, 300.0)]
+RTOL = 1e-12
+
+
+def pinocchio_regressor(model: pin.Model, q, dq, ddq) -> np.ndarray:
+    """(N, nv, 10 nj) by one `pin.computeJointTorqueRegressor` call per sample."""
+    data = model.createData()
+    return np.array(
+        [
+            pin.computeJointTorqueRegressor(model, data, *state).copy()
+            for state in zip(q, dq, ddq, strict=True)
+        ]
+    )
+
+
+def random_states(model: pin.Model, n: int, speed: float, accel: float, seed: int = 0):
+    """q (N, nq) uniform in [-pi, pi] (rad, or m for a prismatic joint), dq (N, nv) and
+    ddq (N, nv) normal with standard deviations `speed` and `accel`."""
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(-np.pi, np.pi, (n, model.nq))
+    return q, rng.normal(0.0, speed, (n, model.nv)), rng.normal(0.0, accel, (n, model.nv))
+
+
+def assert_matches(got: np.ndarray, expected: np.ndarray) -> None:
+    """Equal within rtol 1e-12 and atol 1e-12 × the array's scale (its largest entry)."""
+    assert got.shape == expected.shape
+    scale = float(np.abs(expected).max())
+    assert scale > 0.0
+    np.testing.assert_allclose(got, expected, rtol=RTOL, atol=RTOL * scale)
+
+
+def assert_outside_subtree_zero(model: pin.Model, got: np.ndarray) -> None:
+    """A joint's row is exactly zero on the columns of links outside its subtree."""
+    for j in range(1, model.njoints):
+        for i in range(1, model.njoints):
+            ancestor = i
+            while ancestor not in (0, j):
+                ancestor = model.parents[ancestor]
+            if ancestor != j:
+                row, block = model.joints[j].idx_v, slice(10 * (i - 1), 10 * i)
+                assert np.all(got[:, row, block] == 0.0), (j, i)
+
+
+def check_model(model: pin.Model, n: int = 150, seed: int = 0) -> None:
+    assert supported(model)
+    batch = BatchRegressor(model)
+    for speed, accel in MOTIONS:
+        q, dq, ddq = random_states(model, n, speed, accel, seed)
+        got = batch(q, dq, ddq)
+        assert_matches(got, pinocchio_regressor(model, q, dq, ddq))
+        assert_outside_subtree_zero(model, got)
+
+
+@pytest.mark.parametrize("name", ["ur10e", "ur5e", "ur12e"])
+def test_built_in_arms_match_pinocchio(name):
+    check_model(load_robot(name).pin_model)
+
+
+@pytest.mark.parametrize("name", sorted(URDFS))
+def test_urdf_arms_match_pinocchio(name):
+    path = URDFS[name]
+    if not path.is_file():
+        pytest.skip(f"{path} is not available")
+    check_model(load_robot("urdf", str(path)).pin_model)
+
+
+def test_kuka_has_unaligned_revolute_joints():
+    """The LWR4 exercises `JointModelRevoluteUnaligned` (its MJCF gives axis (0, -1, 0))."""
+    path = URDFS["kuka_lwr4"]
+    if not path.is_file():
+        pytest.skip(f"{path} is not available")
+    kinds = {j.shortname() for j in load_robot("urdf", str(path)).pin_model.joints}
+    assert "JointModelRevoluteUnaligned" in kinds
+
+
+def _placement(rng: np.random.Generator) -> pin.SE3:
+    return pin.SE3(pin.rpy.rpyToMatrix(rng.uniform(-np.pi, np.pi, 3)), rng.normal(0, 0.3, 3))
+
+
+def _inertia(rng: np.random.Generator) -> pin.Inertia:
+    root = rng.normal(0.0, 0.2, (3, 3))
+    return pin.Inertia(
+        rng.uniform(0.5, 5.0), rng.normal(0, 0.1, 3), root @ root.T + 0.01 * np.eye(3)
+    )
+
+
+def _unit(x) -> np.ndarray:
+    x = np.asarray(x, dtype=float)
+    return x / np.linalg.norm(x)
+
+
+def hand_built_model(extra: pin.JointModel | None = None) -> pin.Model:
+    """A tree of every supported joint kind (a branch at joint 2, so link 7's rows are not
+    contiguous), random placements and inertias, and a non-default gravity (with an angular
+    part, which Pinocchio's a_gf[0] = -gravity carries too). `extra`: one more joint on the
+    tip (to make an unsupported model)."""
+    rng = np.random.default_rng(7)
+    model = pin.Model()
+    joints = [
+        (0, pin.JointModelRZ()),
+        (1, pin.JointModelRevoluteUnaligned(_unit([1.0, -2.0, 0.5]))),
+        (2, pin.JointModelPrismaticUnaligned(_unit([0.3, 0.4, -1.0]))),
+        (3, pin.JointModelPX()),
+        (4, pin.JointModelRX()),
+        (5, pin.JointModelPY()),
+        (2, pin.JointModelRY()),  # a second branch from joint 2
+        (7, pin.JointModelPZ()),
+        (8, pin.JointModelRevoluteUnaligned(_unit([0.0, 0.0, -1.0]))),
+    ]
+    if extra is not None:
+        joints.append((len(joints), extra))
+    for k, (parent, joint) in enumerate(joints, start=1):
+        index = model.addJoint(parent, joint, _placement(rng), f"joint{k}")
+        model.appendBodyToJoint(index, _inertia(rng), pin.SE3.Identity())
+    model.gravity = pin.Motion(np.array([1.5, -2.0, -9.3, 0.2, -0.1, 0.3]))
+    return model
+
+
+def test_hand_built_tree_matches_pinocchio():
+    model = hand_built_model()
+    kinds = {j.shortname() for j in list(model.joints)[1:]}
+    assert {"JointModelRevoluteUnaligned", "JointModelPrismaticUnaligned", "JointModelPX"} <= kinds
+    check_model(model)
+
+
+def test_torque_is_rnea():
+    """Y theta with the model's own inertias is Pinocchio's inverse dynamics (no armature)."""
+    model = hand_built_model()
+    theta = np.concatenate(
+        [model.inertias[i].toDynamicParameters() for i in range(1, model.njoints)]
+    )
+    q, dq, ddq = random_states(model, 50, 3.0, 20.0, seed=3)
+    data = model.createData()
+    tau = np.array([pin.rnea(model, data, *state) for state in zip(q, dq, ddq, strict=True)])
+    assert_matches(BatchRegressor(model)(q, dq, ddq) @ theta, tau)
+
+
+def test_body_regressor_is_pinocchios():
+    """The constant map of `_body_regressor` gives `pin.bodyRegressor`."""
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        v, a = rng.normal(0, 5, 6), rng.normal(0, 50, 6)
+        w = v[3:]
+        acc = a[:3] + np.cross(w, v[:3])
+        products = np.array(
+            [w[0] ** 2, w[1] ** 2, w[2] ** 2, w[0] * w[1], w[0] * w[2], w[1] * w[2]]
+        )
+        features = np.concatenate([acc, a[3:], products])
+        expected = pin.bodyRegressor(pin.Motion(v), pin.Motion(a))
+        assert_matches((features @ _BODY_BASIS).reshape(6, 10), expected)
+
+
+def test_gravity_is_read_at_call_time():
+    model = load_robot("ur5e").pin_model.copy()
+    batch = BatchRegressor(model)
+    model.gravity = pin.Motion(np.array([0.0, 9.81, 0.0, 0.0, 0.0, 0.0]))  # arm on a wall
+    q, dq, ddq = random_states(model, 40, 1.0, 5.0)
+    assert_matches(batch(q, dq, ddq), pinocchio_regressor(model, q, dq, ddq))
+
+
+def test_sample_counts_and_strided_input():
+    model = load_robot("ur10e").pin_model
+    batch = BatchRegressor(model)
+    q, dq, ddq = random_states(model, 40, 2.0, 10.0)
+    assert batch(q[:0], dq[:0], ddq[:0]).shape == (0, 6, 60)
+    assert_matches(
+        batch(q[:1], dq[:1], ddq[:1]), pinocchio_regressor(model, q[:1], dq[:1], ddq[:1])
+    )
+    strided = (np.asfortranarray(q)[::3], dq[::3], ddq[::3])
+    assert_matches(batch(*strided), pinocchio_regressor(model, *strided))
+    with pytest.raises(ValueError, match="shapes"):
+        batch(q, dq[:, :5], ddq)
+
+
+def _robot_of(model: pin.Model) -> RobotModel:
+    n = model.njoints - 1
+    limits = JointLimits(
+        np.tile([-np.pi, np.pi], (n, 1)),
+        np.full(n, np.pi),
+        np.full(n, 4 * np.pi),
+        np.full(n, 100.0),
+    )
+    return RobotModel("hand-built", "", tuple(model.names[1:]), limits, model)
+
+
+def _builder(model: pin.Model) -> RegressorBuilder:
+    return RegressorBuilder(_robot_of(model), CoulombViscousFriction(CoulombViscousParams()))
+
+
+@pytest.mark.parametrize(
+    "extra", [pin.JointModelRUBZ(), pin.JointModelHZ(0.05)], ids=["RUBZ", "helical"]
+)
+def test_unsupported_model_falls_back_to_pinocchio(extra):
+    """A continuous joint (nq = 2) or a helical one (nq = nv = 1, another type) is not
+    supported: the builder keeps Pinocchio's per-sample loop, and still matches it."""
+    model = hand_built_model(extra)
+    assert not supported(model)
+    with pytest.raises(ValueError, match="1-DoF"):
+        BatchRegressor(model)
+    builder = _builder(model)
+    assert builder._batch is None
+    rng = np.random.default_rng(5)
+    q = np.array(
+        [pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq)) for _ in range(30)]
+    )
+    dq, ddq = rng.normal(0, 10, (30, model.nv)), rng.normal(0, 100, (30, model.nv))
+    assert_matches(builder.rigid_body(q, dq, ddq), pinocchio_regressor(model, q, dq, ddq))
+
+
+def test_builder_output_unchanged_for_ur10e():
+    """`RegressorBuilder.rigid_body` (vectorised) and the full regressor equal the loop's."""
+    robot = load_robot("ur10e")
+    builder = RegressorBuilder(robot, CoulombViscousFriction(CoulombViscousParams()))
+    assert builder._batch is not None
+    q, dq, ddq = random_states(robot.pin_model, 300, 3.0, 30.0, seed=11)
+    loop = builder.rigid_body_pinocchio(q, dq, ddq)
+    assert_matches(loop, pinocchio_regressor(robot.pin_model, q, dq, ddq))
+    assert_matches(builder.rigid_body(q, dq, ddq), loop)
+    looping = RegressorBuilder(robot, CoulombViscousFriction(CoulombViscousParams()))
+    looping._batch = None
+    assert_matches(builder.compute(q, dq, ddq), looping.compute(q, dq, ddq))
