@@ -338,13 +338,13 @@ def test_a_space_for_one_candidate_filters_only_the_columns_its_joints_use(monke
     rows = np.arange(0, data.n_samples, 5)
     whole = _own_columns(config, builder, (True, False), candidate, config.tuning)
     filtered = []
-    real = parallel_filter.zero_phase_filter_view
+    real = parallel_filter.zero_phase_filter_channels
 
-    def counted(sos, columns):
-        filtered.append(sum(c.shape[1] for c in columns))
-        return real(sos, columns)
+    def counted(sos, channels):
+        filtered.append(len(channels))
+        return real(sos, channels)
 
-    monkeypatch.setattr(parallel_filter, "zero_phase_filter_view", counted)
+    monkeypatch.setattr(parallel_filter, "zero_phase_filter_channels", counted)
     alone = _own_columns(config, builder, (True, False), candidate, _NO_GRIDS, own_shape_only=True)
     values = alone.values(data, rows)
     # fv on every joint; one Coulomb column per joint; fs on joint 1 only

@@ -324,13 +324,13 @@ def test_parallel_filtering_batches_across_functions_and_skips_unwanted_joints(m
         direct = zero_phase_filter(segment.sos, expected)[segment.rows]
         np.testing.assert_allclose(whole[..., k], direct, atol=1e-12)
     filtered = []
-    real = parallel_filter.zero_phase_filter_view
+    real = parallel_filter.zero_phase_filter_channels
 
-    def counted(sos, columns):
-        filtered.append(sum(c.shape[1] for c in columns))
-        return real(sos, columns)
+    def counted(sos, channels):
+        filtered.append(len(channels))
+        return real(sos, channels)
 
-    monkeypatch.setattr(parallel_filter, "zero_phase_filter_view", counted)
+    monkeypatch.setattr(parallel_filter, "zero_phase_filter_channels", counted)
     monkeypatch.setattr(parallel_filter, "CHANNELS_AT_ONCE", 4)
     keep = [None, np.array([False, True, False]), np.array([True, False, True])]
     masked = pf.apply(parts, keep=keep)

@@ -16,6 +16,7 @@ from ident_framework.data.zero_phase_lowpass import (
     butterworth_lowpass,
     pad_length,
     zero_phase_filter,
+    zero_phase_filter_channels,
     zero_phase_filter_parts,
 )
 
@@ -142,3 +143,20 @@ def test_a_list_of_column_blocks_is_filtered_as_their_stack() -> None:
     assert [p.shape for p in parts] == [b.shape for b in blocks]
     assert all(p.flags.c_contiguous for p in parts)
     np.testing.assert_array_equal(np.hstack(parts), stacked)
+
+
+@pytest.mark.parametrize("order, cutoff", [(4, 5.0), (2, 80.0), (5, 20.0)])
+def test_channels_in_rows_are_filtered_as_columns(order: int, cutoff: float) -> None:
+    """The channels-in-rows form (parallel friction columns gather many channels into one
+    batch) is the same filter: equal to the column form to rounding, any channel count."""
+    rng = np.random.default_rng(order)
+    x = np.cumsum(rng.standard_normal((4001, 7)), axis=0)
+    sos = butterworth_lowpass(order, cutoff, 500.0)
+    expected = zero_phase_filter(sos, x)
+    got = zero_phase_filter_channels(sos, np.ascontiguousarray(x.T))
+    assert got.shape == (7, 4001)
+    np.testing.assert_allclose(got.T, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+    one = zero_phase_filter_channels(sos, x[:, 3][None, :])
+    np.testing.assert_allclose(one[0], expected[:, 3], rtol=0, atol=1e-12 * np.abs(x).max())
+    with pytest.raises(ValueError, match="padding"):
+        zero_phase_filter_channels(sos, np.zeros((2, pad_length(sos))))

@@ -21,7 +21,7 @@ from functools import cached_property
 import numpy as np
 
 from ident_framework.data.cubic_spline import cubic_spline
-from ident_framework.data.zero_phase_lowpass import zero_phase_filter_view
+from ident_framework.data.zero_phase_lowpass import zero_phase_filter_channels
 
 # (t (M,) s, dq (M, n) rad/s) -> (M, c, k) friction columns
 CHANNELS_AT_ONCE = 48  # columns filtered together at most (buffers ~3 x M x 48 doubles)
@@ -156,7 +156,7 @@ class _Batch:
                 self.flush()
 
     def _queue(self, flat: np.ndarray, chunk: np.ndarray, target: np.ndarray) -> None:
-        columns = flat if len(chunk) == flat.shape[1] else flat[:, chunk]
+        columns = flat[:, chunk[0] : chunk[-1] + 1] if _contiguous(chunk) else flat[:, chunk]
         self.waiting.append((columns, chunk, target))
         self.width += len(chunk)
 
@@ -165,10 +165,19 @@ class _Batch:
         if not self.waiting:
             return
         segment = self.segment
-        filtered = zero_phase_filter_view(segment.sos, [w[0] for w in self.waiting])
-        values = segment.kept(filtered)
+        gathered = np.empty((self.width, len(segment.timestamp)))  # a channel per row
+        column = 0
+        for columns, chunk, _ in self.waiting:
+            gathered[column : column + len(chunk)] = columns.T
+            column += len(chunk)
+        values = segment.kept(zero_phase_filter_channels(segment.sos, gathered).T)
         column = 0
         for _, chunk, target in self.waiting:
             target[:, chunk] = values[:, column : column + len(chunk)]
             column += len(chunk)
         self.waiting, self.width = [], 0
+
+
+def _contiguous(indices: np.ndarray) -> bool:
+    """Whether `indices` (increasing) are consecutive: a slice, no copy."""
+    return len(indices) > 0 and indices[-1] - indices[0] == len(indices) - 1

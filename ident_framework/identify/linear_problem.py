@@ -260,7 +260,7 @@ def parallel_friction_basis(
     (each segment's ddq once for all of them), and `joints` (per function, a boolean mask (n,)
     or None for all) the joints whose columns are wanted: the others are zero, unfiltered; a
     function with a mask is called as function(t, dq, ddq, mask) and need compute only those
-    joints' columns."""
+    joints' columns (the others are not read)."""
     last: list[np.ndarray] = []  # [dq, its ddq] of the segment the parts are evaluated on
 
     def acceleration(t: np.ndarray, dq: np.ndarray) -> np.ndarray | None:

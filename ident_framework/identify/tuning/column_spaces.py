@@ -248,11 +248,13 @@ class _LastBasis:
     def __init__(self, separable: bool) -> None:
         self.separable = separable
         self.key: tuple[Any, ...] | None = None
-        self.basis: np.ndarray | None = None
+        self.basis: np.ndarray | None = None  # (M, joints computed, k)
+        self.joints: np.ndarray | None = None  # the joints computed (None: all)
 
     def column(self, model: Any, index: int) -> Callable[..., np.ndarray]:
         """(t, dq, ddq[, joints]) -> (M, n, 1): column `index` of the friction `model`'s
-        basis (with `joints`, a mask (n,): those joints' values, the others may be zero)."""
+        basis (with `joints`, a mask (n,): those joints' values; the others' are not
+        computed and left undefined: parallel filtering reads only the joints asked for)."""
 
         def values(
             t: np.ndarray | None,
@@ -260,29 +262,27 @@ class _LastBasis:
             ddq: np.ndarray | None,
             joints: np.ndarray | None = None,
         ) -> np.ndarray:
-            alone = None if joints is None or not self.separable else joints.tobytes()
-            key = self.key
+            alone = joints is not None and self.separable and not joints.all()
+            key = (model, dq, ddq, joints.tobytes() if alone else None)
+            last = self.key
             if (
-                key is None
-                or key[0] is not model
-                or key[1] is not dq
-                or key[2] is not ddq
-                or key[3] != alone
+                last is None
+                or any(a is not b for a, b in zip(key[:3], last[:3], strict=True))
+                or key[3] != last[3]
             ):
-                self.key, self.basis = (model, dq, ddq, alone), self._basis(model, dq, ddq, joints)
-            return self.basis[:, :, [index]]
+                self.key, self.joints = key, joints if alone else None
+                if alone:
+                    sub = None if ddq is None else ddq[:, joints]
+                    self.basis = model.basis(dq[:, joints], sub)
+                else:
+                    self.basis = model.basis(dq, ddq)
+            if self.joints is None:
+                return self.basis[:, :, [index]]
+            out = np.empty((len(dq), dq.shape[1], 1))
+            out[:, self.joints, 0] = self.basis[:, :, index]
+            return out
 
         return values
-
-    def _basis(
-        self, model: Any, dq: np.ndarray, ddq: np.ndarray | None, joints: np.ndarray | None
-    ) -> np.ndarray:
-        if joints is None or not self.separable or joints.all():
-            return model.basis(dq, ddq)
-        some = model.basis(dq[:, joints], None if ddq is None else ddq[:, joints])
-        basis = np.zeros((len(dq), dq.shape[1], some.shape[-1]))
-        basis[:, joints] = some
-        return basis
 
 
 def _joints_with(candidate: Candidate, column: str, n: int) -> np.ndarray:
