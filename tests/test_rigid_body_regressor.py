@@ -6,8 +6,11 @@ Every case compares with `pin.computeJointTorqueRegressor` called sample by samp
 
 from __future__ import annotations
 
+import multiprocessing
+import threading
 from pathlib import Path
 
+import numba
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -16,10 +19,12 @@ from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, Cou
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.rigid_body_regressor import (
     _BODY_BASIS,
+    _PARALLEL_FROM,
     BatchRegressor,
     supported,
 )
 from ident_framework.model.robot import JointLimits, RobotModel, load_robot
+from ident_framework.parallel_work import forked_map, worker_limit
 
 DATASETS = Path("/work/shared/datasets")
 URDFS = {
@@ -249,3 +254,71 @@ def test_builder_output_unchanged_for_ur10e():
     looping = RegressorBuilder(robot, CoulombViscousFriction(CoulombViscousParams()))
     looping._batch = None
     assert_matches(builder.compute(q, dq, ddq), looping.compute(q, dq, ddq))
+
+
+def test_parallel_path_matches_pinocchio():
+    """A call of more than `_PARALLEL_FROM` samples runs the blocks of samples in parallel
+    (the last block partial); the tree with every joint kind still matches."""
+    model = hand_built_model()
+    q, dq, ddq = random_states(model, _PARALLEL_FROM + 77, 30.0, 300.0, seed=4)
+    assert_matches(BatchRegressor(model)(q, dq, ddq), pinocchio_regressor(model, q, dq, ddq))
+
+
+_FORKED: dict = {}  # what the forked workers of the next test inherit
+
+
+def _in_forked_worker(size: int) -> np.ndarray:
+    batch, states = _FORKED["batch"], _FORKED["states"]
+    return batch(*(a[:size] for a in states))
+
+
+def test_forked_workers_match_the_parent():
+    """The kernel runs in workers forked after the parent ran it (in parallel): numba's GNU
+    OpenMP layer would abort them, the module asks for the fork-safe one. In a plain forked
+    pool the workers run it in parallel themselves; in `parallel_work`'s workers serially
+    (one thread each). Both give the parent's result exactly."""
+    model = load_robot("ur10e").pin_model
+    batch = BatchRegressor(model)
+    q, dq, ddq = random_states(model, 4 * _PARALLEL_FROM, 30.0, 300.0, seed=2)
+    parent = batch(q, dq, ddq)  # in parallel (more than _PARALLEL_FROM samples, 2+ cores)
+    if worker_limit() > 1:  # a parallel region ran: numba's layer is known
+        assert numba.threading_layer() != "omp"
+    assert_matches(parent, pinocchio_regressor(model, q, dq, ddq))
+    sizes = [len(q), 100, len(q), 100]  # parallel and serial calls in the workers
+    _FORKED.update(batch=batch, states=(q, dq, ddq))
+    try:
+        pool = multiprocessing.get_context("fork").Pool(2)
+        try:
+            pooled = pool.map_async(_in_forked_worker, sizes).get(timeout=120)
+            pool.close()
+        except BaseException:
+            pool.terminate()
+            raise
+        finally:
+            pool.join()
+        mapped = forked_map(_in_forked_worker, sizes)
+    finally:
+        _FORKED.clear()
+    for size, got in zip(sizes * 2, pooled + mapped, strict=True):
+        np.testing.assert_array_equal(got, parent[:size])
+
+
+def test_concurrent_threads():
+    """Calls from several Python threads at once (the online mode's threads): numba's
+    workqueue layer aborts the process on concurrent parallel regions, so one call runs in
+    parallel and the others serially meanwhile; all give the same result."""
+    model = load_robot("ur10e").pin_model
+    batch = BatchRegressor(model)
+    states = random_states(model, 2 * _PARALLEL_FROM, 3.0, 30.0, seed=6)
+    expected = batch(*states)
+    results: list[bool] = []
+
+    def run() -> None:
+        results.extend(np.array_equal(batch(*states), expected) for _ in range(10))
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [True] * 30

@@ -299,6 +299,74 @@ def _joints_with(candidate: Candidate, column: str, n: int) -> np.ndarray:
     )
 
 
+def _coulomb_friction_values(
+    config: RunConfig,
+    builder: RegressorBuilder,
+    thermal: bool,
+    start: Candidate,
+    settings: Any,
+    load: bool,
+    lead: tuple[float, ...],
+    own_shape_only: bool,
+) -> tuple[tuple[str, ...], Callable[..., list[np.ndarray]]]:
+    """(the own column names, friction_values(data, rows, wanted) -> the friction columns
+    (len(rows), n, 1) each) of `coulomb_viscous`'s candidate shapes (`_own_columns`)."""
+    selected = config.plugins["friction"]
+    shapes, models, velocities = _coulomb_models(selected, start, settings, lead)
+    names = ("fv", *shapes, "Ia", "offset")
+    if thermal:
+        names = (*names[:-2], *(temperature_name(name) for name in names[:-2]), "Ia", "offset")
+    if load:
+        names = (*names[:-2], *(load_name(name) for name in shapes), "Ia", "offset")
+    names = (*names[:-2], *(stribeck_name(v) for v in velocities), "Ia", "offset")
+    reference = np.asarray(selected.params.reference_temperature, dtype=float)
+
+    # (M, n, 1) each: dq, each shape's Coulomb column, each Stribeck shape's static column;
+    # computed in another order: each Stribeck shape's two columns one after the other
+    # (one evaluation of its basis), `order` the columns' places in that order
+    plain = len(models) - len(velocities)
+    bases = _LastBasis(separable=not any(w > 0 for w in lead))  # a lead: per joint
+    parts = [_velocity_column, *(bases.column(m, 1) for m in models[:plain])]
+    order = list(range(1 + plain))
+    for k, model in enumerate(models[plain:]):
+        parts += [bases.column(model, 1), bases.column(model, -1)]
+        order += [1 + plain + k, 1 + len(models) + k]
+    order = np.argsort(order)
+    joints = None  # the joints each part is computed for (None: every joint)
+    if own_shape_only:
+        n = builder.robot.n_joints
+        wanted = [None, *(_joints_with(start, shape, n) for shape in shapes)]
+        wanted += [_joints_with(start, stribeck_name(v), n) for v in velocities]
+        joints = [wanted[i] for i in np.argsort(order)]
+
+    def friction_values(
+        data: Dataset, rows: np.ndarray, wanted: np.ndarray | None
+    ) -> list[np.ndarray]:
+        if builder.parallel_friction and data.parallel_filter is not None:
+            leading = any(w > 0 for w in lead)
+            ascending = np.sort(rows)  # `fold_factors` asks for its rows grouped by cell
+            masks = joints or [None] * len(parts)
+            if wanted is not None:
+                masks = [wanted if m is None else m & wanted for m in masks]
+            every = parallel_friction_basis(data, parts, leading, ascending, masks)
+            every = every[np.searchsorted(ascending, rows)][:, :, order]
+        else:
+            dq, ddq = data.dq[rows], data.ddq[rows]
+            every = np.concatenate([part(None, dq, ddq) for part in parts], axis=-1)
+            every = every[:, :, order]
+        own = 1 + len(models)
+        columns = [every[:, :, k : k + 1] for k in range(own)]
+        if thermal:
+            warmer = (data.temperature[rows] - reference)[:, :, None]
+            columns += [c * warmer for c in columns]
+        if load:  # per Nm of load: `fold_factors` multiplies them by |tau_load|
+            columns += columns[1:own]
+        columns += [every[:, :, k : k + 1] for k in range(own, every.shape[-1])]
+        return columns
+
+    return names, friction_values
+
+
 def _own_columns(
     config: RunConfig,
     builder: RegressorBuilder,
@@ -322,59 +390,9 @@ def _own_columns(
     """
     coulomb, thermal = friction
     if coulomb:
-        selected = config.plugins["friction"]
-        shapes, models, velocities = _coulomb_models(selected, start, settings, lead)
-        names = ("fv", *shapes, "Ia", "offset")
-        if thermal:
-            names = (*names[:-2], *(temperature_name(name) for name in names[:-2]), "Ia", "offset")
-        if load:
-            names = (*names[:-2], *(load_name(name) for name in shapes), "Ia", "offset")
-        names = (*names[:-2], *(stribeck_name(v) for v in velocities), "Ia", "offset")
-        reference = np.asarray(selected.params.reference_temperature, dtype=float)
-
-        # (M, n, 1) each: dq, each shape's Coulomb column, each Stribeck shape's static column;
-        # computed in another order: each Stribeck shape's two columns one after the other
-        # (one evaluation of its basis), `order` the columns' places in that order
-        plain = len(models) - len(velocities)
-        bases = _LastBasis(separable=not any(w > 0 for w in lead))  # a lead: per joint
-        parts = [_velocity_column, *(bases.column(m, 1) for m in models[:plain])]
-        order = list(range(1 + plain))
-        for k, model in enumerate(models[plain:]):
-            parts += [bases.column(model, 1), bases.column(model, -1)]
-            order += [1 + plain + k, 1 + len(models) + k]
-        order = np.argsort(order)
-        joints = None  # the joints each part is computed for (None: every joint)
-        if own_shape_only:
-            n = builder.robot.n_joints
-            wanted = [None, *(_joints_with(start, shape, n) for shape in shapes)]
-            wanted += [_joints_with(start, stribeck_name(v), n) for v in velocities]
-            joints = [wanted[i] for i in np.argsort(order)]
-
-        def friction_values(
-            data: Dataset, rows: np.ndarray, wanted: np.ndarray | None
-        ) -> list[np.ndarray]:
-            if builder.parallel_friction and data.parallel_filter is not None:
-                leading = any(w > 0 for w in lead)
-                ascending = np.sort(rows)  # `fold_factors` asks for its rows grouped by cell
-                masks = joints or [None] * len(parts)
-                if wanted is not None:
-                    masks = [wanted if m is None else m & wanted for m in masks]
-                every = parallel_friction_basis(data, parts, leading, ascending, masks)
-                every = every[np.searchsorted(ascending, rows)][:, :, order]
-            else:
-                dq, ddq = data.dq[rows], data.ddq[rows]
-                every = np.concatenate([part(None, dq, ddq) for part in parts], axis=-1)
-                every = every[:, :, order]
-            own = 1 + len(models)
-            columns = [every[:, :, k : k + 1] for k in range(own)]
-            if thermal:
-                warmer = (data.temperature[rows] - reference)[:, :, None]
-                columns += [c * warmer for c in columns]
-            if load:  # per Nm of load: `fold_factors` multiplies them by |tau_load|
-                columns += columns[1:own]
-            columns += [every[:, :, k : k + 1] for k in range(own, every.shape[-1])]
-            return columns
-
+        names, friction_values = _coulomb_friction_values(
+            config, builder, thermal, start, settings, load, lead, own_shape_only
+        )
     else:
         names = (*builder.friction.parameter_names, "Ia", "offset")
 
