@@ -4,7 +4,10 @@ first call, so that commands that filter nothing do not import numba)."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ident_framework.compiled import numba
+
+njit = numba.njit
 
 TILE = 16  # channels whose recursions run side by side
 

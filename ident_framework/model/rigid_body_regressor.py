@@ -41,13 +41,10 @@ samples also pays for its 288 MB of fresh memory (~0.25 µs per sample, as the l
 result agrees with Pinocchio to ~1e-15 of the array's largest entry
 (tests/test_rigid_body_regressor.py).
 
-Threads and fork: numba's default threading layer here is GNU OpenMP, which is not fork-safe
-(a forked child that runs a parallel region after its parent did is aborted; the project forks
-workers, `parallel_work.py`). Unless a layer was chosen (NUMBA_THREADING_LAYER), importing this
-module therefore asks numba for its fork-safe one (`"forksafe"`: TBB if installed, else
-numba's workqueue), before any parallel region has run. The workqueue aborts the process on
-concurrent parallel regions (calls from several Python threads, e.g. the online mode's), so
-one call at a time runs in parallel (`_PARALLEL`) and the others meanwhile serially.
+Threads: numba is set up in `compiled.py` (its fork-safe threading layer). The workqueue layer
+aborts the process on concurrent parallel regions (calls from several Python threads, e.g. the
+online mode's), so one call at a time runs in parallel (`_PARALLEL`) and the others meanwhile
+serially.
 
 Supported (`supported`): models whose every joint is 1-DoF with nq == nv == 1 — revolute about
 x/y/z (`JointModelRX/RY/RZ`), `JointModelRevoluteUnaligned`, prismatic along x/y/z
@@ -60,14 +57,11 @@ from __future__ import annotations
 import math
 import threading
 
-import numba
 import numpy as np
 import pinocchio as pin
 
+from ident_framework.compiled import numba
 from ident_framework.parallel_work import worker_limit
-
-if numba.config.THREADING_LAYER == "default":  # not chosen (NUMBA_THREADING_LAYER): fork-safe
-    numba.config.THREADING_LAYER = "forksafe"  # see the module doc: GNU OpenMP and fork
 
 # one parallel call at a time: numba's workqueue layer aborts the process on concurrent ones
 _PARALLEL = threading.Lock()
