@@ -20,7 +20,7 @@ PACKAGE = "ident_framework"
 
 # The layer order, lowest first: a unit may import units of its own layer or lower, never higher.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # base modules: no dependency but each other (and numpy, pluggy)
+    # base modules: no dependency but each other (and numpy, pluggy; numba for `compiled`)
     (
         "errors",
         "suggestions",
@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "extension_points",
         "parallel_work",
         "triangular",
+        "compiled",
     ),  # fmt: skip
     ("model",),  # robot model, regressor, base parameters, friction terms, physical consistency
     ("data",),  # dataset, CSV logs, preprocessing
