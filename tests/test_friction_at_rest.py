@@ -315,12 +315,13 @@ def test_the_tunings_friction_columns_are_the_final_fits(columns):
         np.testing.assert_allclose(got, expected, atol=1e-12 * np.abs(expected).max())
 
 
-def test_a_space_for_one_candidate_filters_only_the_columns_its_joints_use(monkeypatch):
+def test_a_space_for_one_candidate_filters_only_the_columns_its_joints_use(
+    filtered_batches,
+):
     """The spaces that score one candidate (the other preprocessing candidates, built with
     the chosen columns only) compute each Coulomb and Stribeck column only for the joints
     whose shape it is: those equal the whole space's columns, the others are zero, and
     fewer columns are filtered."""
-    import ident_framework.data.parallel_filter as parallel_filter
     from ident_framework.data.preprocessing import preprocess
     from ident_framework.identify.tuning.column_spaces import _NO_GRIDS, _own_columns
     from ident_framework.identify.tuning.selection import _configured
@@ -337,18 +338,11 @@ def test_a_space_for_one_candidate_filters_only_the_columns_its_joints_use(monke
     candidate = start.with_shape(0, "stribeck", 0.01).with_shape(2, "tanh", 0.003)
     rows = np.arange(0, data.n_samples, 5)
     whole = _own_columns(config, builder, (True, False), candidate, config.tuning)
-    filtered = []
-    real = parallel_filter.zero_phase_filter_channels
-
-    def counted(sos, channels):
-        filtered.append(len(channels))
-        return real(sos, channels)
-
-    monkeypatch.setattr(parallel_filter, "zero_phase_filter_channels", counted)
+    filtered_batches.clear()  # from here on
     alone = _own_columns(config, builder, (True, False), candidate, _NO_GRIDS, own_shape_only=True)
     values = alone.values(data, rows)
     # fv on every joint; one Coulomb column per joint; fs on joint 1 only
-    assert sum(filtered) == n + n + 1
+    assert sum(filtered_batches) == n + n + 1
     reference = whole.values(data, rows)
     for j in range(n):
         used = ["fv", candidate.shape(j), "Ia", "offset"]

@@ -296,7 +296,9 @@ def test_the_unfiltered_velocity_is_computed_only_when_parallel_filtering_asks(
     assert unfiltered.flags.c_contiguous and segment.dq is unfiltered  # computed once
 
 
-def test_parallel_filtering_batches_across_functions_and_skips_unwanted_joints(monkeypatch):
+def test_parallel_filtering_batches_across_functions_and_skips_unwanted_joints(
+    monkeypatch, filtered_batches
+):
     """Columns of several functions are filtered together in batches (any batch size gives
     the same columns, to rounding); a joint left out of a function's `keep` mask is zero and
     never filtered; each column equals its own zero-phase filter at the kept rows."""
@@ -323,18 +325,11 @@ def test_parallel_filtering_batches_across_functions_and_skips_unwanted_joints(m
     ):
         direct = zero_phase_filter(segment.sos, expected)[segment.rows]
         np.testing.assert_allclose(whole[..., k], direct, atol=1e-12)
-    filtered = []
-    real = parallel_filter.zero_phase_filter_channels
-
-    def counted(sos, channels):
-        filtered.append(len(channels))
-        return real(sos, channels)
-
-    monkeypatch.setattr(parallel_filter, "zero_phase_filter_channels", counted)
+    filtered_batches.clear()  # from here on
     monkeypatch.setattr(parallel_filter, "CHANNELS_AT_ONCE", 4)
     keep = [None, np.array([False, True, False]), np.array([True, False, True])]
     masked = pf.apply(parts, keep=keep)
-    assert filtered == [4, 3]  # 3 + 2 + 2 wanted columns, in batches of 4 at most
+    assert filtered_batches == [4, 3]  # 3 + 2 + 2 wanted columns, in batches of 4 at most
     np.testing.assert_allclose(masked[:, :, 0], whole[:, :, 0], atol=1e-12)
     np.testing.assert_allclose(masked[:, 1, 1:3], whole[:, 1, 1:3], atol=1e-12)
     np.testing.assert_allclose(masked[:, [0, 2], 3], whole[:, [0, 2], 3], atol=1e-12)
