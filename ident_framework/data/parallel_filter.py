@@ -135,9 +135,9 @@ class ParallelFilter:
 
 
 class _Batch:
-    """Columns of one segment waiting to be filtered together: (M, c) slices of the
-    functions' flattened columns, each with the (count, c) target it fills (at the segment's
-    kept rows)."""
+    """Columns of one segment waiting to be filtered together: a function's flattened columns
+    (M, c), the indices of those queued, and the (count, c) target they fill (at the
+    segment's kept rows)."""
 
     def __init__(self, segment: FilterSegment, size: int) -> None:
         self.segment, self.size = segment, size
@@ -150,15 +150,11 @@ class _Batch:
         done = 0
         while done < len(wanted):
             chunk = wanted[done : done + self.size - self.width]
-            self._queue(flat, chunk, target)
+            self.waiting.append((flat, chunk, target))
+            self.width += len(chunk)
             done += len(chunk)
             if self.width >= self.size:
                 self.flush()
-
-    def _queue(self, flat: np.ndarray, chunk: np.ndarray, target: np.ndarray) -> None:
-        columns = flat[:, chunk[0] : chunk[-1] + 1] if _contiguous(chunk) else flat[:, chunk]
-        self.waiting.append((columns, chunk, target))
-        self.width += len(chunk)
 
     def flush(self) -> None:
         """Filter the queued columns (one pass) and write them to their targets."""
@@ -167,8 +163,8 @@ class _Batch:
         segment = self.segment
         gathered = np.empty((self.width, len(segment.timestamp)))  # a channel per row
         column = 0
-        for columns, chunk, _ in self.waiting:
-            gathered[column : column + len(chunk)] = columns.T
+        for flat, chunk, _ in self.waiting:
+            np.take(flat.T, chunk, axis=0, out=gathered[column : column + len(chunk)])
             column += len(chunk)
         values = segment.kept(zero_phase_filter_channels(segment.sos, gathered).T)
         column = 0
@@ -176,8 +172,3 @@ class _Batch:
             target[:, chunk] = values[:, column : column + len(chunk)]
             column += len(chunk)
         self.waiting, self.width = [], 0
-
-
-def _contiguous(indices: np.ndarray) -> bool:
-    """Whether `indices` (increasing) are consecutive: a slice, no copy."""
-    return len(indices) > 0 and indices[-1] - indices[0] == len(indices) - 1
