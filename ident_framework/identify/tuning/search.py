@@ -272,17 +272,22 @@ class _ColumnSearch:
     ) -> None:
         self.space, self.grids, self.tolerance, self.log = space, grids, tolerance, log
         self.configured, self.scores = configured, scores
-        self.judge, self.shapes = space, False
+        self.shapes = False  # the current stage is judged by the shape folds
         self.best, self.held = start, self.score(start, "start")
+
+    @property
+    def judge(self) -> ColumnSpace:
+        """The space with the folds judging the current stage."""
+        return self.space.judged_by(self.shapes)
 
     def score(self, candidate: Candidate, stage: str) -> HeldOut:
         return score_candidate(self.judge, candidate, self.tolerance, stage, self.log)
 
     def judged_by(self, shapes: bool) -> None:
         """Judge the next stages by the shape folds (or the ordinary ones again); the
-        incumbent is scored again on them."""
-        if self.space.judged_by(shapes) is not self.judge:
-            self.judge, self.shapes = self.space.judged_by(shapes), shapes
+        incumbent is scored again on them (when they are other folds)."""
+        if shapes != self.shapes and self.space.shape_factors is not None:
+            self.shapes = shapes
             self.held = self.score(self.best, "shape folds" if shapes else "start")
 
     def pick(self, candidates: list[Candidate], figures: list[HeldOut], stage: str) -> None:
