@@ -266,6 +266,21 @@ def gap_slices(t: np.ndarray, step: float) -> tuple[list[slice], list[dict[str, 
     return [slice(a, b) for a, b in zip(bounds, bounds[1:], strict=False)], gaps
 
 
+def recording_steps(t: np.ndarray) -> Callable[[np.ndarray], float]:
+    """The sample step (s) preprocessing gives each piece (between gaps) of the recording with
+    timestamps `t`, as a function of a window's timestamps (the piece it starts in)."""
+    whole = float(np.median(np.diff(t)))
+    slices, _ = gap_slices(t, whole)
+    starts = np.array([t[piece.start] for piece in slices])
+    # a piece of one sample has no step (preprocessing drops it): the recording's
+    steps = [float(np.median(np.diff(t[p]))) if p.stop - p.start > 1 else whole for p in slices]
+
+    def step_of(window: np.ndarray) -> float:
+        return steps[max(int(np.searchsorted(starts, window[0], side="right")) - 1, 0)]
+
+    return step_of
+
+
 def _checked_step(t: np.ndarray, where: str) -> float:
     """Median sample step (s); UserError for fewer than 3 samples or timestamps that do not
     increase."""

@@ -24,7 +24,7 @@ import numpy as np
 from ident_framework.config.run_config import RunConfig
 from ident_framework.data.checks import drop_untrusted
 from ident_framework.data.dataset import Dataset
-from ident_framework.data.preprocessing import default_trim_s, gap_slices, preprocess
+from ident_framework.data.preprocessing import default_trim_s, preprocess, recording_steps
 from ident_framework.errors import UserError
 
 ROW_READER = ("recording_files", "timestamps", "acquire_rows")  # what a source needs for it
@@ -38,21 +38,6 @@ def halo_samples(config: RunConfig, step: float) -> int:
         halo_s = 4 * default_trim_s(pre.lowpass_hz, pre.filter_order) + 2 * pre.savgol_window_s
         halo_s = max(halo_s, 2 * (pre.trim_s or 0.0))
     return math.ceil(halo_s / step)
-
-
-def recording_steps(t: np.ndarray) -> Callable[[np.ndarray], float]:
-    """The sample step (s) preprocessing gives each piece (between gaps) of the recording with
-    timestamps `t`, as a function of a window's timestamps (the piece it starts in)."""
-    whole = float(np.median(np.diff(t)))
-    slices, _ = gap_slices(t, whole)
-    starts = np.array([t[piece.start] for piece in slices])
-    # a piece of one sample has no step (preprocessing drops it): the recording's
-    steps = [float(np.median(np.diff(t[p]))) if p.stop - p.start > 1 else whole for p in slices]
-
-    def step_of(window: np.ndarray) -> float:
-        return steps[max(int(np.searchsorted(starts, window[0], side="right")) - 1, 0)]
-
-    return step_of
 
 
 def read_part(config: RunConfig, robot: Any, source: Any) -> tuple[Dataset, dict[str, Any]]:

@@ -44,8 +44,8 @@ def tuning_lines(selection: Any) -> list[str]:
     per_joint = " ".join(f"{v:.4g}" for v in selection.cv_rmse_per_joint)
     lines = [
         f"tuning=cv ({selection.folds}; {len(selection.table)} candidates, "
-        f"{selection.samples_used} samples, {selection.seconds:.1f} s): CV RMSE "
-        f"{selection.cv_rmse:.4f} Nm (per joint {per_joint}), as configured "
+        f"{selection.samples_used} samples{_windows(selection)}, {selection.seconds:.1f} s): "
+        f"CV RMSE {selection.cv_rmse:.4f} Nm (per joint {per_joint}), as configured "
         f"{selection.configured_cv_rmse:.4f} Nm; table in {run_files.TUNING_CSV}",
         f"chosen: {chosen} (rule {selection.rule})",
     ]
@@ -79,3 +79,9 @@ def _shown(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _windows(selection: Any) -> str:
+    """' from K windows' when the rows were read from windows of a long recording."""
+    windows = getattr(selection, "windows", 0)
+    return f" from {windows} windows" if windows else ""

@@ -25,12 +25,17 @@ def tuning_config(
 
 
 def planted_friction_recording(
-    builder: RegressorBuilder, theta: np.ndarray, widths: np.ndarray, seed: int
+    builder: RegressorBuilder,
+    theta: np.ndarray,
+    widths: np.ndarray,
+    seed: int,
+    duration: float = 24.0,
 ) -> Dataset:
-    """A 500 Hz recording (no accelerations: to be preprocessed) whose Coulomb friction is
-    4 Nm · tanh(dq / width) per joint (rad/s widths), viscous 1.5 Nm·s/rad, 0.05 Nm torque
-    noise; slow stretches where the shape matters. `theta`: its rigid-body parameters."""
-    t, q, dq, ddq = sines(24.0, 500.0, seed=seed)
+    """A 500 Hz recording of `duration` s (no accelerations: to be preprocessed) whose Coulomb
+    friction is 4 Nm · tanh(dq / width) per joint (rad/s widths), viscous 1.5 Nm·s/rad, 0.05
+    Nm torque noise; slow stretches where the shape matters. `theta`: its rigid-body
+    parameters."""
+    t, q, dq, ddq = sines(duration, 500.0, seed=seed)
     slow = 0.15 + 0.85 * np.abs(np.sin(2 * np.pi * t / 12.0))[:, None]  # creeping phases
     q, dq, ddq = q * slow, dq * slow, ddq * slow  # (the product rule is ignored: not needed)
     tau = builder.rigid_body(q, dq, ddq) @ theta[:60]

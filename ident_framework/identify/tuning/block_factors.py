@@ -100,6 +100,29 @@ class FoldFactors:
         return out
 
     @property
+    def grouped(self) -> bool:
+        """Whether a fold holds several cells (or some cell is in no fold): else every cell
+        is a fold of one partition and its factor is the fold's own."""
+        layout = self.folds
+        return len(self.merged) != len(layout.cells) or any(
+            cells != (k,) for k, cells in enumerate(layout.cells)
+        )
+
+    @cached_property
+    def training(self) -> list[np.ndarray]:
+        """Per fold of `folds`, the factor of its training rows over every column: the merge
+        of its partition's other row groups (`groups`). A candidate's training factor is the
+        QR of its columns' slice of this one (exact: R of A[:, S] is R of R_A[:, S]), one
+        small QR per fold instead of a merge of every group."""
+        layout = self.folds
+        groups = self.groups if self.grouped else [list(enumerate(self.merged))]
+        with one_blas_thread():
+            return [
+                stacked_r([g for f, g in groups[layout.partition[k]] if f != k])
+                for k in range(len(layout.cells))
+            ]
+
+    @property
     def samples(self) -> int:
         """Samples used (rows of all joints / n)."""
         return int(self.counts.sum()) // self.n_joints
@@ -145,15 +168,23 @@ def fold_factors(
     """The factors of every cell (`n_folds` of them) over the preprocessed recordings, every
     stride-th sample of those in a cell so that at most about `max_samples` samples are used
     in all. `spaces`: the joints' structural row spaces (`linear_problem.joint_row_spaces`);
-    `layout`: the folds over the cells (None: each cell is a fold). A joint's rows need only
-    its own columns (and every joint's rigid-body rows): the joints are factored in
-    `JOINT_GROUPS` groups."""
+    `layout`: the folds over the cells (None: each cell is a fold). The rigid-body rows are
+    computed once; a joint's rows need only its own columns besides them: the joints are
+    factored in `JOINT_GROUPS` groups."""
     n = builder.robot.n_joints
     e = len(own.names)
     groups = _balanced([spaces[j].shape[1] + e for j in range(n)], JOINT_GROUPS)
+    cells = [_per_joint(r.labels, n) for r in recordings]
+    total = sum(int(np.sum(c[:, 0] >= 0)) for c in cells)
+    stride = max(1, -(-total // max_samples)) if max_samples else 1
+    with one_blas_thread():  # before the fork: both groups' workers read them
+        rigid = [
+            _rigid_rows(builder, r, c, spaces, stride, bool(own.load))
+            for r, c in zip(recordings, cells, strict=True)
+        ]
 
     def factors_of(joints: tuple[int, ...]) -> tuple[dict[int, list[np.ndarray]], np.ndarray]:
-        return _joint_factors(builder, recordings, n_folds, own, spaces, max_samples, joints)
+        return _joint_factors(builder, recordings, rigid, n_folds, own, spaces, joints)
 
     per_joint_of: dict[int, list[np.ndarray]] = {}
     counts = np.zeros((n_folds, n), dtype=int)
@@ -177,13 +208,53 @@ def _balanced(costs: list[int], groups: int) -> list[tuple[int, ...]]:
     return [tuple(sorted(m)) for m in members]
 
 
+@dataclass(frozen=True)
+class _RigidRows:
+    """The rows one recording gives the factors: `kept` (M,) its samples used, grouped by
+    cell (the QR factor of a cell does not depend on its rows' order, so that a chunk holds
+    few cells: few, tall updates instead of one per block); per joint j, `joint[j]` (M, r_j)
+    its rigid-body rows in its structural row space; `load` (M, n) |tau_load| Nm of the
+    nominal model (the load-dependent friction's columns), or None."""
+
+    kept: np.ndarray
+    joint: list[np.ndarray]
+    load: np.ndarray | None
+
+
+def _rigid_rows(
+    builder: RegressorBuilder,
+    recording: FoldRows,
+    labels: np.ndarray,
+    spaces: list[np.ndarray],
+    stride: int,
+    load: bool,
+) -> _RigidRows:
+    """Every stride-th sample in a cell of `recording` and its rigid-body rows (`_RigidRows`),
+    computed CHUNK samples at a time."""
+    n = builder.robot.n_joints
+    blocks = [builder.subtree_block(j) for j in range(n)]
+    kept = np.flatnonzero(labels[:, 0] >= 0)[::stride]
+    kept = kept[np.argsort(labels[kept, 0], kind="stable")]
+    joint = [np.empty((len(kept), spaces[j].shape[1])) for j in range(n)]
+    loads = np.empty((len(kept), n)) if load else None
+    data = recording.data
+    for start in range(0, len(kept), CHUNK):
+        rows = kept[start : start + CHUNK]
+        rigid = builder.rigid_body(data.q[rows], data.dq[rows], data.ddq[rows])
+        for j in range(n):
+            joint[j][start : start + len(rows)] = rigid[:, j, blocks[j]] @ spaces[j]
+        if loads is not None:
+            loads[start : start + len(rows)] = np.abs(builder.load_torque(rigid, data.ddq[rows]))
+    return _RigidRows(kept, joint, loads)
+
+
 def _joint_factors(
     builder: RegressorBuilder,
     recordings: list[FoldRows],
+    rigid: list[_RigidRows],
     n_folds: int,
     own: OwnColumns,
     spaces: list[np.ndarray],
-    max_samples: int | None,
     joints: tuple[int, ...],
 ) -> tuple[dict[int, list[np.ndarray]], np.ndarray]:
     """({joint: its factor (r, P) per cell, in `FoldFactors`' column layout} for `joints`,
@@ -193,36 +264,26 @@ def _joint_factors(
     wanted = np.zeros(n, dtype=bool)
     wanted[list(joints)] = True
     subtree = [builder.subtree_columns(j) for j in range(n)]
-    blocks = [builder.subtree_block(j) for j in range(n)]
     accumulators = {
         j: [TriangularAccumulator(spaces[j].shape[1] + e + s + 2) for _ in range(n_folds)]
         for j in joints
     }
-    cells = [_per_joint(r.labels, n) for r in recordings]
-    total = sum(int(np.sum(c[:, 0] >= 0)) for c in cells)
-    stride = max(1, -(-total // max_samples)) if max_samples else 1
     counts = np.zeros((n_folds, n), dtype=int)
     with one_blas_thread():
-        for recording, labels in zip(recordings, cells, strict=True):
-            kept = np.flatnonzero(labels[:, 0] >= 0)[::stride]
-            # grouped by cell (the QR factor of a cell does not depend on its rows' order), so
-            # that a chunk holds few cells: few, tall updates instead of one per block
-            kept = kept[np.argsort(labels[kept, 0], kind="stable")]
+        for recording, rows_of in zip(recordings, rigid, strict=True):
+            kept, labels = rows_of.kept, _per_joint(recording.labels, n)
             for j in joints:
                 counts[:, j] += np.bincount(labels[kept, j], minlength=n_folds)
             own_values = own.values(recording.data, kept, wanted)
             if s:
                 shared = own.shared_values(recording.data, kept)
                 own_values = np.concatenate([own_values, shared], axis=-1)
+            if own.load:
+                own_values[:, :, list(own.load)] *= rows_of.load[:, :, None]
             data = recording.data
             for start in range(0, len(kept), CHUNK):
                 rows = kept[start : start + CHUNK]
-                rigid = builder.rigid_body(data.q[rows], data.dq[rows], data.ddq[rows])
                 own_part = own_values[start : start + CHUNK]
-                if own.load:
-                    own_part = own_part.copy()
-                    load = np.abs(builder.load_torque(rigid, data.ddq[rows]))
-                    own_part[:, :, list(own.load)] *= load[:, :, None]
                 for j in joints:
                     cell = labels[rows, j]
                     order = np.argsort(cell, kind="stable")
@@ -230,7 +291,7 @@ def _joint_factors(
                     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
                         mine = order[lo:hi]
                         accumulators[j][cell[mine[0]]].add_blocks(
-                            rigid[mine, j, blocks[j]] @ spaces[j],
+                            rows_of.joint[j][start + mine],
                             own_part[mine, j],
                             data.tau[rows[mine], j],
                             recording.tau_recorded[rows[mine], j],

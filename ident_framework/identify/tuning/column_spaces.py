@@ -27,6 +27,7 @@ from ident_framework.identify.tuning.block_factors import (
     OwnColumns,
     fold_factors,
 )
+from ident_framework.identify.tuning.excerpts import Excerpt, halo_s, plan_excerpts
 from ident_framework.identify.tuning.folds import FoldLayout, FoldPlan
 from ident_framework.identify.tuning.search import (
     Candidate,
@@ -70,6 +71,13 @@ class ColumnSpaces:
         if checks.enabled and checked is None:
             checked = [check_recording(r, robot.limits, checks) for r in recordings]
         self.trusted = [c[0] for c in checked] if checks.enabled else [None] * len(recordings)
+        # a long recording is read as windows (`excerpts.py`), else whole
+        slowest = replace(
+            config.preprocessing,
+            lowpass_hz=min([config.preprocessing.lowpass_hz, *config.tuning.cutoffs_hz]),
+            use_measured_velocity=False,
+        )
+        self.excerpts = plan_excerpts(recordings, plan, config.tuning.max_samples, halo_s(slowest))
 
     @property
     def costly_columns(self) -> bool:
@@ -134,10 +142,17 @@ class ColumnSpaces:
             lowpass_hz=preprocessing[0],
             use_measured_velocity=preprocessing[1],
         )
-        rows = [
-            _fold_rows(r, params, self.plan, i, trusted)
-            for i, (r, trusted) in enumerate(zip(self.recordings, self.trusted, strict=True))
-        ]
+        if self.excerpts is None:
+            rows = [
+                _fold_rows(r, params, self.plan, i, trusted)
+                for i, (r, trusted) in enumerate(zip(self.recordings, self.trusted, strict=True))
+            ]
+        else:
+            rows = [
+                _excerpt_rows(e, params, self.plan, self.recordings[e.recording],
+                              self.trusted[e.recording])
+                for e in self.excerpts
+            ]  # fmt: skip
         if self.costly_columns:  # before `fold_factors` forks its workers
             for r in rows:
                 if r.data.parallel_filter is not None:
@@ -148,7 +163,7 @@ class ColumnSpaces:
             self.plan.n_cells,
             self.own(lead, only),
             self.row_spaces,
-            self.config.tuning.max_samples,
+            self.config.tuning.max_samples if self.excerpts is None else None,
         )
         return factors.merged, factors.per_joint, factors.counts
 
@@ -197,6 +212,24 @@ def _fold_rows(
     if trusted is not None and not trusted.all():
         labels[~trusted_at(recording, trusted, data)] = -1
     return FoldRows(data, recorded, labels)
+
+
+def _excerpt_rows(
+    excerpt: Excerpt,
+    params: Any,
+    plan: FoldPlan,
+    recording: Dataset,
+    trusted: np.ndarray | None,
+) -> FoldRows:
+    """A window preprocessed with its halo (`excerpts.py`): its own rows in their cells, the
+    halo's in none (-1), as `_fold_rows`."""
+    window = excerpt.data(recording, halo_s(params))
+    data = preprocess(window, params, step_of=excerpt.step_of)
+    labels = plan.cells(excerpt.recording, data.timestamp, recording.q.shape[1])
+    labels[~excerpt.own(data.timestamp)] = -1
+    if trusted is not None and not trusted.all():
+        labels[~trusted_at(recording, trusted, data)] = -1
+    return FoldRows(data, data.recorded.tau, labels)
 
 
 # no grid: a candidate's own Coulomb shapes only (`ColumnSpaces.own(lead, only)`)

@@ -1,7 +1,9 @@
 """Held-out error of one candidate (a column set and regularisers) from the folds' factors.
 
-For fold k the training factor of the candidate's columns S is the QR of the stacked slices
-R_f[:, S + tau_filtered] of the other folds (exact: QR factors of row blocks merge), the base
+For fold k the training factor of the candidate's columns S is the QR of the slice
+T_k[:, S + tau_filtered] of the fold's training factor over every column (the other folds'
+factors merged once per column space, `FoldFactors.training`; exact: QR factors of row blocks
+merge, and R of A[:, S] is R of R_A[:, S]), the base
 parameters are those of all folds together (structural: the same for every fold), the
 estimate is the spectral solve of `identify/regularization.py` (least squares, ridge toward
 the nominal parameters, truncated SVD), and the held-out sum of squares is
@@ -65,14 +67,13 @@ def cross_validate(
     sse_joint = np.zeros((len(regularisers), n_folds, factors.n_joints))
     rows = np.array([factors.counts[list(cells)].sum(axis=0) for cells in layout.cells])
     with one_blas_thread():
-        base, groups = fold_groups(factors, columns, tolerance)
+        base = base_of(factors, columns, tolerance)
         basis, r = base.basis, base.rank
         prior = basis.T @ nominal
-        groups = [[(k, _project(g, factors, columns, basis)) for k, g in part] for part in groups]
         for k, held_cells in enumerate(layout.cells):
             if rows[k].sum() == 0:
                 continue
-            train = stacked_r([g for f, g in groups[layout.partition[k]] if f != k])
+            train = stacked_r([_project(factors.training[k], factors, columns, basis)])
             r_w, rhs = train[:r, :r], train[:r, r]
             held = [factors.merged[c][:, test_columns] for c in held_cells]
             for i, (ridge, truncate) in enumerate(regularisers):
@@ -89,22 +90,11 @@ def cross_validate(
     return _figures(layout, rows, sse, sse_joint if per_joint else None, base.rank)
 
 
-def fold_groups(
-    factors: FoldFactors, columns: np.ndarray, tolerance: float
-) -> tuple[BaseParameters, list[list[tuple[int, np.ndarray]]]]:
-    """(the base parameters of the columns over all folds, per partition (fold, factor) of
-    its row groups): one cell per fold (time blocks or recordings alone) gives the cells'
-    factors as they are; cells grouped into folds the factors of the groups, merged once per
-    column space (`FoldFactors.groups`; exact either way: R of A[:, S] is R of R_A[:, S])."""
-    layout = factors.folds
-    grouped = len(factors.merged) != len(layout.cells) or any(
-        cells != (k,) for k, cells in enumerate(layout.cells)
-    )
-    parts = [factors.whole] if grouped else factors.merged
-    total = stacked_r([m[:, columns] for m in parts])
-    base = BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
-    groups = factors.groups if grouped else [list(enumerate(factors.merged))]
-    return base, [list(part) for part in groups]
+def base_of(factors: FoldFactors, columns: np.ndarray, tolerance: float) -> BaseParameters:
+    """The base parameters of the columns over all folds (structural: the same for every
+    fold), from the factor of every row (exact: R of A[:, S] is R of R_A[:, S])."""
+    total = stacked_r([factors.whole[:, columns]])
+    return BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
 
 
 def _project(
@@ -198,17 +188,17 @@ def cross_validate_geometric(
     prior = PriorLayout(factors.n_joints, np.asarray(nominal, dtype=float), signed)
     theta = None
     with one_blas_thread():
-        base, groups = fold_groups(factors, columns, tolerance)
+        base = base_of(factors, columns, tolerance)
         basis, rank = base.basis, base.rank
         for k, held_cells in enumerate(layout.cells):
             if rows[k].sum() == 0:
                 continue
-            others = [g for f, g in groups[layout.partition[k]] if f != k]
-            projected = [_project(g, factors, columns, basis) for g in others]
-            rss = float(stacked_r(projected)[rank, rank] ** 2)
+            training = factors.training[k]
+            projected = _project(training, factors, columns, basis)
+            rss = float(stacked_r([projected])[rank, rank] ** 2)
             n_train = int(factors.counts.sum() - rows[k].sum())  # every other cell trains
             sigma2 = max(rss / max(n_train - rank, 1), 1e-300)
-            train = stacked_r([g[:, fit_columns] for g in others])
+            train = stacked_r([training[:, fit_columns]])
             held = [factors.merged[c][:, test_columns] for c in held_cells]
             fits = fit_weights(train, sigma2, prior, [weights[i] for i in order], theta)
             theta = None if fits[-1] is None else fits[-1].theta  # the next fold's start

@@ -380,6 +380,8 @@ def search_columns(
     def figures(item: tuple[bool, Candidate]) -> HeldOut:
         return candidate_figures(space.judged_by(item[0]), item[1], tolerance)
 
+    for shapes in (False, True):  # the folds' training factors: once, before the fork
+        _ = space.judged_by(shapes).factors.training
     # a stage's candidates are independent: scored on workers forked once for the search
     # (when the cores are free: serial while other forked work runs, `parallel_work.py`)
     with forked_pool(figures, batch=2) as scores:

@@ -64,6 +64,7 @@ class Selection:
     stability: list[dict[str, Any]] = field(default_factory=list)  # `stability_summary`
     # `tuning.friction_models`: per model its CV figures and whether it was chosen
     friction_models: list[dict[str, Any]] = field(default_factory=list)
+    windows: int = 0  # windows the rows were read from (`excerpts.py`; 0: recordings whole)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +75,7 @@ class Selection:
             "least_squares_cv_rmse": self.least_squares_cv_rmse,
             "folds": self.folds,
             "samples_used": self.samples_used,
+            "windows": self.windows,
             "candidates": len(self.table),
             "seconds": self.seconds,
             "rule": self.rule,
@@ -161,6 +163,7 @@ def select_options(
         list(plan.layout(tuple(settings.partitions)).names),
         [float(v) for v in best_held.fold_rmse],
         stability_summary(log),
+        windows=len(spaces.excerpts or ()),
     )
     tuned = replace(apply_chosen(config, chosen_keys), selection=selection)
     return tuned, regressor_builder(tuned, robot)
