@@ -75,7 +75,7 @@ def test_windows_of_a_repeating_motion_spread_over_its_phase_and_periods():
     phases = (centres % plan.periods[0]) / plan.periods[0]
     np.testing.assert_allclose(phases, (np.arange(count) + 0.5) / count, atol=0.01)
     periods = (centres // plan.periods[0]).astype(int)
-    assert len(set(periods)) >= 15 and min(periods) <= 1 and max(periods) >= 18  # spread
+    assert len(set(periods)) == count and min(periods) <= 1 and max(periods) >= 17  # spread
     labels = np.concatenate([plan.labels(0, data.timestamp[e.own(data.timestamp)])
                              for e in excerpts])  # fmt: skip
     assert set(labels.tolist()) - {-1} == {0, 1, 2, 3, 4}

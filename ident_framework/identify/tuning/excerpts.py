@@ -29,7 +29,7 @@ from ident_framework.identify.tuning.folds import FoldPlan
 # velocity differentiated from q (12 time constants of the Butterworth's slowest pole each:
 # two leave e^-24 of an edge transient, whichever the velocity source)
 HALO_EDGES = 2
-WINDOWS_PER_FOLD = 4  # windows in each fold position (time or phase block)
+WINDOWS_PER_FOLD = 2  # windows in each fold position (time or phase block)
 # windows are read only when they (with the slowest candidate's halos) hold at most this
 # share of the samples
 WINDOWED_SHARE = 0.7
@@ -128,7 +128,9 @@ def _centres(plan: FoldPlan, index: int, t: np.ndarray, count: int, half_s: floa
         return [start + (k + 0.5) / count * duration for k in range(count)]
     first = math.ceil(half_s / period)  # period p holds [p T, (p + 1) T) + the halves
     slots = max(math.floor((duration - half_s) / period) - first, 1)
-    return [start + (first + k % slots + (k + 0.5) / count) * period for k in range(count)]
+    # spread evenly over the periods (more windows than periods: through them in turn)
+    taken = [k * slots // count if count <= slots else k % slots for k in range(count)]
+    return [start + (first + p + (k + 0.5) / count) * period for k, p in enumerate(taken)]
 
 
 def _disjoint(windows: list[tuple[int, int, int]]) -> bool:
