@@ -11,6 +11,7 @@ import scipy.signal (~0.5 s, see zero_phase_lowpass).
 from __future__ import annotations
 
 import math
+from functools import cache
 
 import numpy as np
 
@@ -26,30 +27,37 @@ def savgol_derivative(
     # contiguous: a column block of a wider array (as preprocessing passes) runs 4 x slower
     flat = np.ascontiguousarray(x.reshape(len(x), -1))
     half = window // 2
-    offsets = np.arange(-half, half + 1, dtype=float)
-    target = np.zeros(polyorder + 1)
-    target[deriv] = math.factorial(deriv) / delta**deriv
-    weights = np.linalg.lstsq(offsets ** np.arange(polyorder + 1)[:, None], target, rcond=None)[0]
+    weights, first, last = _operators(window, polyorder, deriv, float(delta))
     out = np.empty_like(flat)
     inner = out[half : len(flat) - half]
     inner[:] = weights[0] * flat[: len(flat) - 2 * half]
     for k in range(1, window):
         inner += weights[k] * flat[k : len(flat) - 2 * half + k]
-    out[:half] = _edge(flat[:window], np.arange(half), polyorder, deriv, delta)
-    out[len(flat) - half :] = _edge(
-        flat[-window:], np.arange(window - half, window), polyorder, deriv, delta
-    )
+    out[:half] = first @ flat[:window]
+    out[len(flat) - half :] = last @ flat[-window:]
     return out.reshape(x.shape)
 
 
-def _edge(
-    values: np.ndarray, at: np.ndarray, polyorder: int, deriv: int, delta: float
-) -> np.ndarray:
-    """The deriv-th derivative, at sample positions `at`, of the polynomials of `polyorder`
-    fitted to the columns of `values` (window, ch) at positions 0 … window-1."""
-    coefficients = np.polyfit(np.arange(len(values)), values, polyorder)  # highest power first
-    for _ in range(deriv):
-        powers = np.arange(len(coefficients) - 1, 0, -1)[:, None]
-        coefficients = coefficients[:-1] * powers
-    powers = np.arange(len(coefficients) - 1, -1, -1)
-    return (at[:, None].astype(float) ** powers) @ coefficients / delta**deriv
+@cache
+def _operators(
+    window: int, polyorder: int, deriv: int, delta: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the centred window's weights (window,), the first and the last half window's
+    operators (half, window)): the deriv-th derivative, at each position, of the polynomial
+    of `polyorder` least-squares fitted to a whole window, as linear maps of its samples."""
+    half = window // 2
+    offsets = np.arange(-half, half + 1, dtype=float)
+    target = np.zeros(polyorder + 1)
+    target[deriv] = math.factorial(deriv) / delta**deriv
+    weights = np.linalg.lstsq(offsets ** np.arange(polyorder + 1)[:, None], target, rcond=None)[0]
+    positions = np.arange(window, dtype=float)
+    # coefficients = pinv(V) @ values for V the (window, polyorder + 1) Vandermonde matrix
+    fit = np.linalg.pinv(positions[:, None] ** np.arange(polyorder + 1))
+    powers = np.arange(polyorder + 1)
+    factor = np.array([math.perm(p, deriv) for p in powers], dtype=float)
+    shifted = np.maximum(powers - deriv, 0)
+    derivative = factor * positions[:, None] ** shifted / delta**deriv  # (window, order + 1)
+    edges = derivative @ fit
+    for operator in (weights, edges):
+        operator.flags.writeable = False
+    return weights, edges[:half], edges[window - half :]

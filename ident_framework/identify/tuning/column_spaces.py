@@ -14,7 +14,7 @@ import numpy as np
 from ident_framework.config.run_config import RunConfig
 from ident_framework.data.checks import check_recording, trusted_at
 from ident_framework.data.cubic_spline import preload as preload_cubic_spline
-from ident_framework.data.dataset import Dataset
+from ident_framework.data.dataset import Dataset, concatenate
 from ident_framework.data.preprocessing import preprocess, resamples_any
 from ident_framework.identify.linear_problem import (
     joint_row_spaces,
@@ -148,11 +148,12 @@ class ColumnSpaces:
                 for i, (r, trusted) in enumerate(zip(self.recordings, self.trusted, strict=True))
             ]
         else:
-            rows = [
+            windows = [
                 _excerpt_rows(e, params, self.plan, self.recordings[e.recording],
                               self.trusted[e.recording])
                 for e in self.excerpts
             ]  # fmt: skip
+            rows = [_stacked(windows)]  # one pass of each stage over all windows
         if self.costly_columns:  # before `fold_factors` forks its workers
             for r in rows:
                 if r.data.parallel_filter is not None:
@@ -230,6 +231,15 @@ def _excerpt_rows(
     if trusted is not None and not trusted.all():
         labels[~trusted_at(recording, trusted, data)] = -1
     return FoldRows(data, data.recorded.tau, labels)
+
+
+def _stacked(parts: list[FoldRows]) -> FoldRows:
+    """The rows of several preprocessed windows as one (each still filtered on its own)."""
+    return FoldRows(
+        concatenate([p.data for p in parts]),
+        np.concatenate([p.tau_recorded for p in parts]),
+        np.concatenate([p.labels for p in parts]),
+    )
 
 
 # no grid: a candidate's own Coulomb shapes only (`ColumnSpaces.own(lead, only)`)
