@@ -391,8 +391,16 @@ def _coulomb_friction_values(
             masks = joints or [None] * len(parts)
             if wanted is not None:
                 masks = [wanted if m is None else m & wanted for m in masks]
-            every = parallel_friction_basis(data, parts, leading, ascending, masks)
-            every = every[np.searchsorted(ascending, rows)][:, :, order]
+            # a column no joint asked for stays zero: not evaluated at all (each part is one
+            # column per joint)
+            used = [k for k, m in enumerate(masks) if m is None or m.any()]
+            every = np.zeros((len(rows), data.dq.shape[1], len(parts)))
+            if used:
+                computed = parallel_friction_basis(
+                    data, [parts[k] for k in used], leading, ascending, [masks[k] for k in used]
+                )
+                every[:, :, used] = computed[np.searchsorted(ascending, rows)]
+            every = every[:, :, order]
         else:
             dq, ddq = data.dq[rows], data.ddq[rows]
             every = np.concatenate([part(None, dq, ddq) for part in parts], axis=-1)
