@@ -55,6 +55,16 @@ class OwnColumns:
     shared: tuple[str, ...] = ()
     shared_values: Callable[[Dataset, np.ndarray], np.ndarray] | None = None
     load: tuple[int, ...] = ()
+    # per joint, the indices (into `names`) of the columns a candidate may use on its rows
+    # (None: all): a space that scores one candidate factors only those (the others' parameters
+    # are in no candidate it scores; their columns in the factor are zero)
+    active: tuple[tuple[int, ...], ...] | None = None
+
+    def used(self, joint: int) -> np.ndarray:
+        """The indices (into `names`) of the columns joint `joint`'s factor holds."""
+        if self.active is None:
+            return np.arange(len(self.names))
+        return np.asarray(self.active[joint], dtype=int)
 
     def index(self, name: str) -> int:
         return self.names.index(name)
@@ -264,8 +274,12 @@ def _joint_factors(
     wanted = np.zeros(n, dtype=bool)
     wanted[list(joints)] = True
     subtree = [builder.subtree_columns(j) for j in range(n)]
+    used = {j: own.used(j) for j in joints}
+    taken = {j: np.concatenate([used[j], e + np.arange(s)]) for j in joints}  # + shared
     accumulators = {
-        j: [TriangularAccumulator(spaces[j].shape[1] + e + s + 2) for _ in range(n_folds)]
+        j: [
+            TriangularAccumulator(spaces[j].shape[1] + len(used[j]) + s + 2) for _ in range(n_folds)
+        ]
         for j in joints
     }
     counts = np.zeros((n_folds, n), dtype=int)
@@ -292,7 +306,7 @@ def _joint_factors(
                         mine = order[lo:hi]
                         accumulators[j][cell[mine[0]]].add_blocks(
                             rows_of.joint[j][start + mine],
-                            own_part[mine, j],
+                            own_part[mine, j][:, taken[j]],
                             data.tau[rows[mine], j],
                             recording.tau_recorded[rows[mine], j],
                         )
@@ -302,11 +316,11 @@ def _joint_factors(
         factors[j] = []
         for accumulator in accumulators[j]:
             r = accumulator.factor
-            k = spaces[j].shape[1]
+            k, u = spaces[j].shape[1], len(used[j])
             full = np.zeros((r.shape[0], size))
             full[:, subtree[j]] = r[:, :k] @ spaces[j].T
-            full[:, 10 * n + j * e : 10 * n + (j + 1) * e] = r[:, k : k + e]
-            full[:, 10 * n + n * e : 10 * n + n * e + s] = r[:, k + e : k + e + s]
+            full[:, 10 * n + j * e + used[j]] = r[:, k : k + u]
+            full[:, 10 * n + n * e : 10 * n + n * e + s] = r[:, k + u : k + u + s]
             full[:, -2:] = r[:, -2:]
             factors[j].append(full)
     return factors, counts

@@ -463,11 +463,28 @@ def _own_columns(
         return np.concatenate(parts, axis=-1)
 
     loaded = tuple(i for i, name in enumerate(names) if name.endswith(load_name("")))
+    active = _candidate_columns(names, start, builder.robot.n_joints) if own_shape_only else None
     if not builder.couplings:
-        return OwnColumns(tuple(names), values, load=loaded)
+        return OwnColumns(tuple(names), values, load=loaded, active=active)
 
     def coupled(data: Dataset, rows: np.ndarray) -> np.ndarray:
         return builder.coupled_terms(data.dq[rows], data.ddq[rows])
 
     shared = tuple(builder.parameter_names[-builder.n_coupled :])
-    return OwnColumns(tuple(names), values, shared, coupled)
+    return OwnColumns(tuple(names), values, shared, coupled, loaded, active)
+
+
+def _candidate_columns(
+    names: tuple[str, ...], candidate: Candidate, n: int
+) -> tuple[tuple[int, ...], ...]:
+    """Per joint, the indices of `names` that `candidate` (coulomb_viscous) may use on that
+    joint's rows: the viscous column, its Coulomb shape (and Stribeck static) column, their
+    temperature and load partners, rotor inertia and offset."""
+    out = []
+    for j in range(n):
+        own = {"fv", candidate.shape(j), "Ia", "offset"}
+        if candidate.stribeck_velocity and candidate.stribeck_velocity[j] > 0:
+            own.add(stribeck_name(candidate.stribeck_velocity[j]))
+        own |= {temperature_name(c) for c in own} | {load_name(c) for c in own}
+        out.append(tuple(i for i, name in enumerate(names) if name in own))
+    return tuple(out)
