@@ -27,9 +27,10 @@ from ident_framework.twin.export import twin_urdf_text
 
 
 def installed_plugins() -> list[dict[str, str]]:
+    """Every installed option (plugins.yaml), none of the unused ones imported."""
     return [
         {"kind": p.kind, "name": p.name, "distribution": p.distribution, "version": p.version}
-        for p in get_registry().all()
+        for p in get_registry().installed()
     ]
 
 
