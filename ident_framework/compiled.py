@@ -1,6 +1,7 @@
 """Numba, set up once for the project's compiled loops (the zero-phase filter's
-`data/zero_phase_kernel.py`, the rigid-body regressor's `model/rigid_body_regressor.py`):
-import numba from here.
+`data/zero_phase_kernel.py`, the rigid-body regressor's `model/rigid_body_kernel.py`): import
+numba from here, and only from a module imported when its compiled loop is first called
+(numba's start costs ~0.25 s a process).
 
 - Threads and fork: numba's default threading layer here is GNU OpenMP, which is not fork-safe
   (a forked child that runs a parallel region after its parent did is aborted; the project

@@ -26,7 +26,9 @@ class ExtensionPoint:
     """One extension point. `groups`: the config groups whose options it provides (the first
     is the run's own; `validation` and `validation.trajectory` reuse sources and trajectories);
     `builtins`: the modules of the package that register its built-in options, in
-    registration order; `defaults`: the class holding the protocol's optional members."""
+    registration order, one option each, named as its module (`estimator=rls` is
+    `ident_framework.estimators.rls`): the registry knows the options without importing
+    them; `defaults`: the class holding the protocol's optional members."""
 
     kind: str
     hook: str
@@ -39,6 +41,10 @@ class ExtensionPoint:
     @property
     def group(self) -> str:
         return self.groups[0]
+
+    def builtin_options(self) -> dict[str, str]:
+        """Built-in option name -> the module that registers it, in registration order."""
+        return {module.rpartition(".")[2]: module for module in self.builtins}
 
     def optional_members(self) -> dict[str, Any]:
         """Optional member name -> default (a plain function for a method)."""

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from ident_framework.data.csv_log import read_csv_log, write_csv_log
+from ident_framework.extension_points import BUILTIN_PLUGINS, PLUGIN_GROUPS, POINTS
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.identify.excitation_objective import make_condition_objective
 from ident_framework.model.regressor import RegressorBuilder
@@ -126,10 +127,24 @@ def test_identify_from_recorded_logs(recorded_logs, tmp_path: Path):
         assert checks["excluded_rows"] == 0 and checks["warnings"] == [], checks
 
 
-def test_identifying_from_a_log_imports_no_scipy(recorded_logs, tmp_path: Path):
+# What an identification from a recorded log does not use, so does not import (issue 28): the
+# other modes, the simulated robot, the robot connection, the motion design and its safety
+# check, the MCAP export, and pandas (pyarrow's `to_numpy` and `pa.array` convert through it)
+NOT_FOR_A_LOG = (
+    "pandas", "ident_framework.modes.closed_loop", "ident_framework.modes.rehearsal",
+    "ident_framework.modes.predict", "ident_framework.modes.distributed",
+    "ident_framework.modes.online", "ident_framework.simulation", "ident_framework.rtde",
+    "ident_framework.trajectories.fourier_search", "ident_framework.trajectories.motion_safety",
+    "ident_framework.reports.mcap_export",
+)  # fmt: skip
+
+
+def test_identifying_from_a_log_imports_only_what_it_uses(recorded_logs, tmp_path: Path):
     """The whole command on a recorded log, tuning included, as `python -X importtime` sees
     it: no SciPy module is imported (scipy.linalg alone costs 0.16 s, scipy.signal 0.5 s;
-    `triangular.py`, `data/zero_phase_lowpass.py`), and the prompt exit keeps every output."""
+    `triangular.py`, `data/zero_phase_lowpass.py`), nor pandas, nor a built-in plugin the
+    config does not name, nor a module of what the run does not do (`NOT_FOR_A_LOG`); and the
+    prompt exit keeps every output."""
     ident, val = recorded_logs
     run = tmp_path / "run"
     result = subprocess.run(
@@ -152,6 +167,14 @@ def test_identifying_from_a_log_imports_no_scipy(recorded_logs, tmp_path: Path):
     ]
     assert sum(us for _, us in scipy) < 1000, scipy
     assert {name for name, _ in scipy} <= {"scipy", "scipy.linalg", "scipy.linalg.cython_blas"}
+    # the built-in plugins the config names (the registry imports each when it is looked up)
+    # and none other; everything of NOT_FOR_A_LOG stays out
+    used = yaml.safe_load((run / "parameters.yaml").read_text())["plugins"]
+    named = {POINTS[kind].builtin_options()[used[group]["plugin"]]
+             for group, kind in PLUGIN_GROUPS.items()}  # fmt: skip
+    assert named <= set(imported), (named, imported)
+    assert not [m for m in BUILTIN_PLUGINS if m in imported and m not in named]
+    assert not [m for m in imported if m.startswith(NOT_FOR_A_LOG)]
     assert _metrics(run)["tuning"]["candidates"] > 10
     assert "outputs in" in result.stdout
     assert not (run / ".incomplete").exists()

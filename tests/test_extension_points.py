@@ -15,7 +15,12 @@ import pytest
 
 import ident_framework
 from ident_framework import hookspecs
-from ident_framework.config.registry import BUILTIN_PLUGINS, get_registry
+from ident_framework.config.registry import (
+    BUILTIN_PLUGINS,
+    PluginRegistry,
+    build_plugin_manager,
+    get_registry,
+)
 from ident_framework.config.run_config import PLUGIN_GROUPS
 from ident_framework.errors import UserError
 from ident_framework.extension_points import EXTENSION_POINTS, POINTS, conform
@@ -37,8 +42,15 @@ def test_every_hook_is_declared_once_and_everything_derives_from_the_declaration
                              "friction": "friction", "estimator": "estimator",
                              "residual": "residual"}  # fmt: skip
     assert BUILTIN_PLUGINS == tuple(m for p in EXTENSION_POINTS for m in p.builtins)
+    # the registry lists the built-ins before importing them (each option is named as its
+    # module) as they are once imported
+    registry = PluginRegistry(*build_plugin_manager())
+    listed = registry.installed()
+    assert [(i.kind, i.name, i.distribution, i.version) for i in registry.all()] == [
+        (i.kind, i.name, i.distribution, i.version) for i in listed
+    ]
     # each built-in module registers its options through its own point's hook, and only it
-    manager = get_registry().manager
+    manager = registry.manager
     for point in EXTENSION_POINTS:
         for module in point.builtins:
             plugin = manager.get_plugin(module)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import types
 from dataclasses import dataclass
 
@@ -22,6 +24,27 @@ def test_builtins_are_registered_with_their_distribution():
     assert "ls" in registry.names("estimator")
     assert {"mujoco", "csv"} <= set(registry.names("data_source"))
     assert registry.get("friction", "none").distribution == "ident-framework"
+
+
+def test_a_builtin_is_imported_when_its_option_is_looked_up():
+    """Listing the installed options imports no built-in plugin module; looking one up
+    imports its module alone (issue 28: a run imports what its options name); and the
+    command's modules with every built-in import neither numba (the compiled kernels load on
+    their first call) nor pandas."""
+    code = (
+        "import sys\n"
+        "import ident_framework.__main__, ident_framework.modes.pipeline\n"
+        "from ident_framework.config.registry import BUILTIN_PLUGINS, get_registry\n"
+        "registry = get_registry()\n"
+        "names = registry.names('estimator'), registry.installed()\n"
+        "print(sorted(m for m in BUILTIN_PLUGINS if m in sys.modules))\n"
+        "registry.get('estimator', 'ls')\n"
+        "print(sorted(m for m in BUILTIN_PLUGINS if m in sys.modules))\n"
+        "registry.all()\n"
+        "print(sorted(m for m in ('numba', 'pandas') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", "['ident_framework.estimators.ls']", "[]"], out.stdout
 
 
 def test_unknown_plugin_message_lists_installed():

@@ -17,12 +17,8 @@ import pytest
 
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.model.regressor import RegressorBuilder
-from ident_framework.model.rigid_body_regressor import (
-    _BODY_BASIS,
-    _PARALLEL_FROM,
-    BatchRegressor,
-    supported,
-)
+from ident_framework.model.rigid_body_kernel import _BODY_BASIS
+from ident_framework.model.rigid_body_regressor import _PARALLEL_FROM, BatchRegressor, supported
 from ident_framework.model.robot import JointLimits, RobotModel, load_robot
 from ident_framework.parallel_work import forked_map, worker_limit
 

@@ -3,13 +3,21 @@
 The extension points, their hooks and the built-in modules come from `extension_points.py`.
 Built lazily once per process (`get_registry()`), because multirun launchers pickle Hydra's
 singletons, not a pluggy manager.
+
+Built-in options are known by name from that list (the option is its module's name:
+`estimator=rls` is `ident_framework.estimators.rls`); a built-in module is imported, and
+registered with the manager, only when its option is first looked up (`get`: the option is
+chosen, or its schema is needed), so a run imports the plugins its options name and no other
+(issue 28). Third-party plugins are imported at start (their entry points name no options)
+and `check_pending` runs then, and again for each built-in when it is registered.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import importlib.metadata
+import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -27,7 +35,14 @@ from ident_framework.extension_points import (
     conform,
 )
 
-__all__ = ["BUILTIN_PLUGINS", "DISTRIBUTION", "ENTRY_POINT_GROUP", "PluginInfo", "PluginRegistry"]
+__all__ = [
+    "BUILTIN_PLUGINS",
+    "DISTRIBUTION",
+    "ENTRY_POINT_GROUP",
+    "Installed",
+    "PluginInfo",
+    "PluginRegistry",
+]
 
 
 @dataclass(frozen=True)
@@ -47,12 +62,26 @@ class PluginInfo:
         return conform(self.kind, self.factory(params), self.name, self.distribution)
 
 
+@dataclass(frozen=True)
+class Installed:
+    """One installed option as `plugins.yaml` lists it (known without importing it)."""
+
+    kind: str
+    name: str
+    distribution: str
+    version: str
+
+
 class PluginRegistry:
-    """Every installed option, by extension point and name."""
+    """Every installed option, by extension point and name: the third parties' registered at
+    construction, the built-ins' when first looked up (see the module doc)."""
 
     def __init__(self, manager: pluggy.PluginManager, origins: dict[int, tuple[str, str]]):
         self.manager = manager
         self._options: dict[str, dict[str, PluginInfo]] = {kind: {} for kind in POINTS}
+        # built-in options whose module is not imported yet: kind -> name -> module
+        self._unloaded = {kind: point.builtin_options() for kind, point in POINTS.items()}
+        self._lock = threading.RLock()  # one import and registration of a built-in at a time
         for kind, point in POINTS.items():
             for impl in getattr(manager.hook, point.hook).get_hookimpls():
                 distribution, version = origins.get(id(impl.plugin), ("unknown", "unknown"))
@@ -67,8 +96,9 @@ class PluginRegistry:
                     f"a schema that is not a dataclass ({schema!r}); fix or uninstall that "
                     "distribution."
                 )
-            if name in self._options[kind]:
-                other = self._options[kind][name].distribution
+            if name in self._options[kind] or name in self._unloaded[kind]:
+                known = self._options[kind].get(name)
+                other = DISTRIBUTION if known is None else known.distribution
                 raise UserError(
                     f"Two installed distributions register a {label} plugin named '{name}': "
                     f"'{other}' and '{distribution}'. Uninstall one of them."
@@ -80,9 +110,21 @@ class PluginRegistry:
         return register
 
     def names(self, kind: str) -> list[str]:
-        return sorted(self._options[kind])
+        """Every installed option of `kind` (no module imported)."""
+        with self._lock:
+            return sorted({*self._options[kind], *self._unloaded[kind]})
 
     def get(self, kind: str, name: str) -> PluginInfo:
+        """The option `name` of `kind`; a built-in's module is imported on its first lookup."""
+        with self._lock:
+            module = self._unloaded[kind].get(name)
+            if module is not None:
+                self._load_builtin(module)
+                if name not in self._options[kind]:
+                    raise RuntimeError(
+                        f"The built-in module {module} does not register the "
+                        f"{POINTS[kind].label} option '{name}' (its module's name)."
+                    )
         try:
             return self._options[kind][name]
         except KeyError:
@@ -92,9 +134,50 @@ class PluginRegistry:
             ) from None
 
     def all(self) -> list[PluginInfo]:
-        return [info for options in self._options.values() for info in options.values()]
+        """Every installed option, every built-in module imported; per extension point the
+        built-ins first, in the list's order."""
+        return [self.get(kind, name) for kind in POINTS for name in self._in_order(kind)]
+
+    def installed(self) -> list[Installed]:
+        """Every installed option with its distribution and version, in the order of `all`,
+        without importing any module."""
+        found = []
+        with self._lock:
+            for kind in POINTS:
+                for name in self._in_order(kind):
+                    info = self._options[kind].get(name)
+                    if info is None:  # a built-in not imported yet
+                        own = _distribution_version(DISTRIBUTION)
+                        found.append(Installed(kind, name, DISTRIBUTION, own))
+                    else:
+                        found.append(Installed(kind, name, info.distribution, info.version))
+        return found
+
+    def _in_order(self, kind: str) -> list[str]:
+        """The options of `kind`: the built-ins in the list's order, then the others in their
+        order of registration."""
+        builtins = list(POINTS[kind].builtin_options())
+        return builtins + [name for name in self._options[kind] if name not in builtins]
+
+    def _load_builtin(self, module_name: str) -> None:
+        """Import a built-in module, register it with the manager (its hooks checked) and
+        collect the options it registers."""
+        __import__(module_name)  # not importlib.import_module: -X importtime then lists it
+        module = sys.modules[module_name]
+        for options in self._unloaded.values():  # its options now arrive through its hooks
+            for name in [n for n, m in options.items() if m == module_name]:
+                del options[name]
+        if not self.manager.is_registered(module):
+            self.manager.register(module, name=module_name)
+            check_hooks(self.manager)
+        version = _distribution_version(DISTRIBUTION)
+        for kind, point in POINTS.items():
+            for impl in getattr(self.manager.hook, point.hook).get_hookimpls():
+                if impl.plugin is module:
+                    impl.function(register=self._registrar(kind, DISTRIBUTION, version))
 
 
+@cache
 def _distribution_version(name: str) -> str:
     try:
         return importlib.metadata.version(name)
@@ -108,15 +191,11 @@ def plugin_entry_points() -> list[importlib.metadata.EntryPoint]:
 
 
 def build_plugin_manager() -> tuple[pluggy.PluginManager, dict[int, tuple[str, str]]]:
-    """A fresh manager with the built-ins and every installed entry point registered."""
+    """A fresh manager with every installed entry point registered; the built-ins (the one
+    list, `BUILTIN_PLUGINS`) are registered by the registry as their options are looked up."""
     manager = pluggy.PluginManager(ENTRY_POINT_GROUP)
     manager.add_hookspecs(hookspecs)
     origins: dict[int, tuple[str, str]] = {}
-    own_version = _distribution_version(DISTRIBUTION)
-    for module_name in BUILTIN_PLUGINS:
-        module = importlib.import_module(module_name)
-        manager.register(module, name=module_name)
-        origins[id(module)] = (DISTRIBUTION, own_version)
     for entry_point in plugin_entry_points():
         distribution = entry_point.dist.name if entry_point.dist else entry_point.value
         try:
@@ -132,6 +211,12 @@ def build_plugin_manager() -> tuple[pluggy.PluginManager, dict[int, tuple[str, s
         manager.register(plugin, name=f"{distribution}:{entry_point.name}")
         version = entry_point.dist.version if entry_point.dist else "unknown"
         origins[id(plugin)] = (distribution, version)
+    check_hooks(manager)
+    return manager, origins
+
+
+def check_hooks(manager: pluggy.PluginManager) -> None:
+    """`check_pending`: a registered plugin's misspelt hook fails now, as a UserError."""
     try:
         manager.check_pending()
     except pluggy.PluginValidationError as error:
@@ -139,7 +224,6 @@ def build_plugin_manager() -> tuple[pluggy.PluginManager, dict[int, tuple[str, s
             f"A plugin implements a hook that ident_framework does not define: {error}. "
             f"Known hooks: {[point.hook for point in POINTS.values()]}."
         ) from None
-    return manager, origins
 
 
 @cache

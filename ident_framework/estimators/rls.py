@@ -480,8 +480,8 @@ def register_estimators(register) -> None:
 
 @cache
 def _cholesky_routines() -> tuple:
-    """LAPACK's dpotrf and dtrtrs, imported on first use: every command imports the built-in
-    plugins, and scipy.linalg takes 0.16 s to import (see `triangular.py`)."""
+    """LAPACK's dpotrf and dtrtrs, imported on first use: validating a config that names `rls`
+    imports this module, and scipy.linalg takes 0.16 s to import (see `triangular.py`)."""
     from scipy.linalg.lapack import dpotrf, dtrtrs
 
     return dpotrf, dtrtrs

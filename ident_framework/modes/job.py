@@ -1,4 +1,8 @@
-"""One Hydra job: validate the config, run the mode it names, write the run directory."""
+"""One Hydra job: validate the config, run the mode it names, write the run directory.
+
+Each mode's modules are imported when the job runs that mode (the closed loop when
+`loop.iterations` > 1, the MCAP export with `mcap=true`): a run imports what its options use
+(issue 28)."""
 
 from __future__ import annotations
 
@@ -11,17 +15,9 @@ from omegaconf import DictConfig
 
 from ident_framework.config.registry import get_registry
 from ident_framework.config.run_config import validate_config
-from ident_framework.modes.closed_loop import run_closed_loop
-from ident_framework.modes.distributed import run_combine, run_factor
-from ident_framework.modes.distributed import summary_lines as distributed_summary
 from ident_framework.modes.pipeline import run_pipeline
-from ident_framework.modes.predict import run_prediction
-from ident_framework.modes.rehearsal.run import run_rehearsal_job
-from ident_framework.reports.loop_table import write_loop_outputs
-from ident_framework.reports.mcap_export import write_result_mcap
 from ident_framework.reports.run_directory import staged_outputs
 from ident_framework.reports.run_report import print_summary, write_run_directory, write_summary
-from ident_framework.reports.summary import prediction_summary_lines
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +29,9 @@ def run_one_job(cfg: DictConfig) -> float:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     config = validate_config(cfg, get_registry())
     if config.mode == "predict":
+        from ident_framework.modes.predict import run_prediction
+        from ident_framework.reports.summary import prediction_summary_lines
+
         with staged_outputs(run_dir) as staging:
             metrics = run_prediction(config, staging)
             lines = prediction_summary_lines(metrics)
@@ -41,6 +40,8 @@ def run_one_job(cfg: DictConfig) -> float:
         final = metrics.get("fusion") or metrics["physical"]
         return float(final["rmse"])
     if config.mode == "rehearse":
+        from ident_framework.modes.rehearsal.run import run_rehearsal_job
+
         return run_rehearsal_job(config, cfg, run_dir)
     if config.mode == "online":
         from ident_framework.modes.online.service import run_online  # the web stack: only here
@@ -48,6 +49,9 @@ def run_one_job(cfg: DictConfig) -> float:
 
         return print_online_summary(run_online(config, cfg, run_dir), run_dir)
     if config.mode in ("factor", "combine"):  # exact distributed identification
+        from ident_framework.modes.distributed import run_combine, run_factor
+        from ident_framework.modes.distributed import summary_lines as distributed_summary
+
         run = run_factor if config.mode == "factor" else run_combine
         with staged_outputs(run_dir) as staging:
             outcome = run(config, cfg, staging)
@@ -58,6 +62,9 @@ def run_one_job(cfg: DictConfig) -> float:
         return float(validation.get("rmse", math.nan))
     with staged_outputs(run_dir) as staging:
         if config.loop.active:
+            from ident_framework.modes.closed_loop import run_closed_loop
+            from ident_framework.reports.loop_table import write_loop_outputs
+
             loop = run_closed_loop(config)
             result = loop.final
             write_run_directory(staging, result, cfg)
@@ -66,6 +73,8 @@ def run_one_job(cfg: DictConfig) -> float:
             result = run_pipeline(config)
             write_run_directory(staging, result, cfg)
         if config.mcap:
+            from ident_framework.reports.mcap_export import write_result_mcap
+
             write_result_mcap(staging, result)
     print_summary(result, run_dir)
     if result.config.selection is not None:

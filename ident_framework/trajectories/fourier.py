@@ -31,23 +31,19 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
-from tqdm import tqdm
 
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import hookimpl
 from ident_framework.interfaces import ConditionObjective
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import WorkspaceParams
-from ident_framework.parallel_work import forked_pool
-from ident_framework.plain_data import to_plain
-from ident_framework.trajectories.angle_coverage import circle_coverage
-from ident_framework.trajectories.fourier_search import Search, SearchProblem
 from ident_framework.trajectories.fourier_series import FourierTrajectory
-from ident_framework.trajectories.motion_safety import SafetyLimits, check_trajectory
+
+if TYPE_CHECKING:
+    from ident_framework.trajectories.fourier_search import SearchProblem
 
 __all__ = [
     "FourierGenerator",
@@ -167,6 +163,14 @@ class FourierGenerator:
         self, robot: RobotModel, objective: ConditionObjective | None, seed: int
     ) -> FourierTrajectory:
         """Optimised trajectory for `robot` (with objective None: a random feasible one)."""
+        # the search's modules are imported here, when a motion is designed: a run that only
+        # validates this config (e.g. one that reads a recording) does not import them
+        from threadpoolctl import threadpool_limits
+        from tqdm import tqdm
+
+        from ident_framework.parallel_work import forked_pool
+        from ident_framework.trajectories.fourier_search import Search, SearchProblem
+
         params = self.params
         problem = SearchProblem(robot, params)
         rng = np.random.default_rng(seed)
@@ -214,6 +218,10 @@ class FourierGenerator:
         """Enforce every limit on the dense check grid, check the result with the safety check
         `source=rtde` runs (`motion_safety.check_trajectory`); record cond, the limits' usage
         and the workspace clearance."""
+        from ident_framework.plain_data import to_plain
+        from ident_framework.trajectories.angle_coverage import circle_coverage
+        from ident_framework.trajectories.motion_safety import SafetyLimits, check_trajectory
+
         params, robot = self.params, problem.robot
         dense = problem.maps(np.arange(0.0, problem.period, 1.0 / params.check_rate_hz))
         problem.padding = 0.0
