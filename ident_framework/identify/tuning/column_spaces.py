@@ -351,9 +351,10 @@ def _coulomb_friction_values(
     load: bool,
     lead: tuple[float, ...],
     own_shape_only: bool,
-) -> tuple[tuple[str, ...], Callable[..., list[np.ndarray]]]:
-    """(the own column names, friction_values(data, rows, wanted) -> the friction columns
-    (len(rows), n, 1) each) of `coulomb_viscous`'s candidate shapes (`_own_columns`)."""
+) -> tuple[tuple[str, ...], Callable[..., None]]:
+    """(the own column names, friction_values(data, rows, wanted, out): the friction columns
+    written into `out` (len(rows), n, len(names)), all but its last two (rotor inertia and
+    offset)) of `coulomb_viscous`'s candidate shapes (`_own_columns`)."""
     selected = config.plugins["friction"]
     shapes, models, velocities = _coulomb_models(selected, start, settings, lead)
     names = ("fv", *shapes, "Ia", "offset")
@@ -382,9 +383,16 @@ def _coulomb_friction_values(
         wanted += [_joints_with(start, stribeck_name(v), n) for v in velocities]
         joints = [wanted[i] for i in np.argsort(order)]
 
+    own = 1 + len(models)  # the viscous and Coulomb (sliding) columns
+    # where each column of `parts` lands among the own columns (`names` order): the viscous
+    # and Coulomb ones first, then (after their temperature and load partners) the Stribeck
+    # static ones
+    landing = np.argsort(order)
+    landing[landing >= own] += (own if thermal else 0) + (own - 1 if load else 0)
+
     def friction_values(
-        data: Dataset, rows: np.ndarray, wanted: np.ndarray | None
-    ) -> list[np.ndarray]:
+        data: Dataset, rows: np.ndarray, wanted: np.ndarray | None, out: np.ndarray
+    ) -> None:
         if builder.parallel_friction and data.parallel_filter is not None:
             leading = any(w > 0 for w in lead)
             ascending = np.sort(rows)  # `fold_factors` asks for its rows grouped by cell
@@ -394,26 +402,21 @@ def _coulomb_friction_values(
             # a column no joint asked for stays zero: not evaluated at all (each part is one
             # column per joint)
             used = [k for k, m in enumerate(masks) if m is None or m.any()]
-            every = np.zeros((len(rows), data.dq.shape[1], len(parts)))
             if used:
                 computed = parallel_friction_basis(
                     data, [parts[k] for k in used], leading, ascending, [masks[k] for k in used]
                 )
-                every[:, :, used] = computed[np.searchsorted(ascending, rows)]
-            every = every[:, :, order]
+                out[:, :, landing[used]] = computed[np.searchsorted(ascending, rows)]
         else:
             dq, ddq = data.dq[rows], data.ddq[rows]
-            every = np.concatenate([part(None, dq, ddq) for part in parts], axis=-1)
-            every = every[:, :, order]
-        own = 1 + len(models)
-        columns = [every[:, :, k : k + 1] for k in range(own)]
+            out[:, :, landing] = np.concatenate([part(None, dq, ddq) for part in parts], axis=-1)
         if thermal:
-            warmer = (data.temperature[rows] - reference)[:, :, None]
-            columns += [c * warmer for c in columns]
+            out[:, :, own : 2 * own] = (
+                out[:, :, :own] * (data.temperature[rows] - reference)[:, :, None]
+            )
         if load:  # per Nm of load: `fold_factors` multiplies them by |tau_load|
-            columns += columns[1:own]
-        columns += [every[:, :, k : k + 1] for k in range(own, every.shape[-1])]
-        return columns
+            first = 2 * own if thermal else own
+            out[:, :, first : first + own - 1] = out[:, :, 1:own]
 
     return names, friction_values
 
@@ -448,19 +451,22 @@ def _own_columns(
         names = (*builder.friction.parameter_names, "Ia", "offset")
 
         def friction_values(
-            data: Dataset, rows: np.ndarray, wanted: np.ndarray | None
-        ) -> list[np.ndarray]:
+            data: Dataset, rows: np.ndarray, wanted: np.ndarray | None, out: np.ndarray
+        ) -> None:
             whole = recording_friction(builder, data)
             if whole is not None:
-                return [whole[rows]]
-            return [builder.friction_basis(None, data.dq[rows], data.ddq[rows])]
+                out[:, :, :-2] = whole[rows]
+            else:
+                out[:, :, :-2] = builder.friction_basis(None, data.dq[rows], data.ddq[rows])
 
     def values(data: Dataset, rows: np.ndarray, wanted: np.ndarray | None = None) -> np.ndarray:
         """(len(rows), n, len(names)); `wanted` (n,) the joints needed (None: all; the
         others' parallel friction columns are then zero, not filtered)."""
-        ddq = data.ddq[rows]
-        parts = [*friction_values(data, rows, wanted), ddq[:, :, None], np.ones((*ddq.shape, 1))]
-        return np.concatenate(parts, axis=-1)
+        out = np.zeros((len(rows), data.dq.shape[1], len(names)))
+        friction_values(data, rows, wanted, out)  # the friction columns: all but the last two
+        out[:, :, -2] = data.ddq[rows]
+        out[:, :, -1] = 1.0
+        return out
 
     loaded = tuple(i for i, name in enumerate(names) if name.endswith(load_name("")))
     active = _candidate_columns(names, start, builder.robot.n_joints) if own_shape_only else None
