@@ -268,3 +268,49 @@ def test_plugin_friction_is_the_simulated_robots_true_friction(robot):
     theta = builder.standard_parameters(truth["inertial"], friction, truth["armature"])
     predicted = builder.compute(data.q, data.dq, data.ddq) @ theta
     assert np.abs(predicted - data.tau).max() < 1e-6
+
+
+BLAS_DURING_FIT = """
+import sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from test_friction_fit import ExponentialFriction, known_truth
+from ident_framework.identify.friction_fit import fit_nonlinear_friction
+from ident_framework.model.robot import load_robot
+from threadpoolctl import threadpool_info
+assert "scipy.linalg" not in sys.modules, "SciPy loaded before the fit: nothing tested"
+seen = []
+
+class Watched(ExponentialFriction):
+    def basis_along(self, t, dq, nonlinear):
+        seen.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+        return super().basis_along(t, dq, nonlinear)
+
+v0 = np.full((6, 1), 0.08)
+builder, _, data = known_truth(load_robot("ur12e"), Watched(), v0, seed=2, noise=0.02, duration=4.0)
+fit_nonlinear_friction(builder, data, 1000, 1e-8, progress=False)
+assert "scipy.linalg" in sys.modules
+print("threads", max(seen[1:]))
+"""
+
+
+def test_the_fit_runs_scipys_blas_on_one_thread(tmp_path):
+    """SciPy brings its own BLAS; the fit loads it (least_squares), and threadpool_limits
+    limits only the libraries loaded when it is entered: loaded inside, SciPy's SVD of the
+    Jacobian ran on every core, ~10x slower on a busy 2-core machine (24 s instead of 3 s for
+    a LuGre fit of 10^4 samples). A fresh process, SciPy not loaded before the fit."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: BLAS runs on one thread anyway")
+    script = tmp_path / "fit.py"
+    script.write_text(BLAS_DURING_FIT.format(tests=str(Path(__file__).parent)))
+    environment = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=environment
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "1", done.stdout

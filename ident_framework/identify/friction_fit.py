@@ -369,6 +369,11 @@ def fit_nonlinear_friction(
 ) -> FrictionFit:
     """Fit the builder's friction model's nonlinear parameters to preprocessed `data` (with
     accelerations) by variable projection; see the module doc."""
+    # (imported before the BLAS limit: threadpool_limits limits the libraries loaded when it is
+    # entered, and SciPy brings its own BLAS; left at two threads, its SVD of least_squares'
+    # Jacobian took ~10x as long on two shared cores: 24 s instead of 3 s for the LuGre fit)
+    from scipy.optimize import least_squares  # ~0.15 s: only nonlinear friction needs it
+
     with threadpool_limits(limits=1, user_api="blas"):
         fit = SeparableFit(builder, data, chunk_size, tolerance)
         n, m, names = fit.n, fit.m, fit.names
@@ -383,8 +388,6 @@ def fit_nonlinear_friction(
         def residual(flat: np.ndarray) -> np.ndarray:
             bar.update()
             return fit.residual(flat)
-
-        from scipy.optimize import least_squares  # ~0.15 s: only nonlinear friction needs it
 
         r0 = fit.residual(x0.ravel())
         result = least_squares(
