@@ -270,6 +270,40 @@ def test_plugin_friction_is_the_simulated_robots_true_friction(robot):
     assert np.abs(predicted - data.tau).max() < 1e-6
 
 
+class ShapedExponentialFriction(ExponentialFriction):
+    """tau = fc (1 - exp(-(|dq| / v0)^p)) sign(dq) + fv dq; v0 fitted, p held at 1 by equal
+    bounds (then it is `ExponentialFriction`)."""
+
+    nonlinear_names = ("v0", "p")
+
+    def basis_along(self, t, dq, nonlinear):
+        rise = 1.0 - np.exp(-((np.abs(dq) / nonlinear[:, 0]) ** nonlinear[:, 1]))
+        return np.stack([rise * np.sign(dq), dq], axis=-1)
+
+    def nonlinear_bounds(self):
+        return np.array([1e-3, 1.0]), np.array([2.0, 1.0])
+
+    def initial_nonlinear(self, viscous, coulomb):
+        return np.array([np.column_stack([np.full(len(coulomb), v), np.ones(len(coulomb))])
+                         for v in (0.03, 0.3)])  # fmt: skip
+
+
+def test_a_parameter_with_equal_bounds_is_held(robot):
+    """Equal bounds hold a nonlinear parameter where they put it: the fit moves the others
+    only (its Jacobian columns are zero) and reports no bound for it."""
+    v0 = np.array([0.05, 0.06, 0.08, 0.1, 0.12, 0.15])[:, None]
+    builder, _, data = known_truth(robot, ExponentialFriction(), v0, seed=2, noise=0.02)
+    held = RegressorBuilder(robot, ShapedExponentialFriction())
+    fit = fit_nonlinear_friction(held, data, 1000, 1e-8, progress=False)
+    np.testing.assert_array_equal(fit.values[:, 1], 1.0)
+    np.testing.assert_allclose(fit.values[:, :1], v0, rtol=0.01)
+    assert not any(name == "p" for _, name in fit.at_bounds)
+    separable = SeparableFit(held, data, 1000, 1e-8)
+    assert separable.free.tolist() == [0]
+    jacobian = separable.jacobian(np.column_stack([v0[:, 0], np.ones(6)]).ravel())
+    assert not jacobian[:, 1::2].any() and jacobian[:, 0::2].any()
+
+
 BLAS_DURING_FIT = """
 import sys
 import numpy as np
