@@ -57,16 +57,17 @@ def _check_start(name: str, value: float, bounds: list[float]) -> None:
 
 @dataclass
 class LugreParams:
-    """Where the fit of the shape starts and its bounds: fs_ratio = fs / fc (>= 1 for a
-    Stribeck dip), v_s (rad/s; the fit also starts from 0.3x and 3x), z_ss = fc / sigma0 (rad).
+    """Where the fit of the shape starts and its bounds: fs_ratio = fs / fc (> 1: a Stribeck
+    dip, < 1: a friction rising from a lower static level), v_s (rad/s; the fit also starts
+    from 0.3x and 3x, and from the mirrored ratio 1 / fs_ratio), z_ss = fc / sigma0 (rad).
     These values also complete a simulated LuGre truth that leaves them out."""
 
     fs_ratio: float = 1.5
-    fs_ratio_bounds: list[float] = field(default_factory=lambda: [1.0, 5.0])
+    fs_ratio_bounds: list[float] = field(default_factory=lambda: [0.01, 5.0])
     v_s: float = 0.1
-    v_s_bounds: list[float] = field(default_factory=lambda: [0.002, 2.0])
+    v_s_bounds: list[float] = field(default_factory=lambda: [0.002, 0.1])
     z_ss: float = 1e-3
-    z_ss_bounds: list[float] = field(default_factory=lambda: [1e-5, 0.05])
+    z_ss_bounds: list[float] = field(default_factory=lambda: [1e-6, 0.05])
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.v_s) and self.v_s > 0):
@@ -156,17 +157,22 @@ class LugreFriction:
         return lower, upper
 
     def initial_nonlinear(self, viscous: np.ndarray, coulomb: np.ndarray) -> np.ndarray:
-        """Starts at the configured shape with v_s x 0.3, 1, 3 (within bounds) on every joint.
-        fc, sigma1, fv are linear: each start begins at the best fc and fv for its shape (with
-        fs_ratio = 1 and a small z_ss that is the Coulomb-viscous solution)."""
+        """Starts at the configured shape and at its mirror fs_ratio -> 1 / fs_ratio (a dip of
+        the Stribeck curve and a rise of the same size), each with v_s x 0.3, 1, 3 (within
+        bounds) on every joint. fc, sigma1, fv are linear: each start begins at the best fc and
+        fv for its shape."""
         del viscous
         n = len(coulomb)
         lower, upper = self.nonlinear_bounds()
+        mirrored = np.clip([self.params.fs_ratio, 1 / self.params.fs_ratio], lower[0], upper[0])
+        ratios = dict.fromkeys(float(r) for r in mirrored)  # one start when fs_ratio is 1
         starts = []
-        for factor in START_FACTORS:
-            values = self._config_values()
-            values[1] *= factor
-            starts.append(np.tile(np.clip(values, lower, upper), (n, 1)))
+        for ratio in ratios:
+            for factor in START_FACTORS:
+                values = self._config_values()
+                values[0] = ratio
+                values[1] *= factor
+                starts.append(np.tile(np.clip(values, lower, upper), (n, 1)))
         return np.array(starts)
 
     def physical_parameters(
