@@ -55,12 +55,18 @@ def _check_start(name: str, value: float, bounds: list[float]) -> None:
         raise ValueError(f"{name} ({value}) must lie within {name}_bounds {bounds}")
 
 
+STRIBECK = ("auto", "on", "off")
+
+
 @dataclass
 class LugreParams:
     """Where the fit of the shape starts and its bounds: fs_ratio = fs / fc (> 1: a Stribeck
     dip, < 1: a friction rising from a lower static level), v_s (rad/s; the fit also starts
     from 0.3x and 3x, and from the mirrored ratio 1 / fs_ratio), z_ss = fc / sigma0 (rad).
-    These values also complete a simulated LuGre truth that leaves them out."""
+    stribeck: "on" fits the Stribeck curve (fs_ratio, v_s); "off" holds fs = fc (fs_ratio 1,
+    v_s then has no effect) and fits z_ss alone; "auto": tuning=cv compares the two on its
+    folds and keeps "off" unless "on" wins fold by fold (untuned: "on"). These values also
+    complete a simulated LuGre truth that leaves them out."""
 
     fs_ratio: float = 1.5
     fs_ratio_bounds: list[float] = field(default_factory=lambda: [0.01, 5.0])
@@ -68,6 +74,7 @@ class LugreParams:
     v_s_bounds: list[float] = field(default_factory=lambda: [0.002, 0.1])
     z_ss: float = 1e-3
     z_ss_bounds: list[float] = field(default_factory=lambda: [1e-6, 0.05])
+    stribeck: str = "auto"
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.v_s) and self.v_s > 0):
@@ -76,6 +83,8 @@ class LugreParams:
             raise ValueError(f"z_ss must be > 0 rad, got {self.z_ss}")
         for name in ("fs_ratio", "v_s", "z_ss"):
             _check_start(name, getattr(self, name), getattr(self, f"{name}_bounds"))
+        if self.stribeck not in STRIBECK:
+            raise ValueError(f"stribeck must be one of {list(STRIBECK)}, got {self.stribeck!r}")
 
 
 def affine_scan(a: np.ndarray, b: np.ndarray, x0: np.ndarray) -> np.ndarray:
@@ -152,9 +161,18 @@ class LugreFriction:
 
     # ------------------------------------------------------------ parameters
     def nonlinear_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The configured bounds; without the Stribeck curve fs_ratio and v_s are held (equal
+        bounds: 1 and the configured v_s)."""
         p = self.params
         lower, upper = np.array([p.fs_ratio_bounds, p.v_s_bounds, p.z_ss_bounds], dtype=float).T
+        if p.stribeck == "off":
+            lower[:2] = upper[:2] = [1.0, p.v_s]
         return lower, upper
+
+    def tuning_variants(self) -> list[dict[str, str]]:
+        """stribeck: auto: the variants tuning=cv compares, the simpler first (without, then
+        with the Stribeck curve)."""
+        return [{"stribeck": "off"}, {"stribeck": "on"}] if self.params.stribeck == "auto" else []
 
     def initial_nonlinear(self, viscous: np.ndarray, coulomb: np.ndarray) -> np.ndarray:
         """Starts at the configured shape and at its mirror fs_ratio -> 1 / fs_ratio (a dip of
@@ -166,9 +184,10 @@ class LugreFriction:
         lower, upper = self.nonlinear_bounds()
         mirrored = np.clip([self.params.fs_ratio, 1 / self.params.fs_ratio], lower[0], upper[0])
         ratios = dict.fromkeys(float(r) for r in mirrored)  # one start when fs_ratio is 1
+        factors = START_FACTORS if lower[1] < upper[1] else (1.0,)  # v_s held: one start
         starts = []
         for ratio in ratios:
-            for factor in START_FACTORS:
+            for factor in factors:
                 values = self._config_values()
                 values[0] = ratio
                 values[1] *= factor
