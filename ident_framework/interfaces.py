@@ -76,7 +76,7 @@ class FrictionModel(Protocol):
     Optional (defaults in `FrictionModelDefaults`): `parameter_units` (name -> unit, "Nm",
     "rad/s", for the summary's tables; None: the conventional names fc, fs, fv, v_s, sigma0, ...
     have theirs in `reports/parameters.PARAMETER_UNITS`), `nonlinear_names` (() for a model
-    linear in all its parameters) and `sequential` (False)."""
+    linear in all its parameters), `sequential` (False) and `tuning_variants()` (none)."""
 
     parameter_names: tuple[str, ...]  # per joint, e.g. ("fv", "fc")
     parameter_units: Mapping[str, str] | None  # optional
@@ -88,6 +88,13 @@ class FrictionModel(Protocol):
         velocities dq (N, n) in rad/s."""
         ...
 
+    def tuning_variants(self) -> list[dict[str, Any]]:
+        """Optional: settings of this model (its config keys -> values) that `tuning=cv`
+        compares as whole models on its folds, the simplest first; the first is kept unless
+        another wins fold by fold (`identify/friction_variants.py`). E.g. LuGre's
+        `stribeck: auto`: [{"stribeck": "off"}, {"stribeck": "on"}]."""
+        ...
+
 
 class FrictionModelDefaults:
     """The optional members of `FrictionModel`, with their defaults."""
@@ -95,6 +102,10 @@ class FrictionModelDefaults:
     parameter_units: Mapping[str, str] | None = None
     nonlinear_names: tuple[str, ...] = ()
     sequential: bool = False
+
+    def tuning_variants(self) -> list[dict[str, Any]]:
+        """None: the model as configured is the only one tuned."""
+        return []
 
 
 @runtime_checkable

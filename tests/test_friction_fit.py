@@ -268,3 +268,83 @@ def test_plugin_friction_is_the_simulated_robots_true_friction(robot):
     theta = builder.standard_parameters(truth["inertial"], friction, truth["armature"])
     predicted = builder.compute(data.q, data.dq, data.ddq) @ theta
     assert np.abs(predicted - data.tau).max() < 1e-6
+
+
+class ShapedExponentialFriction(ExponentialFriction):
+    """tau = fc (1 - exp(-(|dq| / v0)^p)) sign(dq) + fv dq; v0 fitted, p held at 1 by equal
+    bounds (then it is `ExponentialFriction`)."""
+
+    nonlinear_names = ("v0", "p")
+
+    def basis_along(self, t, dq, nonlinear):
+        rise = 1.0 - np.exp(-((np.abs(dq) / nonlinear[:, 0]) ** nonlinear[:, 1]))
+        return np.stack([rise * np.sign(dq), dq], axis=-1)
+
+    def nonlinear_bounds(self):
+        return np.array([1e-3, 1.0]), np.array([2.0, 1.0])
+
+    def initial_nonlinear(self, viscous, coulomb):
+        return np.array([np.column_stack([np.full(len(coulomb), v), np.ones(len(coulomb))])
+                         for v in (0.03, 0.3)])  # fmt: skip
+
+
+def test_a_parameter_with_equal_bounds_is_held(robot):
+    """Equal bounds hold a nonlinear parameter where they put it: the fit moves the others
+    only (its Jacobian columns are zero) and reports no bound for it."""
+    v0 = np.array([0.05, 0.06, 0.08, 0.1, 0.12, 0.15])[:, None]
+    builder, _, data = known_truth(robot, ExponentialFriction(), v0, seed=2, noise=0.02)
+    held = RegressorBuilder(robot, ShapedExponentialFriction())
+    fit = fit_nonlinear_friction(held, data, 1000, 1e-8, progress=False)
+    np.testing.assert_array_equal(fit.values[:, 1], 1.0)
+    np.testing.assert_allclose(fit.values[:, :1], v0, rtol=0.01)
+    assert not any(name == "p" for _, name in fit.at_bounds)
+    separable = SeparableFit(held, data, 1000, 1e-8)
+    assert separable.free.tolist() == [0]
+    jacobian = separable.jacobian(np.column_stack([v0[:, 0], np.ones(6)]).ravel())
+    assert not jacobian[:, 1::2].any() and jacobian[:, 0::2].any()
+
+
+BLAS_DURING_FIT = """
+import sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from test_friction_fit import ExponentialFriction, known_truth
+from ident_framework.identify.friction_fit import fit_nonlinear_friction
+from ident_framework.model.robot import load_robot
+from threadpoolctl import threadpool_info
+assert "scipy.linalg" not in sys.modules, "SciPy loaded before the fit: nothing tested"
+seen = []
+
+class Watched(ExponentialFriction):
+    def basis_along(self, t, dq, nonlinear):
+        seen.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+        return super().basis_along(t, dq, nonlinear)
+
+v0 = np.full((6, 1), 0.08)
+builder, _, data = known_truth(load_robot("ur12e"), Watched(), v0, seed=2, noise=0.02, duration=4.0)
+fit_nonlinear_friction(builder, data, 1000, 1e-8, progress=False)
+assert "scipy.linalg" in sys.modules
+print("threads", max(seen[1:]))
+"""
+
+
+def test_the_fit_runs_scipys_blas_on_one_thread(tmp_path):
+    """SciPy brings its own BLAS; the fit loads it (least_squares), and threadpool_limits
+    limits only the libraries loaded when it is entered: loaded inside, SciPy's SVD of the
+    Jacobian ran on every core, ~10x slower on a busy 2-core machine (24 s instead of 3 s for
+    a LuGre fit of 10^4 samples). A fresh process, SciPy not loaded before the fit."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: BLAS runs on one thread anyway")
+    script = tmp_path / "fit.py"
+    script.write_text(BLAS_DURING_FIT.format(tests=str(Path(__file__).parent)))
+    environment = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=environment
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "1", done.stdout

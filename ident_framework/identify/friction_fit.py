@@ -21,6 +21,9 @@ as least_squares' residual it stalled Gauss-Newton, 200 evaluations without conv
 the torque residual takes 6.) The Jacobian (forward differences) moves parameter i of every
 joint at once: one basis evaluation yields every joint's moved S_j, and each column then needs
 one small solve with one block replaced.
+
+A nonlinear parameter whose bounds are equal (lower == upper) is held at that value: the fit
+runs over the others (a plugin's simpler variant, e.g. LuGre without its Stribeck curve).
 """
 
 from __future__ import annotations
@@ -257,6 +260,7 @@ class SeparableFit:
         )
         lower, upper = (np.asarray(b, dtype=float) for b in model.nonlinear_bounds())
         self.lower, self.upper = lower, upper
+        self.free = np.flatnonzero(lower < upper)  # the others are held (equal bounds)
         starts = np.asarray(
             model.initial_nonlinear(
                 self.coulomb_viscous["viscous"], self.coulomb_viscous["coulomb"]
@@ -340,22 +344,22 @@ class SeparableFit:
         step = RELATIVE_STEP * np.maximum(np.abs(values), 1e-12)
         step = np.where(values + step > self.upper, -step, step)
         shifted = []
-        for i in range(m):
+        for i in self.free:
             moved = values.copy()
             moved[:, i] += step[:, i]
             shifted.append(moved)
         moved_basis = self.basis(np.vstack(shifted))
-        blocks = self.problem.blocks(moved_basis, [c % n for c in range(m * n)])
-        out = np.empty((len(r), n * m))
-        for i in range(m):
+        blocks = self.problem.blocks(moved_basis, [c % n for c in range(len(shifted) * n)])
+        out = np.zeros((len(r), n * m))  # a held parameter's columns stay zero
+        for s, i in enumerate(self.free):
             for j in range(n):
                 replaced = list(rows)
                 replaced[j] = self.solver.joint_rows(
-                    j, blocks.top[i * n + j], blocks.bottom[i * n + j]
+                    j, blocks.top[s * n + j], blocks.bottom[s * n + j]
                 )
                 _, x = self.solver.solve(replaced)
                 columns = friction.copy()
-                columns[:, j] = moved_basis[:, i * n + j]
+                columns[:, j] = moved_basis[:, s * n + j]
                 out[:, j * m + i] = (self.torque_residual(columns, x) - r) / step[j, i]
         return out
 
@@ -369,6 +373,11 @@ def fit_nonlinear_friction(
 ) -> FrictionFit:
     """Fit the builder's friction model's nonlinear parameters to preprocessed `data` (with
     accelerations) by variable projection; see the module doc."""
+    # (imported before the BLAS limit: threadpool_limits limits the libraries loaded when it is
+    # entered, and SciPy brings its own BLAS; left at two threads, its SVD of least_squares'
+    # Jacobian took ~10x as long on two shared cores: 24 s instead of 3 s for the LuGre fit)
+    from scipy.optimize import least_squares  # ~0.15 s: only nonlinear friction needs it
+
     with threadpool_limits(limits=1, user_api="blas"):
         fit = SeparableFit(builder, data, chunk_size, tolerance)
         n, m, names = fit.n, fit.m, fit.names
@@ -380,30 +389,41 @@ def fit_nonlinear_friction(
             leave=False,
         )
 
-        def residual(flat: np.ndarray) -> np.ndarray:
-            bar.update()
-            return fit.residual(flat)
+        free = np.zeros((n, m), dtype=bool)
+        free[:, fit.free] = True
+        free = free.ravel()  # the fitted entries of the flattened values (joint-major)
 
-        from scipy.optimize import least_squares  # ~0.15 s: only nonlinear friction needs it
+        def full(x: np.ndarray) -> np.ndarray:
+            flat = x0.ravel().copy()
+            flat[free] = x
+            return flat
+
+        def residual(x: np.ndarray) -> np.ndarray:
+            bar.update()
+            return fit.residual(full(x))
 
         r0 = fit.residual(x0.ravel())
-        result = least_squares(
-            residual,
-            x0.ravel(),
-            jac=fit.jacobian,
-            bounds=(np.tile(fit.lower, n), np.tile(fit.upper, n)),
-            x_scale=np.maximum(np.abs(x0.ravel()), 1e-12),
-            method="trf",
-            max_nfev=MAX_EVALUATIONS,
-        )
+        if free.any():
+            result = least_squares(
+                residual,
+                x0.ravel()[free],
+                jac=lambda x: fit.jacobian(full(x))[:, free],
+                bounds=(np.tile(fit.lower, n)[free], np.tile(fit.upper, n)[free]),
+                x_scale=np.maximum(np.abs(x0.ravel()[free]), 1e-12),
+                method="trf",
+                max_nfev=MAX_EVALUATIONS,
+            )
+            evaluations, message, fitted = int(result.nfev), str(result.message), result.x
+        else:  # every parameter held: nothing to fit
+            evaluations, message, fitted = 1, "every nonlinear parameter held", x0.ravel()[free]
         bar.close()
-        values = result.x.reshape(n, m)
+        values = full(fitted).reshape(n, m)
         sse_per_joint = fit.joint_sse(values)
     span = fit.upper - fit.lower
     at_bounds = [
         (j, names[i])
         for j in range(n)
-        for i in range(m)
+        for i in fit.free
         if min(values[j, i] - fit.lower[i], fit.upper[i] - values[j, i]) <= 1e-6 * span[i]
     ]
     # (reported once, in the summary's friction table, and in metrics.json friction_fit)
@@ -417,8 +437,8 @@ def fit_nonlinear_friction(
         sse_coulomb_viscous=fit.sse_coulomb_viscous,
         sse_per_joint=sse_per_joint,
         coulomb_viscous=fit.coulomb_viscous,
-        evaluations=int(result.nfev),
-        message=str(result.message),
+        evaluations=evaluations,
+        message=message,
         at_bounds=at_bounds,
     )
 

@@ -114,3 +114,69 @@ def test_registered_through_the_entry_point():
         LugreParams,
         "ident-lugre",
     )
+
+
+def test_stiff_bristle_rate_is_the_state_lag_not_the_step_error():
+    """A bristle much stiffer than a sample's travel (z_ss = 1 µrad, 30 µrad per 2 ms sample):
+    the state follows its steady state ĝ(dq) sign(dq) with the relaxation lag, so dz/dt =
+    z_ss·dĝ/d(dq)·ddq, and sigma1·dz/dt = (sigma1 / sigma0)·g'(dq)·ddq, an acceleration lead on
+    the Stribeck curve. (With the steady state held at each interval's mean velocity, the rate
+    was off by 26 times itself at 500 Hz: the hold's error, which a fit scaled with sigma1.)"""
+    model = LugreFriction(LugreParams())
+    ratio, v_s, z_ss = 0.3, 0.02, 1e-6
+    t = np.arange(0.0, 2.0, 0.002)
+    dq = (0.03 + 0.02 * np.sin(3 * t))[:, None]  # never reverses
+    ddq = (0.06 * np.cos(3 * t))[:, None]
+    rate = model.basis_along(t, dq, np.array([[ratio, v_s, z_ss]]))[:, 0, 1]
+    slope = (ratio - 1.0) * np.exp(-((dq[:, 0] / v_s) ** 2)) * (-2.0 * dq[:, 0] / v_s**2)
+    expected = z_ss * slope * ddq[:, 0]
+    late = slice(10, None)  # after the start (its state starts at the steady state)
+    error = np.sqrt(np.mean((rate[late] - expected[late]) ** 2))
+    assert error < 0.02 * np.sqrt(np.mean(expected[late] ** 2))
+
+
+def test_stiff_bristle_converges_at_the_sample_rate():
+    """At 500 Hz the columns of a stiff bristle (z_ss = 1 µrad) through reversals are those of a
+    1 µs integration: state within 0.005, rate within 15 % (RMS)."""
+    model = LugreFriction(LugreParams())
+    shape = np.array([[0.2, 0.01, 1e-6]])
+    fine = np.arange(0.0, 2.0, 1e-6)
+    dq = (0.05 * np.sin(2 * fine) + 0.02 * np.sin(7 * fine))[:, None]
+    reference = model.basis_along(fine, dq, shape)[::2000]
+    coarse = model.basis_along(fine[::2000], dq[::2000], shape)
+    rms = lambda x: np.sqrt(np.mean(x**2))  # noqa: E731
+    assert rms(coarse[..., 0] - reference[..., 0]) < 0.005
+    assert rms(coarse[..., 1] - reference[..., 1]) < 0.15 * rms(reference[..., 1])
+
+
+@pytest.mark.parametrize("ratio", [1.5, 1.0, 0.2])
+def test_a_hold_keeps_the_static_level_and_creep_meets_the_bristle(ratio):
+    """The hold behaviour. A move at 0.2 rad/s slows down over 1 s to a hold: the bristle
+    follows the Stribeck curve down to its value at rest, so in the hold the friction is the
+    static level fs = fs_ratio·fc (a Stribeck dip, fs > fc: more than the sliding friction; a
+    rise, fs < fc: less; MuJoCo's soft friction loss, zero at rest, is the limit fs -> 0), not
+    the last sliding value fc. Creeping back in the hold (0.2 µrad, far below z_ss) meets the
+    bristle as a spring and a damper: the friction falls by sigma0 times twice the distance
+    crept (the deflection relaxes toward the other side too) and by 2·sigma1 times the creep
+    velocity (the micro-damping: a friction proportional to the velocity at rest)."""
+    model = LugreFriction(LugreParams())
+    fc, sigma1, fv, z_ss = 2.0, 500.0, 1.0, 1e-4
+    shape = np.array([[ratio, 0.02, z_ss]])
+    t = np.arange(0.0, 3.2, 0.001)
+    speed = 1e-6  # rad/s, creeping back from 3 s on
+    dq = np.where(t < 1.0, 0.2, np.where(t < 2.0, 0.2 * (2.0 - t) ** 2, 0.0))
+    dq = np.where(t > 3.0, -speed, dq)[:, None]
+    basis = model.basis_along(t, dq, shape)
+    torque = (basis @ np.array([fc, sigma1, fv]))[:, 0]
+    np.testing.assert_allclose(torque[t < 1.0], fc + fv * 0.2, rtol=1e-9)  # sliding
+    np.testing.assert_allclose(torque[(t > 2.2) & (t <= 3.0)], ratio * fc, rtol=0.02)  # fs
+    first = np.argmax(t > 3.0)
+    back = 1.0 + basis[first - 1, 0, 0] / ratio  # dz/dt = -speed·back: 2 with a full deflection
+    assert back == pytest.approx(2.0, abs=0.02)
+    damping = (sigma1 * back + fv) * speed  # at once, beside the spring of the first interval
+    first_spring = fc / z_ss * back * speed * 0.0005  # travelled at the mean velocity
+    jump = torque[first - 1] - torque[first]
+    assert jump == pytest.approx(damping + first_spring, rel=0.005)
+    crept = speed * (t[-1] - t[first])  # 0.2 µrad
+    spring = fc / z_ss * back * crept  # sigma0 times the bristle's travel
+    assert torque[first] - torque[-1] == pytest.approx(spring, rel=0.02)

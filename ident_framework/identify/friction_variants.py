@@ -1,0 +1,136 @@
+"""A friction model's own variants chosen by `tuning=cv`, before the friction models are.
+
+A friction plugin may offer variants of its settings (`FrictionModel.tuning_variants`, the
+simplest first; e.g. LuGre with `stribeck: auto`: without, then with its Stribeck curve). Each
+variant gets the whole selection of `selection.select_options` on the same folds, at its own
+shape fitted to the identification data (the pipeline's `prepare`); the first, the simplest,
+is kept unless another beats it by more than the standard error of their per-fold difference
+(`rules.choose` with `one_se_paired`, as `tuning.friction_models` compares whole models).
+
+The shape is fitted to all the identification rows, so the folds hold out the linear
+parameters only: a variant with more nonlinear parameters fits every fold's noise a little,
+and with noise alone it would win every fold by a hair (a planted LuGre without a Stribeck
+curve: 1.4e-5 Nm better with the curve, paired SE 5e-6). Each variant's per-fold mean square
+is therefore taken times Akaike's final prediction error factor (N + p) / (N - p) of its p
+fitted nonlinear parameters on the N torque rows they were fitted to before the comparison.
+The chosen variant then goes through `friction_models.select_friction_model` as the configured
+model. Its settings are in the tuned config (the final fit uses them) and in `tuning.chosen`
+(`mode=predict` applies them); the comparison heads the selection's `friction_models` table.
+A model without variants goes to `select_friction_model` directly (the built-ins).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ident_framework.config.run_config import RunConfig, SelectedPlugin
+from ident_framework.data.dataset import Dataset, recordings_of
+from ident_framework.identify.tuning.friction_models import Prepare, select_friction_model
+from ident_framework.identify.tuning.rules import choose
+from ident_framework.identify.tuning.selection import select_options
+from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.robot import RobotModel
+
+RULE = "one_se_paired"  # a variant must win fold by fold (the simplest first)
+
+
+def with_settings(config: RunConfig, settings: dict[str, Any]) -> RunConfig:
+    """`config` with the friction plugin's parameters `settings` (name -> value) set."""
+    friction = config.plugins["friction"]
+    params = replace(friction.params, **settings)
+    return replace(
+        config, plugins={**config.plugins, "friction": SelectedPlugin(friction.info, params)}
+    )
+
+
+def select_friction(
+    config: RunConfig,
+    robot: RobotModel,
+    recorded: Dataset,
+    checked: list[tuple[np.ndarray, dict[str, Any]]] | None,
+    prepare: Prepare,
+) -> tuple[RunConfig, RegressorBuilder]:
+    """(the tuned config, its regressor): the configured friction model's variant chosen by
+    the cross-validation (module doc), then the friction model
+    (`friction_models.select_friction_model`)."""
+    variants = config.plugins["friction"].create().tuning_variants()
+    if not variants:
+        return select_friction_model(config, robot, recorded, checked, prepare)
+    prepared: dict[int, tuple[RunConfig, tuple[RunConfig, RegressorBuilder]]] = {}
+
+    def once(candidate: RunConfig) -> tuple[RunConfig, RegressorBuilder]:
+        """`prepare`, once per variant (its shape fit is the costly part)."""
+        if id(candidate) not in prepared:
+            prepared[id(candidate)] = (candidate, prepare(candidate))
+        return prepared[id(candidate)][1]
+
+    recordings = recordings_of(recorded)
+    configs = [with_settings(config, settings) for settings in variants]
+    selections, factors = [], []
+    rows = recorded.n_samples * robot.n_joints  # the torque rows the shapes were fitted to
+    for candidate in configs:
+        ready, builder = once(candidate)
+        selections.append(select_options(ready, robot, builder, recordings, checked)[0].selection)
+        lower, upper = builder.friction.nonlinear_bounds()
+        fitted = int(np.sum(np.asarray(lower) < np.asarray(upper))) * robot.n_joints
+        factors.append((rows + fitted) / max(rows - fitted, 1))
+    table = _table(selections, factors)
+    picked = _pick(table)
+    for i, row in enumerate(table):
+        row["chosen"] = i == picked
+    tuned, builder = select_friction_model(configs[picked], robot, recorded, checked, once)
+    name = config.plugins["friction"].info.name
+    table = [
+        {"friction": f"{name}[{_shown(settings)}]", **row}
+        for row, settings in zip(table, variants, strict=True)
+    ]
+    chosen = tuned.selection.chosen
+    if tuned.plugins["friction"].info.name == name:  # (another model chosen: its settings)
+        chosen = {**{f"friction.{k}": v for k, v in variants[picked].items()}, **chosen}
+    selection = replace(
+        tuned.selection,
+        friction_models=[*table, *tuned.selection.friction_models],
+        chosen=chosen,
+    )
+    return replace(tuned, selection=selection), builder
+
+
+def _table(selections: list[Any], factors: list[float]) -> list[dict[str, Any]]:
+    """Per variant its CV figures (Nm) and, with each variant's mean squares times its final
+    prediction error factor, its per-fold RMSE and their difference to the first's (mean, SE)."""
+    raw = np.array([[np.nan if v is None else v for v in s.fold_rmse] for s in selections])
+    folds = raw * np.sqrt(np.asarray(factors))[:, None]
+    difference = folds - folds[0]
+    finite = np.all(np.isfinite(folds), axis=0)
+    count = int(finite.sum())
+    rows = []
+    for i, selection in enumerate(selections):
+        spread = np.std(difference[i, finite], ddof=1) / np.sqrt(count) if count > 1 else 0.0
+        rows.append(
+            {
+                "cv_rmse": float(selection.cv_rmse),
+                "cv_se": float(selection.cv_se),
+                "fpe_factor": float(factors[i]),
+                "fold_rmse_fpe": [float(v) if np.isfinite(v) else None for v in folds[i]],
+                "difference_to_configured": float(np.mean(difference[i, finite])),
+                "difference_se": float(spread),
+            }
+        )
+    return rows
+
+
+def _pick(table: list[dict[str, Any]]) -> int:
+    """The variant chosen by `RULE` on the corrected figures, the first the simplest."""
+    factors = np.sqrt([row["fpe_factor"] for row in table])
+    rmse = np.array([row["cv_rmse"] for row in table]) * factors
+    se = np.array([row["cv_se"] for row in table]) * factors
+    folds = np.array([[np.nan if v is None else v for v in row["fold_rmse_fpe"]] for row in table])
+    picked, _ = choose(rmse, se, [(i,) for i in range(len(table))], RULE, folds)
+    return int(picked)
+
+
+def _shown(settings: dict[str, Any]) -> str:
+    return ",".join(f"{key}={value}" for key, value in settings.items())
