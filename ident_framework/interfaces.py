@@ -91,7 +91,7 @@ class FrictionModel(Protocol):
     def tuning_variants(self) -> list[dict[str, Any]]:
         """Optional: settings of this model (its config keys -> values) that `tuning=cv`
         compares as whole models on its folds, the simplest first; the first is kept unless
-        another wins fold by fold (`identify/friction_variants.py`). E.g. LuGre's
+        another wins fold by fold (`identify/tuning/friction_variants.py`). E.g. LuGre's
         `stribeck: auto`: [{"stribeck": "off"}, {"stribeck": "on"}]."""
         ...
 

@@ -20,7 +20,6 @@ from ident_framework.data.preprocessing import preprocess
 from ident_framework.identify.estimation import estimate, require_samples
 from ident_framework.identify.excitation_objective import make_condition_objective
 from ident_framework.identify.friction_fit import fit_nonlinear_friction, shape_for_tuning
-from ident_framework.identify.friction_variants import select_friction
 from ident_framework.identify.linear_problem import build_problem
 from ident_framework.identify.load_friction import (
     fit_with_load,
@@ -45,6 +44,7 @@ from ident_framework.identify.result import (
 )
 from ident_framework.identify.temperature import resolve_temperature
 from ident_framework.identify.truth import friction_comparison, truth_metrics
+from ident_framework.identify.tuning.friction_variants import select_friction
 from ident_framework.identify.tuning.selection import tuning_applies
 from ident_framework.interfaces import ConditionObjective, Trajectory
 from ident_framework.model import friction_terms
