@@ -71,21 +71,26 @@ class ParallelFilter:
         columns: ColumnFunction | Sequence[ColumnFunction],
         rows: np.ndarray | None = None,
         keep: Sequence[np.ndarray | None] | None = None,
+        into: tuple[np.ndarray, Sequence[int]] | None = None,
     ) -> np.ndarray:
         """(N, c, k): `columns` evaluated on each segment's unfiltered velocity (in time
         order, the whole grid), low-passed like the torque, at the dataset's rows (or at
         `rows` of them, increasing). A sequence of functions gives the concatenation of their
         columns (last axis), evaluated one after the other on each segment. `keep`: per
         function, a boolean mask (c,) of the rows of its (c, k) columns wanted (None: all);
-        the others are not filtered and are zero. Columns are filtered together across
-        functions, up to `CHANNELS_AT_ONCE` and `SAMPLES_AT_ONCE` values at a time: the
-        memory beside the result is one batch of columns on one segment's grid."""
+        the others are not filtered and are zero. `into`: (an (N, c, K) array, per function
+        the index of its one column (k = 1) there): the columns are written there (the
+        others' values left as they are) and it is returned. Columns are filtered together
+        across functions, up to `CHANNELS_AT_ONCE` and `SAMPLES_AT_ONCE` values at a time:
+        the memory beside the result is one batch of columns on one segment's grid."""
         parts = [columns] if callable(columns) else list(columns)
         keeps = [None] * len(parts) if keep is None else list(keep)
         source = self if rows is None else self.select(rows)
         if not source.segments:  # no row asked for: the shape of the columns, no samples
-            return self.apply(parts)[:0]
+            return self.apply(parts)[:0] if into is None else into[0]
         out: list[np.ndarray | None] = [None] * len(parts)
+        if into is not None:  # each function's (N, c, 1) column, a view of the given array
+            out = [into[0][:, :, k : k + 1] for k in into[1]]
         at = 0
         for segment in source.segments:
             count = len(segment.rows)
@@ -96,7 +101,8 @@ class ParallelFilter:
                 if out[i] is None:
                     out[i] = np.zeros((source.n_samples, *raw.shape[1:]))
                 flat = raw.reshape(len(raw), -1)
-                target = out[i][at : at + count].reshape(count, -1)
+                target = out[i][at : at + count]
+                target = target.reshape(count, -1) if into is None else target[:, :, 0]
                 mask = keeps[i]
                 wanted = (
                     np.arange(flat.shape[1])
@@ -106,6 +112,8 @@ class ParallelFilter:
                 batch.add(flat, wanted, target)
             batch.flush()
             at += count
+        if into is not None:
+            return into[0]
         return out[0] if len(out) == 1 else np.concatenate(out, axis=-1)
 
     def prepare(self) -> None:

@@ -252,6 +252,7 @@ def parallel_friction_basis(
     uses_acceleration: bool,
     rows: np.ndarray | None = None,
     joints: Sequence[np.ndarray | None] | None = None,
+    into: tuple[np.ndarray, Sequence[int]] | None = None,
 ) -> np.ndarray:
     """(N, n, k) friction columns `basis(t, dq, ddq)` computed from the unfiltered velocity of
     `data`'s recordings (ddq by np.gradient when `uses_acceleration`, else None) and low-passed
@@ -260,7 +261,8 @@ def parallel_friction_basis(
     (each segment's ddq once for all of them), and `joints` (per function, a boolean mask (n,)
     or None for all) the joints whose columns are wanted: the others are zero, unfiltered; a
     function with a mask is called as function(t, dq, ddq, mask) and need compute only those
-    joints' columns (the others are not read)."""
+    joints' columns (the others are not read). `into`: write them into an array instead
+    (`ParallelFilter.apply`)."""
     last: list[np.ndarray] = []  # [dq, its ddq] of the segment the parts are evaluated on
 
     def acceleration(t: np.ndarray, dq: np.ndarray) -> np.ndarray | None:
@@ -285,7 +287,7 @@ def parallel_friction_basis(
     else:
         masks = [None] * len(basis) if joints is None else joints
         parts = [raw(function, mask) for function, mask in zip(basis, masks, strict=True)]
-    return data.parallel_filter.apply(parts, rows, joints)
+    return data.parallel_filter.apply(parts, rows, joints, into)
 
 
 def recording_friction(builder: RegressorBuilder, data: Dataset) -> np.ndarray | None:

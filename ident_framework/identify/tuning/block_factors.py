@@ -220,9 +220,9 @@ def _balanced(costs: list[int], groups: int) -> list[tuple[int, ...]]:
 
 @dataclass(frozen=True)
 class _RigidRows:
-    """The rows one recording gives the factors: `kept` (M,) its samples used, grouped by
-    cell (the QR factor of a cell does not depend on its rows' order, so that a chunk holds
-    few cells: few, tall updates instead of one per block); per joint j, `joint[j]` (M, r_j)
+    """The rows one recording gives the factors: `kept` (M,) its samples used, in time order
+    (a chunk's rows are added cell by cell: the QR factor of a cell does not depend on its
+    rows' order); per joint j, `joint[j]` (M, r_j)
     its rigid-body rows in its structural row space; `load` (M, n) |tau_load| Nm of the
     nominal model (the load-dependent friction's columns), or None."""
 
@@ -244,7 +244,6 @@ def _rigid_rows(
     n = builder.robot.n_joints
     blocks = [builder.subtree_block(j) for j in range(n)]
     kept = np.flatnonzero(labels[:, 0] >= 0)[::stride]
-    kept = kept[np.argsort(labels[kept, 0], kind="stable")]
     joint = [np.empty((len(kept), spaces[j].shape[1])) for j in range(n)]
     loads = np.empty((len(kept), n)) if load else None
     data = recording.data

@@ -395,18 +395,17 @@ def _coulomb_friction_values(
     ) -> None:
         if builder.parallel_friction and data.parallel_filter is not None:
             leading = any(w > 0 for w in lead)
-            ascending = np.sort(rows)  # `fold_factors` asks for its rows grouped by cell
             masks = joints or [None] * len(parts)
             if wanted is not None:
                 masks = [wanted if m is None else m & wanted for m in masks]
             # a column no joint asked for stays zero: not evaluated at all (each part is one
-            # column per joint)
+            # column per joint); the others written in place (`rows` increase: `fold_factors`)
             used = [k for k, m in enumerate(masks) if m is None or m.any()]
             if used:
-                computed = parallel_friction_basis(
-                    data, [parts[k] for k in used], leading, ascending, [masks[k] for k in used]
-                )
-                out[:, :, landing[used]] = computed[np.searchsorted(ascending, rows)]
+                parallel_friction_basis(
+                    data, [parts[k] for k in used], leading, rows, [masks[k] for k in used],
+                    (out, landing[used]),
+                )  # fmt: skip
         else:
             dq, ddq = data.dq[rows], data.ddq[rows]
             out[:, :, landing] = np.concatenate([part(None, dq, ddq) for part in parts], axis=-1)
