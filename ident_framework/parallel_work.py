@@ -1,27 +1,31 @@
 """How many cores to use, and independent CPU-bound tasks on forked worker processes.
 
-`worker_limit` caps the forked workers; `forked_map` runs tasks on forked processes, results
-sent back by pickle; `forked_pool` keeps forked workers for many small batches (the excitation
-search's candidates, a CMA-ES generation at a time); `shared_zeros` makes an array the
-workers write into and the parent reads (large results, not pickled).
+`worker_limit` caps the processes; `forked_map` runs tasks on forked workers and in this
+process, results sent back by pickle; `forked_pool` keeps forked workers for many small
+batches (the excitation search's candidates, a CMA-ES generation at a time; a search stage's
+candidates); `shared_zeros` makes an array the workers write into and the parent reads
+(large results, not pickled).
 
-The tuning builds one column space per preprocessing candidate (filters, Pinocchio's
-per-sample regressor, small QR factorisations: about 0.2 s each for 10⁵ samples), ten of
-them by default, independent of one another. Threads do not help there: the work is many
-short compiled calls between Python lines, and the threads spend their time waiting for the
-interpreter lock (measured: slower on two threads than on one; splitting the final pass's
-Pinocchio loop over two threads was slower too, 0.72 s against 0.63 s for 10⁵ samples).
-Forked processes inherit the data without copying it and return only the small factors.
+The processes take tasks one at a time from a counter they share, this process among them
+(with N usable cores, N - 1 are forked): it is warm, where a fresh worker's first task pays
+for its new memory (~13,000 page faults, ~0.08 s, for a tuning's column space at 10⁵
+samples on the 2-core test machine), and it collects the workers' results between its own
+tasks. Threads do not help here: the work is many short compiled calls between Python lines,
+and the threads spend their time waiting for the interpreter lock (measured: slower on two
+threads than on one). Forked processes inherit the data without copying it and return only
+the small results.
 
 Serial where forking is not possible or not wise: one usable core, a single task, no `fork`
-start method (not Linux), inside a daemonic process (which may not have children), or when
-IDENT_FRAMEWORK_WORKERS=1 (the environment variable caps the worker count).
+start method (not Linux), inside a daemonic process (which may not have children), inside a
+task of a map (no map of maps), or when IDENT_FRAMEWORK_WORKERS=1 (the environment variable
+caps the process count).
 """
 
 from __future__ import annotations
 
 import mmap
 import multiprocessing
+import multiprocessing.connection
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -47,9 +51,9 @@ def usable_cores() -> int:
 
 def worker_limit() -> int:
     """Worker processes to use at most: the usable cores, capped by
-    IDENT_FRAMEWORK_WORKERS when it is set to a positive integer (1 inside a forked worker:
-    the workers share the cores already)."""
-    if _in_worker:
+    IDENT_FRAMEWORK_WORKERS when it is set to a positive integer (1 inside a forked worker,
+    and in this process while it takes tasks of a forked map: the cores are shared already)."""
+    if _in_worker or _work is not None:
         return 1
     cap = os.environ.get("IDENT_FRAMEWORK_WORKERS", "")
     limit = int(cap) if cap.isdigit() and int(cap) > 0 else MAX_WORKERS
@@ -66,13 +70,6 @@ def worker_count(tasks: int) -> int:
     return max(1, count)
 
 
-def _call(item: Any) -> Any:
-    global _in_worker
-    _in_worker = True
-    assert _work is not None
-    return _work(item)
-
-
 def forked_map(
     work: Callable[[_Item], _Result],
     items: Sequence[_Item],
@@ -86,27 +83,23 @@ def forked_map(
 
 def forked_imap(work: Callable[[_Item], _Result], items: Sequence[_Item]) -> Iterator[_Result]:
     """work(item) for each item, in order, each as soon as it and those before it are done,
-    on forked workers when that helps (as `forked_map`): what this process does with the
-    first results overlaps the workers' work on the next ones. Consume it to the end (or
-    close it: the workers are then stopped)."""
+    on forked workers when that helps (as `forked_map`): this process takes tasks too, from
+    the same queue, and what it does with the first results overlaps the workers' work on the
+    next ones. Consume it to the end (or close it: the workers are then stopped)."""
     workers = worker_count(len(items))
     if workers == 1:
         yield from map(work, items)
         return
     global _work
     _work = work
-    pool = multiprocessing.get_context("fork").Pool(workers)
+    team = _Team(workers - 1, items)
     try:
-        yield from pool.imap(_call, items, chunksize=1)
-        # let the workers leave on their own: terminating them (what `with Pool()` does)
-        # can leave a queue lock held by a killed worker, and the pool's join then waits
-        # forever (seen once in CI: both workers killed by SIGTERM, the command hung)
-        pool.close()
+        yield from team.run(work, items)
+        team.close()
     except BaseException:  # a task's error, or the consumer stopped early (GeneratorExit)
-        pool.terminate()
+        team.terminate()
         raise
     finally:
-        pool.join()
         _work = None
 
 
@@ -116,30 +109,156 @@ def forked_pool(
 ) -> Iterator[Callable[[Sequence[_Item], int], Iterator[_Result]]]:
     """A map kept open for a whole block: `map(items, chunk)` yields work(item) for each
     item, in order, on workers forked once at entry (they inherit `work` and whatever it
-    closes over, as of then), `chunk` items per message. For many small batches, e.g. one
-    generation of an evolution strategy at a time, where forking per batch would cost more
-    than the work. `batch`: the fewest items a call gets (no more workers than that).
-    Serial where `forked_map` is."""
+    closes over, as of then; each call's items are sent to them) and in this process, which
+    takes tasks from the same queue. For many small batches, e.g. one generation of an
+    evolution strategy at a time, where forking per batch would cost more than the work.
+    `batch`: the fewest items a call gets (no more processes than that); `chunk` is
+    ignored (tasks are taken one at a time). Serial where `forked_map` is."""
     workers = worker_count(batch)
     if workers == 1:
         yield lambda items, chunk: map(work, items)
         return
     global _work
     _work = work
-    pool = multiprocessing.get_context("fork").Pool(workers)
+    team = _Team(workers - 1, None)
 
     def mapped(items: Sequence[_Item], chunk: int) -> Iterator[_Result]:
-        return pool.imap(_call, items, chunksize=chunk)
+        del chunk
+        team.send(items)
+        return team.run(work, items)
 
     try:
         yield mapped
-        pool.close()  # as forked_imap: let the workers leave on their own
+        team.close()
     except BaseException:
-        pool.terminate()
+        team.terminate()
         raise
     finally:
-        pool.join()
         _work = None
+
+
+class _Team:
+    """Forked workers that take tasks (indices into the current items) from a counter they
+    share with this process, which takes tasks too; each worker sends back (index, ok, result
+    or error) and, when the counter is spent, None. `items`: the items, inherited by fork
+    (`forked_imap`: one batch); None: each batch's items are sent to the workers (`send`)."""
+
+    def __init__(self, count: int, items: Sequence[Any] | None) -> None:
+        context = multiprocessing.get_context("fork")
+        self.counter = context.RawValue("q", 0)
+        self.lock = context.Lock()
+        self.workers: list[tuple[Any, Any]] = []  # (process, connection)
+        for _ in range(count):
+            here, there = context.Pipe(duplex=True)
+            process = context.Process(target=_serve, args=(self, there, items), daemon=True)
+            process.start()
+            there.close()
+            self.workers.append((process, here))
+
+    def claim(self, count: int) -> int | None:
+        """The next task's index, or None when all `count` are taken."""
+        with self.lock:
+            index = self.counter.value
+            self.counter.value = index + 1
+        return index if index < count else None
+
+    def send(self, items: Sequence[Any]) -> None:
+        """A new batch: the counter restarts, each worker gets the items."""
+        self.counter.value = 0
+        for _, connection in self.workers:
+            connection.send(items)
+
+    def run(self, work: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
+        """The results of work(item) in order: this process takes tasks until the counter is
+        spent, collecting the workers' results between its own."""
+        count = len(items)
+        results: dict[int, tuple[bool, Any]] = {}
+        busy = {connection for _, connection in self.workers}
+        following = 0
+        while following < count:
+            if following in results:
+                ok, value = results.pop(following)
+                if not ok:
+                    raise value
+                yield value
+                following += 1
+                continue
+            for connection in multiprocessing.connection.wait(list(busy), timeout=0):
+                self._receive(connection, results, busy)
+            if following in results:
+                continue
+            index = self.claim(count)
+            if index is not None:
+                results[index] = _attempt(work, items[index])
+            elif busy:
+                for connection in multiprocessing.connection.wait(list(busy)):
+                    self._receive(connection, results, busy)
+            else:
+                raise RuntimeError(
+                    f"task {following} of a forked map never returned (a worker ended early)"
+                )
+        for connection in list(busy):  # wait for each worker's end of batch
+            while connection in busy:
+                self._receive(connection, results, busy)
+
+    def _receive(
+        self, connection: Any, results: dict[int, tuple[bool, Any]], busy: set[Any]
+    ) -> None:
+        try:
+            message = connection.recv()
+        except EOFError:
+            message = None
+        if message is None:  # the counter is spent for this worker (or it ended)
+            busy.discard(connection)
+        else:
+            index, ok, value = message
+            results[index] = (ok, value)
+
+    def close(self) -> None:
+        """Let the workers leave and wait for them."""
+        for process, connection in self.workers:
+            try:
+                connection.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            connection.close()
+            process.join()
+
+    def terminate(self) -> None:
+        for process, connection in self.workers:
+            process.terminate()
+            connection.close()
+        for process, _ in self.workers:
+            process.join()
+
+
+def _attempt(work: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
+    try:
+        return True, work(item)
+    except BaseException as error:  # raised where the results are read, in order
+        return False, error
+
+
+def _serve(team: _Team, connection: Any, items: Sequence[Any] | None) -> None:
+    """A worker: for each batch (the inherited items once, or each batch sent), take tasks
+    from the shared counter and send back their results, then None."""
+    global _in_worker
+    _in_worker = True
+    assert _work is not None
+    while True:
+        batch = items if items is not None else connection.recv()
+        if batch is None:
+            break
+        while (index := team.claim(len(batch))) is not None:
+            ok, value = _attempt(_work, batch[index])
+            try:
+                connection.send((index, ok, value))
+            except Exception as error:  # a result or error that does not pickle
+                connection.send((index, False, RuntimeError(f"{type(error).__name__}: {error}")))
+        connection.send(None)
+        if items is not None:  # one batch: the inherited items
+            break
+    connection.close()
 
 
 def _collect(results: Iterable[_Result], done: Callable[[int], object] | None) -> list[_Result]:
