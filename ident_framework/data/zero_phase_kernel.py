@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ident_framework.compiled import numba
+from ident_framework.numba_fallback import numba
 
 njit = numba.njit
 

@@ -18,9 +18,17 @@ replaced and ~9 ns for SciPy's (`benchmarks/bench_zero_phase_filter.py`).
 
 from __future__ import annotations
 
+import ctypes
 import math
+from ctypes import c_int, c_int64, c_void_p
 
 import numpy as np
+
+from ident_framework import c_kernels
+
+# sos, zi, sections, x, n, channels, x's strides, pad, out, out's strides (in elements)
+_ARGUMENTS = [c_void_p, c_void_p, c_int64, c_void_p, c_int64, c_int64, c_int64, c_int64, c_int64]
+_SIGNATURES = {"zero_phase_filter": (c_int, [*_ARGUMENTS, c_void_p, c_int64, c_int64])}
 
 
 def butterworth_lowpass(order: int, cutoff_hz: float, rate_hz: float) -> np.ndarray:
@@ -96,15 +104,41 @@ def _filtered(sos: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
 
 
 def _run_kernel(sos: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
-    """`out` (N, ch) = the zero-phase filter of `x` (N, ch) (any strides)."""
+    """`out` (N, ch) = the zero-phase filter of `x` (N, ch) (float64, any strides)."""
     pad = pad_length(sos)
     if len(x) <= pad:
         raise ValueError(f"{len(x)} samples; the filter's padding needs more than {pad}")
     sections = np.ascontiguousarray(np.asarray(sos, dtype=float) / np.asarray(sos)[:, 3:4])
-    if x.shape[1]:
-        from ident_framework.data.zero_phase_kernel import filtfilt  # numba: ~0.2 s to import
+    if not x.shape[1]:
+        return
+    zi = _steady_state(sections)
+    library = c_kernel()
+    if library is None:
+        from ident_framework.data.zero_phase_kernel import filtfilt  # numba: ~0.45 s to import
 
-        filtfilt(sections, _steady_state(sections), x, pad, out)
+        filtfilt(sections, zi, x, pad, out)
+        return
+    x = x if _strided_in_elements(x) else np.ascontiguousarray(x, dtype=np.float64)
+    target = out if _strided_in_elements(out) else np.empty(out.shape)
+    status = library.zero_phase_filter(
+        sections.ctypes.data, zi.ctypes.data, len(sections), x.ctypes.data, *x.shape,
+        *(stride // 8 for stride in x.strides), pad, target.ctypes.data,
+        *(stride // 8 for stride in target.strides),
+    )  # fmt: skip
+    if status != 0:
+        raise MemoryError("the zero-phase filter's C kernel is out of memory")
+    if target is not out:
+        out[...] = target
+
+
+def c_kernel() -> ctypes.CDLL | None:
+    """The C kernel (`zero_phase_kernel.c`), or None: numba's then runs (`c_kernels.py`)."""
+    return c_kernels.load(__package__, "zero_phase_kernel.c", _SIGNATURES)
+
+
+def _strided_in_elements(a: np.ndarray) -> bool:
+    """Whether the C kernel can address float64 `a` by element strides."""
+    return a.dtype == np.float64 and a.flags.aligned and all(s % 8 == 0 for s in a.strides)
 
 
 def _steady_state(sos: np.ndarray) -> np.ndarray:

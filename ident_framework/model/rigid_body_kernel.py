@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ident_framework.compiled import numba
+from ident_framework.numba_fallback import numba
 
 BLOCK = 128  # samples per parallel iteration of the kernel (each with its own work arrays)
 

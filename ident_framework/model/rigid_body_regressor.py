@@ -56,18 +56,48 @@ are read once, at construction; `model.gravity` at every call.
 
 from __future__ import annotations
 
+import ctypes
 import threading
+from ctypes import c_int, c_int64, c_void_p
 
 import numpy as np
 import pinocchio as pin
 
+from ident_framework import c_kernels
 from ident_framework.parallel_work import worker_limit
 
-# one parallel call at a time: numba's workqueue layer aborts the process on concurrent ones
+# one numba parallel call at a time: its workqueue layer aborts the process on concurrent ones
 _PARALLEL = threading.Lock()
 # fewer samples run serially: starting numba's workqueue threads costs ~0.04-3 ms a call on
 # the 2-core test machine, more than they save below a few thousand samples
 _PARALLEL_FROM = 4096
+# the C kernel's threads (pthreads started per call) cost ~0.05 ms: in parallel from 1024
+# samples (2 threads: 0.36 against 0.73 µs per sample at 2000, median, the 2-core machine)
+_C_PARALLEL_FROM = 1024
+BLOCK = 128  # samples a thread of the C kernel takes at a time
+
+
+class _Model(ctypes.Structure):
+    """The C kernel's `rigid_body_model`: sizes, then pointers to `BatchRegressor._constants`."""
+
+    _fields_ = [
+        *((name, c_int64) for name in ("bodies", "max_depth", "nq", "nv", "columns")),
+        *((name, c_void_p) for name in ("parents", "index_q", "index_v", "depth", "rows")),
+        *((name, c_void_p) for name in ("revolute", "axes", "rotations", "translations")),
+    ]
+
+
+_POINTER = ctypes.POINTER(_Model)
+_SIGNATURES = {  # (model, [start, stop | n], q, dq, ddq, base acceleration, out[, threads, block])
+    "rigid_body_samples": (c_int, [_POINTER, c_int64, c_int64, *[c_void_p] * 5]),
+    "rigid_body_samples_parallel": (c_int, [_POINTER, c_int64, *[c_void_p] * 5, c_int64, c_int64]),
+}
+
+
+def c_kernel() -> ctypes.CDLL | None:
+    """The C kernel (`rigid_body_kernel.c`), or None: numba's then runs (`c_kernels.py`)."""
+    return c_kernels.load(__package__, "rigid_body_kernel.c", _SIGNATURES)
+
 
 # Pinocchio short name -> (revolute, axis index) of the axis-aligned 1-DoF joints
 _ALIGNED = {
@@ -144,6 +174,17 @@ class BatchRegressor:
             rows,
             depth,
         )
+        # the C kernel's view of them: sizes and pointers (the arrays stay alive with self)
+        names = ("parents", "index_q", "index_v", "revolute", "axes", "rotations")
+        names += ("translations", "rows", "depth")
+        self._c_constants = _Model(
+            bodies=n + 1,
+            max_depth=rows.shape[1],
+            nq=model.nq,
+            nv=model.nv,
+            columns=10 * n,
+            **{name: a.ctypes.data for name, a in zip(names, self._constants, strict=True)},
+        )
 
     def __call__(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """(N, nv, 10 nj) joint torque regressor (N·m per unit parameter) at joint positions
@@ -157,9 +198,29 @@ class BatchRegressor:
         out = np.empty((n, nv, 10 * self.n_joints))  # every entry written by the kernel
         if n == 0:
             return out
-        from ident_framework.model import rigid_body_kernel as kernel  # numba: ~0.25 s to import
-
         base_acceleration = -np.array(self.model.gravity.vector, dtype=np.float64)
+        library = c_kernel()
+        if library is None:
+            self._numba(q, dq, ddq, base_acceleration, out)
+            return out
+        arrays = (q.ctypes.data, dq.ctypes.data, ddq.ctypes.data, base_acceleration.ctypes.data)
+        model = ctypes.byref(self._c_constants)
+        threads = min(worker_limit(), -(-n // BLOCK))
+        if threads > 1 and n >= _C_PARALLEL_FROM:
+            status = library.rigid_body_samples_parallel(
+                model, n, *arrays, out.ctypes.data, threads, BLOCK
+            )
+        else:
+            status = library.rigid_body_samples(model, 0, n, *arrays, out.ctypes.data)
+        if status != 0:
+            raise MemoryError("the rigid-body regressor's C kernel is out of memory")
+        return out
+
+    def _numba(self, q, dq, ddq, base_acceleration, out) -> None:  # noqa: ANN001
+        """`out` = the regressor by the numba kernel (`rigid_body_kernel.py`; ~0.45 s to import)."""
+        from ident_framework.model import rigid_body_kernel as kernel
+
+        n = len(q)
         previous = kernel.numba.get_num_threads()
         threads = min(previous, worker_limit(), -(-n // kernel.BLOCK))
         # in parallel unless small, on one core, or another thread's call runs in parallel
@@ -172,4 +233,3 @@ class BatchRegressor:
                 _PARALLEL.release()
         else:
             kernel.samples(0, n, q, dq, ddq, base_acceleration, self._constants, out)
-        return out
