@@ -10,29 +10,32 @@ once per process in one warning line. IDENT_FRAMEWORK_NATIVE=0 asks for the numb
 (the tests run both). ctypes releases the GIL during each call.
 
 - Compiler: `$CC` (split as a shell would) or the first of cc, gcc, clang on PATH, with `FLAGS`:
-  -O3, no FMA contraction and no fast-math (the results are the numba kernels', bit for bit),
-  -march=native (the filter's channel tiles use this CPU's vector width).
+  -O2 (gcc 12's -O3 unrolled the filter's channel loops into scalar code, ~1.5x slower; the
+  regressor runs as fast at either), no FMA contraction and no fast-math (the results are the
+  numba kernels', bit for bit; contraction would make the regressor ~15 % faster and differ
+  in the last bit), -march=native (the filter's channel tiles use this CPU's vector width;
+  where the compiler refuses it, `PORTABLE_FLAGS`).
 - Cache: `$XDG_CACHE_HOME/ident_framework/native/<name>-<key>.so` (default ~/.cache/...), key
   a hash of the source, the flags, the compiler's command and `--version`, the machine and the
   CPU (-march=native). A build goes to a temporary file in that folder, then `os.replace`s into
   place (concurrent processes each build whole files; the last rename wins). A folder that
   cannot be made or written, or whose files cannot be loaded (a noexec mount), is passed over
   for a private one in the temp dir (`ident_framework-native-<uid>`, mode 0700, ours).
-- Cost: a first build takes ~0.3-1 s per kernel; afterwards a process pays `cc --version`
-  (~2 ms) and the dlopen (~0.1 ms) instead of numba's ~0.45 s start and ~100 MB.
+- Cost (the 2-core test machine, gcc 12): a first build takes 0.14 s (regressor) and 0.22 s
+  (filter); afterwards a process pays ~3 ms for both (`cc --version`, ~2 ms, and the dlopen)
+  instead of numba's ~0.25-0.3 s (its import and first call) and ~110 MB.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import logging
 import os
 import platform
-import shlex
 import shutil
 import stat
-import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
@@ -42,6 +45,8 @@ from typing import Any
 
 SWITCH = "IDENT_FRAMEWORK_NATIVE"  # "0": the numba kernels
 FLAGS = ("-std=c99", "-O2", "-fPIC", "-shared", "-pthread", "-ffp-contract=off", "-march=native")
+PORTABLE_FLAGS = FLAGS[:-1]  # where the compiler refuses -march=native
+VARIANTS = (FLAGS, PORTABLE_FLAGS)
 COMPILERS = ("cc", "gcc", "clang")  # tried in this order when CC is not set
 Signatures = Mapping[str, tuple[Any, Sequence[Any]]]  # function -> (restype, argtypes)
 
@@ -104,7 +109,7 @@ def _warn_once(reason: str) -> None:
     if not _warned:
         _warned = True
         log.warning(
-            "ident_framework: C kernels unavailable, the numba kernels run instead (~0.5 s more "
+            "ident_framework: C kernels unavailable, the numba kernels run instead (~0.3 s more "
             "start-up per process): %s. Set CC to a working C compiler, or %s=0 to use numba "
             "without this warning.",
             reason,
@@ -113,24 +118,38 @@ def _warn_once(reason: str) -> None:
 
 
 def _build_and_load(name: str, source: bytes) -> ctypes.CDLL:
+    """The library of `source`: loaded from the first cache folder that has it (built with
+    `FLAGS`, or with `PORTABLE_FLAGS` where the compiler refused -march=native), else built into
+    the first folder that can take it."""
     command, version = _compiler()
-    parts = [source, " ".join([*command, *FLAGS]).encode(), version, _machine().encode()]
-    key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:20]
+    files = [(flags, f"{name}-{_key(source, command, flags, version)}.so") for flags in VARIANTS]
     problems = []
     for folder in cache_folders():
-        path = folder / f"{name}-{key}.so"
         try:
-            if path.is_file():
-                try:
-                    return ctypes.CDLL(str(path))
-                except OSError:  # damaged, or not loadable from this folder: build it again
-                    pass
+            for _, file in files:
+                if (folder / file).is_file():
+                    try:
+                        return ctypes.CDLL(str(folder / file))
+                    except OSError:  # damaged, or not loadable from this folder: build again
+                        pass
             _ensure_folder(folder)
-            _compile(command, source, path)
-            return ctypes.CDLL(str(path))
+            for i, (flags, file) in enumerate(files):
+                try:
+                    _compile(command, flags, source, folder / file)
+                except BuildError:
+                    if i == len(files) - 1:
+                        raise
+                    continue  # e.g. a compiler without -march=native: the portable flags
+                return ctypes.CDLL(str(folder / file))
         except OSError as error:  # this folder cannot be written, or its files loaded
             problems.append(f"{folder}: {error}")
     raise BuildError("; ".join(problems))
+
+
+def _key(source: bytes, command: list[str], flags: tuple[str, ...], version: bytes) -> str:
+    """What a built library depends on: source, compiler and flags, machine and CPU."""
+    parts = [source, " ".join([*command, *flags]).encode(), version, _machine().encode()]
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:20]
 
 
 def cache_folders() -> list[Path]:
@@ -153,13 +172,15 @@ def _ensure_folder(folder: Path) -> None:
             raise PermissionError(f"{folder} is not a private folder of this user")
 
 
-def _compile(command: list[str], source: bytes, path: Path) -> None:
+def _compile(command: list[str], flags: tuple[str, ...], source: bytes, path: Path) -> None:
     """Compile C `source` into the shared library `path` (a temporary file renamed into
     place). OSError: the folder cannot be written; BuildError: the compiler failed."""
+    import subprocess  # here: a command that builds nothing need not import it (~2 ms)
+
     handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".so", dir=path.parent)
     os.close(handle)
     try:
-        argv = [*command, *FLAGS, "-o", temporary, "-x", "c", "-", "-lm"]
+        argv = [*command, *flags, "-o", temporary, "-x", "c", "-", "-lm"]
         try:
             done = subprocess.run(argv, input=source, capture_output=True, timeout=600)
         except (OSError, subprocess.TimeoutExpired) as error:
@@ -176,6 +197,9 @@ def _compile(command: list[str], source: bytes, path: Path) -> None:
 
 def _compiler() -> tuple[list[str], bytes]:
     """(command, its `--version` output) of the C compiler: $CC, else cc, gcc or clang."""
+    import shlex
+    import subprocess
+
     wanted = os.environ.get("CC", "").strip()
     if wanted not in _compilers:
         candidates = [shlex.split(wanted)] if wanted else [[name] for name in COMPILERS]
@@ -200,6 +224,7 @@ _CPU_NOISE = {"processor", "cpu mhz", "bogomips", "core id", "apicid", "initial 
               "physical id", "siblings", "cpu cores"}  # fmt: skip
 
 
+@functools.cache
 def _machine() -> str:
     """This machine's architecture and CPU (-march=native builds for it): the first core's
     /proc/cpuinfo entry where there is one."""

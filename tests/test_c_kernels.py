@@ -142,6 +142,24 @@ def test_without_a_working_compiler_numba_runs_and_says_so_once(tmp_path: Path, 
     assert not list((tmp_path / "cache").rglob("*.so"))
 
 
+def test_a_compiler_without_march_native_builds_with_the_portable_flags(tmp_path: Path):
+    command, _ = c_kernels._compiler()
+    wrapper = tmp_path / "no-native-cc"
+    wrapper.write_text(
+        '#!/bin/sh\nfor a in "$@"; do [ "$a" = -march=native ] && '
+        '{ echo "error: unknown -march=native" >&2; exit 1; }; done\n'
+        f'exec {" ".join(command)} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    result, errors = probe(tmp_path, CC=str(wrapper))
+    assert not result["numba"] and errors == []
+    built = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("*")}
+    assert len([p for p in built if p.suffix == ".so"]) == 2
+    again, errors = probe(tmp_path, CC=str(wrapper))  # found in the cache: nothing built
+    assert again["libraries"] == result["libraries"] and errors == []
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("*")} == built
+
+
 def test_switched_off_the_numba_kernels_run_silently(tmp_path: Path):
     result, errors = probe(tmp_path, **{c_kernels.SWITCH: "0"})
     assert result["numba"] and result["libraries"] == [None, None] and errors == []
