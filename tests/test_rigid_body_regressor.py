@@ -22,7 +22,6 @@ from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, Cou
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.rigid_body_kernel import _BODY_BASIS
 from ident_framework.model.rigid_body_regressor import (
-    _C_PARALLEL_FROM,
     _PARALLEL_FROM,
     BLOCK,
     BatchRegressor,
@@ -269,11 +268,10 @@ def test_builder_output_unchanged_for_ur10e():
 
 
 def test_parallel_path_matches_pinocchio():
-    """A call of more than `_PARALLEL_FROM` samples (C: `_C_PARALLEL_FROM`) runs the blocks of
-    samples in parallel (the last block partial); the tree with every joint kind still
-    matches."""
+    """A call of more than `_PARALLEL_FROM` samples runs the blocks of samples in parallel
+    (the last block partial); the tree with every joint kind still matches."""
     model = hand_built_model()
-    q, dq, ddq = random_states(model, max(_PARALLEL_FROM, _C_PARALLEL_FROM) + 77, 30.0, 300.0, 4)
+    q, dq, ddq = random_states(model, _PARALLEL_FROM + 77, 30.0, 300.0, seed=4)
     assert_matches(BatchRegressor(model)(q, dq, ddq), pinocchio_regressor(model, q, dq, ddq))
 
 

@@ -8,12 +8,15 @@ since SciPy 1.15 (it rewrites the docstrings of ~700 functions and imports scipy
 quarter of a whole identification command at 10⁵ samples.
 
 The recursion (each section in transposed direct form II, as ``scipy.signal.sosfilt``) is a
-compiled loop (numba, cached on disk after a machine's first call): over time, and at each
-sample over a tile of channels side by side, so that the channels' independent recursions
-overlap in the processor instead of each waiting on its own. On the 2-core test machine
-about 4 ns per sample and channel for channels in rows (parallel friction columns), 7-16 ns
-for columns of a (N, ch) array, against 17-40 ns for the blocked numpy recursion it
-replaced and ~9 ns for SciPy's (`benchmarks/bench_zero_phase_filter.py`).
+compiled loop, `zero_phase_kernel.c` (C99, built on first use and loaded with ctypes by
+`c_kernels.py`; where no C compiler works, the numba loop `zero_phase_kernel.py` runs instead,
+bit for bit the same): over a tile of up to 16 channels side by side, so that the channels'
+independent recursions overlap in the processor instead of each waiting on its own, in runs of
+64 samples that go through one section after another while they stay in the L1 cache. `x` and
+`out` may be any strided float64 views (e.g. ``x.T``). On the 2-core test machine, 10⁵
+samples, order 4 (`benchmarks/bench_zero_phase_filter.py`, best of 5): 4-5.5 ns per sample and
+channel for channels in rows (parallel friction columns), 5-8 ns for columns of a (N, ch)
+array (numba's: 4-6.5 and 4-8.5 ns), against 13-21 ns for SciPy's sosfiltfilt.
 """
 
 from __future__ import annotations
@@ -114,7 +117,7 @@ def _run_kernel(sos: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
     zi = _steady_state(sections)
     library = c_kernel()
     if library is None:
-        from ident_framework.data.zero_phase_kernel import filtfilt  # numba: ~0.45 s to import
+        from ident_framework.data.zero_phase_kernel import filtfilt  # numba: ~0.25 s to start
 
         filtfilt(sections, zi, x, pad, out)
         return
