@@ -8,8 +8,10 @@ bit for bit.
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import multiprocessing
+import pickle
 import threading
 from pathlib import Path
 
@@ -202,6 +204,16 @@ def test_gravity_is_read_at_call_time():
     model.gravity = pin.Motion(np.array([0.0, 9.81, 0.0, 0.0, 0.0, 0.0]))  # arm on a wall
     q, dq, ddq = random_states(model, 40, 1.0, 5.0)
     assert_matches(batch(q, dq, ddq), pinocchio_regressor(model, q, dq, ddq))
+
+
+def test_a_pickled_or_copied_regressor_computes_the_same():
+    """The C kernel's view of the constants (pointers) is made again for the copy's arrays."""
+    model = hand_built_model()
+    batch = BatchRegressor(model)
+    q, dq, ddq = random_states(model, 30, 3.0, 30.0, seed=9)
+    expected = batch(q, dq, ddq)
+    for other in (pickle.loads(pickle.dumps(batch)), copy.deepcopy(batch), copy.copy(batch)):
+        np.testing.assert_array_equal(other(q, dq, ddq), expected)
 
 
 def test_sample_counts_and_strided_input():

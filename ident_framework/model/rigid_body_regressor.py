@@ -175,17 +175,28 @@ class BatchRegressor:
             rows,
             depth,
         )
-        # the C kernel's view of them: sizes and pointers (the arrays stay alive with self)
+        self._c_constants = self._c_view()
+
+    def _c_view(self) -> _Model:
+        """The C kernel's view of `_constants`: sizes and pointers (the arrays stay alive with
+        self; a pickled or deep-copied object makes its own, `__setstate__`)."""
         names = ("parents", "index_q", "index_v", "revolute", "axes", "rotations")
         names += ("translations", "rows", "depth")
-        self._c_constants = _Model(
-            bodies=n + 1,
-            max_depth=rows.shape[1],
-            nq=model.nq,
-            nv=model.nv,
-            columns=10 * n,
+        return _Model(
+            bodies=self.n_joints + 1,
+            max_depth=self._constants[7].shape[1],
+            nq=self.model.nq,
+            nv=self.model.nv,
+            columns=10 * self.n_joints,
             **{name: a.ctypes.data for name, a in zip(names, self._constants, strict=True)},
         )
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_c_constants"}  # pointers
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._c_constants = self._c_view()
 
     def __call__(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """(N, nv, 10 nj) joint torque regressor (N·m per unit parameter) at joint positions
