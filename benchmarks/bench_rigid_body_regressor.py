@@ -1,72 +1,109 @@
-"""Rigid-body regressor: Pinocchio's per-sample loop vs the numba kernel (run on demand).
+"""Rigid-body regressor: Pinocchio's per-sample loop vs the C kernel vs the numba one (on demand).
 
     python benchmarks/bench_rigid_body_regressor.py [--sizes 1000 10000 100000] [--robot ur10e]
 
 For each size N, a multi-sine motion of the arm (q rad, dq rad/s, ddq rad/s²) is made and its
 (N, n, 10 n) joint torque regressor computed by `RegressorBuilder.rigid_body_pinocchio` (one
 `pin.computeJointTorqueRegressor` call per sample) and by `RegressorBuilder.rigid_body`
-(`BatchRegressor`, the compiled kernel of model/rigid_body_regressor.py), each the best of
-`--repeats` runs. Printed: µs per sample of the loop; of the kernel in one call, in calls of
-`--chunk` samples (as the identification calls it, `chunk_size`) and in one call on one
-thread (as inside a forked worker, `parallel_work.py`), each with its ratio to the loop (the
-kernel runs in parallel only from `_PARALLEL_FROM` samples on); and
-the largest deviation of the kernel's result from the loop's relative to the array's largest
-entry. First printed: the kernel's first call in this process (compiled, or loaded from
-numba's cache in `__pycache__`).
+(`BatchRegressor`, model/rigid_body_regressor.py) with its C kernel and with its numba
+fallback (IDENT_FRAMEWORK_NATIVE=0), each the best of `--repeats` runs taken in turn. Printed:
+µs per sample of the loop; of each kernel in one call, in calls of `--chunk` samples (as the
+identification calls it, `chunk_size`) and in one call on one thread (as inside a forked
+worker: IDENT_FRAMEWORK_WORKERS=1), each with its ratio to the loop (the kernels run in
+parallel only from `_PARALLEL_FROM` samples on); and the largest deviation of each kernel's
+result from the loop's relative to the array's largest entry, and whether C and numba agree
+bit for bit. First printed: each kernel's first call in this process (the C library loaded
+from its cache or built; numba imported and its kernels loaded from `__pycache__` or compiled).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
-from functools import partial
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
-import numba
 import numpy as np
 
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.model.regressor import RegressorBuilder
-from ident_framework.model.rigid_body_regressor import _PARALLEL_FROM
+from ident_framework.model.rigid_body_regressor import _PARALLEL_FROM, c_kernel
 from ident_framework.model.robot import load_robot
+from ident_framework.parallel_work import worker_limit
 from ident_framework.testing.multisine import multisine
 
+ENGINES = {"C": "1", "numba": "0"}  # IDENT_FRAMEWORK_NATIVE
 
-def one_thread(builder: RegressorBuilder, q, dq, ddq) -> np.ndarray:
-    """`builder.rigid_body` with numba limited to one thread (the kernel then runs serially)."""
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
+
+@contextmanager
+def environment(**values: str) -> Iterator[None]:
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
     try:
-        return builder.rigid_body(q, dq, ddq)
+        yield
     finally:
-        numba.set_num_threads(previous)
+        for name, value in before.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
+
+
+def forms(builder: RegressorBuilder, q, dq, ddq, chunk: int) -> dict[str, Callable]:
+    """The timed calls: the loop, then per engine one call, chunked calls, one thread."""
+
+    def engine(native: str, workers: str | None = None, step: int | None = None) -> Callable:
+        def run() -> np.ndarray:
+            extra = {} if workers is None else {"IDENT_FRAMEWORK_WORKERS": workers}
+            with environment(IDENT_FRAMEWORK_NATIVE=native, **extra):
+                if step is None:
+                    return builder.rigid_body(q, dq, ddq)
+                for start in range(0, len(q), step):
+                    part = slice(start, start + step)
+                    builder.rigid_body(q[part], dq[part], ddq[part])
+                return np.empty(0)
+
+        return run
+
+    calls = {"loop": lambda: builder.rigid_body_pinocchio(q, dq, ddq)}
+    for name, native in ENGINES.items():
+        calls[f"{name} call"] = engine(native)
+        calls[f"{name} chunked"] = engine(native, step=chunk)
+        calls[f"{name} 1 thread"] = engine(native, workers="1")
+    return calls
 
 
 def measure(builder: RegressorBuilder, q, dq, ddq, repeats: int, chunk: int) -> tuple:
-    """(loop, kernel, chunked kernel, one-thread kernel) µs per sample, each the shortest of
-    `repeats` runs taken in turn (so that a slow spell of the machine hits all four), and the
-    kernel result's largest deviation from the loop's relative to the array's largest entry."""
-
-    def chunked() -> None:
-        for start in range(0, len(q), chunk):
-            part = slice(start, start + chunk)
-            builder.rigid_body(q[part], dq[part], ddq[part])
-
-    forms = {
-        "loop": partial(builder.rigid_body_pinocchio, q, dq, ddq),
-        "kernel": partial(builder.rigid_body, q, dq, ddq),
-        "chunked": chunked,
-        "one thread": partial(one_thread, builder, q, dq, ddq),
-    }
-    best = dict.fromkeys(forms, np.inf)
+    """µs per sample of each form (the shortest of `repeats` runs taken in turn, so that a slow
+    spell of the machine hits all), each engine's largest deviation from the loop relative to
+    the array's largest entry, and whether the engines agree bit for bit."""
+    calls = forms(builder, q, dq, ddq, chunk)
+    best = dict.fromkeys(calls, np.inf)
     results = {}
     for _ in range(repeats):
-        for name, form in forms.items():
+        for name, call in calls.items():
             start = time.perf_counter()
-            results[name] = form()
+            results[name] = call()
             best[name] = min(best[name], time.perf_counter() - start)
-    loop, kernel = results["loop"], results["kernel"]
-    deviation = float(np.abs(kernel - loop).max() / np.abs(loop).max())
-    return (*(1e6 * best[name] / len(q) for name in forms), deviation)
+    loop = results["loop"]
+    deviation = {
+        name: float(np.abs(results[f"{name} call"] - loop).max() / np.abs(loop).max())
+        for name in ENGINES
+    }
+    same = np.array_equal(results["C call"], results["numba call"])
+    return {name: 1e6 * t / len(q) for name, t in best.items()}, deviation, same
+
+
+def first_calls(builder: RegressorBuilder, q, dq, ddq) -> str:
+    times = []
+    for name, native in ENGINES.items():
+        with environment(IDENT_FRAMEWORK_NATIVE=native):
+            start = time.perf_counter()
+            builder.rigid_body(q[:10], dq[:10], ddq[:10])  # the serial kernel
+            builder.rigid_body(q, dq, ddq)  # the parallel one (unless on one core)
+            times.append(f"{name} {time.perf_counter() - start:.3f} s")
+    return ", ".join(times)
 
 
 def main() -> None:
@@ -81,24 +118,26 @@ def main() -> None:
     builder = RegressorBuilder(robot, CoulombViscousFriction(CoulombViscousParams()))
     if builder._batch is None:
         raise SystemExit(f"{args.robot}: the kernel does not support this model")
+    if c_kernel() is None:
+        raise SystemExit("no C kernel (no C compiler, or IDENT_FRAMEWORK_NATIVE=0)")
     q, dq, ddq = multisine(np.arange(2 * _PARALLEL_FROM) / args.rate, robot.n_joints, 0)
-    start = time.perf_counter()
-    builder.rigid_body(q[:10], dq[:10], ddq[:10])  # the serial kernel
-    builder.rigid_body(q, dq, ddq)  # the parallel one (unless on one core)
-    print(f"first calls (compile or cache load): {time.perf_counter() - start:.2f} s")
+    print(f"first calls (load or build): {first_calls(builder, q, dq, ddq)}")
     print(
-        f"{args.robot}, {robot.n_joints} joints, numba {numba.get_num_threads()} threads "
-        f"({numba.threading_layer()}); µs per sample (best of {args.repeats})"
+        f"{args.robot}, {robot.n_joints} joints, up to {worker_limit()} threads; µs per sample "
+        f"(best of {args.repeats}), ratio = loop / kernel"
     )
-    print(
-        f"{'N':>8} {'loop':>8} {'kernel':>8} {'ratio':>6} {f'{args.chunk}s':>8} {'ratio':>6} "
-        f"{'1 thread':>8} {'ratio':>6} {'max dev':>9}"
-    )
+    header = f"{'N':>8} {'loop':>7} {'kernel':>6} {'one call':>14} {f'{args.chunk}s':>14}"
+    print(f"{header} {'1 thread':>14} {'max dev':>9} {'C == numba':>10}")
     for n in args.sizes:
         q, dq, ddq = multisine(np.arange(n) / args.rate, robot.n_joints, 0)
-        loop, *kernels, deviation = measure(builder, q, dq, ddq, args.repeats, args.chunk)
-        columns = " ".join(f"{k:>8.3f} {loop / k:>6.1f}" for k in kernels)
-        print(f"{n:>8} {loop:>8.2f} {columns} {deviation:>9.1e}")
+        per_sample, deviation, same = measure(builder, q, dq, ddq, args.repeats, args.chunk)
+        loop = per_sample["loop"]
+        for i, name in enumerate(ENGINES):
+            kernels = [per_sample[f"{name} {form}"] for form in ("call", "chunked", "1 thread")]
+            columns = " ".join(f"{k:>7.3f} ({loop / k:>4.1f})" for k in kernels)
+            lead = f"{n:>8} {loop:>7.2f}" if i == 0 else " " * 16
+            tail = f" {same!s:>10}" if i == 0 else ""
+            print(f"{lead} {name:>6} {columns} {deviation[name]:>9.1e}{tail}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,25 @@ def filtered_batches(monkeypatch) -> list[int]:
     return counts
 
 
+@pytest.fixture(params=["C", "numba"])
+def kernel_engine(request, monkeypatch) -> str:
+    """Each engine of the compiled loops in turn: the C kernels (`c_kernels.py`; skipped
+    where no C compiler is found, failed where one is and they do not build) and their numba
+    fallback (IDENT_FRAMEWORK_NATIVE=0)."""
+    from ident_framework import c_kernels
+    from ident_framework.data.zero_phase_lowpass import c_kernel as filter_kernel
+    from ident_framework.model.rigid_body_regressor import c_kernel as regressor_kernel
+
+    if request.param == "numba":
+        monkeypatch.setenv(c_kernels.SWITCH, "0")
+    else:
+        monkeypatch.delenv(c_kernels.SWITCH, raising=False)
+        if not c_kernels.compiler_found():
+            pytest.skip("no C compiler")
+        assert regressor_kernel() is not None and filter_kernel() is not None
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def true_setup():
     """(regressor builder, true standard parameters) of the known-truth UR12e."""

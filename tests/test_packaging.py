@@ -12,6 +12,7 @@ friction option. The last test checks that none of this wrote into the checkout.
 
 from __future__ import annotations
 
+import os
 import pkgutil
 import shutil
 import site
@@ -24,6 +25,7 @@ from pathlib import Path
 import pytest
 
 import ident_framework
+from ident_framework import c_kernels
 from ident_framework.testing.cli import REPO, run_cli
 
 pytestmark = pytest.mark.slow
@@ -272,6 +274,36 @@ def test_wheel_install_runs_from_any_directory(venv_python: Path, tmp_path: Path
     assert "plugin: mujoco" in result.stdout and "model: ur12e" in result.stdout
     help_text = run_cli("--help", cwd=tmp_path, python=str(venv_python)).stdout
     assert "robot: mjcf, staubli_tx40, ur10e, ur12e, ur5e, urdf" in help_text
+
+
+def test_wheel_ships_and_builds_the_c_kernels(venv_python: Path, tmp_path: Path):
+    """The C sources are package data: the installed package builds its kernels from its own
+    files (a fresh cache), so a run needs no numba."""
+    code = (
+        "import sys\n"
+        "from ident_framework.data.zero_phase_lowpass import c_kernel as f\n"
+        "from ident_framework.model.rigid_body_regressor import c_kernel as r\n"
+        "print(r()._name, f()._name, 'numba' in sys.modules)\n"
+    )
+    environment = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    environment.pop("IDENT_FRAMEWORK_NATIVE", None)
+    environment.pop("PYTHONPATH", None)
+    if c_kernels.compiler_found():
+        result = subprocess.run(
+            [str(venv_python), "-c", code], cwd=tmp_path, env=environment,
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert result.returncode == 0 and result.stderr == "", result.stderr[-3000:]
+        regressor, zero_phase, numba = result.stdout.split()
+        assert str(tmp_path / "cache") in regressor and str(tmp_path / "cache") in zero_phase
+        assert numba == "False"
+    listing = subprocess.run(
+        [str(venv_python), "-c", "import importlib.resources as r; print(sorted("
+         "f.name for p in ('model', 'data') for f in r.files('ident_framework.' + p).iterdir()"
+         " if f.name.endswith('.c')))"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert listing.strip() == "['rigid_body_kernel.c', 'zero_phase_kernel.c']"
 
 
 def test_third_party_plugin_appears_without_core_change(venv_python: Path, tmp_path: Path):

@@ -1,12 +1,17 @@
 """The vectorised joint torque regressor (`model/rigid_body_regressor.py`) is Pinocchio's.
 
 Every case compares with `pin.computeJointTorqueRegressor` called sample by sample (or with
-`pin.bodyRegressor` / `pin.rnea`), never with the batch form itself.
+`pin.bodyRegressor` / `pin.rnea`), never with the batch form itself; each runs with the C
+kernel and with the numba fallback (`kernel_engine`, tests/conftest.py), and the two agree
+bit for bit.
 """
 
 from __future__ import annotations
 
+import copy
+import ctypes
 import multiprocessing
+import pickle
 import threading
 from pathlib import Path
 
@@ -18,7 +23,13 @@ import pytest
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.rigid_body_kernel import _BODY_BASIS
-from ident_framework.model.rigid_body_regressor import _PARALLEL_FROM, BatchRegressor, supported
+from ident_framework.model.rigid_body_regressor import (
+    _PARALLEL_FROM,
+    BLOCK,
+    BatchRegressor,
+    c_kernel,
+    supported,
+)
 from ident_framework.model.robot import JointLimits, RobotModel, load_robot
 from ident_framework.parallel_work import forked_map, worker_limit
 
@@ -31,6 +42,12 @@ URDFS = {
 # (velocity rad/s, acceleration rad/s²) scales of the random states: moderate, then large
 MOTIONS = [(1.0, 5.0), (30.0, 300.0)]
 RTOL = 1e-12
+
+
+@pytest.fixture(autouse=True)
+def engine(kernel_engine: str) -> str:
+    """Every test with the C kernel, then with the numba one."""
+    return kernel_engine
 
 
 def pinocchio_regressor(model: pin.Model, q, dq, ddq) -> np.ndarray:
@@ -189,6 +206,16 @@ def test_gravity_is_read_at_call_time():
     assert_matches(batch(q, dq, ddq), pinocchio_regressor(model, q, dq, ddq))
 
 
+def test_a_pickled_or_copied_regressor_computes_the_same():
+    """The C kernel's view of the constants (pointers) is made again for the copy's arrays."""
+    model = hand_built_model()
+    batch = BatchRegressor(model)
+    q, dq, ddq = random_states(model, 30, 3.0, 30.0, seed=9)
+    expected = batch(q, dq, ddq)
+    for other in (pickle.loads(pickle.dumps(batch)), copy.deepcopy(batch), copy.copy(batch)):
+        np.testing.assert_array_equal(other(q, dq, ddq), expected)
+
+
 def test_sample_counts_and_strided_input():
     model = load_robot("ur10e").pin_model
     batch = BatchRegressor(model)
@@ -260,6 +287,51 @@ def test_parallel_path_matches_pinocchio():
     assert_matches(BatchRegressor(model)(q, dq, ddq), pinocchio_regressor(model, q, dq, ddq))
 
 
+@pytest.mark.parametrize("name", ["hand-built", "ur10e", *sorted(URDFS)])
+def test_c_and_numba_kernels_agree_bit_for_bit(name, engine, monkeypatch):
+    """The C kernel does the numba kernel's floating-point operations in the same order (no
+    FMA contraction, no fast-math): the same bits, serial and in parallel, so an
+    identification's results do not depend on whether a C compiler was found."""
+    if engine == "numba":
+        pytest.skip("compares both engines (runs once, as C)")
+    if name == "hand-built":
+        model = hand_built_model()
+    elif name == "ur10e":
+        model = load_robot("ur10e").pin_model
+    elif URDFS[name].is_file():
+        model = load_robot("urdf", str(URDFS[name])).pin_model
+    else:
+        pytest.skip(f"{URDFS[name]} is not available")
+    batch = BatchRegressor(model)
+    for n in (100, _PARALLEL_FROM + 5):
+        q, dq, ddq = random_states(model, n, 30.0, 300.0, seed=n)
+        c = batch(q, dq, ddq)
+        monkeypatch.setenv("IDENT_FRAMEWORK_NATIVE", "0")
+        np.testing.assert_array_equal(c, batch(q, dq, ddq))
+        monkeypatch.delenv("IDENT_FRAMEWORK_NATIVE")
+
+
+def test_c_result_does_not_depend_on_the_thread_count(engine):
+    """The C kernel's parallel form (threads take blocks of samples as they come) on 1-5
+    threads and its serial form give the same bits."""
+    if engine == "numba":
+        pytest.skip("the C kernel's threads")
+    model = hand_built_model()
+    batch = BatchRegressor(model)
+    q, dq, ddq = random_states(model, 10 * BLOCK + 3, 30.0, 300.0, seed=8)
+    g = -np.array(model.gravity.vector)
+    arrays = (q.ctypes.data, dq.ctypes.data, ddq.ctypes.data, g.ctypes.data)
+    expected = batch(q, dq, ddq)
+    library = c_kernel()
+    for threads in range(1, 6):
+        out = np.full(expected.shape, np.nan)
+        status = library.rigid_body_samples_parallel(
+            ctypes.byref(batch._c_constants), len(q), *arrays, out.ctypes.data, threads, BLOCK
+        )
+        assert status == 0
+        np.testing.assert_array_equal(out, expected)
+
+
 _FORKED: dict = {}  # what the forked workers of the next test inherit
 
 
@@ -268,16 +340,17 @@ def _in_forked_worker(size: int) -> np.ndarray:
     return batch(*(a[:size] for a in states))
 
 
-def test_forked_workers_match_the_parent():
+def test_forked_workers_match_the_parent(engine):
     """The kernel runs in workers forked after the parent ran it (in parallel): numba's GNU
-    OpenMP layer would abort them, the module asks for the fork-safe one. In a plain forked
-    pool the workers run it in parallel themselves; in `parallel_work`'s workers serially
-    (one thread each). Both give the parent's result exactly."""
+    OpenMP layer would abort them, the module asks for the fork-safe one (the C kernel's
+    threads live only during a call). In a plain forked pool the workers run it in parallel
+    themselves; in `parallel_work`'s workers serially (one thread each). Both give the
+    parent's result exactly."""
     model = load_robot("ur10e").pin_model
     batch = BatchRegressor(model)
     q, dq, ddq = random_states(model, 4 * _PARALLEL_FROM, 30.0, 300.0, seed=2)
     parent = batch(q, dq, ddq)  # in parallel (more than _PARALLEL_FROM samples, 2+ cores)
-    if worker_limit() > 1:  # a parallel region ran: numba's layer is known
+    if engine == "numba" and worker_limit() > 1:  # a parallel region ran: its layer is known
         assert numba.threading_layer() != "omp"
     assert_matches(parent, pinocchio_regressor(model, q, dq, ddq))
     sizes = [len(q), 100, len(q), 100]  # parallel and serial calls in the workers
@@ -300,9 +373,10 @@ def test_forked_workers_match_the_parent():
 
 
 def test_concurrent_threads():
-    """Calls from several Python threads at once (the online mode's threads): numba's
-    workqueue layer aborts the process on concurrent parallel regions, so one call runs in
-    parallel and the others serially meanwhile; all give the same result."""
+    """Calls from several Python threads at once (the online mode's threads): the C kernel's
+    calls are independent (each its own threads; ctypes releases the GIL); numba's workqueue
+    layer aborts the process on concurrent parallel regions, so one call runs in parallel and
+    the others serially meanwhile. All give the same result."""
     model = load_robot("ur10e").pin_model
     batch = BatchRegressor(model)
     states = random_states(model, 2 * _PARALLEL_FROM, 3.0, 30.0, seed=6)

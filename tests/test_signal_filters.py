@@ -1,5 +1,6 @@
 """The preprocessing's own filters against SciPy's public ones (known truth): the Butterworth
-design against scipy.signal.butter, the zero-phase filter against sosfiltfilt, the
+design against scipy.signal.butter, the zero-phase filter against sosfiltfilt (its C kernel
+and its numba fallback, `kernel_engine` in tests/conftest.py, which agree bit for bit), the
 Savitzky-Golay derivative against savgol_filter; and the import the filters exist to avoid."""
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def test_butterworth_rejects_a_cut_off_at_nyquist() -> None:
 
 @pytest.mark.parametrize("order", [1, 2, 4, 8])
 @pytest.mark.parametrize("cutoff", [0.5, 2.0, 20.0, 200.0])
+@pytest.mark.usefixtures("kernel_engine")
 def test_zero_phase_filter_is_sosfiltfilt(order: int, cutoff: float) -> None:
     rng = np.random.default_rng(order)
     x = np.cumsum(rng.standard_normal((5000, 7)), axis=0)  # drifting, so the edges matter
@@ -75,6 +77,7 @@ def test_zero_phase_filter_is_sosfiltfilt(order: int, cutoff: float) -> None:
 
 
 @pytest.mark.parametrize("n", [40, 63, 64, 65, 129])
+@pytest.mark.usefixtures("kernel_engine")
 def test_zero_phase_filter_short_signals_and_shapes(n: int) -> None:
     """Lengths around the block size, and an (N, a, b) input filtered along axis 0."""
     x = np.random.default_rng(n).standard_normal((n, 2, 3))
@@ -83,6 +86,7 @@ def test_zero_phase_filter_short_signals_and_shapes(n: int) -> None:
     np.testing.assert_allclose(zero_phase_filter(sos, x), expected, atol=1e-13)
 
 
+@pytest.mark.usefixtures("kernel_engine")
 def test_zero_phase_filter_refuses_a_signal_shorter_than_its_padding() -> None:
     sos = signal.butter(4, 20, fs=500, output="sos")
     assert pad_length(sos) == 15  # scipy's default padlen for two sections: 3 * (2 * 2 + 1)
@@ -131,6 +135,7 @@ def test_the_identification_command_does_not_import_slow_scipy_subpackages() -> 
     assert out.stdout.strip() == "[]", out.stdout
 
 
+@pytest.mark.usefixtures("kernel_engine")
 def test_a_list_of_column_blocks_is_filtered_as_their_stack() -> None:
     """Preprocessing passes q, tau and dq side by side without stacking them first."""
     rng = np.random.default_rng(5)
@@ -146,6 +151,7 @@ def test_a_list_of_column_blocks_is_filtered_as_their_stack() -> None:
 
 
 @pytest.mark.parametrize("order, cutoff", [(4, 5.0), (2, 80.0), (5, 20.0)])
+@pytest.mark.usefixtures("kernel_engine")
 def test_channels_in_rows_are_filtered_as_columns(order: int, cutoff: float) -> None:
     """The channels-in-rows form (parallel friction columns gather many channels into one
     batch) is the same filter: equal to the column form to rounding, any channel count."""
@@ -160,3 +166,31 @@ def test_channels_in_rows_are_filtered_as_columns(order: int, cutoff: float) -> 
     np.testing.assert_allclose(one[0], expected[:, 3], rtol=0, atol=1e-12 * np.abs(x).max())
     with pytest.raises(ValueError, match="padding"):
         zero_phase_filter_channels(sos, np.zeros((2, pad_length(sos))))
+
+
+@pytest.mark.parametrize("channels", [1, 3, 6, 9, 16, 17, 40])
+def test_c_and_numba_filters_agree_bit_for_bit(channels: int, monkeypatch) -> None:
+    """Every tile width (the C kernel runs 4, 8 or 16 lanes), strided, reversed, Fortran and
+    C-ordered inputs, written into a strided view of a wider output: the C kernel gives the
+    numba kernel's bits (and SciPy's to 1e-12)."""
+    from ident_framework import c_kernels
+    from ident_framework.data.zero_phase_lowpass import _run_kernel, c_kernel
+
+    if not c_kernels.compiler_found():
+        pytest.skip("no C compiler")
+    assert c_kernel() is not None
+    rng = np.random.default_rng(channels)
+    wide = np.cumsum(rng.standard_normal((1201, 2 * channels)), axis=0)
+    sos = butterworth_lowpass(5, 12.0, 500.0)
+    columns = wide[:, ::2]
+    for x in (columns, columns[::-1], np.asfortranarray(columns), np.ascontiguousarray(columns)):
+        results = []
+        for native in ("1", "0"):
+            monkeypatch.setenv(c_kernels.SWITCH, native)
+            out = np.full((len(x), 3 * channels), np.nan)
+            _run_kernel(sos, x, out[:, 1::3])  # a strided view of a wider array
+            assert np.isnan(out[:, ::3]).all() and np.isnan(out[:, 2::3]).all()
+            results.append(out[:, 1::3])
+        np.testing.assert_array_equal(results[0], results[1])
+        reference = signal.sosfiltfilt(sos, x, axis=0)
+        assert np.abs(results[0] - reference).max() <= 1e-12 * np.abs(reference).max()

@@ -1,11 +1,13 @@
-"""The zero-phase filter's compiled loops (numba; imported by `zero_phase_lowpass` on its
-first call, so that commands that filter nothing do not import numba)."""
+"""The zero-phase filter's numba loops: the fallback where the C kernel beside it
+(`zero_phase_kernel.c`, the same operations per value) cannot be built (`c_kernels.py`).
+Imported by `zero_phase_lowpass` on its first numba call, so that commands that do not need it
+do not import numba."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ident_framework.compiled import numba
+from ident_framework.numba_fallback import numba
 
 njit = numba.njit
 

@@ -1,6 +1,7 @@
-"""The rigid-body regressor's compiled loops (numba; imported by
-`rigid_body_regressor.BatchRegressor` on its first call, so that commands that compute no
-regressor do not import numba). The algorithm, its layout and its speed:
+"""The rigid-body regressor's numba loops: the fallback where the C kernel beside it
+(`rigid_body_kernel.c`, the same operations in the same order) cannot be built (`c_kernels.py`).
+Imported by `rigid_body_regressor.BatchRegressor` on its first numba call, so that commands
+that do not need it do not import numba. The algorithm, its layout and its speed:
 `rigid_body_regressor.py`."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import math
 
 import numpy as np
 
-from ident_framework.compiled import numba
+from ident_framework.numba_fallback import numba
 
 BLOCK = 128  # samples per parallel iteration of the kernel (each with its own work arrays)
 

@@ -1,4 +1,4 @@
-"""Pinocchio's joint torque regressor for many samples at once (a compiled numba kernel).
+"""Pinocchio's joint torque regressor for many samples at once (a compiled C kernel).
 
 `BatchRegressor(model)(q, dq, ddq)` returns, for N samples, the (N, nv, 10 nj) array that
 `pinocchio.computeJointTorqueRegressor(model, data, q_k, dq_k, ddq_k)` returns sample by
@@ -6,7 +6,7 @@ sample: tau = Y theta in N·m, theta per link Pinocchio's dynamic parameters
 [m, mc_x, mc_y, mc_z, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] (kg, kg·m, kg·m²; inertia about the joint
 frame origin, in the joint frame: `pin.Inertia.toDynamicParameters`), gravity `model.gravity`.
 
-The algorithm is Pinocchio's, sample by sample and joint by joint in a numba kernel. A forward
+The algorithm is Pinocchio's, sample by sample and joint by joint in a compiled kernel. A forward
 pass gives each joint frame's spatial velocity v_i and acceleration a_i (gravity as the base
 acceleration -g, Pinocchio's `a_gf`) in the joint's own frame, as [linear; angular] (m/s,
 rad/s; m/s², rad/s²). Link i's body regressor Y_i (6, 10) gives its spatial force [N; N·m]
@@ -19,34 +19,35 @@ liMi(q).actInv, liMi = P M_j(q), P = `model.jointPlacements[i]`). Link i's ten c
 rows of its ancestors are thus k (1, 6) @ (6, 10) products, k = i's depth. Entries outside a
 joint's subtree are exactly zero, as in Pinocchio.
 
-The kernel, `samples` in `rigid_body_kernel.py` (numba, float64, no fastmath: the compiled
-code does the IEEE operations as written; imported on the first call, so that a command that
-computes no regressor does not import numba), loops over the samples and, in each, over the
-joints; the placement, motions and body regressor of a joint stay in registers (small
-tuples), the joints' states in one work array per call; the per-model constants (parents, q
-and v indices, joint types, axes, placements, the rows of each link's columns) are arrays made
-once, at construction. The output is allocated once and every entry written (exactly zero
-outside a joint's subtree). A call of
-`_PARALLEL_FROM` (4096) samples or more runs it over blocks of `BLOCK` samples in parallel
-(`samples_parallel`, `numba.prange`, a work array per block) on at most
-`parallel_work.worker_limit()` threads (one inside a forked worker); smaller calls, such as
-the identification's chunks of ~2000 samples, run serially: starting the threads costs more
-than they save there. Both are compiled on a machine's first call and cached on disk
-(`cache=True`, in `__pycache__`): ~2.5 s (serial) + ~1 s (parallel) to compile, ~0.3 s to
-load in a fresh process (numba's own start-up: a trivial cached function costs as much).
+The kernel, `rigid_body_kernel.c` (C99, float64, built on first use and loaded with ctypes by
+`c_kernels.py`; where no C compiler works, the numba kernel `rigid_body_kernel.py` runs instead,
+the same operations in the same order: bit for bit the same result), loops over the samples
+and, in each, over the joints; the placement, motions and body regressor of a joint stay in
+registers, the joints' states in one work array per thread; the per-model constants (parents,
+q and v indices, joint types, axes, placements, the rows of each link's columns) are arrays
+made once, at construction (`_constants`; `_c_constants` points the C kernel at them). The
+output is allocated once and every entry written (exactly zero outside a joint's subtree).
 
-Speed, UR10e on the 2-core test machine (benchmarks/bench_rigid_body_regressor.py): ~0.5 µs
-per sample serially (calls of 1e3 samples, chunks of 2000, one thread), 6.5-7x the per-sample
-Pinocchio loop (~3.5 µs); in parallel (single calls of 1e4-1e5 samples) 0.3-0.65 µs, 5.5-9x:
-the second core of this shared VM often takes milliseconds to start, and a single call of 1e5
-samples also pays for its 288 MB of fresh memory (~0.25 µs per sample, as the loop does). The
-result agrees with Pinocchio to ~1e-15 of the array's largest entry
-(tests/test_rigid_body_regressor.py).
+Threads: a call of `_PARALLEL_FROM` (4096) samples or more runs on at most
+`parallel_work.worker_limit()` threads (one inside a forked worker): the calling thread and
+threads started for the call (pthreads, joined before it returns: nothing outlives a call, so
+forking is safe at any time, and calls from several Python threads at once, e.g. the online
+mode's, are independent; ctypes releases the GIL), each taking blocks of `BLOCK` samples as it
+comes free. Every sample is computed alike wherever it runs: the result does not depend on the
+thread count. Smaller calls, such as the identification's chunks of ~2000 samples, run
+serially. (The numba fallback runs in parallel likewise, over blocks of samples with
+`numba.prange`, its fork-safe threading layer set in `numba_fallback.py`; its workqueue layer
+aborts the process on concurrent parallel regions, so one call at a time runs in parallel
+(`_PARALLEL`) and the others meanwhile serially.)
 
-Threads: numba is set up in `compiled.py` (its fork-safe threading layer). The workqueue layer
-aborts the process on concurrent parallel regions (calls from several Python threads, e.g. the
-online mode's), so one call at a time runs in parallel (`_PARALLEL`) and the others meanwhile
-serially.
+Speed, UR10e on the 2-core test machine (benchmarks/bench_rigid_body_regressor.py, best of 5):
+~0.6-0.7 µs per sample on one thread (calls of 1e3 samples; 0.5 µs with the output's memory
+warm), as numba's, 4-4.5x the per-sample Pinocchio loop (~2.8-3.4 µs); on two threads ~0.45 µs
+(single calls of 1e4 samples), 6.5x. A single call of 1e5 samples also pays for its 288 MB of
+fresh memory (~0.25 µs per sample). Start: the C library loads in ~3 ms (its first build:
+~0.15 s), numba in ~0.25 s (its import and first call) and ~110 MB. The result agrees with
+Pinocchio to ~1e-15 of the array's largest entry (tests/test_rigid_body_regressor.py, both
+engines).
 
 Supported (`supported`): models whose every joint is 1-DoF with nq == nv == 1 — revolute about
 x/y/z (`JointModelRX/RY/RZ`), `JointModelRevoluteUnaligned`, prismatic along x/y/z
@@ -56,18 +57,48 @@ are read once, at construction; `model.gravity` at every call.
 
 from __future__ import annotations
 
+import ctypes
 import threading
+from ctypes import c_int, c_int64, c_void_p
 
 import numpy as np
 import pinocchio as pin
 
+from ident_framework import c_kernels
 from ident_framework.parallel_work import worker_limit
 
-# one parallel call at a time: numba's workqueue layer aborts the process on concurrent ones
+# one numba parallel call at a time: its workqueue layer aborts the process on concurrent ones
 _PARALLEL = threading.Lock()
 # fewer samples run serially: starting numba's workqueue threads costs ~0.04-3 ms a call on
-# the 2-core test machine, more than they save below a few thousand samples
+# the 2-core test machine, more than they save below a few thousand samples. The C kernel's
+# threads are cheaper (2 threads: 0.36 against 0.73 µs per sample for calls of 2000, median),
+# but parallel calls from 1024 samples did not change the 10⁵ command's wall time: the same
+# threshold for both.
 _PARALLEL_FROM = 4096
+BLOCK = 128  # samples a thread of the C kernel takes at a time
+
+
+class _Model(ctypes.Structure):
+    """The C kernel's `rigid_body_model`: sizes, then pointers to `BatchRegressor._constants`."""
+
+    _fields_ = [
+        *((name, c_int64) for name in ("bodies", "max_depth", "nq", "nv", "columns")),
+        *((name, c_void_p) for name in ("parents", "index_q", "index_v", "depth", "rows")),
+        *((name, c_void_p) for name in ("revolute", "axes", "rotations", "translations")),
+    ]
+
+
+_POINTER = ctypes.POINTER(_Model)
+_SIGNATURES = {  # (model, [start, stop | n], q, dq, ddq, base acceleration, out[, threads, block])
+    "rigid_body_samples": (c_int, [_POINTER, c_int64, c_int64, *[c_void_p] * 5]),
+    "rigid_body_samples_parallel": (c_int, [_POINTER, c_int64, *[c_void_p] * 5, c_int64, c_int64]),
+}
+
+
+def c_kernel() -> ctypes.CDLL | None:
+    """The C kernel (`rigid_body_kernel.c`), or None: numba's then runs (`c_kernels.py`)."""
+    return c_kernels.load(__package__, "rigid_body_kernel.c", _SIGNATURES)
+
 
 # Pinocchio short name -> (revolute, axis index) of the axis-aligned 1-DoF joints
 _ALIGNED = {
@@ -144,6 +175,28 @@ class BatchRegressor:
             rows,
             depth,
         )
+        self._c_constants = self._c_view()
+
+    def _c_view(self) -> _Model:
+        """The C kernel's view of `_constants`: sizes and pointers (the arrays stay alive with
+        self; a pickled or deep-copied object makes its own, `__setstate__`)."""
+        names = ("parents", "index_q", "index_v", "revolute", "axes", "rotations")
+        names += ("translations", "rows", "depth")
+        return _Model(
+            bodies=self.n_joints + 1,
+            max_depth=self._constants[7].shape[1],
+            nq=self.model.nq,
+            nv=self.model.nv,
+            columns=10 * self.n_joints,
+            **{name: a.ctypes.data for name, a in zip(names, self._constants, strict=True)},
+        )
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_c_constants"}  # pointers
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._c_constants = self._c_view()
 
     def __call__(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """(N, nv, 10 nj) joint torque regressor (N·m per unit parameter) at joint positions
@@ -157,9 +210,29 @@ class BatchRegressor:
         out = np.empty((n, nv, 10 * self.n_joints))  # every entry written by the kernel
         if n == 0:
             return out
-        from ident_framework.model import rigid_body_kernel as kernel  # numba: ~0.25 s to import
-
         base_acceleration = -np.array(self.model.gravity.vector, dtype=np.float64)
+        library = c_kernel()
+        if library is None:
+            self._numba(q, dq, ddq, base_acceleration, out)
+            return out
+        arrays = (q.ctypes.data, dq.ctypes.data, ddq.ctypes.data, base_acceleration.ctypes.data)
+        model = ctypes.byref(self._c_constants)
+        threads = min(worker_limit(), -(-n // BLOCK))
+        if threads > 1 and n >= _PARALLEL_FROM:
+            status = library.rigid_body_samples_parallel(
+                model, n, *arrays, out.ctypes.data, threads, BLOCK
+            )
+        else:
+            status = library.rigid_body_samples(model, 0, n, *arrays, out.ctypes.data)
+        if status != 0:
+            raise MemoryError("the rigid-body regressor's C kernel is out of memory")
+        return out
+
+    def _numba(self, q, dq, ddq, base_acceleration, out) -> None:  # noqa: ANN001
+        """`out` = the regressor by the numba kernel (`rigid_body_kernel.py`; ~0.25 s to start)."""
+        from ident_framework.model import rigid_body_kernel as kernel
+
+        n = len(q)
         previous = kernel.numba.get_num_threads()
         threads = min(previous, worker_limit(), -(-n // kernel.BLOCK))
         # in parallel unless small, on one core, or another thread's call runs in parallel
@@ -172,4 +245,3 @@ class BatchRegressor:
                 _PARALLEL.release()
         else:
             kernel.samples(0, n, q, dq, ddq, base_acceleration, self._constants, out)
-        return out

@@ -20,7 +20,7 @@ PACKAGE = "ident_framework"
 
 # The layer order, lowest first: a unit may import units of its own layer or lower, never higher.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # base modules: no dependency but each other (and numpy, pluggy; numba for `compiled`)
+    # base modules: no dependency but each other (and numpy, pluggy; numba for `numba_fallback`)
     (
         "errors",
         "suggestions",
@@ -32,7 +32,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "extension_points",
         "parallel_work",
         "triangular",
-        "compiled",
+        "numba_fallback",
+        "c_kernels",
     ),  # fmt: skip
     ("model",),  # robot model, regressor, base parameters, friction terms, physical consistency
     ("data",),  # dataset, CSV logs, preprocessing

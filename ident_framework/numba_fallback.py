@@ -1,7 +1,8 @@
-"""Numba, set up once for the project's compiled loops (the zero-phase filter's
-`data/zero_phase_kernel.py`, the rigid-body regressor's `model/rigid_body_kernel.py`): import
-numba from here, and only from a module imported when its compiled loop is first called
-(numba's start costs ~0.25 s a process).
+"""Numba, set up once for the fallback kernels (the zero-phase filter's
+`data/zero_phase_kernel.py`, the rigid-body regressor's `model/rigid_body_kernel.py`), which run
+where the C kernels cannot be built (`c_kernels.py`; or IDENT_FRAMEWORK_NATIVE=0): import numba
+from here, and only from a module imported when its numba loop is first called (numba's start
+costs ~0.25-0.3 s and ~110 MB a process).
 
 - Threads and fork: numba's default threading layer here is GNU OpenMP, which is not fork-safe
   (a forked child that runs a parallel region after its parent did is aborted; the project
