@@ -21,7 +21,7 @@ from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
 from ident_framework.modes.closed_loop import recording_role, twin_r2, validation_fit
 from ident_framework.sources.mujoco import noise_seed
-from ident_framework.testing.cli import run_cli
+from ident_framework.testing.cli import error_message, run_cli
 from ident_framework.testing.multisine import multisine
 
 JOINTS = ("a", "b")
@@ -30,7 +30,7 @@ JOINTS = ("a", "b")
 def assert_user_error(result, *fragments: str) -> None:
     """Exit code 2 and a one-paragraph message holding every fragment, no traceback."""
     assert result.returncode == 2, result.stderr + result.stdout
-    message = result.stderr.strip()
+    message = error_message(result.stderr)
     assert "Traceback" not in message and "\n" not in message, message
     assert message.startswith("error: ")
     for fragment in fragments:

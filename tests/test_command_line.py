@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ident_framework.testing.cli import run_cli
+from ident_framework.testing.cli import error_message, run_cli
 
 
 def listed_options(text: str, prefix: str) -> set[str]:
@@ -19,7 +19,7 @@ def listed_options(text: str, prefix: str) -> set[str]:
 def assert_user_error(result, *fragments: str) -> None:
     assert result.returncode == 2, result.stderr + result.stdout
     assert "Traceback" not in result.stderr
-    message = result.stderr.strip()
+    message = error_message(result.stderr)
     assert message.startswith("error: ")
     assert "\n" not in message, message  # one paragraph
     for fragment in fragments:
@@ -33,6 +33,17 @@ def test_help_lists_groups_and_installed_options():
     assert listed_options(result.stdout, "friction:") >= {"coulomb_viscous", "none"}
     assert "source: csv, mujoco" in result.stdout
     assert "validation: csv, mujoco, mujoco_fourier, rosbag, split" in result.stdout
+
+
+def test_help_fits_a_screen_lists_the_modes_and_points_to_the_config():
+    """--help: the modes, the groups and their options, and how to see every key, within 60
+    lines (the whole config is `--cfg job`, not a help dump)."""
+    text = run_cli("--help").stdout
+    assert len(text.splitlines()) <= 60, text
+    for mode in ("identify", "predict", "rehearse", "online", "factor", "combine"):
+        assert f"\n  {mode} " in text, mode
+    assert "--cfg job" in text
+    assert "lowpass_hz" not in text  # no config dump
 
 
 def test_cfg_job_prints_composed_config(tmp_path: Path):

@@ -12,7 +12,7 @@ import pytest
 from ident_framework.config.preflight import check_command_line
 from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.errors import UserError
-from ident_framework.testing.cli import run_cli
+from ident_framework.testing.cli import error_message, run_cli
 
 
 def message_of(*overrides: str) -> str:
@@ -227,7 +227,7 @@ def test_a_key_of_a_section_that_follows_another(overrides, expected):
 def test_command_line_gives_the_message_with_exit_code_2(tmp_path):
     result = run_cli("preprocessing.lowpas_hz=10", f"hydra.run.dir={tmp_path / 'run'}")
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    message = result.stderr.strip()
+    message = error_message(result.stderr)
     assert message.startswith("error: Unknown config key 'preprocessing.lowpas_hz'")
     assert "Did you mean 'preprocessing.lowpass_hz'?" in message and "+" not in message
     assert not (tmp_path / "run").exists()

@@ -29,7 +29,7 @@ from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.result import StepTimer
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.modes.pipeline import identify
-from ident_framework.testing.cli import run_cli
+from ident_framework.testing.cli import error_message, run_cli
 from ident_framework.testing.known_truth import TRUE_ARMATURE, known_truth_setup, sines
 
 TRUE_FL = np.array([0.02, 0.03, 0.04, 0.02, 0.02, 0.02])  # Nm/Nm
@@ -292,6 +292,6 @@ def test_distributed_refuses_the_term_on(tmp_path):
         "distributed.parts=2", f"hydra.run.dir={tmp_path / 'factor'}", cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 2, result.stderr[-3000:]
-    message = result.stderr.strip()
+    message = error_message(result.stderr)
     assert "Traceback" not in result.stderr and "\n" not in message
     assert "load-dependent term" in message

@@ -26,7 +26,7 @@ import pytest
 
 import ident_framework
 from ident_framework import c_kernels
-from ident_framework.testing.cli import REPO, run_cli
+from ident_framework.testing.cli import REPO, error_message, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -254,7 +254,7 @@ def test_bpnn_without_torch_says_how_to_install_it(venv_python: Path, tmp_path: 
         python=str(venv_python),
     )  # fmt: skip
     assert result.returncode == 2, result.stderr[-3000:]
-    message = result.stderr.strip()
+    message = error_message(result.stderr)
     assert "Traceback" not in message and len(message.splitlines()) == 1, message
     assert "residual=bpnn needs PyTorch" in message and "No module named 'torch'" in message
     assert 'pip install -e ".[bpnn]"' in message and "ident-framework[bpnn]" in message

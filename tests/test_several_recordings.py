@@ -14,7 +14,7 @@ import pytest
 from ident_framework.data.csv_log import write_csv_log
 from ident_framework.data.dataset import Dataset
 from ident_framework.model.robot import load_robot
-from ident_framework.testing.cli import run_cli
+from ident_framework.testing.cli import error_message, run_cli
 from ident_framework.testing.multisine import multisine
 
 VISCOUS = np.array([4.0, 4.0, 2.5, 1.0, 1.0, 1.0])  # Nm·s/rad
@@ -115,7 +115,7 @@ def test_bad_recording_lists_are_refused(logs, tmp_path: Path, path: str, fragme
     spec = path.format(a=logs["a"], other=other)
     run, result = _run(tmp_path, f"source.path={spec}", f"validation.path={logs['val']}")
     assert result.returncode == 2, result.stderr[-2000:]
-    message = result.stderr.strip()
+    message = error_message(result.stderr)
     assert "Traceback" not in result.stderr and message.startswith("error: ")
     assert len(message.splitlines()) == 1
     for fragment in fragments:

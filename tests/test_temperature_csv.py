@@ -13,7 +13,7 @@ from ident_framework.data.csv_log import read_csv_log, write_csv_log
 from ident_framework.data.dataset import Dataset, concatenate
 from ident_framework.data.preprocessing import PreprocessingParams, preprocess
 from ident_framework.errors import UserError
-from ident_framework.testing.cli import run_cli
+from ident_framework.testing.cli import error_message, run_cli
 
 JOINTS = ("j0", "j1", "j2")
 
@@ -115,7 +115,7 @@ def test_bad_temperature_column_at_the_command_line_exits_2(tmp_path: Path):
         f"hydra.run.dir={out}", cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 2, result.stderr + result.stdout
-    message = result.stderr.strip()
+    message = error_message(result.stderr)
     assert "Traceback" not in result.stderr and "\n" not in message, message
     assert "joint_temperatures_0" in message and "kelvin" in message
     assert path.read_bytes() == before

@@ -21,7 +21,7 @@ from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.result import StepTimer
 from ident_framework.identify.temperature import with_temperature
 from ident_framework.modes.pipeline import identify, run_pipeline
-from ident_framework.testing.cli import run_cli
+from ident_framework.testing.cli import error_message, run_cli
 from ident_framework.testing.known_truth import (
     TRUE_COULOMB,
     TRUE_VISCOUS,
@@ -165,7 +165,7 @@ def test_recorded_log_identified_with_temperatures_and_predicted(tmp_path):
         f"hydra.run.dir={tmp_path / 'refused'}", cwd=tmp_path,
     )  # fmt: skip
     assert refused.returncode == 2, refused.stderr[-3000:]
-    message = refused.stderr.strip()
+    message = error_message(refused.stderr)
     assert "Traceback" not in refused.stderr and "\n" not in message
     assert "joint_temperatures_0" in message and "friction.temperature" in message
 
@@ -188,7 +188,7 @@ def test_online_and_distributed_refuse_the_term_on(tmp_path):
         "distributed.parts=2", f"hydra.run.dir={tmp_path / 'factor'}", cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 2, result.stderr[-3000:]
-    message = result.stderr.strip()
+    message = error_message(result.stderr)
     assert "Traceback" not in result.stderr and "\n" not in message
     assert "mode=factor does not support the friction's temperature term" in message
 
@@ -213,6 +213,6 @@ def test_term_on_is_kept_by_the_tuning_and_a_log_without_temperatures_is_refused
         f"hydra.run.dir={tmp_path / 'refused'}", cwd=tmp_path,
     )  # fmt: skip
     assert refused.returncode == 2, refused.stderr[-3000:]
-    message = refused.stderr.strip()
+    message = error_message(refused.stderr)
     assert "\n" not in message and "joint_temperatures_0..joint_temperatures_5" in message
     assert not (tmp_path / "refused" / "parameters.yaml").exists()

@@ -33,13 +33,13 @@ from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
-from tqdm import tqdm
 
 from ident_framework.data.dataset import Dataset
 from ident_framework.identify.linear_problem import chunk_slices, joint_row_spaces, stack_factors
 from ident_framework.model import friction_terms
 from ident_framework.model.base_parameters import BaseParameters
 from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.progress import progress as progress_bar
 
 COULOMB_DEAD_BAND = 0.01  # rad/s, sign(dq) of the Coulomb-viscous start (as the built-in's default)
 RELATIVE_STEP = 1e-6  # forward-difference step, relative to the parameter value
@@ -382,12 +382,7 @@ def fit_nonlinear_friction(
         fit = SeparableFit(builder, data, chunk_size, tolerance)
         n, m, names = fit.n, fit.m, fit.names
         x0, start_index = fit.best_start()
-        bar = tqdm(
-            desc="friction fit",
-            unit="eval",
-            disable=None if progress else True,  # None: off when stderr is no terminal
-            leave=False,
-        )
+        bar = progress_bar(desc="friction fit", unit="eval", enabled=progress, leave=False)
 
         free = np.zeros((n, m), dtype=bool)
         free[:, fit.free] = True

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
-from tqdm import tqdm
 
 from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
@@ -29,6 +28,7 @@ from ident_framework.model.base_parameters import (
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
 from ident_framework.parallel_work import forked_map
+from ident_framework.progress import progress as progress_bar
 from ident_framework.triangular import stacked_r
 
 
@@ -173,13 +173,8 @@ def accumulate_joint_factors(
     accumulators = JointAccumulators(builder)
     # Small QR factorisations: BLAS threads only contend (100x slower on a loaded 2-core box).
     with one_blas_thread():
-        for chunk in tqdm(
-            chunks,
-            total=total,
-            desc="regressor",
-            unit="chunk",
-            disable=None if progress else True,  # None: off when stderr is no terminal
-            leave=False,
+        for chunk in progress_bar(
+            chunks, total=total, desc="regressor", unit="chunk", enabled=progress, leave=False
         ):
             accumulators.add(chunk)
     return accumulators.factors(), accumulators.n_samples
@@ -208,12 +203,8 @@ def factor_pass(
                 accumulators.add(chunk_at(data, rows, friction), keep, rows)
         return accumulators.projected_factors()
 
-    with tqdm(
-        total=data.n_samples,
-        desc="regressor",
-        unit="sample",
-        disable=None if progress else True,  # None: off when stderr is no terminal
-        leave=False,
+    with progress_bar(
+        total=data.n_samples, desc="regressor", unit="sample", enabled=progress, leave=False
     ) as bar:
         sizes = [sum(s.stop - s.start for s in task) for task in tasks]
         parts = forked_map(work, tasks, done=lambda i: bar.update(sizes[i]))

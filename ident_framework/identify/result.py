@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ident_framework.progress import stage_line
+
 if TYPE_CHECKING:
     from ident_framework.config.run_config import RunConfig
     from ident_framework.data.dataset import Dataset
@@ -26,7 +28,8 @@ SPLITS = ("train", "validation")  # the two datasets of a run, in the order metr
 
 
 class StepTimer:
-    """Wall time per pipeline step, in s."""
+    """Wall time per pipeline step, in s; each step says when it ends, with its time, when
+    stderr is not a terminal (`progress.stage_line`; on a terminal the bars say it)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
@@ -37,7 +40,9 @@ class StepTimer:
         try:
             yield
         finally:
-            self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            self.seconds[step] = self.seconds.get(step, 0.0) + elapsed
+            stage_line(step, elapsed)
 
 
 @dataclass

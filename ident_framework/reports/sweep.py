@@ -136,19 +136,48 @@ def write_comparison(
     ranked = sorted(
         rows, key=lambda r: (r["status"] != "ok", r.get("validation_rmse") or 0.0, _order(r["run"]))
     )
+    ranks = _ranks(ranked)
     cells = [
-        [str(rank), *(format_cell(row.get(c), COMPACT).replace("|", "\\|") for c in COLUMNS)]
-        for rank, row in enumerate(ranked, start=1)
+        [rank, *(format_cell(row.get(c), COMPACT).replace("|", "\\|") for c in COLUMNS)]
+        for rank, row in zip(ranks, ranked, strict=True)
     ]
     lines = markdown_table(["rank", *COLUMNS], cells)
+    tied = any(rank.endswith("=") for rank in ranks)
     (sweep_dir / run_files.COMPARISON_MARKDOWN).write_text(
         "# Sweep comparison (ranked by validation RMSE, Nm)\n\n"
         + "\n".join(lines)
+        + (f"\n\n{TIE_NOTE}" if tied else "")
         + (f"\n\n![validation RMSE per joint]({run_files.COMPARISON_PLOT})\n" if results else "\n")
     )
     if results:
         plot_rmse_per_joint(results, sweep_dir / run_files.COMPARISON_PLOT)
     return rows
+
+
+TIE_NOTE = (
+    "A rank with `=`: the same validation RMSE and R² as another run's, to the digits shown: "
+    "a tie, not a ranking (e.g. estimator=rls without forgetting is least squares)."
+)
+
+
+def _ranks(ranked: list[dict[str, Any]]) -> list[str]:
+    """The rank of each row in order: runs whose validation RMSE and R² read the same to the
+    printed digits share a rank, marked `=` (a tie); failed jobs are ranked after, untied."""
+
+    def shown(row: dict[str, Any]) -> tuple[str, str] | None:
+        if row["status"] != "ok" or row.get("validation_rmse") is None:
+            return None
+        return tuple(format_cell(row.get(c), COMPACT) for c in ("validation_rmse", "validation_r2"))
+
+    keys = [shown(row) for row in ranked]
+    ranks = []
+    for i, key in enumerate(keys):
+        first = i
+        while key is not None and first > 0 and keys[first - 1] == key:
+            first -= 1
+        tie = key is not None and keys.count(key) > 1
+        ranks.append(f"{first + 1}{'=' if tie else ''}")
+    return ranks
 
 
 _started: list[DictConfig] = []  # the config of a sweep that started and has not been reported

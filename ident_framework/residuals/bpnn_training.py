@@ -8,7 +8,6 @@ the whole method."""
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -60,7 +59,8 @@ def train_networks(
     0 Nm. Returns (the kept tensors, the epoch each network kept, the loss history per
     network, epochs run)."""
     import torch
-    from tqdm import tqdm
+
+    from ident_framework.progress import progress
 
     x_train, y_train, x_val, y_val, w_val = data
     n, n_val = x_train.shape[0], x_val.shape[1]
@@ -86,9 +86,9 @@ def train_networks(
     best_epoch = torch.zeros(n, dtype=torch.long)
     history["val_loss"].append(best_loss.mean().item() if n_val else None)
     history["val_loss_per_joint"].append(best_loss.tolist() if n_val else None)
-    bar = tqdm(
-        range(1, params.epochs + 1), desc="bpnn residual", unit="epoch", file=sys.stderr,
-        disable=None if params.progress else True, leave=False,  # None: off when not a TTY
+    bar = progress(
+        range(1, params.epochs + 1), desc="bpnn residual", unit="epoch",
+        enabled=params.progress, leave=False,
     )  # fmt: skip
     epoch = 0
     for epoch in bar:

@@ -21,7 +21,6 @@ diverging run raises a UserError.
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,7 +28,6 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 import pinocchio as pin
-from tqdm import tqdm
 
 from ident_framework.data.dataset import UNITS, Dataset
 from ident_framework.errors import UserError
@@ -37,6 +35,7 @@ from ident_framework.interfaces import Trajectory
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.ur_description import UR_JOINTS
 from ident_framework.per_joint import per_joint_values
+from ident_framework.progress import progress as progress_bar
 from ident_framework.simulation.perturbed_robot import SimulatedTruth, truth_from_robot
 from ident_framework.simulation.thermal import ThermalFriction, with_temperatures
 from ident_framework.simulation.true_friction import TrueFriction
@@ -338,11 +337,9 @@ def _run_steps(
     tau = np.empty((n_rows, n))
     ddq = np.empty((n_rows, n))
     step = mujoco.mj_step
-    with tqdm(
-        total=n_steps, desc="MuJoCo", unit="step", file=sys.stderr,
-        disable=None if progress else True,  # None: off when stderr is no terminal
-        leave=False,
-    ) as bar:  # fmt: skip
+    with progress_bar(
+        total=n_steps, desc="MuJoCo", unit="step", enabled=progress, leave=False
+    ) as bar:
         for start in range(0, n_rows, _PROGRESS_CHUNK // ratio or 1):
             stop = min(n_rows, start + (_PROGRESS_CHUNK // ratio or 1))
             for row in range(start, stop):

@@ -35,3 +35,11 @@ def run_cli(
         text=True,
         timeout=timeout,
     )
+
+
+def error_message(stderr: str) -> str:
+    """The error paragraph of a failed command's stderr: from its last `error: ` line on (the
+    steps the command finished before it say so above it, a line each)."""
+    lines = stderr.strip().splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("error: ")]
+    return "\n".join(lines[starts[-1] :] if starts else lines)

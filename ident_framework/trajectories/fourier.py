@@ -29,7 +29,6 @@ enforced on the check_rate_hz grid and checked with the safety check `source=rtd
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -166,9 +165,9 @@ class FourierGenerator:
         # the search's modules are imported here, when a motion is designed: a run that only
         # validates this config (e.g. one that reads a recording) does not import them
         from threadpoolctl import threadpool_limits
-        from tqdm import tqdm
 
         from ident_framework.parallel_work import forked_pool
+        from ident_framework.progress import progress
         from ident_framework.trajectories.fourier_search import Search, SearchProblem
 
         params = self.params
@@ -185,11 +184,11 @@ class FourierGenerator:
         with (
             threadpool_limits(limits=1, user_api="blas"),
             forked_pool(search.evaluate, batch=search.population_size()) as evaluations,
-            tqdm(
+            progress(
                 total=params.n_candidates + search.refine_evaluations(params.n_refine),
                 desc="fourier excitation",
-                file=sys.stderr,
-                disable=None if params.progress else True,  # None: off when not a TTY
+                unit="candidate",
+                enabled=params.progress,
                 mininterval=0.5,
             ) as bar,
         ):

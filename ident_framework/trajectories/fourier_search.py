@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from tqdm import tqdm
 
 from ident_framework.errors import UserError
 from ident_framework.interfaces import ConditionObjective
@@ -357,7 +356,7 @@ class Search:
         self.rng = rng
         self.best_cost = math.inf
         self.best: tuple[np.ndarray, np.ndarray] | None = None
-        self.bar: tqdm | None = None
+        self.bar: Any = None  # a `progress.progress` (tqdm on a terminal)
         # (items, chunk) -> evaluate(item) for each, in order: serial here; `fourier.py` sets
         # a map on forked workers (`parallel_work.forked_pool`) for the search
         self.evaluations: Callable[[list[tuple[np.ndarray, bool]], int], Iterable[Evaluation]]

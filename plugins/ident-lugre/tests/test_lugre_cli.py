@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 
 from ident_framework.testing import cli
+from ident_framework.testing.cli import error_message
 from ident_framework.testing.distributions import fake_distribution
 
 FAKE_MODULE = '''
@@ -50,7 +51,7 @@ run_cli = partial(cli.run_cli, timeout=300)
 
 def assert_user_error(result, *fragments: str) -> str:
     assert result.returncode == 2, result.stderr + result.stdout
-    message = result.stderr.strip()
+    message = error_message(result.stderr)
     assert "Traceback" not in message and message.startswith("error: ")
     assert "\n" not in message, message
     for fragment in fragments:
