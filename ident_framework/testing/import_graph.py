@@ -20,7 +20,7 @@ PACKAGE = "ident_framework"
 
 # The layer order, lowest first: a unit may import units of its own layer or lower, never higher.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # base modules: no dependency but each other (and numpy, pluggy; numba for `numba_fallback`)
+    # base modules: no dependency but each other (and numpy, pluggy, tqdm; numba for the fallback)
     (
         "errors",
         "suggestions",
@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "triangular",
         "numba_fallback",
         "c_kernels",
+        "progress",
     ),  # fmt: skip
     ("model",),  # robot model, regressor, base parameters, friction terms, physical consistency
     ("data",),  # dataset, CSV logs, preprocessing
