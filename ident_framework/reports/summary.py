@@ -334,14 +334,18 @@ def acceptance_lines(joints: list[str], report: dict[str, Any] | None) -> list[s
         return []
     lines = [
         f"residual learner judged on held-out motion ({report['held_out']}): a joint is "
-        f"corrected only when its held-out RMSE drops by >= {report['margin_percent']:.1f} %",
-        "joint                 held-out reduction %  training-part reduction %  verdict",
+        f"corrected only when its held-out RMSE drops by >= {report['margin_percent']:.1f} % "
+        "in its worst fold (held-out reductions %: all folds pooled, and the worst fold)",
+        "joint                 pooled  worst fold  worst fold is        training part  verdict",
     ]
+    worst = report.get("worst_fold_reduction_percent") or [None] * len(joints)
+    where = report.get("worst_fold") or [""] * len(joints)
     for j, joint in enumerate(joints):
+        pooled = format_cell(report["held_out_reduction_percent"][j], ">8.2f", "n/a".rjust(8))
+        worst_cell = format_cell(worst[j], ">12.2f", "n/a".rjust(12))
+        fit = format_cell(report["training_reduction_percent"][j], ">13.2f", "n/a".rjust(13))
         lines.append(
-            f"{joint:<20}{format_cell(report['held_out_reduction_percent'][j], '>22.2f')}"
-            f"{format_cell(report['training_reduction_percent'][j], '>27.2f')}  "
-            f"{report['reason'][j]}"
+            f"{joint:<20}{pooled}{worst_cell}  {where[j] or '-':<19}{fit}  {report['reason'][j]}"
         )
     chosen = report.get("features_per_joint")
     if chosen:  # residual.features=auto

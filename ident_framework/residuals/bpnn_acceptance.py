@@ -118,6 +118,7 @@ def judge(
         "held_out_reduction_percent": held_reduction,
         "held_out_reduction_percent_per_fold": per_fold,
         "worst_fold_reduction_percent": worst,
+        "worst_fold": worst_fold,
         "training_rmse_physical": [float(v) for v in fit_plain],
         "training_rmse_corrected": [float(v) for v in fit_fused],
         "training_reduction_percent": _reduction(fit_plain, fit_fused),
