@@ -113,6 +113,7 @@ class GeometricEstimator(EstimatorDefaults):
             "chi2": self.chi2_,
             "divergence": self.divergence_,
             "newton_steps": self.newton_steps_,
+            "converged": bool(fit.converged),
             "solve_time_s": self.solve_time_s_,
         }
         return self

@@ -24,6 +24,7 @@ divergence is defined.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -40,6 +41,12 @@ BARRIER_START = 1e-1
 BARRIER_STEP = 0.01
 NEWTON_TOLERANCE = 1e-6  # Newton decrement² (χ² units) at which a stage has converged
 MAX_NEWTON_STEPS = 200  # per barrier stage
+# A cold start solves a path of weights from CONTINUATION_START down to the one asked for, each
+# from the last one's estimate: straight from the nominal model, a weak prior on precise data
+# (χ² ~ 10⁹ at the nominal model with 10⁶ samples) leaves damped Newton crawling along the
+# boundary of J ≻ 0 for hundreds of steps without converging.
+CONTINUATION_START = 1e5
+CONTINUATION_FACTOR = 10.0
 _BASIS = PSEUDO_INERTIA_MAP.reshape(4, 4, N_LINK).transpose(2, 0, 1)  # (10, 4, 4): dJ/dπ_a
 
 
@@ -71,7 +78,8 @@ class PriorLayout:
 @dataclass
 class GeometricFit:
     """theta (k,) the estimate; chi2 the data term's excess over the least-squares fit (units
-    of σ²); divergence Σ_k D(J_k ‖ J0_k); newton_steps; `covariance` (k, k), computed when
+    of σ²); divergence Σ_k D(J_k ‖ J0_k); newton_steps; converged (every Newton stage met its
+    tolerance within MAX_NEWTON_STEPS); `covariance` (k, k), computed when
     first asked: the inverse of the objective's Hessian `hessian` (in the rotated coordinates
     `transform` maps to θ) at theta, the Laplace approximation; zero for the parameters no data
     row depends on, which stay at their nominal value."""
@@ -82,6 +90,7 @@ class GeometricFit:
     newton_steps: int
     hessian: np.ndarray
     transform: np.ndarray
+    converged: bool = True
 
     @cached_property
     def covariance(self) -> np.ndarray:
@@ -214,8 +223,18 @@ def fit_geometric(
     factor of [W | τ] in the standard parameters), the residual variance `sigma2` (Nm²) that
     makes the data term χ², the parameters' `layout` and the prior's `weight` (> 0; χ² units
     per unit of divergence). `start`: a feasible θ to begin from (default: the nominal model
-    with friction and rotor inertia at a small positive value)."""
-    return _solve_objective(_Objective(r_factor, sigma2, layout, weight), start)
+    with friction and rotor inertia at a small positive value, and a path of weights from
+    CONTINUATION_START down to `weight`; `newton_steps` counts the whole path)."""
+    if start is not None or weight >= CONTINUATION_START:
+        return _solve_objective(_Objective(r_factor, sigma2, layout, weight), start)
+    path = [weight]
+    while path[-1] * CONTINUATION_FACTOR < CONTINUATION_START * (1 + 1e-9):
+        path.append(path[-1] * CONTINUATION_FACTOR)
+    fits = fit_weights(r_factor, sigma2, layout, path[::-1])
+    if fits[-1] is None:
+        raise np.linalg.LinAlgError("the Newton system is singular at every weight")
+    steps = sum(f.newton_steps for f in fits if f is not None)
+    return dataclasses.replace(fits[-1], newton_steps=steps)
 
 
 def fit_weights(
@@ -254,12 +273,13 @@ def _solve_objective(objective: _Objective, start: np.ndarray | None) -> Geometr
     if z is None or not objective.feasible(objective.theta(z)):  # (round-off near the bound)
         warm = False
         z = objective.coordinates(_nominal_start(layout, objective))
-    steps = 0
+    steps, converged = 0, True
     # from a given feasible start (a neighbouring weight's solution): straight at the end
     mu = BARRIER_START if objective.signed.size and not warm else BARRIER_END
     while True:
-        z, taken = _newton(objective, z, mu)
+        z, taken, done = _newton(objective, z, mu)
         steps += taken
+        converged &= done
         if mu <= BARRIER_END:
             break
         mu = max(mu * BARRIER_STEP, BARRIER_END)
@@ -267,7 +287,7 @@ def _solve_objective(objective: _Objective, start: np.ndarray | None) -> Geometr
     _, hessian = objective.derivatives(z, theta, mu)
     return GeometricFit(
         theta, objective.chi2(z), objective.divergence(theta), steps, hessian,
-        objective.transform,
+        objective.transform, converged,
     )  # fmt: skip
 
 
@@ -283,8 +303,9 @@ def _nominal_start(layout: PriorLayout, objective: _Objective) -> np.ndarray:
     return theta
 
 
-def _newton(objective: _Objective, z: np.ndarray, mu: float) -> tuple[np.ndarray, int]:
-    """Damped Newton on the objective at barrier weight `mu`, from a feasible z."""
+def _newton(objective: _Objective, z: np.ndarray, mu: float) -> tuple[np.ndarray, int, bool]:
+    """Damped Newton on the objective at barrier weight `mu`, from a feasible z: (z, steps,
+    whether it stopped before MAX_NEWTON_STEPS)."""
     theta = objective.theta(z)
     value = objective.value(z, theta, mu)
     for step in range(1, MAX_NEWTON_STEPS + 1):
@@ -292,7 +313,7 @@ def _newton(objective: _Objective, z: np.ndarray, mu: float) -> tuple[np.ndarray
         direction = _solve(hess, -grad)
         decrement2 = float(-grad @ direction)
         if not np.isfinite(decrement2) or decrement2 <= NEWTON_TOLERANCE:
-            return z, step  # converged, or no finite step left (degenerate data)
+            return z, step, True  # converged, or no finite step left (degenerate data)
         step_theta = objective.transform @ direction
         t = min(1.0, 0.95 * objective.max_step(theta, step_theta))
         while t > 1e-12:
@@ -304,9 +325,10 @@ def _newton(objective: _Objective, z: np.ndarray, mu: float) -> tuple[np.ndarray
                     break
             t *= 0.5
         else:
-            return z, step  # no decrease left at machine precision
+            # no decrease left at machine precision: converged only if Newton expected none
+            return z, step, decrement2 <= 1e-9 * max(abs(value), 1.0)
         z, theta, value = trial_z, trial, trial_value
-    return z, MAX_NEWTON_STEPS
+    return z, MAX_NEWTON_STEPS, False
 
 
 def _solve(hess: np.ndarray, rhs: np.ndarray) -> np.ndarray:

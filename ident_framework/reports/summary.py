@@ -82,6 +82,13 @@ def estimator_lines(result: IdentificationResult) -> list[str]:
             f"; held out (CV) {held:.4f} Nm vs least squares {held_ls:.4f} Nm "
             f"({100 * (held / held_ls - 1):+.1f} %)"
         )
+    if report.get("converged") is False:
+        return [
+            line,
+            f"warning: the physically consistent fit did not converge in "
+            f"{report['newton_steps']} Newton steps; its parameters are not the optimum "
+            "(raise estimator.weight, or try estimator=consistent)",
+        ]
     return [line]
 
 
