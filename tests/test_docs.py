@@ -159,8 +159,11 @@ def test_repository_paths_the_docs_name_exist():
 
 
 def test_code_fences_are_closed():
-    odd = [str(p.relative_to(REPO)) for p in pages()
-           if sum(line.lstrip().startswith("```") for line in p.read_text().splitlines()) % 2]
+    odd = [
+        str(p.relative_to(REPO))
+        for p in pages()
+        if sum(line.lstrip().startswith("```") for line in p.read_text().splitlines()) % 2
+    ]
     assert not odd, odd
 
 
