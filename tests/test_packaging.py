@@ -12,6 +12,7 @@ friction option. The last test checks that none of this wrote into the checkout.
 
 from __future__ import annotations
 
+import json
 import os
 import pkgutil
 import shutil
@@ -274,6 +275,24 @@ def test_wheel_install_runs_from_any_directory(venv_python: Path, tmp_path: Path
     assert "plugin: mujoco" in result.stdout and "model: ur12e" in result.stdout
     help_text = run_cli("--help", cwd=tmp_path, python=str(venv_python)).stdout
     assert "robot: mjcf, staubli_tx40, ur10e, ur12e, ur5e, urdf" in help_text
+
+
+def test_wheel_ships_the_sample_recordings(venv_python: Path, tmp_path: Path):
+    """`sample:NAME` reads the recordings installed with the package, from any directory."""
+    run = tmp_path / "run"
+    result = run_cli(
+        "source=csv", "source.path=sample:ident", "validation=rosbag",
+        "validation.path=sample:validation", "tuning=none", "plots=false",
+        f"hydra.run.dir={run}", cwd=tmp_path, python=str(venv_python),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((run / "metrics.json").read_text())
+    paths = [r["path"] for part in ("train", "validation") for r in metrics[part]["recordings"]]
+    assert [Path(p).name for p in paths] == ["ident.csv", "validation_bag"], paths
+    assert all(str(venv_python.parents[1]) in path for path in paths), paths
+    unknown = run_cli("source=csv", "source.path=sample:nope", cwd=tmp_path,
+                      python=str(venv_python))  # fmt: skip
+    assert unknown.returncode == 2 and "sample:ident, sample:validation" in unknown.stderr
 
 
 def test_wheel_ships_and_builds_the_c_kernels(venv_python: Path, tmp_path: Path):

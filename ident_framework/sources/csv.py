@@ -4,9 +4,10 @@ Serves `source=csv` (`source.path=FILE`) and `validation=csv` (`validation.path=
 path may also be a list (`source.path=[a.csv,b.csv]`) or a glob (`source.path='logs/*.csv'`,
 sorted by name), or a list of both: each file is read and checked on its own and the
 recordings are stacked in that order (`dataset.concatenate`: preprocessing then filters each
-one alone, and metrics are given per recording). A relative path is taken from the directory
-the user launched from, even when Hydra has changed the working directory to the run
-directory.
+one alone, and metrics are given per recording). `sample:NAME` names a recording that ships
+with the package (`data/samples.py`, e.g. `source.path=sample:ident`). A relative path is
+taken from the directory the user launched from, even when Hydra has changed the working
+directory to the run directory.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ident_framework.data.csv_fast import read_column_streamed
 from ident_framework.data.csv_log import read_csv_log
 from ident_framework.data.csv_mapping import COLUMN_KEYS, checked_mapping
 from ident_framework.data.dataset import Dataset, concatenate
+from ident_framework.data.samples import resolve_sample
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import hookimpl
 from ident_framework.launch_path import resolve_launch_path
@@ -153,6 +155,10 @@ def recording_paths(path: str | list[str] | None, key: str) -> list[str]:
     entries = path if isinstance(path, list) else [path or ""]
     files: list[str] = []
     for entry in entries:
+        sample = resolve_sample(entry, "csv", key)  # sample:NAME, a recording that ships
+        if sample is not None:
+            files.append(sample)
+            continue
         resolved = resolve_launch_path(entry)
         if not any(c in entry for c in GLOB_CHARACTERS):
             files.append(resolved)

@@ -20,6 +20,7 @@ import numpy as np
 
 from ident_framework.data.dataset import Dataset
 from ident_framework.data.rosbag_log import EFFORTS, STAMPS, read_rosbag_log
+from ident_framework.data.samples import resolve_sample
 from ident_framework.hookspecs import hookimpl
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.per_joint import motor_constants
@@ -88,8 +89,9 @@ class RosbagSource:
         del trajectory
         prefix = CONFIG_PREFIX.get(role, "source.")
         params = self.params
+        path = resolve_sample(params.path, "rosbag", f"{prefix}path")  # sample:NAME ships
         data = read_rosbag_log(
-            resolve_launch_path(params.path or ""),
+            path or resolve_launch_path(params.path or ""),
             tuple(robot.joint_names),
             topic=params.topic,
             effort=params.effort,

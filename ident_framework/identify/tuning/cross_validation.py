@@ -7,7 +7,7 @@ merge, and R of A[:, S] is R of R_A[:, S]), the base
 parameters are those of all folds together (structural: the same for every fold), the
 estimate is the spectral solve of `identify/regularization.py` (least squares, ridge toward
 the nominal parameters, truncated SVD), and the held-out sum of squares is
-|R_k[:, S + tau_recorded] [theta; -1]|² against the torque as recorded.
+`|R_k[:, S + tau_recorded] [theta; -1]|²` against the torque as recorded.
 
 A fold is a union of cells (`folds.FoldLayout`; its training factor: the other cells'). With
 a time and a kind partition every row is held out once in each; the CV error is the root of
