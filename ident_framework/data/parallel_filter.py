@@ -172,7 +172,7 @@ class _Batch:
         gathered = np.empty((self.width, len(segment.timestamp)))  # a channel per row
         column = 0
         for flat, chunk, _ in self.waiting:
-            np.take(flat.T, chunk, axis=0, out=gathered[column : column + len(chunk)])
+            _transpose_into(flat, chunk, gathered[column : column + len(chunk)])
             column += len(chunk)
         values = segment.kept(zero_phase_filter_channels(segment.sos, gathered).T)
         column = 0
@@ -180,3 +180,15 @@ class _Batch:
             target[:, chunk] = values[:, column : column + len(chunk)]
             column += len(chunk)
         self.waiting, self.width = [], 0
+
+
+TRANSPOSE_ROWS = 4096  # rows of (M, c) columns transposed at a time (a block stays in cache)
+
+
+def _transpose_into(flat: np.ndarray, chunk: np.ndarray, out: np.ndarray) -> None:
+    """out (len(chunk), M) = flat[:, chunk].T, a block of rows at a time: a gather straight
+    from the transposed view reads one cache line per value (3 s for 36 columns of 10⁶ rows,
+    against 0.13 s)."""
+    for start in range(0, len(flat), TRANSPOSE_ROWS):
+        block = flat[start : start + TRANSPOSE_ROWS]
+        out[:, start : start + len(block)] = block[:, chunk].T
