@@ -1,6 +1,6 @@
 """Print the package's import picture: its units (subpackages and base modules) layer by layer
 with their size and the units each imports, then the checks of tests/test_layout.py (cycles,
-upward imports, module and function sizes).
+upward imports); `tools/module_sizes.py` lists the largest modules and functions.
 
     python tools/import_picture.py [--modules]    (--modules: every module and its imports)
 """
@@ -32,12 +32,6 @@ def main(argv: list[str]) -> None:
     print(f"\ncycle between units: {find_cycle(unit_edges(modules)) or 'none'}")
     print(f"cycle between modules: {module_cycle or 'none'}")
     print(f"upward imports: {upward_imports(modules) or 'none'}")
-    largest = max(modules.values(), key=lambda m: m.lines)
-    longest = max(
-        ((n, f"{m.name}.{f}") for m in modules.values() for f, n in m.functions.items()),
-    )
-    print(f"largest module: {largest.name} ({largest.lines} lines)")
-    print(f"longest function: {longest[1]} ({longest[0]} lines)")
 
 
 if __name__ == "__main__":
