@@ -23,7 +23,7 @@ import time
 import numpy as np
 import yaml
 
-from ident_framework.interfaces import ResidualInputs
+from ident_framework.hookspecs import ResidualInputs
 from ident_framework.residuals.bpnn import BpnnParams, BpnnResidual
 from ident_framework.testing.multisine import multisine
 

@@ -3,9 +3,9 @@ keep a MuJoCo digital twin consistent with it; every stage is a plugin.
 
 What plugin authors and users import, from here or from the module named beside it:
 
-- writing a plugin: `hookimpl` (`hookspecs`), the protocols each plugin object follows and the
-  classes with the defaults of their optional members (`interfaces`), `EXTENSION_POINTS`
-  (`extension_points`: hook, config groups, protocol of each), `UserError` (`errors`);
+- writing a plugin: from `hookspecs`, the one declaration of the extension points: `hookimpl`,
+  the protocols each plugin object follows and the classes with the defaults of their optional
+  members, `EXTENSION_POINTS` (hook, config groups, protocol of each); `UserError` (`errors`);
 - data and models: `Dataset` (`data.dataset`), `read_csv_log` / `write_csv_log`
   (`data.csv_log`), `RobotModel` / `load_robot` (`model.robot`), `RegressorBuilder`
   (`model.regressor`);
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 # public name -> the module that defines it
 _EXPORTS = {
     "hookimpl": "ident_framework.hookspecs",
-    "EXTENSION_POINTS": "ident_framework.extension_points",
+    "EXTENSION_POINTS": "ident_framework.hookspecs",
     "UserError": "ident_framework.errors",
     **dict.fromkeys(
         (
@@ -45,7 +45,7 @@ _EXPORTS = {
             "Trajectory",
             "TrajectoryGenerator",
         ),
-        "ident_framework.interfaces",
+        "ident_framework.hookspecs",
     ),
     "Dataset": "ident_framework.data.dataset",
     "read_csv_log": "ident_framework.data.csv_log",
@@ -97,10 +97,8 @@ if TYPE_CHECKING:
     from ident_framework.data.csv_log import read_csv_log, write_csv_log
     from ident_framework.data.dataset import Dataset
     from ident_framework.errors import UserError
-    from ident_framework.extension_points import EXTENSION_POINTS
-    from ident_framework.hookspecs import hookimpl
-    from ident_framework.identify.result import IdentificationResult
-    from ident_framework.interfaces import (
+    from ident_framework.hookspecs import (
+        EXTENSION_POINTS,
         DataSource,
         Estimator,
         EstimatorDefaults,
@@ -114,7 +112,9 @@ if TYPE_CHECKING:
         StandardModel,
         Trajectory,
         TrajectoryGenerator,
+        hookimpl,
     )
+    from ident_framework.identify.result import IdentificationResult
     from ident_framework.model.regressor import RegressorBuilder
     from ident_framework.model.robot import RobotModel, load_robot
     from ident_framework.modes.pipeline import run_pipeline

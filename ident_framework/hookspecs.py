@@ -1,44 +1,579 @@
-"""The five extension points, as pluggy hook specifications.
+"""The extension points, declared once: what a plugin can extend, and what the object it
+registers must have.
 
-Every hook is a collecting "register" hook: the plugin calls
-`register(name, factory, schema)` once per option it provides, where `schema` is a dataclass
-describing the option's parameters (the keys of its Hydra config besides `plugin`) and
-`factory(params)` builds the working object from a validated instance of that dataclass.
+Hooks. Every extension point is a collecting "register" hook (`register_*` below): the plugin
+calls `register(name, factory, schema)` once per option it provides, where `schema` is a
+dataclass describing the option's parameters (the keys of its Hydra config besides `plugin`)
+and `factory(params)` builds the working object from a validated instance of that dataclass.
+A plugin module implements them with `@hookimpl`.
+
+Protocols. What the engine expects from the object each factory returns, one
+`typing.Protocol` per extension point (`DataSource`, `TrajectoryGenerator`, `FrictionModel`
+and `NonlinearFrictionModel`, `Estimator`, `ResidualLearner`), with the data types the engine
+hands them (`Trajectory`, `LinearProblem`, `StandardModel`, `ResidualInputs`). A plugin
+satisfies its protocol structurally and never needs to import them (it may, for type
+checking). Everything the engine reads or calls on a plugin object is a member of its protocol.
+Members marked *optional* have a default, kept in the protocol's `...Defaults` class: a plugin
+may inherit that class, or leave the members out, in which case the engine gives the object the
+defaults when the factory returns it (`conform`). Members with a trailing underscore are
+results, present once `fit` (or `predict`) has run.
+
+The table. `EXTENSION_POINTS` ties each hook (the function itself) to its config group(s),
+protocol, label and built-in options; the plugin registry (`config/registry.py`), the config
+groups a run resolves (`config/run_config.py`) and the list of built-in plugin modules derive
+from it. `conform` is where a plugin object meets its protocol: the engine checks it there
+(once, when a factory returns it) and gives it the defaults of the optional members it leaves
+out, so no other engine code probes a plugin object for what it has.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+import numpy as np
 import pluggy
 
-hookspec = pluggy.HookspecMarker("ident_framework")
-hookimpl = pluggy.HookimplMarker("ident_framework")
+from ident_framework.errors import UserError
+
+if TYPE_CHECKING:
+    from ident_framework.data.dataset import Dataset
+    from ident_framework.model.robot import RobotModel
+
+ENTRY_POINT_GROUP = "ident_framework"  # pluggy project name and entry-point group
+DISTRIBUTION = "ident-framework"  # the distribution of the core and its built-in plugins
+
+hookspec = pluggy.HookspecMarker(ENTRY_POINT_GROUP)
+hookimpl = pluggy.HookimplMarker(ENTRY_POINT_GROUP)
 
 Register = Callable[[str, Callable[[Any], Any], type], None]
 
 
+# ---------------------------------------------------------------------------------- the hooks
 @hookspec
 def register_data_sources(register: Register) -> None:
-    """Register data sources (`interfaces.DataSource`): options of `source=` and `validation=`."""
+    """Register data sources (`DataSource`): options of `source=` and `validation=`."""
 
 
 @hookspec
 def register_trajectory_generators(register: Register) -> None:
-    """Register trajectory generators (`interfaces.TrajectoryGenerator`): `trajectory=`."""
+    """Register trajectory generators (`TrajectoryGenerator`): `trajectory=`."""
 
 
 @hookspec
 def register_friction_models(register: Register) -> None:
-    """Register joint friction models (`interfaces.FrictionModel`): `friction=`."""
+    """Register joint friction models (`FrictionModel`): `friction=`."""
 
 
 @hookspec
 def register_estimators(register: Register) -> None:
-    """Register parameter estimators (`interfaces.Estimator`): `estimator=`."""
+    """Register parameter estimators (`Estimator`): `estimator=`."""
 
 
 @hookspec
 def register_residual_learners(register: Register) -> None:
-    """Register residual learners (`interfaces.ResidualLearner`): `residual=`."""
+    """Register residual learners (`ResidualLearner`): `residual=`."""
+
+
+# ------------------------------------------------------------------------------ the protocols
+
+
+@runtime_checkable
+class Trajectory(Protocol):
+    """A joint-space reference motion q(t) for t in [0, duration]."""
+
+    duration: float  # s
+
+    def evaluate(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """q (rad), dq (rad/s), ddq (rad/s^2) at times t (s); each of shape (len(t), n)."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Plain (YAML-safe) description from which the trajectory can be rebuilt."""
+        ...
+
+
+# cond(W_base) of a candidate motion sampled at (q, dq, ddq); lower is better.
+ConditionObjective = Callable[[np.ndarray, np.ndarray, np.ndarray], float]
+
+
+class TrajectoryGenerator(Protocol):
+    """Designs a motion for the robot, e.g. an optimised excitation."""
+
+    def generate(
+        self, robot: RobotModel, objective: ConditionObjective | None, seed: int
+    ) -> Trajectory: ...
+
+
+class DataSource(Protocol):
+    """Produces a `Dataset`: by moving a (simulated or real) robot along a trajectory, or by
+    reading a recording. `moves_robot` tells the engine whether it must design a trajectory."""
+
+    moves_robot: bool
+
+    def acquire(self, robot: RobotModel, trajectory: Trajectory | None, role: str) -> Dataset:
+        """role is "identification" or "validation"; the closed loop's later recordings are
+        "identification_<k>" (k >= 2), to be treated as identification (a simulated robot
+        seeds its measurement noise from the role, so each recording gets its own)."""
+        ...
+
+
+class FrictionModel(Protocol):
+    """Joint friction linear in its parameters: tau_f[j] = sum_k basis[:, j, k] * p[j, k].
+
+    The same form on every joint, with its own parameter values per joint. A model whose basis
+    also depends on parameters it is not linear in (non-empty `nonlinear_names`) implements
+    `NonlinearFrictionModel` too.
+
+    Optional (defaults in `FrictionModelDefaults`): `parameter_units` (name -> unit, "Nm",
+    "rad/s", for the summary's tables; None: the conventional names fc, fs, fv, v_s, sigma0, ...
+    have theirs in `reports/parameters.PARAMETER_UNITS`), `nonlinear_names` (() for a model
+    linear in all its parameters), `sequential` (False) and `tuning_variants()` (none)."""
+
+    parameter_names: tuple[str, ...]  # per joint, e.g. ("fv", "fc")
+    parameter_units: Mapping[str, str] | None  # optional
+    nonlinear_names: tuple[str, ...]  # optional: () is a linear model
+    sequential: bool  # optional: the basis depends on the sample order (an internal state)
+
+    def basis(self, dq: np.ndarray) -> np.ndarray:
+        """(N, n, k) friction torque (Nm) of joint j per unit of its k-th parameter, at joint
+        velocities dq (N, n) in rad/s."""
+        ...
+
+    def tuning_variants(self) -> list[dict[str, Any]]:
+        """Optional: settings of this model (its config keys -> values) that `tuning=cv`
+        compares as whole models on its folds, the simplest first; the first is kept unless
+        another wins fold by fold (`identify/tuning/friction_variants.py`). E.g. LuGre's
+        `stribeck: auto`: [{"stribeck": "off"}, {"stribeck": "on"}]."""
+        ...
+
+
+class FrictionModelDefaults:
+    """The optional members of `FrictionModel`, with their defaults."""
+
+    parameter_units: Mapping[str, str] | None = None
+    nonlinear_names: tuple[str, ...] = ()
+    sequential: bool = False
+
+    def tuning_variants(self) -> list[dict[str, Any]]:
+        """None: the model as configured is the only one tuned."""
+        return []
+
+
+@runtime_checkable
+class NonlinearFrictionModel(FrictionModel, Protocol):
+    """Friction with per-joint parameters it is not linear in (a Stribeck velocity, LuGre's
+    bristle stiffness): tau_f[j] = sum_k basis(dq, nonlinear[j])[:, j, k] * p[j, k].
+
+    The engine fits the nonlinear parameters by variable projection (the linear ones, and the
+    rigid-body and rotor-inertia parameters, solved inside every evaluation) within
+    `nonlinear_bounds`, starting from `initial_nonlinear`; it then identifies as usual with the
+    basis at the fitted values, and predicts with them (on any recording: they are saved in
+    parameters.yaml). `sequential` models integrate a state along the recording (the
+    velocities in time order): the engine evaluates them on whole recordings, never in chunks,
+    and a simulator steps them with `stepper`.
+
+    `physical_parameters` / `from_physical` translate between the fitted (linear, nonlinear)
+    values and the physical parameters a user reads and sets (e.g. LuGre's fs = fs_ratio·fc):
+    the simulated robot's true friction is given in physical names, and the report compares
+    identified with true values by name (fc and fv mean Coulomb and viscous friction in every
+    model, so models can be compared with each other). `stepper` is needed only by a
+    `sequential` model."""
+
+    nonlinear_names: tuple[str, ...]  # per joint, e.g. ("v_s",)
+    sequential: bool  # the basis depends on the sample order (an internal state)
+
+    def nonlinear_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper), each (m,): bounds of the nonlinear parameters (the plugin's config)."""
+        ...
+
+    def initial_nonlinear(self, viscous: np.ndarray, coulomb: np.ndarray) -> np.ndarray:
+        """(s, n, m) starting points of the fit, s >= 1 (the engine keeps, per joint, the one
+        with the lowest cost), given the Coulomb-viscous solution per joint (Nm·s/rad, Nm)."""
+        ...
+
+    def basis_along(
+        self, t: np.ndarray | None, dq: np.ndarray, nonlinear: np.ndarray
+    ) -> np.ndarray:
+        """(N, c, k) basis at velocities dq (N, c) rad/s, column i with nonlinear values
+        nonlinear[i] (c, m); c is any number of joint columns (the engine evaluates several
+        parameter sets at once). t (N,) in s: the sample times, rows in time order (a
+        sequential model integrates its state along them from the steady state at the first
+        sample); None: the rows are no time series (a sequential model gives its steady
+        state)."""
+        ...
+
+    def physical_parameters(
+        self, linear: np.ndarray, nonlinear: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Per-joint values (n,) by physical name of linear (n, k) and nonlinear (n, m) values."""
+        ...
+
+    def from_physical(
+        self, physical: dict[str, np.ndarray], n: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(linear (n, k), nonlinear (n, m)) of n joints from physical values (n,) by name;
+        the model fills names that are missing (documented defaults)."""
+        ...
+
+    def stepper(self, nonlinear: np.ndarray, dt: float) -> Callable[[np.ndarray], np.ndarray]:
+        """Sequential models: a function dq (n,) rad/s -> basis (n, k) at that step; the state
+        then advances by dt s at that velocity (a simulator calls it once per step)."""
+        ...
+
+
+@dataclass
+class StandardModel:
+    """The standard (physical) parameterisation behind the base parameters, for estimators
+    that work on physical parameters (e.g. physically consistent identification).
+
+    names: standard parameter names in regressor column order (`m_1`, `mx_1`, ..., `fv_1`,
+    `Ia_1`, ...). kinds: per parameter "inertial", "friction", "armature" or "offset".
+    joints: per parameter the 0-based joint (link) it belongs to. The first 10·n_links
+    parameters are the links' inertial parameters in Pinocchio's order
+    [m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] (about the joint frame). nominal: the robot
+    model's values (inertial from the model, armature from the model, friction and offsets 0).
+    r_factors[j]: (p+1, p+1) square root R_j of the Gram matrix of [Y_j | tau_j] in the
+    standard parameters (R_jᵀ R_j = [Y_j | tau_j]ᵀ [Y_j | tau_j]; not necessarily triangular).
+    basis, combination: beta = combination @ theta, W_base = W @ basis.
+    """
+
+    names: list[str]
+    kinds: list[str]
+    joints: list[int]
+    n_links: int
+    nominal: np.ndarray
+    r_factors: list[np.ndarray]
+    basis: np.ndarray
+    combination: np.ndarray
+
+
+@dataclass
+class LinearProblem:
+    """Least-squares problem min ||W beta - tau|| in the base parameters beta.
+
+    W (N*n x r) is never held in memory. `r_factors[j]` is the upper-triangular factor of the
+    QR decomposition of [W_j | tau_j] (rows of joint j only), shape (r+1, r+1): the sufficient
+    statistic of every quadratic fit. `chunks()` re-streams the rows for estimators that need
+    them (recursive ones), as (t_chunk (m,) in s, W_chunk (m, n, r), tau_chunk (m, n) in Nm)
+    blocks in time order. `standard` describes the physical parameters behind beta.
+    """
+
+    r_factors: list[np.ndarray]
+    n_samples: int
+    parameter_names: list[str]
+    chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]]
+    standard: StandardModel | None = None
+    kept_rows: Any = (
+        None  # the engine's own: rows kept for prediction (identify.kept_rows.KeptRows)
+    )
+
+    @property
+    def n_parameters(self) -> int:
+        return len(self.parameter_names)
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.r_factors)
+
+
+class Estimator(Protocol):
+    """scikit-learn style: `fit` returns self and sets `coef_` (base parameters) and
+    `coef_std_` (their standard deviations, or None when not available).
+
+    Optional (defaults in `EstimatorDefaults`): `standard_coef_` (full standard parameters,
+    when the estimator identifies physical parameters; the engine then predicts with them;
+    None: the engine maps `coef_` to standard parameters), and `write_outputs(folder)` (extra
+    files and plots for the run directory, e.g. convergence of a recursive estimator)."""
+
+    coef_: np.ndarray
+    coef_std_: np.ndarray | None
+    standard_coef_: np.ndarray | None  # optional
+
+    def fit(self, problem: LinearProblem) -> Estimator: ...
+
+    def write_outputs(self, folder: Path) -> None:
+        """Optional: write extra files into the run directory `folder`."""
+        ...
+
+
+class EstimatorDefaults:
+    """The optional members of `Estimator`, with their defaults."""
+
+    standard_coef_: np.ndarray | None = None
+    coef_cov_: np.ndarray | None = None  # (r, r) covariance of coef_, when the estimator has it
+    fit_report_: dict | None = None  # what the fit cost and did (metrics.json `estimator`)
+
+    def write_outputs(self, folder: Path) -> None:
+        """Nothing to add to the run directory."""
+
+
+@dataclass(frozen=True)
+class ResidualInputs:
+    """What a residual learner may use per sample, each (N, n) in time order: the joint state
+    q (rad), dq (rad/s), ddq (rad/s²) and the identified physical model's joint torque (Nm)
+    split into its parts: `tau_physical` (the whole prediction, the load the joint carries),
+    `tau_gravity` (at rest: Y(q, 0, 0) θ, with a torque offset when identified),
+    `tau_friction` (the friction columns' share) and `tau_inertial` (the rest: M(q) ddq with
+    rotor inertia, Coriolis and centrifugal). The torque parts are None when not computed
+    (a learner needing them raises a UserError)."""
+
+    q: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    tau_physical: np.ndarray | None = None
+    tau_gravity: np.ndarray | None = None
+    tau_inertial: np.ndarray | None = None
+    tau_friction: np.ndarray | None = None
+
+    @property
+    def n_samples(self) -> int:
+        return int(np.shape(self.q)[0])
+
+    def select(self, rows: slice | np.ndarray) -> ResidualInputs:
+        """The same inputs at the given rows only."""
+        return ResidualInputs(
+            *(None if getattr(self, name) is None else getattr(self, name)[rows]
+              for name in RESIDUAL_INPUT_FIELDS)
+        )  # fmt: skip
+
+
+RESIDUAL_INPUT_FIELDS = (
+    "q", "dq", "ddq", "tau_physical", "tau_gravity", "tau_inertial", "tau_friction"
+)  # fmt: skip
+
+
+class ResidualLearner(Protocol):
+    """Learns tau_meas - tau_physical (Nm) from `ResidualInputs` (joint state and the physical
+    model's torque parts). `active` is False for the built-in `none`, in which case the engine
+    reports no fusion stage (and calls nothing else).
+
+    `fit(recordings, residuals)` trains on one or several identification recordings (a list of
+    `ResidualInputs` and the list of their residuals, (N_r, n) Nm each; a learner may hold one
+    recording out to judge itself). `save(folder)` writes the fitted learner into the run
+    directory's `residual/` folder; `load(folder)` returns the learner saved there
+    (`mode=predict`; it may be a classmethod).
+    Optional (defaults in `ResidualLearnerDefaults`): `write_outputs(folder)` (extra files and
+    plots in the run directory, written with `plots=true`); a range guard's results after
+    `predict`: `out_of_range_fraction_` (share of samples with a joint outside the training
+    range) and `out_of_range_per_joint_` (per joint), None when the learner has no guard;
+    `report_` (after `fit`: a JSON-safe dict for metrics.json `residual`, e.g. which joints
+    passed a held-out acceptance) and `prediction_report_` (after `predict`: JSON-safe figures
+    of that prediction, merged into the dataset's `fusion` metrics); None when it has none."""
+
+    active: bool
+    out_of_range_fraction_: float | None  # optional
+    out_of_range_per_joint_: list[float] | None  # optional
+    report_: dict[str, Any] | None  # optional
+    prediction_report_: dict[str, Any] | None  # optional
+
+    def fit(self, recordings: list[ResidualInputs], residuals: list[np.ndarray]) -> Any: ...
+
+    def predict(self, inputs: ResidualInputs) -> np.ndarray:
+        """(N, n) predicted residual torque (Nm)."""
+        ...
+
+    def save(self, folder: Path) -> None: ...
+
+    def load(self, folder: Path) -> ResidualLearner: ...
+
+    def write_outputs(self, folder: Path) -> None:
+        """Optional: write extra files into the run directory `folder`."""
+        ...
+
+
+class ResidualLearnerDefaults:
+    """The optional members of `ResidualLearner`, with their defaults."""
+
+    out_of_range_fraction_: float | None = None
+    out_of_range_per_joint_: list[float] | None = None
+    report_: dict[str, Any] | None = None
+    prediction_report_: dict[str, Any] | None = None
+
+    def write_outputs(self, folder: Path) -> None:
+        """Nothing to add to the run directory."""
+
+
+# ---------------------------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class ExtensionPoint:
+    """One extension point. `spec`: its hook specification (`hook`: its name); `groups`: the
+    config groups whose options it provides (the first is the run's own; `validation` and
+    `validation.trajectory` reuse sources and trajectories);
+    `builtins`: the modules of the package that register its built-in options, in
+    registration order, one option each, named as its module (`estimator=rls` is
+    `ident_framework.estimators.rls`): the registry knows the options without importing
+    them; `defaults`: the class holding the protocol's optional members."""
+
+    kind: str
+    spec: Callable[[Register], None]  # the hook specification (a function above)
+    groups: tuple[str, ...]
+    protocol: type
+    label: str
+    builtins: tuple[str, ...]
+    defaults: type | None = None
+
+    @property
+    def hook(self) -> str:
+        """The hook's name, as pluggy knows it (`register_...`)."""
+        return self.spec.__name__
+
+    @property
+    def group(self) -> str:
+        return self.groups[0]
+
+    def builtin_options(self) -> dict[str, str]:
+        """Built-in option name -> the module that registers it, in registration order."""
+        return {module.rpartition(".")[2]: module for module in self.builtins}
+
+    def optional_members(self) -> dict[str, Any]:
+        """Optional member name -> default (a plain function for a method)."""
+        if self.defaults is None:
+            return {}
+        return {name: vars(self.defaults)[name] for name in _own_names(self.defaults)}
+
+    def required_members(self) -> tuple[str, ...]:
+        """Members every object must have; result attributes (trailing underscore) only once
+        fitted, so they are checked on the object `fit` returns."""
+        optional = self.optional_members()
+        names = _own_names(*_protocol_classes(self.protocol))
+        return tuple(sorted(name for name in names if name not in optional))
+
+
+def _protocol_classes(protocol: type) -> list[type]:
+    return [k for k in protocol.__mro__ if k.__module__ == __name__ and k is not Protocol]
+
+
+def _own_names(*classes: type) -> set[str]:
+    """Public attributes, annotated or defined, of `classes` (their own, not inherited)."""
+    names: set[str] = set()
+    for klass in classes:
+        names |= {n for n in vars(klass).get("__annotations__", {}) if not n.startswith("_")}
+        names |= {n for n in vars(klass) if not n.startswith("_")}
+    return names
+
+
+EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
+    ExtensionPoint(
+        "data_source",
+        register_data_sources,
+        ("source", "validation"),
+        DataSource,
+        "data source",
+        (
+            "ident_framework.sources.mujoco",
+            "ident_framework.sources.csv",
+            "ident_framework.sources.rtde",
+            "ident_framework.sources.rosbag",
+        ),
+    ),
+    ExtensionPoint(
+        "trajectory",
+        register_trajectory_generators,
+        ("trajectory", "validation.trajectory"),
+        TrajectoryGenerator,
+        "trajectory",
+        ("ident_framework.trajectories.fourier", "ident_framework.trajectories.point_to_point"),
+    ),
+    ExtensionPoint(
+        "friction",
+        register_friction_models,
+        ("friction",),
+        FrictionModel,
+        "friction",
+        ("ident_framework.friction.none", "ident_framework.friction.coulomb_viscous"),
+        FrictionModelDefaults,
+    ),
+    ExtensionPoint(
+        "estimator",
+        register_estimators,
+        ("estimator",),
+        Estimator,
+        "estimator",
+        (
+            "ident_framework.estimators.geometric",
+            "ident_framework.estimators.ls",
+            "ident_framework.estimators.wls",
+            "ident_framework.estimators.consistent",
+            "ident_framework.estimators.rls",
+        ),
+        EstimatorDefaults,
+    ),
+    ExtensionPoint(
+        "residual",
+        register_residual_learners,
+        ("residual",),
+        ResidualLearner,
+        "residual",
+        ("ident_framework.residuals.none", "ident_framework.residuals.bpnn"),
+        ResidualLearnerDefaults,
+    ),
+)
+
+POINTS: dict[str, ExtensionPoint] = {point.kind: point for point in EXTENSION_POINTS}
+# the run's own config group of each extension point -> its kind
+PLUGIN_GROUPS: dict[str, str] = {point.group: point.kind for point in EXTENSION_POINTS}
+# every built-in plugin module, in registration order: the one place the core names them
+BUILTIN_PLUGINS: tuple[str, ...] = tuple(m for point in EXTENSION_POINTS for m in point.builtins)
+
+NONLINEAR_FRICTION_MEMBERS = (
+    "nonlinear_bounds",
+    "initial_nonlinear",
+    "basis_along",
+    "physical_parameters",
+    "from_physical",
+)
+
+
+def _friction_requirements(model: Any) -> tuple[str, ...]:
+    """Methods a friction model must have besides `basis`: those of NonlinearFrictionModel
+    when it declares nonlinear parameters, and `stepper` when it is sequential too."""
+    if not model.nonlinear_names:
+        return ()
+    return NONLINEAR_FRICTION_MEMBERS + (("stepper",) if model.sequential else ())
+
+
+# extra requirements that depend on the object's own declarations
+_CONDITIONAL: dict[str, Callable[[Any], tuple[str, ...]]] = {"friction": _friction_requirements}
+
+
+def conform(kind: str, obj: Any, name: str, distribution: str, fitted: bool = False) -> Any:
+    """`obj` (made by the `kind` plugin `name` of `distribution`) with the defaults of the
+    optional members it lacks; UserError naming the plugin and its distribution when it lacks
+    a required member. `fitted`: also check the result attributes (trailing underscore), for
+    the object an estimator's `fit` returns. Returns `obj`."""
+    point = POINTS[kind]
+    for member, default in point.optional_members().items():
+        if not hasattr(obj, member):
+            value = default.__get__(obj) if callable(default) else default
+            try:
+                setattr(obj, member, value)
+            except AttributeError:
+                raise UserError(
+                    f"The {point.label} plugin '{name}' from distribution '{distribution}' has "
+                    f"no '{member}' and its objects take no new attributes: declare it (or "
+                    f"inherit ident_framework.hookspecs.{point.defaults.__name__}), or "
+                    "uninstall that distribution."
+                ) from None
+    required = [m for m in point.required_members() if fitted or not m.endswith("_")]
+    missing = [m for m in required if not hasattr(obj, m)]
+    if not missing and kind in _CONDITIONAL:
+        missing = [m for m in _CONDITIONAL[kind](obj) if not callable(getattr(obj, m, None))]
+        if missing:
+            raise UserError(
+                f"The {point.label} plugin '{name}' from distribution '{distribution}' declares "
+                f"nonlinear parameters {list(obj.nonlinear_names)} but does not implement "
+                f"{missing} (see ident_framework.hookspecs.NonlinearFrictionModel). Fix or "
+                "uninstall that distribution."
+            )
+    if missing:
+        raise UserError(
+            f"The {point.label} plugin '{name}' from distribution '{distribution}' does not "
+            f"implement {missing} (see ident_framework.hookspecs.{point.protocol.__name__}). "
+            "Fix or uninstall that distribution."
+        )
+    return obj

@@ -29,7 +29,7 @@ from ident_framework.config.run_config import (
 )
 from ident_framework.config.search_path import plugin_conf_packages
 from ident_framework.config.tuning_settings import TuningSettings
-from ident_framework.extension_points import POINTS
+from ident_framework.hookspecs import POINTS
 
 SELECT = re.compile(r"^\$\{oc\.select:[\w.]+,(.*)\}$")
 MISSING = "???"  # a required value (robot.path of robot=urdf): no default to compare

@@ -16,8 +16,8 @@ import yaml
 
 from ident_framework import c_kernels
 from ident_framework.data.csv_log import read_csv_log, write_csv_log
-from ident_framework.extension_points import BUILTIN_PLUGINS, PLUGIN_GROUPS, POINTS
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.hookspecs import BUILTIN_PLUGINS, PLUGIN_GROUPS, POINTS
 from ident_framework.identify.excitation_objective import make_condition_objective
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot

@@ -19,9 +19,9 @@ from ident_framework.estimators.consistent import (
 )
 from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.hookspecs import LinearProblem
 from ident_framework.identify.linear_problem import build_problem, predict_torque
 from ident_framework.identify.metrics import torque_metrics
-from ident_framework.interfaces import LinearProblem
 from ident_framework.model.physical_consistency import (
     check_link,
     check_parameters,

@@ -20,8 +20,8 @@ from ident_framework.estimators.rls import (
     RecursiveLeastSquaresParams,
     register_estimators,
 )
+from ident_framework.hookspecs import LinearProblem
 from ident_framework.identify.linear_problem import build_problem
-from ident_framework.interfaces import LinearProblem
 from ident_framework.testing.known_truth import exact_dataset
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ import yaml
 
 from ident_framework.config.plugin_config import build_params
 from ident_framework.errors import UserError
-from ident_framework.interfaces import ResidualInputs
+from ident_framework.hookspecs import ResidualInputs
 from ident_framework.residuals import bpnn_trust
 from ident_framework.residuals.bpnn import BpnnParams, BpnnResidual, register_residual_learners
 from ident_framework.residuals.bpnn_files import MODEL_FILE, PLOT_FILE, WEIGHTS_FILE

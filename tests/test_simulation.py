@@ -12,7 +12,7 @@ import yaml
 
 from ident_framework.errors import UserError
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
-from ident_framework.interfaces import Trajectory
+from ident_framework.hookspecs import Trajectory
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
 from ident_framework.rtde.emulated_arm import is_periodic

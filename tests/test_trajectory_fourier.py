@@ -8,8 +8,8 @@ import yaml
 
 from ident_framework.errors import UserError
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
+from ident_framework.hookspecs import Trajectory
 from ident_framework.identify.excitation_objective import make_condition_objective
-from ident_framework.interfaces import Trajectory
 from ident_framework.model.base_parameters import TriangularAccumulator, condition_number
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot

@@ -19,7 +19,7 @@ from omegaconf.errors import MissingMandatoryValue
 
 from ident_framework.config.registry import PluginInfo, PluginRegistry
 from ident_framework.errors import UserError
-from ident_framework.extension_points import DISTRIBUTION, POINTS
+from ident_framework.hookspecs import DISTRIBUTION, POINTS
 from ident_framework.suggestions import closest
 
 

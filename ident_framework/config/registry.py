@@ -1,6 +1,6 @@
 """Plugin manager: built-ins registered from one list, third parties from entry points.
 
-The extension points, their hooks and the built-in modules come from `extension_points.py`.
+The extension points, their hooks and the built-in modules come from `hookspecs.py`.
 Built lazily once per process (`get_registry()`), because multirun launchers pickle Hydra's
 singletons, not a pluggy manager.
 
@@ -27,7 +27,7 @@ import pluggy
 
 from ident_framework import hookspecs
 from ident_framework.errors import UserError
-from ident_framework.extension_points import (
+from ident_framework.hookspecs import (
     BUILTIN_PLUGINS,
     DISTRIBUTION,
     ENTRY_POINT_GROUP,
@@ -58,7 +58,7 @@ class PluginInfo:
 
     def create(self, params: Any) -> Any:
         """The plugin's object for validated `params`, checked against its protocol and given
-        the defaults of the optional members it leaves out (`extension_points.conform`)."""
+        the defaults of the optional members it leaves out (`hookspecs.conform`)."""
         return conform(self.kind, self.factory(params), self.name, self.distribution)
 
 

@@ -22,7 +22,7 @@ from ident_framework.config.tuning_settings import TuningSettings
 from ident_framework.data.checks import CheckParams
 from ident_framework.data.preprocessing import PreprocessingParams
 from ident_framework.errors import UserError
-from ident_framework.extension_points import PLUGIN_GROUPS
+from ident_framework.hookspecs import PLUGIN_GROUPS
 from ident_framework.model.base_parameters import METHODS
 from ident_framework.model.coupling import CoupledJoints
 from ident_framework.suggestions import did_you_mean

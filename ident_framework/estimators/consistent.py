@@ -45,9 +45,8 @@ from threadpoolctl import threadpool_limits
 
 from ident_framework.errors import UserError
 from ident_framework.estimators.ls import solve_stacked
-from ident_framework.hookspecs import hookimpl
+from ident_framework.hookspecs import EstimatorDefaults, LinearProblem, StandardModel, hookimpl
 from ident_framework.identify.linear_problem import stack_factors
-from ident_framework.interfaces import EstimatorDefaults, LinearProblem, StandardModel
 from ident_framework.model.physical_consistency import (
     N_LINK,
     PSEUDO_INERTIA_MAP,

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ident_framework.errors import UserError
-from ident_framework.hookspecs import hookimpl
+from ident_framework.hookspecs import EstimatorDefaults, LinearProblem, hookimpl
 from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.identify.geometric_prior import PriorLayout, fit_geometric
 from ident_framework.identify.linear_problem import stack_factors
-from ident_framework.interfaces import EstimatorDefaults, LinearProblem
 from ident_framework.model.physical_consistency import (
     check_parameters,
     sign_constrained,

@@ -1,6 +1,6 @@
 """Built-in estimator `ls`: ordinary least squares on the base regressor.
 
-Solved from the per-joint triangular factors of [W_j | tau_j] (see `interfaces.LinearProblem`),
+Solved from the per-joint triangular factors of [W_j | tau_j] (see `hookspecs.LinearProblem`),
 so memory does not grow with the recording. Standard deviations from the residual variance
 and (W^T W)^-1.
 
@@ -17,10 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ident_framework.hookspecs import hookimpl
+from ident_framework.hookspecs import EstimatorDefaults, LinearProblem, hookimpl
 from ident_framework.identify.linear_problem import stack_factors
 from ident_framework.identify.regularization import check_strengths, spectral_solve
-from ident_framework.interfaces import EstimatorDefaults, LinearProblem
 from ident_framework.triangular import solve_upper
 
 

@@ -63,8 +63,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ident_framework.estimators.rls_plots import plot_convergence, plot_running_rmse
-from ident_framework.hookspecs import hookimpl
-from ident_framework.interfaces import EstimatorDefaults, LinearProblem
+from ident_framework.hookspecs import EstimatorDefaults, LinearProblem, hookimpl
 from ident_framework.triangular import stacked_r
 
 DEFAULT_SAMPLE_PERIOD_S = 0.002  # s, UR's RTDE rate (500 Hz): the step assumed without times

@@ -17,8 +17,7 @@ from ident_framework.estimators.ls import (
     solve_stacked,
     solve_with_covariance,
 )
-from ident_framework.hookspecs import hookimpl
-from ident_framework.interfaces import EstimatorDefaults, LinearProblem
+from ident_framework.hookspecs import EstimatorDefaults, LinearProblem, hookimpl
 
 
 @dataclass

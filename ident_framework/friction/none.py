@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ident_framework.hookspecs import hookimpl
-from ident_framework.interfaces import FrictionModelDefaults
+from ident_framework.hookspecs import FrictionModelDefaults, hookimpl
 
 
 @dataclass

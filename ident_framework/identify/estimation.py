@@ -9,8 +9,7 @@ import numpy as np
 
 from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
-from ident_framework.extension_points import conform
-from ident_framework.interfaces import Estimator, LinearProblem
+from ident_framework.hookspecs import Estimator, LinearProblem, conform
 from ident_framework.model.base_parameters import BaseParameters
 
 

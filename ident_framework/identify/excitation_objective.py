@@ -14,7 +14,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ident_framework.data.dataset import Dataset
-from ident_framework.interfaces import ConditionObjective
+from ident_framework.hookspecs import ConditionObjective
 from ident_framework.model.base_parameters import BaseParameters, TriangularAccumulator
 from ident_framework.model.regressor import RegressorBuilder
 

@@ -15,10 +15,10 @@ import numpy as np
 
 from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
+from ident_framework.hookspecs import LinearProblem, StandardModel
 from ident_framework.identify import kept_rows
 from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.identify.kept_rows import KeptRows
-from ident_framework.interfaces import LinearProblem, StandardModel
 from ident_framework.model import friction_terms
 from ident_framework.model.base_parameters import (
     BaseParameters,
@@ -330,7 +330,7 @@ def chunk_at(data: Dataset, rows: slice, friction: np.ndarray | None = None) -> 
 def standard_model(
     builder: RegressorBuilder, joint_factors: list[np.ndarray], base: BaseParameters
 ) -> StandardModel:
-    """The physical parameterisation behind `base` (see `interfaces.StandardModel`)."""
+    """The physical parameterisation behind `base` (see `hookspecs.StandardModel`)."""
     n = builder.robot.n_joints
     k = len(builder.friction.parameter_names)
     kinds = ["inertial"] * builder.n_inertial + ["friction"] * (n * k)

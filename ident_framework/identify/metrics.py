@@ -9,8 +9,8 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ident_framework.data.dataset import Dataset
+    from ident_framework.hookspecs import Estimator
     from ident_framework.identify.result import TorquePredictions
-    from ident_framework.interfaces import Estimator
     from ident_framework.model.base_parameters import BaseParameters
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ident_framework.interfaces import StandardModel
+from ident_framework.hookspecs import StandardModel
 from ident_framework.model.base_parameters import BaseParameters
 from ident_framework.model.physical_consistency import check_parameters, violations
 from ident_framework.model.robot import RobotModel

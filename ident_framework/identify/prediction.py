@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 from ident_framework.data.dataset import Dataset, recording_rows
+from ident_framework.hookspecs import ResidualInputs, ResidualLearner
 from ident_framework.identify.kept_rows import KeptRows
 from ident_framework.identify.linear_problem import predict_torque
 from ident_framework.identify.result import IdentificationData, TorquePredictions
-from ident_framework.interfaces import ResidualInputs, ResidualLearner
 from ident_framework.model.regressor import RegressorBuilder
 
 

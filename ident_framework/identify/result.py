@@ -18,8 +18,8 @@ from ident_framework.progress import stage_line
 if TYPE_CHECKING:
     from ident_framework.config.run_config import RunConfig
     from ident_framework.data.dataset import Dataset
+    from ident_framework.hookspecs import Estimator, ResidualLearner, Trajectory
     from ident_framework.identify.friction_fit import FrictionFit
-    from ident_framework.interfaces import Estimator, ResidualLearner, Trajectory
     from ident_framework.model.base_parameters import BaseParameters
     from ident_framework.model.regressor import RegressorBuilder
     from ident_framework.model.robot import RobotModel

@@ -1,7 +1,7 @@
 """The engine's view of a friction plugin: linear in its parameters, or with nonlinear ones.
 
 A friction plugin always gives `parameter_names` (linear, per joint) and `basis(dq)`. One with
-nonlinear parameters (`interfaces.NonlinearFrictionModel`) also names them
+nonlinear parameters (`hookspecs.NonlinearFrictionModel`) also names them
 (`nonlinear_names`) and evaluates its basis for given values of them (`basis_along`), possibly
 along a recording in time order (`sequential`: a state such as LuGre's bristle deflection).
 A model may also use the joint temperatures (`uses_temperature`, e.g. `coulomb_viscous` with
@@ -10,7 +10,7 @@ its temperature term): its `basis(dq)` is then the friction at its reference tem
 have a load-dependent column (`load_column`): its basis holds the column per Nm of the joint's
 rigid-body torque, which the regressor multiplies by |tau_load| (`RegressorBuilder`). These helpers
 give all kinds one interface; `check_friction_model` checks that a plugin
-declaring nonlinear parameters implements what the engine calls (`extension_points.conform`).
+declaring nonlinear parameters implements what the engine calls (`hookspecs.conform`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ident_framework.extension_points import conform
+from ident_framework.hookspecs import conform
 
 
 def nonlinear_names(model: Any) -> tuple[str, ...]:
@@ -38,7 +38,7 @@ def is_sequential(model: Any) -> bool:
 
 
 def check_friction_model(model: Any, name: str, distribution: str) -> Any:
-    """`model` given the defaults of the optional members of `interfaces.FrictionModel`;
+    """`model` given the defaults of the optional members of `hookspecs.FrictionModel`;
     UserError naming the plugin and its distribution when a model that declares nonlinear
     parameters lacks a member the engine calls, or is sequential without a stepper."""
     return conform("friction", model, name, distribution)

@@ -24,7 +24,7 @@ import numpy as np
 from ident_framework.model.base_parameters import SHARE_TOLERANCE
 
 if TYPE_CHECKING:
-    from ident_framework.interfaces import StandardModel
+    from ident_framework.hookspecs import StandardModel
 
 N_LINK = 10  # inertial parameters per link
 

@@ -30,7 +30,7 @@ import copy
 import numpy as np
 import pinocchio as pin
 
-from ident_framework.interfaces import FrictionModel
+from ident_framework.hookspecs import FrictionModel
 from ident_framework.model import friction_terms
 from ident_framework.model.coupling import Coupling
 from ident_framework.model.rigid_body_regressor import BatchRegressor, supported

@@ -26,9 +26,9 @@ from ident_framework.data.checks import drop_untrusted
 from ident_framework.data.dataset import Dataset, concatenate
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.errors import UserError
+from ident_framework.hookspecs import Trajectory
 from ident_framework.identify.excitation_objective import make_augmented_condition_objective
 from ident_framework.identify.result import IdentificationResult, StepTimer
-from ident_framework.interfaces import Trajectory
 from ident_framework.modes.pipeline import (
     acquire_validation,
     design_excitation,

@@ -27,6 +27,7 @@ from ident_framework.config.run_config import RunConfig
 from ident_framework.data.checks import drop_untrusted
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.errors import UserError
+from ident_framework.hookspecs import LinearProblem
 from ident_framework.identify.estimation import estimate
 from ident_framework.identify.linear_problem import predict_torque, project_to_base, standard_model
 from ident_framework.identify.metrics import fit_metrics, identifiability_metrics
@@ -36,7 +37,6 @@ from ident_framework.identify.sufficient_statistics import (
     merge,
     statistics_of,
 )
-from ident_framework.interfaces import LinearProblem
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model import friction_terms
 from ident_framework.modes.distributed_parts import read_part

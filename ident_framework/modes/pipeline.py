@@ -17,6 +17,7 @@ from ident_framework.config.run_config import RunConfig
 from ident_framework.data.checks import check_recordings, drop_untrusted
 from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import preprocess
+from ident_framework.hookspecs import ConditionObjective, Trajectory
 from ident_framework.identify.estimation import estimate, require_samples
 from ident_framework.identify.excitation_objective import make_condition_objective
 from ident_framework.identify.friction_fit import fit_nonlinear_friction, shape_for_tuning
@@ -46,7 +47,6 @@ from ident_framework.identify.temperature import resolve_temperature
 from ident_framework.identify.truth import friction_comparison, truth_metrics
 from ident_framework.identify.tuning.friction_variants import select_friction
 from ident_framework.identify.tuning.selection import tuning_applies
-from ident_framework.interfaces import ConditionObjective, Trajectory
 from ident_framework.model import friction_terms
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel, load_robot

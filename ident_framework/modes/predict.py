@@ -25,7 +25,7 @@ from ident_framework.config.run_config import RunConfig, validate_config
 from ident_framework.data.checks import drop_untrusted
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.errors import UserError
-from ident_framework.extension_points import conform
+from ident_framework.hookspecs import ResidualLearner, conform
 from ident_framework.identify.linear_problem import predict_torque
 from ident_framework.identify.metrics import (
     fusion_gain,
@@ -35,7 +35,6 @@ from ident_framework.identify.metrics import (
 )
 from ident_framework.identify.prediction import learner_figures, residual_inputs
 from ident_framework.identify.result import TorquePredictions
-from ident_framework.interfaces import ResidualLearner
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model import friction_terms
 from ident_framework.model.regressor import RegressorBuilder

@@ -12,8 +12,8 @@ from ident_framework.reports import run_files
 from ident_framework.reports.tables import format_cell, markdown_table
 
 if TYPE_CHECKING:
+    from ident_framework.hookspecs import Trajectory
     from ident_framework.identify.result import IdentificationResult
-    from ident_framework.interfaces import Trajectory
 
 R2_SOURCES = {  # which model a round's validation R² is of
     "twin": "twin inverse dynamics (MuJoCo)",

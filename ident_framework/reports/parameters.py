@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ident_framework.hookspecs import FrictionModel
 from ident_framework.identify.result import IdentificationResult
-from ident_framework.interfaces import FrictionModel
 from ident_framework.model import friction_terms
 from ident_framework.model.physical_consistency import com_inertia
 from ident_framework.plain_data import to_plain

@@ -7,9 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from ident_framework.data.segment_filter import JITTER_TOLERANCE
-from ident_framework.extension_points import DISTRIBUTION
+from ident_framework.hookspecs import DISTRIBUTION, FrictionModel
 from ident_framework.identify.result import IdentificationResult
-from ident_framework.interfaces import FrictionModel
 from ident_framework.reports.loop_table import loop_table
 from ident_framework.reports.parameters import (
     coupled_motor_parameters,

@@ -59,11 +59,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ident_framework.errors import UserError
-from ident_framework.hookspecs import hookimpl
-from ident_framework.interfaces import (
+from ident_framework.hookspecs import (
     RESIDUAL_INPUT_FIELDS,
     ResidualInputs,
     ResidualLearnerDefaults,
+    hookimpl,
 )
 from ident_framework.residuals import bpnn_acceptance, bpnn_files, bpnn_trust
 from ident_framework.residuals.bpnn_batches import gather, gather_flags

@@ -1,5 +1,5 @@
 """Input features of the `bpnn` residual learner's per-joint networks, chosen by name
-(`residual.features`), from `interfaces.ResidualInputs`.
+(`residual.features`), from `hookspecs.ResidualInputs`.
 
 position (rad), velocity (rad/s), acceleration (rad/s²): the joint state; sin_position,
 cos_position: sin q and cos q of a revolute joint (an encoding that is the same at q and
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ident_framework.errors import UserError
-from ident_framework.interfaces import ResidualInputs
+from ident_framework.hookspecs import ResidualInputs
 
 FEATURES = {  # name -> (ResidualInputs field, unit)
     "position": ("q", "rad"),

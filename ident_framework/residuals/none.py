@@ -7,8 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ident_framework.hookspecs import hookimpl
-from ident_framework.interfaces import ResidualInputs, ResidualLearnerDefaults
+from ident_framework.hookspecs import ResidualInputs, ResidualLearnerDefaults, hookimpl
 
 
 @dataclass

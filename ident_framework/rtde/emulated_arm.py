@@ -26,7 +26,7 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 
-from ident_framework.interfaces import Trajectory
+from ident_framework.hookspecs import Trajectory
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.ur_description import UR_JOINTS
 from ident_framework.simulation.perturbed_robot import PerturbationParams, perturb_robot

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ident_framework.interfaces import Trajectory
+from ident_framework.hookspecs import Trajectory
 
 
 class PlaybackAborted(Exception):

@@ -31,7 +31,7 @@ import pinocchio as pin
 
 from ident_framework.data.dataset import UNITS, Dataset
 from ident_framework.errors import UserError
-from ident_framework.interfaces import Trajectory
+from ident_framework.hookspecs import Trajectory
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.ur_description import UR_JOINTS
 from ident_framework.per_joint import per_joint_values

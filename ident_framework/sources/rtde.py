@@ -41,8 +41,7 @@ from typing import Any
 from ident_framework.data.csv_log import read_csv_log
 from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
-from ident_framework.hookspecs import hookimpl
-from ident_framework.interfaces import Trajectory
+from ident_framework.hookspecs import Trajectory, hookimpl
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import WorkspaceParams

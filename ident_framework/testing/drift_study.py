@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from ident_framework.data.dataset import Dataset
+from ident_framework.hookspecs import LinearProblem, Trajectory
 from ident_framework.identify.linear_problem import build_problem
-from ident_framework.interfaces import LinearProblem, Trajectory
 from ident_framework.model.base_parameters import BaseParameters
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel

@@ -28,8 +28,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "launch_path",
         "per_joint",
         "hookspecs",
-        "interfaces",
-        "extension_points",
         "parallel_work",
         "triangular",
         "numba_fallback",

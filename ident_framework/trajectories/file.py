@@ -18,7 +18,7 @@ import numpy as np
 import yaml
 
 from ident_framework.errors import UserError
-from ident_framework.interfaces import Trajectory
+from ident_framework.hookspecs import Trajectory
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.ur_description import UR_JOINTS
 from ident_framework.trajectories.fourier_series import (

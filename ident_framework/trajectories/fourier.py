@@ -35,8 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ident_framework.errors import UserError
-from ident_framework.hookspecs import hookimpl
-from ident_framework.interfaces import ConditionObjective
+from ident_framework.hookspecs import ConditionObjective, hookimpl
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import WorkspaceParams
 from ident_framework.trajectories.fourier_series import FourierTrajectory

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ident_framework.errors import UserError
-from ident_framework.interfaces import ConditionObjective
+from ident_framework.hookspecs import ConditionObjective
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import Workspace
 from ident_framework.per_joint import per_joint_values

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ident_framework.interfaces import Trajectory
+from ident_framework.hookspecs import Trajectory
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import Workspace, WorkspaceParams
 from ident_framework.trajectories.joint_move import JointMove

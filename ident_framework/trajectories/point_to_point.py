@@ -24,8 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ident_framework.errors import UserError
-from ident_framework.hookspecs import hookimpl
-from ident_framework.interfaces import ConditionObjective
+from ident_framework.hookspecs import ConditionObjective, hookimpl
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import Workspace, WorkspaceParams
 from ident_framework.trajectories.motion_safety import SafetyLimits, check_trajectory
