@@ -22,9 +22,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ident_framework.config.registry import PluginRegistry
 from ident_framework.config.run_config import SECTION_SCHEMAS, SPLIT, SplitSettings
-from ident_framework.errors import UserError
+from ident_framework.errors import UserError, closest
 from ident_framework.hookspecs import DISTRIBUTION, PLUGIN_GROUPS, POINTS
-from ident_framework.suggestions import closest
 
 # section path -> extension point of the plugin named by its `plugin` key (besides the groups)
 NESTED_PLUGINS = {"source.true_friction": "friction", "validation.trajectory": "trajectory"}

@@ -18,9 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from ident_framework.config.registry import PluginInfo, PluginRegistry
-from ident_framework.errors import UserError
+from ident_framework.errors import UserError, closest
 from ident_framework.hookspecs import DISTRIBUTION, POINTS
-from ident_framework.suggestions import closest
 
 
 def group_values(node: Any, key: str) -> dict[str, Any]:

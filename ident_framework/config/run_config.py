@@ -21,11 +21,10 @@ from ident_framework.config.required_values import missing_values_message
 from ident_framework.config.tuning_settings import TuningSettings
 from ident_framework.data.checks import CheckParams
 from ident_framework.data.preprocessing import PreprocessingParams
-from ident_framework.errors import UserError
+from ident_framework.errors import UserError, did_you_mean
 from ident_framework.hookspecs import PLUGIN_GROUPS
 from ident_framework.model.base_parameters import METHODS
 from ident_framework.model.coupling import CoupledJoints
-from ident_framework.suggestions import did_you_mean
 
 __all__ = ["PLUGIN_GROUPS", "RunConfig", "SelectedPlugin", "validate_config"]
 SPLIT = "split"  # the validation option that holds out the tail of the identification data

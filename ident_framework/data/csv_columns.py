@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ident_framework.errors import UserError
-from ident_framework.suggestions import closest
+from ident_framework.errors import UserError, closest
 
 TORQUE_COLUMNS = ("actual_current_as_torque", "actual_current", "target_moment")
 

@@ -38,8 +38,7 @@ from ident_framework.data.csv_columns import (
 from ident_framework.data.csv_fast import read_used_columns
 from ident_framework.data.csv_mapping import ColumnMapping, checked_mapping, mapped_groups
 from ident_framework.data.dataset import UNITS, Dataset
-from ident_framework.errors import UserError
-from ident_framework.per_joint import per_joint_values
+from ident_framework.errors import UserError, per_joint_values
 
 
 def read_csv_log(

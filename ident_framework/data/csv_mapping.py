@@ -15,8 +15,7 @@ from ident_framework.data.csv_columns import (
     index_ranges,
     summarise_columns,
 )
-from ident_framework.errors import UserError
-from ident_framework.suggestions import closest
+from ident_framework.errors import UserError, closest
 
 # keys of `source.columns` / `validation.columns` (a log whose columns are not the contract's
 # names) -> the contract's column group they stand for ("time": the time column itself)

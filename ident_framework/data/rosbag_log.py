@@ -25,9 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ident_framework.data.dataset import UNITS, Dataset
-from ident_framework.errors import UserError
-from ident_framework.per_joint import per_joint_values
-from ident_framework.suggestions import did_you_mean
+from ident_framework.errors import UserError, did_you_mean, per_joint_values
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 EFFORTS = ("torque", "current")  # what JointState.effort holds: Nm, or motor current in A

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
+from ident_framework.errors import per_joint_values
 from ident_framework.model.robot import N_INERTIAL, RobotModel
 from ident_framework.model.ur_description import UR_JOINTS
-from ident_framework.per_joint import per_joint_values
 
 UR_VISCOUS = (4.0, 4.0, 2.5, 1.0, 1.0, 1.0)  # Nm·s/rad
 UR_COULOMB = (7.0, 7.0, 4.0, 1.5, 1.5, 1.2)  # Nm

@@ -30,11 +30,10 @@ import numpy as np
 import pinocchio as pin
 
 from ident_framework.data.dataset import UNITS, Dataset
-from ident_framework.errors import UserError
+from ident_framework.errors import UserError, per_joint_values
 from ident_framework.hookspecs import Trajectory
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.ur_description import UR_JOINTS
-from ident_framework.per_joint import per_joint_values
 from ident_framework.progress import progress as progress_bar
 from ident_framework.simulation.perturbed_robot import SimulatedTruth, truth_from_robot
 from ident_framework.simulation.thermal import ThermalFriction, with_temperatures

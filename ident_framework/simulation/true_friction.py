@@ -19,10 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ident_framework.errors import UserError
+from ident_framework.errors import UserError, closest, per_joint_values
 from ident_framework.model import friction_terms
-from ident_framework.per_joint import per_joint_values
-from ident_framework.suggestions import closest
 
 
 @dataclass(frozen=True)

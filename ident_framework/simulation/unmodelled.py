@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ident_framework.errors import UserError
-from ident_framework.per_joint import per_joint_values
+from ident_framework.errors import UserError, per_joint_values
 
 UNMODELLED_EFFECTS = ("none", "stribeck", "position", "cogging")
 COGGING_FRACTION = 0.01  # cogging amplitude per unit unmodelled_scale, of the joint's effort limit

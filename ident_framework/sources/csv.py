@@ -25,10 +25,9 @@ from ident_framework.data.csv_log import read_csv_log
 from ident_framework.data.csv_mapping import COLUMN_KEYS, checked_mapping
 from ident_framework.data.dataset import Dataset, concatenate
 from ident_framework.data.samples import resolve_sample
-from ident_framework.errors import UserError
+from ident_framework.errors import UserError, motor_constants
 from ident_framework.hookspecs import hookimpl
 from ident_framework.launch_path import resolve_launch_path
-from ident_framework.per_joint import motor_constants
 
 GLOB_CHARACTERS = "*?["
 

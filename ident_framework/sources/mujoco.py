@@ -22,11 +22,10 @@ from typing import Any
 import numpy as np
 
 from ident_framework.data.dataset import Dataset
-from ident_framework.errors import UserError
+from ident_framework.errors import UserError, per_joint_values
 from ident_framework.hookspecs import Trajectory, hookimpl
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model.robot import RobotModel, urdf_to_mjcf
-from ident_framework.per_joint import per_joint_values
 from ident_framework.simulation.perturbed_robot import (
     PerturbationParams,
     SimulatedTruth,

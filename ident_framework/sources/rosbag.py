@@ -21,9 +21,9 @@ import numpy as np
 from ident_framework.data.dataset import Dataset
 from ident_framework.data.rosbag_log import EFFORTS, STAMPS, read_rosbag_log
 from ident_framework.data.samples import resolve_sample
+from ident_framework.errors import motor_constants
 from ident_framework.hookspecs import hookimpl
 from ident_framework.launch_path import resolve_launch_path
-from ident_framework.per_joint import motor_constants
 
 log = logging.getLogger(__name__)
 CONFIG_PREFIX = {"identification": "source.", "validation": "validation."}

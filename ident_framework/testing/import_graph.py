@@ -23,10 +23,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # base modules: no dependency but each other (and numpy, pluggy, tqdm; numba for the fallback)
     (
         "errors",
-        "suggestions",
         "plain_data",
         "launch_path",
-        "per_joint",
         "hookspecs",
         "parallel_work",
         "triangular",

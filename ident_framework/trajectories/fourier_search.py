@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ident_framework.errors import UserError
+from ident_framework.errors import UserError, per_joint_values
 from ident_framework.hookspecs import ConditionObjective
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import Workspace
-from ident_framework.per_joint import per_joint_values
 from ident_framework.trajectories.angle_coverage import circle_coverage
 from ident_framework.trajectories.fourier_series import (
     FourierTrajectory,
