@@ -36,7 +36,7 @@ def fail(error: UserError) -> None:
 
 @hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name=CONFIG_NAME, version_base="1.3")
 def run_job(cfg: DictConfig) -> float | None:
-    from ident_framework.modes.job import run_one_job
+    from ident_framework.job import run_one_job
 
     try:
         return run_one_job(cfg)

@@ -1,7 +1,150 @@
-"""Command line of fleet mode: `python -m ident_framework.fleet LOGS... [-- OVERRIDES]`
-(see `modes/fleet.py`)."""
+"""Fleet mode and its command line: identify every robot of a fleet from a folder (or list) of
+logs in one command, in parallel through the configured Hydra launcher, then write the fleet
+report (`reports/fleet.py`).
 
-from ident_framework.modes.fleet import main
+    python -m ident_framework.fleet LOGS... [--manifest FILE] [--pattern REGEX] [--out DIR]
+        [--k 3] [--min-spread 0.1] [-- OVERRIDES...]
+
+LOGS: folders (every .csv, .mcap, .db3, .bag in them) or files. Robot and date come from a
+manifest (CSV with columns path, robot and optionally model, date) or from the file name
+(`--pattern`, a regular expression with groups `robot` and optionally `date`; default
+`<robot>_<YYYY-MM-DD>`, else the whole stem is the robot). OVERRIDES go to every job (e.g.
+`hydra/launcher=joblib hydra.launcher.n_jobs=2`, `validation=split`, the default). Every log
+is identified with the same options (`tuning=none` unless overridden: parameters chosen with
+different model options are not comparable). One sweep per robot model and log format; each
+log is one job, validated on its held-out tail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ident_framework.errors import UserError
+from ident_framework.reports import run_files
+from ident_framework.reports.fleet import RobotRun, write_fleet_report
+
+LOG_SOURCES = {".csv": "csv", ".mcap": "rosbag", ".db3": "rosbag", ".bag": "rosbag"}
+DEFAULT_PATTERN = r"^(?P<robot>.+?)_(?P<date>\d{4}-\d{2}-\d{2})$"
+# Every robot with the same model options: a fleet compares parameters, and tuning=cv chooses
+# per log (a wrist's Coulomb friction moved by 25 % between two tanh widths it chose, more than
+# the wear to be flagged). A later override (e.g. tuning=cv) still wins.
+FLEET_DEFAULTS = ("tuning=none",)
+
+
+@dataclass(frozen=True)
+class FleetLog:
+    path: Path
+    robot: str
+    date: str
+    model: str | None
+
+
+def find_logs(items: list[str], manifest: str | None, pattern: str) -> list[FleetLog]:
+    """The fleet's logs with their robot, date and model."""
+    if manifest:
+        return _from_manifest(Path(manifest))
+    paths: list[Path] = []
+    for item in map(Path, items):
+        if item.is_dir():
+            paths += sorted(p for p in item.iterdir() if p.suffix in LOG_SOURCES)
+        elif item.exists():
+            paths.append(item)
+        else:
+            raise UserError(f"fleet: {item} does not exist; give folders or log files.")
+    if not paths:
+        raise UserError(f"fleet: no logs (.csv, .mcap, .db3, .bag) in {items}.")
+    regex = re.compile(pattern)
+    logs = []
+    for path in paths:
+        match = regex.match(path.stem)
+        robot = match.group("robot") if match else path.stem
+        date = (match.groupdict().get("date") or "") if match else ""
+        logs.append(FleetLog(path.resolve(), robot, date, None))
+    return logs
+
+
+def _from_manifest(manifest: Path) -> list[FleetLog]:
+    if not manifest.is_file():
+        raise UserError(f"fleet: the manifest {manifest} does not exist.")
+    with open(manifest, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    if not rows or not {"path", "robot"} <= set(rows[0]):
+        raise UserError(
+            f"fleet: the manifest {manifest} needs a header with columns path, robot (and "
+            "optionally model, date), one row per log."
+        )
+    logs = []
+    for number, row in enumerate(rows, start=2):
+        path = (manifest.parent / row["path"]).resolve()
+        if not path.exists():
+            raise UserError(f"fleet: {manifest} line {number}: {path} does not exist.")
+        logs.append(FleetLog(path, row["robot"], row.get("date") or "", row.get("model") or None))
+    return logs
+
+
+def run_sweeps(logs: list[FleetLog], overrides: list[str], out: Path) -> dict[Path, Path]:
+    """One `-m` sweep per (model, format); returns log path -> its job's run directory."""
+    groups: dict[tuple[str | None, str], list[FleetLog]] = {}
+    for log in logs:
+        groups.setdefault((log.model, LOG_SOURCES.get(log.path.suffix, "rosbag")), []).append(log)
+    done: dict[Path, Path] = {}
+    for (model, source), members in groups.items():
+        sweep = out / "runs" / f"{model or 'robot'}_{source}"
+        paths = ",".join(f"'{log.path}'" for log in members)
+        command = [sys.executable, "-m", "ident_framework", "-m", f"source={source}",
+                   f"source.path={paths}", "validation=split", *FLEET_DEFAULTS, *overrides,
+                   *([f"robot={model}"] if model else []), f"hydra.sweep.dir={sweep}"]  # fmt: skip
+        result = subprocess.run(command, text=True, capture_output=True)
+        if result.returncode not in (0, 2) or not sweep.is_dir():
+            raise UserError(f"fleet: the sweep in {sweep} failed: {result.stderr[-1500:]}")
+        for job in sorted(p for p in sweep.iterdir() if (p / run_files.METRICS).exists()):
+            overrides_file = job / run_files.HYDRA_FOLDER / run_files.HYDRA_OVERRIDES
+            for override in yaml.safe_load(overrides_file.read_text()):
+                if override.startswith("source.path="):
+                    done[Path(override.split("=", 1)[1].strip("'\""))] = job
+    return done
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    overrides = argv[argv.index("--") + 1 :] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
+    parser = argparse.ArgumentParser(prog="python -m ident_framework.fleet")
+    parser.add_argument("logs", nargs="*", help="folders or log files")
+    parser.add_argument("--manifest", help="CSV: path, robot[, model, date]")
+    parser.add_argument("--pattern", default=DEFAULT_PATTERN, help="file stem regex")
+    parser.add_argument("--out", default="fleet", help="output folder (default ./fleet)")
+    parser.add_argument("--k", type=float, default=3.0, help="flag above median + k sigma")
+    parser.add_argument("--min-spread", type=float, default=0.1, help="sigma >= this x median")
+    args = parser.parse_args(argv)
+    try:
+        logs = find_logs(args.logs, args.manifest, args.pattern)
+        out = Path(args.out).resolve()
+        out.mkdir(parents=True, exist_ok=True)
+        done = run_sweeps(logs, overrides, out)
+        runs = [RobotRun.read(log.robot, log.date, done[log.path]) for log in logs
+                if log.path in done]  # fmt: skip
+        if not runs:
+            raise UserError(f"fleet: no log was identified; see the sweeps in {out / 'runs'}.")
+        rows = write_fleet_report(out, runs, args.k, args.min_spread)
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    failed = [str(log.path) for log in logs if log.path not in done]
+    flagged = [f"{r['robot']} {r['joint']}" for r in rows if r["outlier"] or r["trend"]]
+    print(f"fleet report of {len(runs)} logs: {out / 'fleet.md'}; flagged: {flagged or 'none'}")
+    if failed:
+        print(f"error: {len(failed)} logs could not be identified: {failed}", file=sys.stderr)
+        sys.exit(2)
+
 
 if __name__ == "__main__":
     main()

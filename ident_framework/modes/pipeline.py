@@ -4,7 +4,7 @@ robot model -> excitation trajectory -> data (identification + validation) -> pr
 -> [nonlinear friction fit] -> regressor and base parameters -> estimation -> prediction ->
 residual fusion -> metrics -> truth comparison -> physical check -> twin write-back.
 Each step is one call into the module (or plugin) that does it, in `identify/` (and `twin/`);
-`modes/job.py` writes the result into the run directory (`reports/`). `run_pipeline` is the
+`job.py` writes the result into the run directory (`reports/`). `run_pipeline` is the
 whole flow; `closed_loop.py` repeats its steps (`design_excitation`, `acquire_validation`,
 `identify`) with new excitations until the validation fit is good enough.
 """

@@ -41,19 +41,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rtde",),  # a real UR robot over RTDE (uses the simulation for its emulator)
     ("sources",),  # options of source= / validation= (simulator, CSV, RTDE)
     ("reports",),  # the run directory: files, summary, tables, plots
-    ("modes",),  # what a run does: pipeline, closed loop, predict, rehearse; the Hydra job
+    ("modes",),  # what a run does: pipeline, closed loop, predict, rehearse, distributed
     ("testing",),  # helpers for tests and studies
-    # entry points: the public face, the command line (and its process settings), the
-    # compatibility modules
-    (
-        "__init__",
-        "__main__",
-        "command_environment",
-        "rtde_emulator",
-        "rehearsal_gate",
-        "sweep_report",
-        "fleet",
-    ),
+    # entry points: the public face, the command line (its process settings, the Hydra job
+    # that runs the mode a config names) and fleet mode's command line
+    ("__init__", "__main__", "command_environment", "job", "fleet"),
 )
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 
