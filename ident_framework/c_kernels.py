@@ -21,6 +21,18 @@ once per process in one warning line. IDENT_FRAMEWORK_NATIVE=0 asks for the numb
   place (concurrent processes each build whole files; the last rename wins). A folder that
   cannot be made or written, or whose files cannot be loaded (a noexec mount), is passed over
   for a private one in the temp dir (`ident_framework-native-<uid>`, mode 0700, ours).
+- numba (`numba_for_fallback()`), for the fallback kernels (`data/zero_phase_kernel.py`,
+  `model/rigid_body_kernel.py`), set up once: imported only when a numba loop is first
+  needed (its start costs ~0.25-0.3 s and ~110 MB a process). Numba's default threading layer
+  here is GNU OpenMP, which is not fork-safe (a forked child that runs a parallel region after
+  its parent did is aborted; the project forks workers, `parallel_work.py`): unless a layer was
+  chosen (NUMBA_THREADING_LAYER), the fork-safe one is asked for (`"forksafe"`: TBB if
+  installed, else numba's workqueue) before any parallel region has run. And no SciPy: numba's
+  import checks SciPy's version if it finds SciPy, and its first call of any compiled function
+  loads its typing registries, one of which checks for a BLAS by importing scipy.linalg (0.17
+  s, a third of numba's whole start). Our loops use no BLAS: both happen with SciPy hidden
+  (numba then records "no BLAS" for its own np.dot & co., which nothing here compiles), and
+  SciPy imports normally afterwards.
 - Cost (the 2-core test machine, gcc 12): a first build takes 0.14 s (regressor) and 0.22 s
   (filter); afterwards a process pays ~3 ms for both (`cc --version`, ~2 ms, and the dlopen)
   instead of numba's ~0.25-0.3 s (its import and first call) and ~110 MB.
@@ -36,9 +48,11 @@ import os
 import platform
 import shutil
 import stat
+import sys
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -248,3 +262,35 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+@functools.cache
+def numba_for_fallback() -> Any:
+    """The numba module, set up for the fallback kernels (see the module doc): import the
+    kernels' numba from here, in a module imported when its numba loop is first called."""
+    with _scipy_hidden():  # numba's import checks SciPy's version when it finds one
+        import numba
+
+    if numba.config.THREADING_LAYER == "default":  # not chosen (NUMBA_THREADING_LAYER)
+        numba.config.THREADING_LAYER = "forksafe"
+    with _scipy_hidden():  # numba's first call loads its registries: their BLAS check imports SciPy
+        numba.njit(cache=True)(_first_call)()
+    return numba
+
+
+def _first_call() -> int:  # pragma: no cover (compiled by `numba_for_fallback`)
+    return 0
+
+
+@contextmanager
+def _scipy_hidden() -> Iterator[None]:
+    """`import scipy...` raises ImportError inside (unless SciPy is imported already)."""
+    if "scipy" in sys.modules:
+        yield
+        return
+    sys.modules["scipy"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if sys.modules.get("scipy", 0) is None:
+            del sys.modules["scipy"]

@@ -169,8 +169,8 @@ def test_identifying_from_a_log_imports_only_what_it_uses(recorded_logs, tmp_pat
         assert not [m for m in imported if m.split(".")[0] in ("numba", "llvmlite")]
         assert scipy == []
         assert "C kernels unavailable" not in result.stderr + result.stdout
-    else:  # numba looks for SciPy at its import and first call; `numba_fallback.py` makes
-        # those imports fail at once (they appear, halted, with a few µs each)
+    else:  # numba looks for SciPy at its import and first call; `c_kernels` makes those
+        # imports fail at once (they appear, halted, with a few µs each)
         assert sum(us for _, us in scipy) < 1000, scipy
         assert {name for name, _ in scipy} <= {"scipy", "scipy.linalg", "scipy.linalg.cython_blas"}
     # the built-in plugins the config names (the registry imports each when it is looked up)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ident_framework.numba_fallback import numba
+from ident_framework.c_kernels import numba_for_fallback
+
+numba = numba_for_fallback()
 
 njit = numba.njit
 

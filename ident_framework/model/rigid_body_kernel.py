@@ -10,7 +10,9 @@ import math
 
 import numpy as np
 
-from ident_framework.numba_fallback import numba
+from ident_framework.c_kernels import numba_for_fallback
+
+numba = numba_for_fallback()
 
 BLOCK = 128  # samples per parallel iteration of the kernel (each with its own work arrays)
 

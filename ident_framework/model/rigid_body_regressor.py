@@ -36,7 +36,7 @@ mode's, are independent; ctypes releases the GIL), each taking blocks of `BLOCK`
 comes free. Every sample is computed alike wherever it runs: the result does not depend on the
 thread count. Smaller calls, such as the identification's chunks of ~2000 samples, run
 serially. (The numba fallback runs in parallel likewise, over blocks of samples with
-`numba.prange`, its fork-safe threading layer set in `numba_fallback.py`; its workqueue layer
+`numba.prange`, its fork-safe threading layer set in `c_kernels.py`; its workqueue layer
 aborts the process on concurrent parallel regions, so one call at a time runs in parallel
 (`_PARALLEL`) and the others meanwhile serially.)
 

@@ -20,7 +20,7 @@ PACKAGE = "ident_framework"
 
 # The layer order, lowest first: a unit may import units of its own layer or lower, never higher.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # base modules: no dependency but each other (and numpy, pluggy, tqdm; numba for the fallback)
+    # base modules: no dependency but each other (and numpy, pluggy, tqdm; numba for `c_kernels`)
     (
         "errors",
         "plain_data",
@@ -28,7 +28,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "hookspecs",
         "parallel_work",
         "triangular",
-        "numba_fallback",
         "c_kernels",
         "progress",
     ),  # fmt: skip
