@@ -12,7 +12,6 @@ from ident_framework.data.dataset import Dataset
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.identify.linear_problem import joint_row_spaces
 from ident_framework.identify.regressor_setup import regressor_builder
-from ident_framework.identify.regularization import spectral_solve
 from ident_framework.identify.tuning.block_factors import FoldRows, OwnColumns, fold_factors
 from ident_framework.identify.tuning.cross_validation import cross_validate
 from ident_framework.identify.tuning.folds import FoldPlan, motion_period, plan_folds
@@ -24,6 +23,7 @@ from ident_framework.testing.tuning_cases import (
     planted_friction_recording,
     tuning_config,
 )
+from ident_framework.triangular import spectral_solve
 
 _config = tuning_config
 

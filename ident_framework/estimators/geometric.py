@@ -21,7 +21,6 @@ import numpy as np
 
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import EstimatorDefaults, LinearProblem, hookimpl
-from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.identify.geometric_prior import PriorLayout, fit_geometric
 from ident_framework.identify.linear_problem import stack_factors
 from ident_framework.model.physical_consistency import (
@@ -29,6 +28,7 @@ from ident_framework.model.physical_consistency import (
     sign_constrained,
     violations,
 )
+from ident_framework.triangular import one_blas_thread
 
 RESIDUAL_FLOOR = 1e-8  # σ is at least this share of the torque's RMS (noise-free data)
 

@@ -4,7 +4,7 @@ Solved from the per-joint triangular factors of [W_j | tau_j] (see `hookspecs.Li
 so memory does not grow with the recording. Standard deviations from the residual variance
 and (W^T W)^-1.
 
-Optional regularisation for ill-conditioned data (`identify/regularization.py`): `ridge`
+Optional regularisation for ill-conditioned data (`triangular.spectral_solve`): `ridge`
 (Tikhonov toward the nominal parameters of the robot model; friction and offsets toward 0),
 λ = ridge × the largest singular value of the base regressor; `truncate`: truncated SVD, the
 directions whose singular value is below truncate × the largest keep their nominal value.
@@ -19,8 +19,7 @@ import numpy as np
 
 from ident_framework.hookspecs import EstimatorDefaults, LinearProblem, hookimpl
 from ident_framework.identify.linear_problem import stack_factors
-from ident_framework.identify.regularization import check_strengths, spectral_solve
-from ident_framework.triangular import solve_upper
+from ident_framework.triangular import check_strengths, solve_upper, spectral_solve
 
 
 @dataclass

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from ident_framework.data.dataset import Dataset
-from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.parallel_work import shared_zeros
+from ident_framework.triangular import one_blas_thread
 
 KEPT_ROWS_BYTES = 256 * 2**20  # keep a recording's projected regressor rows up to this size
 

@@ -17,7 +17,6 @@ from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import LinearProblem, StandardModel
 from ident_framework.identify import kept_rows
-from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.identify.kept_rows import KeptRows
 from ident_framework.model import friction_terms
 from ident_framework.model.base_parameters import (
@@ -29,7 +28,7 @@ from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
 from ident_framework.parallel_work import forked_map
 from ident_framework.progress import progress as progress_bar
-from ident_framework.triangular import stacked_r
+from ident_framework.triangular import one_blas_thread, stacked_r
 
 
 def chunk_slices(n_samples: int, chunk_size: int) -> Iterator[slice]:

@@ -24,12 +24,11 @@ from functools import cached_property
 import numpy as np
 
 from ident_framework.data.dataset import Dataset
-from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.identify.tuning.folds import FoldLayout
 from ident_framework.model.base_parameters import TriangularAccumulator
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.parallel_work import forked_map
-from ident_framework.triangular import stacked_r
+from ident_framework.triangular import one_blas_thread, stacked_r
 
 CHUNK = 2000  # rows per regressor call
 # the joints' factors are computed in this many groups, side by side on forked workers when

@@ -5,7 +5,7 @@ T_k[:, S + tau_filtered] of the fold's training factor over every column (the ot
 factors merged once per column space, `FoldFactors.training`; exact: QR factors of row blocks
 merge, and R of A[:, S] is R of R_A[:, S]), the base
 parameters are those of all folds together (structural: the same for every fold), the
-estimate is the spectral solve of `identify/regularization.py` (least squares, ridge toward
+estimate is the spectral solve of `triangular.py` (least squares, ridge toward
 the nominal parameters, truncated SVD), and the held-out sum of squares is
 `|R_k[:, S + tau_recorded] [theta; -1]|²` against the torque as recorded.
 
@@ -21,12 +21,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ident_framework.identify.blas_threads import one_blas_thread
 from ident_framework.identify.geometric_prior import PriorLayout, fit_weights
-from ident_framework.identify.regularization import spectral_solve
 from ident_framework.identify.tuning.block_factors import FoldFactors
 from ident_framework.model.base_parameters import BaseParameters
-from ident_framework.triangular import solve_upper, stacked_r
+from ident_framework.triangular import one_blas_thread, solve_upper, spectral_solve, stacked_r
 
 Regulariser = tuple[float, float]  # (ridge, truncate) as shares of the largest singular value
 PLAIN: Regulariser = (0.0, 0.0)
