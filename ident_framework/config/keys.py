@@ -1,6 +1,6 @@
 """The keys each config section accepts, and the message for a key that does not exist (a
 misspelt one): the section's valid keys and the closest match. (Required values left unset,
-`???` in a YAML: `required_values.py`.)
+`???` in a YAML: `run_config.py`.)
 
 A section's keys are those of its composed YAML plus the fields of its schema dataclass: a core
 section's (`run_config.SECTION_SCHEMAS`) or, for a plugin group, the schema the selected

@@ -1,7 +1,9 @@
 """The validated form of a composed Hydra config: every plugin resolved, every value checked.
 
 `validate_config` runs before any job starts (see `preflight.py`) and again inside each job; a
-bad value fails with the config key that holds it.
+bad value fails with the config key that holds it, a required value left unset (`???` in a
+YAML, e.g. `robot=urdf` without `robot.path`) with which option needs which key and an example
+command giving it.
 """
 
 from __future__ import annotations
@@ -10,14 +12,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-from ident_framework.config.distributed_settings import DistributedSettings
 from ident_framework.config.online_settings import OnlineSettings, online_settings
 from ident_framework.config.plugin_config import build_params, group_values, validate_plugin_config
 from ident_framework.config.registry import PluginInfo, PluginRegistry
 from ident_framework.config.rehearsal_settings import RehearsalSettings, check_rehearsal_sources
-from ident_framework.config.required_values import missing_values_message
 from ident_framework.config.tuning_settings import TuningSettings
 from ident_framework.data.checks import CheckParams
 from ident_framework.data.preprocessing import PreprocessingParams
@@ -31,7 +31,7 @@ SPLIT = "split"  # the validation option that holds out the tail of the identifi
 # identify: the pipeline; predict: apply a saved run to data; rehearse: the pipeline on the robot
 # model with planted changes, checked against them (modes/rehearsal/); online: the streaming
 # service beside the robot (modes/online/); factor / combine: exact distributed identification
-# (config/distributed_settings.py)
+# (`DistributedSettings`)
 MODES = ("identify", "predict", "rehearse", "online", "factor", "combine")
 LOOP_DESIGNS = ("seeded", "aimed")  # how the closed loop's later rounds design their excitation
 
@@ -124,6 +124,43 @@ class LoopSettings:
         return self.iterations > 1
 
 
+@dataclass
+class DistributedSettings:
+    """The `distributed:` section: exact distributed identification as map and reduce
+    (`modes/distributed.py`). `mode=factor` (one job per part; a sweep over `distributed.part`
+    on any Hydra launcher) reduces part `part` of `parts` of the source's recording to
+    sufficient statistics; `mode=combine` merges the statistics of `inputs` and solves.
+
+    part: the part this factor job reduces (0 .. parts-1, equal numbers of samples in time
+    order); parts: how many parts the recording is split into; halo_s: s of recording on each
+    side of a part that are preprocessed with it but not identified on (None: four times the
+    low-pass filter's default trim plus the Savitzky-Golay window, enough for the filters'
+    edge transients to decay below rounding, so the parts' preprocessed samples equal the whole
+    recording's); inputs: mode=combine: factor job folders, statistics files or glob patterns
+    (a sweep folder: all its jobs)."""
+
+    part: int = 0
+    parts: int = 1
+    halo_s: float | None = None
+    inputs: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        for key in ("part", "parts"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{key} must be an integer, got {value!r}")
+        if self.parts < 1:
+            raise ValueError(f"parts must be >= 1, got {self.parts}")
+        if not 0 <= self.part < self.parts:
+            raise ValueError(f"part must be in 0 .. parts-1 = {self.parts - 1}, got {self.part}")
+        if self.halo_s is not None and not (math.isfinite(self.halo_s) and self.halo_s >= 0):
+            raise ValueError(f"halo_s must be >= 0 s or null, got {self.halo_s}")
+        if self.inputs is not None:
+            if isinstance(self.inputs, str):
+                self.inputs = [self.inputs]
+            self.inputs = [str(item) for item in self.inputs]
+
+
 @dataclass(frozen=True)
 class SelectedPlugin:
     """A plugin chosen by config, with its validated parameters."""
@@ -181,6 +218,56 @@ SECTION_SCHEMAS: dict[str, type] = {
     "tuning": TuningSettings,
     "distributed": DistributedSettings,
 }
+
+
+# the keys that select an option inside a group's YAML
+SELECTOR_KEYS = ("plugin", "model")
+# required values of the built-in configs: what they are and an example value per option
+REQUIRED_VALUES: dict[str, tuple[str, dict[str, str]]] = {
+    "robot.path": ("the robot's model file", {"urdf": "arm.urdf", "mjcf": "arm.xml"}),
+    "source.path": ("the log to identify from", {"csv": "log.csv", "rosbag": "ident_bag"}),
+    "validation.path": ("the log to validate on", {"csv": "val.csv", "rosbag": "val_bag"}),
+    "source.host": ("the robot's IP address", {"rtde": "192.168.1.10"}),
+}
+COMMAND = "python -m ident_framework"
+
+
+def _option_of(cfg: DictConfig, group: str) -> str | None:
+    node = OmegaConf.select(cfg, group, throw_on_missing=False)
+    if not isinstance(node, DictConfig):
+        return None
+    for selector in SELECTOR_KEYS:
+        if selector in node and not OmegaConf.is_missing(node, selector):
+            value = node[selector]
+            if isinstance(value, str):
+                return value
+    return None
+
+
+def missing_values_message(cfg: DictConfig) -> str | None:
+    """None when every required value of `cfg` is set; otherwise which option needs which key
+    and an example command giving them."""
+    missing = sorted(k for k in OmegaConf.missing_keys(cfg) if not k.startswith("hydra."))
+    if not missing:
+        return None
+    needs, example = [], []
+    for key in missing:
+        group = key.split(".", 1)[0]
+        option = _option_of(cfg, group)
+        what, examples = REQUIRED_VALUES.get(key, ("a value", {}))
+        sample = examples.get(option or "", "VALUE")
+        choice = f"{group}={option}" if option and "." in key else None
+        needs.append(f"{choice + ' needs ' if choice else ''}{key} ({what})")
+        if choice and choice not in example:
+            example.append(choice)
+        example.append(f"{key}={sample}")
+    paths = any(key.rsplit(".", 1)[-1].endswith("path") for key in missing)
+    return (
+        f"Required config value{'s' if len(missing) > 1 else ''} not given: {'; '.join(needs)}. "
+        f"Give {'them' if len(missing) > 1 else 'it'} on the command line, e.g. "
+        f"`{COMMAND} {' '.join(example)}`"
+        + (" (a relative path is taken from the directory you launch from)." if paths else ".")
+    )
 
 
 def _section(cfg: DictConfig, key: str) -> dict[str, Any]:
