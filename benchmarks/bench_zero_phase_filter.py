@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from ident_framework.data.zero_phase_lowpass import (
+from ident_framework.data.filters import (
     butterworth_lowpass,
     c_kernel,
     zero_phase_filter,

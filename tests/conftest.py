@@ -36,7 +36,7 @@ def kernel_engine(request, monkeypatch) -> str:
     where no C compiler is found, failed where one is and they do not build) and their numba
     fallback (IDENT_FRAMEWORK_NATIVE=0)."""
     from ident_framework import c_kernels
-    from ident_framework.data.zero_phase_lowpass import c_kernel as filter_kernel
+    from ident_framework.data.filters import c_kernel as filter_kernel
     from ident_framework.model.rigid_body_regressor import c_kernel as regressor_kernel
 
     if request.param == "numba":

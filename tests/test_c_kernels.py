@@ -25,8 +25,8 @@ PROBE = """
 import json, sys
 import numpy as np
 import pinocchio as pin
-from ident_framework.data.zero_phase_lowpass import butterworth_lowpass, zero_phase_filter
-from ident_framework.data.zero_phase_lowpass import c_kernel as filter_kernel
+from ident_framework.data.filters import butterworth_lowpass, zero_phase_filter
+from ident_framework.data.filters import c_kernel as filter_kernel
 from ident_framework.model.rigid_body_regressor import BatchRegressor
 from ident_framework.model.rigid_body_regressor import c_kernel as regressor_kernel
 from ident_framework.model.robot import load_robot

@@ -143,7 +143,7 @@ NOT_FOR_A_LOG = (
 def test_identifying_from_a_log_imports_only_what_it_uses(recorded_logs, tmp_path: Path):
     """The whole command on a recorded log, tuning included, as `python -X importtime` sees
     it: no SciPy module is imported (scipy.linalg alone costs 0.16 s, scipy.signal 0.5 s;
-    `triangular.py`, `data/zero_phase_lowpass.py`), nor numba or llvmlite where a C compiler
+    `triangular.py`, `data/filters.py`), nor numba or llvmlite where a C compiler
     builds the compiled loops (`c_kernels.py`; numba costs ~0.45 s and ~100 MB), nor pandas,
     nor a built-in plugin the config does not name, nor a module of what the run does not do
     (`NOT_FOR_A_LOG`); and the prompt exit keeps every output."""

@@ -300,7 +300,7 @@ def test_wheel_ships_and_builds_the_c_kernels(venv_python: Path, tmp_path: Path)
     files (a fresh cache), so a run needs no numba."""
     code = (
         "import sys\n"
-        "from ident_framework.data.zero_phase_lowpass import c_kernel as f\n"
+        "from ident_framework.data.filters import c_kernel as f\n"
         "from ident_framework.model.rigid_body_regressor import c_kernel as r\n"
         "print(r()._name, f()._name, 'numba' in sys.modules)\n"
     )

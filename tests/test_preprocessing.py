@@ -273,16 +273,16 @@ def test_the_unfiltered_velocity_is_computed_only_when_parallel_filtering_asks(
     """Only parallel filtering of friction columns uses the unfiltered velocity; the tuning
     preprocesses a recording ten times and never asks for it, so differentiating the
     recorded q for it waits until `FilterSegment.dq` is read (then it is what it was)."""
-    import ident_framework.data.segment_filter as segment_filter
+    import ident_framework.data.preprocessing as preprocessing
 
     calls = []
-    real = segment_filter.savgol_derivative
+    real = preprocessing.savgol_derivative
 
     def counted(x, *args, **kwargs):
         calls.append(x.shape)
         return real(x, *args, **kwargs)
 
-    monkeypatch.setattr(segment_filter, "savgol_derivative", counted)
+    monkeypatch.setattr(preprocessing, "savgol_derivative", counted)
     data = dataset(uniform_500hz())
     out = preprocess(data, PreprocessingParams(use_measured_velocity=measured_velocity))
     assert len(calls) == (1 if measured_velocity else 2)  # ddq; and dq from q
@@ -303,7 +303,7 @@ def test_parallel_filtering_batches_across_functions_and_skips_unwanted_joints(
     the same columns, to rounding); a joint left out of a function's `keep` mask is zero and
     never filtered; each column equals its own zero-phase filter at the kept rows."""
     import ident_framework.data.parallel_filter as parallel_filter
-    from ident_framework.data.zero_phase_lowpass import zero_phase_filter
+    from ident_framework.data.filters import zero_phase_filter
 
     out = preprocess(dataset(uniform_500hz()), PreprocessingParams(lowpass_hz=10.0))
     pf = out.parallel_filter

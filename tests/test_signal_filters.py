@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from scipy import signal
 
-from ident_framework.data.savitzky_golay import savgol_derivative
-from ident_framework.data.zero_phase_lowpass import (
+from ident_framework.data.filters import (
     butterworth_lowpass,
     pad_length,
+    savgol_derivative,
     zero_phase_filter,
     zero_phase_filter_channels,
     zero_phase_filter_parts,
@@ -174,7 +174,7 @@ def test_c_and_numba_filters_agree_bit_for_bit(channels: int, monkeypatch) -> No
     C-ordered inputs, written into a strided view of a wider output: the C kernel gives the
     numba kernel's bits (and SciPy's to 1e-12)."""
     from ident_framework import c_kernels
-    from ident_framework.data.zero_phase_lowpass import _run_kernel, c_kernel
+    from ident_framework.data.filters import _run_kernel, c_kernel
 
     if not c_kernels.compiler_found():
         pytest.skip("no C compiler")

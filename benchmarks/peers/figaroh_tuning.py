@@ -52,7 +52,7 @@ class Setting:
 
 def settling_samples(cutoff_hz: float, fs: float, order: int, from_position: bool) -> int:
     """Samples after which the filters' edge error of ddq is below 1e-4 of max |ddq|, by the
-    rule measured for the project's own zero-phase Butterworth (data/segment_filter.py): 12
+    rule measured for the project's own zero-phase Butterworth (data/preprocessing.py): 12
     time constants of the slowest pole when ddq is two derivatives of the filtered q, 8 when
     one of the filtered recorded dq, plus half FIGAROH's median window."""
     time_constant = 1.0 / (2 * math.pi * cutoff_hz * math.sin(math.pi / (2 * order)))

@@ -20,8 +20,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ident_framework.data.cubic_spline import cubic_spline
-from ident_framework.data.zero_phase_lowpass import zero_phase_filter_channels
+from ident_framework.data.filters import cubic_spline, zero_phase_filter_channels
 
 # (t (M,) s, dq (M, n) rad/s) -> (M, c, k) friction columns
 CHANNELS_AT_ONCE = 48  # columns filtered together at most (buffers ~3 x M x 48 doubles)

@@ -1,5 +1,5 @@
 /* The zero-phase filter's compiled loop in C99 (built and loaded by ident_framework/
- * c_kernels.py; driven by `_run_kernel` in data/zero_phase_lowpass.py). It gives the numba
+ * c_kernels.py; driven by `_run_kernel` in data/filters.py). It gives the numba
  * kernel's results (zero_phase_kernel.py) bit for bit: every value goes through the same
  * floating-point operations (compiled without FMA contraction or fast-math).
  *

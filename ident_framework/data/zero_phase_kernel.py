@@ -1,6 +1,6 @@
 """The zero-phase filter's numba loops: the fallback where the C kernel beside it
 (`zero_phase_kernel.c`, the same operations per value) cannot be built (`c_kernels.py`).
-Imported by `zero_phase_lowpass` on its first numba call, so that commands that do not need it
+Imported by `filters.py` on its first numba call, so that commands that do not need it
 do not import numba."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ident_framework.data.segment_filter import JITTER_TOLERANCE
+from ident_framework.data.preprocessing import JITTER_TOLERANCE
 from ident_framework.hookspecs import DISTRIBUTION, FrictionModel
 from ident_framework.identify.result import IdentificationResult
 from ident_framework.reports.loop_table import loop_table

@@ -13,8 +13,8 @@ import numpy as np
 
 from ident_framework.config.run_config import RunConfig
 from ident_framework.data.checks import check_recording, trusted_at
-from ident_framework.data.cubic_spline import preload as preload_cubic_spline
 from ident_framework.data.dataset import Dataset, concatenate
+from ident_framework.data.filters import preload as preload_cubic_spline
 from ident_framework.data.preprocessing import preprocess, resamples_any
 from ident_framework.identify.linear_problem import (
     joint_row_spaces,

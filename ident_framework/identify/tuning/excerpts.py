@@ -21,8 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ident_framework.data.dataset import Dataset
-from ident_framework.data.preprocessing import PreprocessingParams, recording_steps
-from ident_framework.data.segment_filter import default_trim_s
+from ident_framework.data.preprocessing import PreprocessingParams, default_trim_s, recording_steps
 from ident_framework.identify.tuning.folds import FoldPlan
 
 # halo on each side of a window, in filter edges of the candidate preprocessing with the

@@ -1,9 +1,11 @@
-"""Zero-phase Butterworth low-pass: design and forward-backward filtering.
+"""The signal filters of the preprocessing, in numpy (and a compiled loop): a zero-phase
+Butterworth low-pass (design and forward-backward filtering), Savitzky-Golay differentiation
+and cubic-spline interpolation (jittery logs onto a uniform grid and back).
 
-The same filter as ``scipy.signal.butter(order, cutoff, fs=rate, output="sos")`` followed by
-``scipy.signal.sosfiltfilt(sos, x, axis=0)`` (odd extension of 3 × (2 × sections + 1) samples
-at both ends, each pass started in the steady state of its first sample), equal to it to
-rounding (tests compare both). It exists because importing ``scipy.signal`` costs ~0.5 s
+Low-pass. The same filter as ``scipy.signal.butter(order, cutoff, fs=rate, output="sos")``
+followed by ``scipy.signal.sosfiltfilt(sos, x, axis=0)`` (odd extension of 3 × (2 × sections
++ 1) samples at both ends, each pass started in the steady state of its first sample), equal
+to it to rounding (tests compare both). It exists because importing ``scipy.signal`` costs ~0.5 s
 since SciPy 1.15 (it rewrites the docstrings of ~700 functions and imports scipy.stats), a
 quarter of a whole identification command at 10⁵ samples.
 
@@ -17,6 +19,16 @@ independent recursions overlap in the processor instead of each waiting on its o
 samples, order 4 (`benchmarks/bench_zero_phase_filter.py`, best of 5): 4-5.5 ns per sample and
 channel for channels in rows (parallel friction columns), 5-8 ns for columns of a (N, ch)
 array (numba's: 4-6.5 and 4-8.5 ns), against 13-21 ns for SciPy's sosfiltfilt.
+
+Differentiation (`savgol_derivative`). The same as ``scipy.signal.savgol_filter(x, window,
+polyorder, deriv, delta, axis=0)`` in its default mode "interp" (equal to rounding; tests
+compare both): inside, the least-squares polynomial of each centred window differentiated at
+its centre (one weighted sum per sample); in the first and last half windows, the polynomial
+fitted to the first and last whole window, differentiated at each sample. Written here so that
+preprocessing does not import scipy.signal.
+
+Interpolation (`cubic_spline`): scipy.interpolate is imported only when a jittery log needs
+it (it costs ~0.2 s).
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ from __future__ import annotations
 import ctypes
 import math
 from ctypes import c_int, c_int64, c_void_p
+from functools import cache
 
 import numpy as np
 
@@ -155,3 +168,65 @@ def _steady_state(sos: np.ndarray) -> np.ndarray:
         zi[i] = np.linalg.solve(np.eye(2) - local, drive) * level
         level *= (b0 + b1 + b2) / (1.0 + a1 + a2)
     return zi
+
+
+def savgol_derivative(
+    x: np.ndarray, window: int, polyorder: int, deriv: int = 1, delta: float = 1.0
+) -> np.ndarray:
+    """d^deriv x / dt^deriv (N, ...) of samples `x` (N, ...) `delta` s apart, by local
+    polynomials of `polyorder` over odd `window` samples (N ≥ window > polyorder)."""
+    if window % 2 != 1 or not polyorder < window <= len(x):
+        raise ValueError(f"Savitzky-Golay window {window} for order {polyorder}, {len(x)} samples")
+    x = np.asarray(x, dtype=float)
+    # contiguous: a column block of a wider array (as preprocessing passes) runs 4 x slower
+    flat = np.ascontiguousarray(x.reshape(len(x), -1))
+    half = window // 2
+    weights, first, last = _operators(window, polyorder, deriv, float(delta))
+    out = np.empty_like(flat)
+    inner = out[half : len(flat) - half]
+    inner[:] = weights[0] * flat[: len(flat) - 2 * half]
+    for k in range(1, window):
+        inner += weights[k] * flat[k : len(flat) - 2 * half + k]
+    out[:half] = first @ flat[:window]
+    out[len(flat) - half :] = last @ flat[-window:]
+    return out.reshape(x.shape)
+
+
+@cache
+def _operators(
+    window: int, polyorder: int, deriv: int, delta: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the centred window's weights (window,), the first and the last half window's
+    operators (half, window)): the deriv-th derivative, at each position, of the polynomial
+    of `polyorder` least-squares fitted to a whole window, as linear maps of its samples."""
+    half = window // 2
+    offsets = np.arange(-half, half + 1, dtype=float)
+    target = np.zeros(polyorder + 1)
+    target[deriv] = math.factorial(deriv) / delta**deriv
+    weights = np.linalg.lstsq(offsets ** np.arange(polyorder + 1)[:, None], target, rcond=None)[0]
+    positions = np.arange(window, dtype=float)
+    # coefficients = pinv(V) @ values for V the (window, polyorder + 1) Vandermonde matrix
+    fit = np.linalg.pinv(positions[:, None] ** np.arange(polyorder + 1))
+    powers = np.arange(polyorder + 1)
+    factor = np.array([math.perm(p, deriv) for p in powers], dtype=float)
+    shifted = np.maximum(powers - deriv, 0)
+    derivative = factor * positions[:, None] ** shifted / delta**deriv  # (window, order + 1)
+    edges = derivative @ fit
+    for operator in (weights, edges):
+        operator.flags.writeable = False
+    return weights, edges[:half], edges[window - half :]
+
+
+def cubic_spline(t: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """`values` (M, ...) at increasing times `t` (M,) s, interpolated at `at` (K,) s by a
+    not-a-knot cubic spline along axis 0 (scipy.interpolate is imported only here: only
+    jittery logs need it, and it costs ~0.2 s)."""
+    from scipy.interpolate import CubicSpline
+
+    return CubicSpline(t, values, axis=0)(at)
+
+
+def preload() -> None:
+    """Import scipy.interpolate now (~0.4 s with the scipy.linalg it pulls in): before forking
+    workers that will resample, so that they inherit it instead of each importing it."""
+    import scipy.interpolate  # noqa: F401
