@@ -267,7 +267,7 @@ class LinearProblem:
     chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]]
     standard: StandardModel | None = None
     kept_rows: Any = (
-        None  # the engine's own: rows kept for prediction (identify.kept_rows.KeptRows)
+        None  # the engine's own: rows kept for prediction (identify.linear_problem.KeptRows)
     )
 
     @property

@@ -25,9 +25,8 @@ from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
 from ident_framework.estimators.rls import RecursiveLeastSquares, RecursiveLeastSquaresParams
 from ident_framework.estimators.wls import WeightedLeastSquares, WeightedLeastSquaresParams
 from ident_framework.identify.linear_problem import build_problem, predict_torque
-from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.model.coupling import Coupling
-from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.regressor import RegressorBuilder, regressor_builder
 from ident_framework.model.robot import load_robot
 from ident_framework.testing.cli import REPO, SHARED, run_cli
 from ident_framework.testing.known_truth import exact_dataset, known_truth_setup

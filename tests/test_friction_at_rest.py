@@ -9,9 +9,9 @@ import pytest
 
 from ident_framework.data.dataset import Dataset
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
-from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.tuning.selection import select_options
 from ident_framework.model import friction_terms
+from ident_framework.model.regressor import regressor_builder
 from ident_framework.model.robot import load_robot
 from ident_framework.testing.known_truth import sines
 from ident_framework.testing.tuning_cases import tuning_config

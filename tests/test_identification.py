@@ -122,7 +122,7 @@ def test_kept_rows_predict_what_a_second_regressor_pass_predicts(true_setup, mon
     """build_problem keeps the projected rows of the identification data (within
     KEPT_ROWS_BYTES): its prediction equals Y theta recomputed from Pinocchio, for any theta;
     another dataset, or rows over the budget, take the second pass."""
-    from ident_framework.identify import kept_rows
+    from ident_framework.identify import linear_problem
 
     builder, theta = true_setup
     train = exact_dataset(builder, theta, seed=1)
@@ -141,7 +141,7 @@ def test_kept_rows_predict_what_a_second_regressor_pass_predicts(true_setup, mon
         predict_torque(builder, other, theta, 500, kept=kept),
         predict_torque(builder, other, theta, 500),
     )
-    monkeypatch.setattr(kept_rows, "KEPT_ROWS_BYTES", 1000)
+    monkeypatch.setattr(linear_problem, "KEPT_ROWS_BYTES", 1000)
     assert build_problem(builder, train, 700, 1e-8, progress=False)[0].kept_rows is None
 
 

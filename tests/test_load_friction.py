@@ -25,9 +25,8 @@ from ident_framework.identify.linear_problem import (
     standard_model,
 )
 from ident_framework.identify.load_friction import resolve_load
-from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.result import StepTimer
-from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.regressor import RegressorBuilder, regressor_builder
 from ident_framework.modes.pipeline import identify
 from ident_framework.testing.cli import error_message, run_cli
 from ident_framework.testing.known_truth import TRUE_ARMATURE, known_truth_setup, sines

@@ -17,9 +17,9 @@ from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.data.csv_log import write_csv_log
 from ident_framework.data.dataset import Dataset
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
-from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.result import StepTimer
 from ident_framework.identify.temperature import with_temperature
+from ident_framework.model.regressor import regressor_builder
 from ident_framework.modes.pipeline import identify, run_pipeline
 from ident_framework.testing.cli import error_message, run_cli
 from ident_framework.testing.known_truth import (

@@ -11,11 +11,11 @@ import pytest
 from ident_framework.data.dataset import Dataset
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.identify.linear_problem import joint_row_spaces
-from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.tuning.block_factors import FoldRows, OwnColumns, fold_factors
 from ident_framework.identify.tuning.cross_validation import cross_validate
 from ident_framework.identify.tuning.folds import FoldPlan, motion_period, plan_folds
 from ident_framework.identify.tuning.selection import apply_chosen, select_options
+from ident_framework.model.regressor import regressor_builder
 from ident_framework.model.robot import load_robot
 from ident_framework.testing.known_truth import sines
 from ident_framework.testing.tuning_cases import (

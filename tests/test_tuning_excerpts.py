@@ -9,11 +9,11 @@ import pytest
 from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import PreprocessingParams, preprocess
 from ident_framework.identify.linear_problem import parallel_friction_basis
-from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.tuning import column_spaces
 from ident_framework.identify.tuning.excerpts import WINDOWS_PER_FOLD, halo_s, plan_excerpts
 from ident_framework.identify.tuning.folds import plan_folds
 from ident_framework.identify.tuning.selection import select_options
+from ident_framework.model.regressor import regressor_builder
 from ident_framework.model.robot import load_robot
 from ident_framework.testing.known_truth import sines
 from ident_framework.testing.tuning_cases import planted_friction_recording, tuning_config

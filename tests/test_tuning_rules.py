@@ -12,7 +12,6 @@ import pytest
 
 from ident_framework.data.dataset import Dataset
 from ident_framework.identify.linear_problem import joint_row_spaces
-from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.tuning.block_factors import FoldRows, OwnColumns, fold_factors
 from ident_framework.identify.tuning.cross_validation import cross_validate
 from ident_framework.identify.tuning.folds import (
@@ -25,6 +24,7 @@ from ident_framework.identify.tuning.folds import (
 from ident_framework.identify.tuning.rules import choose, complexity, stability
 from ident_framework.identify.tuning.search import Candidate
 from ident_framework.identify.tuning.selection import select_options
+from ident_framework.model.regressor import regressor_builder
 from ident_framework.model.robot import load_robot
 from ident_framework.reports.tuning_report import tuning_lines, write_tuning_table
 from ident_framework.testing.tuning_cases import exact_ur5e_recording

@@ -1,23 +1,25 @@
-"""From a preprocessed dataset to the least-squares problem in base parameters, in chunks.
+"""From a preprocessed dataset to the least-squares problem in base parameters, in chunks,
+and its solution by the configured estimator (`estimate`).
 
 One pass over the data accumulates, per joint, the triangular factor of [Y_j | tau_j] in the
 standard parameters (memory independent of the number of samples). The base parameters come
 from the SVD of the stacked factor; the per-joint factors are then projected onto them, so
 the estimators never need the regressor in memory. Estimators that work sample by sample get
-a re-stream of base-regressor chunks.
+a re-stream of base-regressor chunks. The pass also keeps the projected regressor rows of the
+recording (`KeptRows`, up to KEPT_ROWS_BYTES), so that its torque prediction needs no second
+pass of Pinocchio.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
-from ident_framework.hookspecs import LinearProblem, StandardModel
-from ident_framework.identify import kept_rows
-from ident_framework.identify.kept_rows import KeptRows
+from ident_framework.hookspecs import Estimator, LinearProblem, StandardModel, conform
 from ident_framework.model import friction_terms
 from ident_framework.model.base_parameters import (
     BaseParameters,
@@ -26,7 +28,7 @@ from ident_framework.model.base_parameters import (
 )
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
-from ident_framework.parallel_work import forked_map
+from ident_framework.parallel_work import forked_map, shared_zeros
 from ident_framework.progress import progress as progress_bar
 from ident_framework.triangular import one_blas_thread, stacked_r
 
@@ -47,6 +49,7 @@ Chunk = tuple[np.ndarray, ...]
 
 
 STRUCTURAL_TOLERANCE = 1e-12  # relative singular value below which a row direction is void
+KEPT_ROWS_BYTES = 256 * 2**20  # keep a recording's projected regressor rows up to this size
 
 
 def joint_row_spaces(builder: RegressorBuilder, n_states: int = 400, seed: int = 0) -> list:
@@ -97,6 +100,48 @@ def _row_spaces(builder: RegressorBuilder, n_states: int, seed: int) -> list[np.
 # samples per task of the factor pass: fixed, so that the factors do not depend on how many
 # workers ran the tasks (`factor_pass`)
 TASK_SAMPLES = 10_000
+
+
+class KeptRows:
+    """Per joint j, A_j P_j (N, k_j) (row j's subtree part in its row space, see
+    `linear_problem.joint_row_spaces`), and the own columns (N, n, e) of every row, in
+    recording order; in memory shared with the factor pass's forked workers, which write
+    their rows (`store`). `predict(theta)` = Y theta (N, n) in Nm, to rounding
+    (A_j = A_j P_j P_j^T exactly)."""
+
+    def __init__(self, builder: RegressorBuilder, spaces: list[np.ndarray], data: Dataset):
+        n = builder.robot.n_joints
+        self._q = data.q  # the recording these rows are of (by identity)
+        self.n_samples = data.n_samples
+        self.spaces = spaces
+        self.subtree = [builder.subtree_columns(j) for j in range(n)]
+        self.own_columns = [builder.own_columns(j) for j in range(n)]
+        self.projected = [shared_zeros((data.n_samples, s.shape[1])) for s in spaces]
+        self.own = shared_zeros((data.n_samples, n, len(self.own_columns[0]) if n else 0))
+
+    @staticmethod
+    def bytes_needed(builder: RegressorBuilder, n_samples: int, spaces: list[np.ndarray]) -> int:
+        n = builder.robot.n_joints
+        width = sum(s.shape[1] for s in spaces)
+        width += sum(len(builder.own_columns(j)) for j in range(n))
+        return 8 * width * n_samples
+
+    def belongs_to(self, data: Dataset) -> bool:
+        return data.q is self._q and data.n_samples == self.n_samples
+
+    def store(self, rows: slice, projected: list[np.ndarray], own: np.ndarray) -> None:
+        """The projected rows and own columns of the recording's `rows`."""
+        for j, block in enumerate(projected):
+            self.projected[j][rows] = block
+        self.own[rows] = own
+
+    def predict(self, theta: np.ndarray) -> np.ndarray:
+        out = np.empty((self.n_samples, len(self.spaces)))
+        with one_blas_thread():
+            for j, (space, cols) in enumerate(zip(self.spaces, self.subtree, strict=True)):
+                own = self.own[:, j] @ theta[self.own_columns[j]]
+                out[:, j] = self.projected[j] @ (space.T @ theta[cols]) + own
+        return out
 
 
 class JointAccumulators:
@@ -371,7 +416,7 @@ def build_problem(
     friction = recording_friction(builder, data)
     keep = None
     spaces = joint_row_spaces(builder)
-    if KeptRows.bytes_needed(builder, data.n_samples, spaces) <= kept_rows.KEPT_ROWS_BYTES:
+    if KeptRows.bytes_needed(builder, data.n_samples, spaces) <= KEPT_ROWS_BYTES:
         keep = KeptRows(builder, spaces, data)
     joint_factors, n_samples = factor_pass(builder, data, chunk_size, friction, keep, progress)
     base, base_factors, cond = project_to_base(
@@ -413,3 +458,34 @@ def predict_torque(
 
 def _rows(friction: np.ndarray | None, rows: slice) -> np.ndarray | None:
     return None if friction is None else friction[rows]
+
+
+def require_samples(data: Dataset, n_parameters: int, role: str) -> None:
+    """UserError when `data` has fewer samples than the model has parameters."""
+    if data.n_samples < n_parameters:
+        where = data.metadata.get("path", data.metadata.get("source", "the recording"))
+        raise UserError(
+            f"The {role} data ({where}) has {data.n_samples} samples after preprocessing, fewer "
+            f"than the {n_parameters} parameters of the model: the identification would be "
+            "underdetermined. Record a longer motion (tens of seconds) or use fewer regressor "
+            "columns (friction=none, regressor.armature=false)."
+        )
+
+
+def estimate(
+    selected: Any, problem: LinearProblem, base: BaseParameters
+) -> tuple[Estimator, np.ndarray]:
+    """(fitted estimator, standard parameters theta) of the selected estimator plugin
+    (`config.run_config.SelectedPlugin`). Estimators of physical parameters give all of them
+    (`standard_coef_`); the others give base parameters, mapped to the minimum-norm standard
+    vector."""
+    fitted = selected.create().fit(problem)
+    info = selected.info
+    estimator = conform(info.kind, fitted, info.name, info.distribution, fitted=True)
+    standard = estimator.standard_coef_
+    theta = (
+        np.asarray(standard)
+        if standard is not None
+        else base.to_standard(np.asarray(estimator.coef_))
+    )
+    return estimator, theta

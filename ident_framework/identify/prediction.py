@@ -11,8 +11,7 @@ import numpy as np
 
 from ident_framework.data.dataset import Dataset, recording_rows
 from ident_framework.hookspecs import ResidualInputs, ResidualLearner
-from ident_framework.identify.kept_rows import KeptRows
-from ident_framework.identify.linear_problem import predict_torque
+from ident_framework.identify.linear_problem import KeptRows, predict_torque
 from ident_framework.identify.result import IdentificationData, TorquePredictions
 from ident_framework.model.regressor import RegressorBuilder
 

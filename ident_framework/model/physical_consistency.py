@@ -13,18 +13,22 @@ with I the rotational inertia about the frame origin and h = m c, is positive se
 centre of mass positive definite, triangle inequalities of its principal moments, J ⪰ 0.
 `check_parameters` checks a whole standard parameter vector (also friction >= 0 and rotor
 inertia >= 0). The twin write-back must refuse parameters for which any list is non-empty.
+`physical_check` is the pipeline's step: which conditions the identified standard parameters
+break, and how much of each link mass the data determine.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ident_framework.model.base_parameters import SHARE_TOLERANCE
+from ident_framework.model.base_parameters import SHARE_TOLERANCE, BaseParameters
 
 if TYPE_CHECKING:
     from ident_framework.hookspecs import StandardModel
+    from ident_framework.model.robot import RobotModel
 
 N_LINK = 10  # inertial parameters per link
 
@@ -181,3 +185,32 @@ def is_consistent(report: dict[str, list[str]]) -> bool:
 
 def _fmt(values: np.ndarray) -> str:
     return "[" + ", ".join(f"{v:.6g}" for v in values) + "]"
+
+
+@dataclass
+class PhysicalCheck:
+    """violations: "<link or part>: <condition>" for each broken condition (empty: valid);
+    mass_share (n,): how much of each link mass the data determine (None: all of it)."""
+
+    violations: list[str]
+    mass_share: np.ndarray | None
+
+    @property
+    def valid(self) -> bool:
+        return not self.violations
+
+
+def physical_check(
+    theta: np.ndarray,
+    standard: StandardModel,
+    robot: RobotModel,
+    base: BaseParameters,
+    from_base_parameters: bool,
+) -> PhysicalCheck:
+    """Check `theta` (standard parameters). Parameters mapped from base parameters
+    (`from_base_parameters`) leave what no torque depends on at zero: a link mass of that kind
+    is reported as not identifiable, not as a negative mass."""
+    share = base.identifiable_share() if from_base_parameters else None
+    report = check_parameters(theta, standard, list(robot.joint_names), 1e-12, share)
+    mass_share = None if share is None else share[: 10 * robot.n_joints : 10]
+    return PhysicalCheck(violations(report), mass_share)

@@ -21,11 +21,15 @@ rows it computes anyway and its `load_inertial`, `load_armature` (the robot's no
 parameters and rotor inertia, i.e. its RNEA, until `with_load` sets fitted ones): no measured
 torque, no extra Pinocchio call. A coupled motor has no load term (the load of its two joints
 is shared): its fL column is zero, so that parameter is not identified.
+
+`regressor_builder(config, robot)` is the regressor a run's config asks for: friction plugin,
+rotor inertia, offsets, coupled motors (`robot.coupled_joints`).
 """
 
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import numpy as np
 import pinocchio as pin
@@ -33,6 +37,7 @@ import pinocchio as pin
 from ident_framework.hookspecs import FrictionModel
 from ident_framework.model import friction_terms
 from ident_framework.model.coupling import Coupling
+from ident_framework.model.coupling import resolve as resolve_couplings
 from ident_framework.model.rigid_body_regressor import BatchRegressor, supported
 from ident_framework.model.robot import RobotModel
 
@@ -329,3 +334,19 @@ class RegressorBuilder:
         if theta.size != self.n_parameters:
             raise ValueError(f"{theta.size} parameters given, regressor has {self.n_parameters}")
         return theta
+
+
+def regressor_builder(config: Any, robot: RobotModel) -> RegressorBuilder:
+    """The regressor of `robot` with the friction plugin and regressor columns of `config`
+    (a `config.run_config.RunConfig`)."""
+    model = config.plugins["friction"].create()
+    return RegressorBuilder(
+        robot,
+        model,
+        armature=config.regressor.armature,
+        torque_offset=config.regressor.torque_offset,
+        parallel_friction=config.preprocessing.parallel_friction(
+            friction_terms.is_nonlinear(model)
+        ),
+        couplings=resolve_couplings(config.robot.coupled_joints, robot.n_joints),
+    )

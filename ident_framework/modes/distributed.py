@@ -28,8 +28,12 @@ from ident_framework.data.checks import drop_untrusted
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import LinearProblem
-from ident_framework.identify.estimation import estimate
-from ident_framework.identify.linear_problem import predict_torque, project_to_base, standard_model
+from ident_framework.identify.linear_problem import (
+    estimate,
+    predict_torque,
+    project_to_base,
+    standard_model,
+)
 from ident_framework.identify.metrics import fit_metrics, identifiability_metrics
 from ident_framework.identify.result import TorquePredictions
 from ident_framework.identify.sufficient_statistics import (

@@ -18,10 +18,9 @@ from ident_framework.data.checks import check_recordings, drop_untrusted
 from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import preprocess
 from ident_framework.hookspecs import ConditionObjective, Trajectory
-from ident_framework.identify.estimation import estimate, require_samples
 from ident_framework.identify.excitation_objective import make_condition_objective
 from ident_framework.identify.friction_fit import fit_nonlinear_friction, shape_for_tuning
-from ident_framework.identify.linear_problem import build_problem
+from ident_framework.identify.linear_problem import build_problem, estimate, require_samples
 from ident_framework.identify.load_friction import (
     fit_with_load,
     load_friction_metrics,
@@ -33,9 +32,7 @@ from ident_framework.identify.metrics import (
     fit_metrics,
     identifiability_metrics,
 )
-from ident_framework.identify.physical_check import physical_check
 from ident_framework.identify.prediction import fuse_residual, predict_physical, residual_metrics
-from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.result import (
     Diagnostics,
     IdentificationData,
@@ -48,7 +45,8 @@ from ident_framework.identify.truth import friction_comparison, truth_metrics
 from ident_framework.identify.tuning.friction_variants import select_friction
 from ident_framework.identify.tuning.selection import tuning_applies
 from ident_framework.model import friction_terms
-from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.physical_consistency import physical_check
+from ident_framework.model.regressor import RegressorBuilder, regressor_builder
 from ident_framework.model.robot import RobotModel, load_robot
 from ident_framework.twin.write_back import write_back
 

@@ -17,7 +17,6 @@ import numpy as np
 from ident_framework.config.run_config import RunConfig, SelectedPlugin
 from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import preprocessable
-from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.tuning.column_spaces import ColumnSpaces, load_columns
 from ident_framework.identify.tuning.cross_validation import HeldOut
 from ident_framework.identify.tuning.folds import plan_folds
@@ -31,7 +30,7 @@ from ident_framework.identify.tuning.search import (
     search_columns,
     unless_zero,
 )
-from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.regressor import RegressorBuilder, regressor_builder
 from ident_framework.model.robot import RobotModel
 
 COULOMB = "coulomb_viscous"  # the friction plugin whose shapes are candidates

@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 from ident_framework.data.dataset import Dataset
 from ident_framework.identify.friction_fit import fit_nonlinear_friction, shape_for_tuning
-from ident_framework.identify.regressor_setup import regressor_builder
 from ident_framework.identify.tuning.friction_variants import select_friction
-from ident_framework.model.regressor import RegressorBuilder
+from ident_framework.model.regressor import RegressorBuilder, regressor_builder
 from ident_framework.model.robot import load_robot
 from ident_framework.testing.known_truth import sines
 from ident_framework.testing.tuning_cases import tuning_config
