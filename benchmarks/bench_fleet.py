@@ -43,7 +43,8 @@ def make_logs(folder: Path, robots: int, worn: int) -> dict[str, int]:
     from ident_framework.model.robot import load_robot
     from ident_framework.simulation.perturbed_robot import default_joint_dynamics
     from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
-    from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
+    from ident_framework.trajectories.fourier import FourierGenerator
+    from ident_framework.trajectories.fourier.params import FourierParams
 
     robot = load_robot("ur10e")
     params = FourierParams(n_candidates=20, n_refine=0, progress=False)

@@ -60,7 +60,8 @@ from ident_framework.testing.drift_study import (
     recovery_time,
     rmse_of,
 )
-from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
+from ident_framework.trajectories.fourier import FourierGenerator
+from ident_framework.trajectories.fourier.params import FourierParams
 
 APRIORI_GRACE_S = 0.5  # s: shorter excursions of the a-priori error are not counted
 CHOSEN_FORGETTING = 0.999  # 2 s memory at 500 Hz, see the module docstring

@@ -1,4 +1,4 @@
-"""Angle coverage (trajectories/angle_coverage.py) and the `fourier` search's coverage term."""
+"""Angle coverage (trajectories/fourier/search.py) and the `fourier` search's coverage term."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from ident_framework.identify.excitation_objective import make_condition_objecti
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
 from ident_framework.testing.cli import run_cli
-from ident_framework.trajectories.angle_coverage import (
+from ident_framework.trajectories.fourier import FourierGenerator
+from ident_framework.trajectories.fourier.params import FourierParams
+from ident_framework.trajectories.fourier.search import (
     ANGLE_BINS,
     angle_bins,
     circle_coverage,
     samples_covered,
 )
-from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
 
 SMALL = {"n_candidates": 60, "n_refine": 150, "progress": False}
 

@@ -25,7 +25,8 @@ from ident_framework.model.robot import load_robot
 from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
 from ident_framework.testing.cli import run_cli
 from ident_framework.testing.known_truth import exact_dataset
-from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
+from ident_framework.trajectories.fourier import FourierGenerator
+from ident_framework.trajectories.fourier.params import FourierParams
 from ident_framework.trajectories.point_to_point import PointToPointGenerator, PointToPointParams
 
 

@@ -23,7 +23,8 @@ from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
 from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
 from ident_framework.testing.cli import run_cli
-from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
+from ident_framework.trajectories.fourier import FourierGenerator
+from ident_framework.trajectories.fourier.params import FourierParams
 from ident_framework.trajectories.point_to_point import PointToPointGenerator, PointToPointParams
 
 pytestmark = pytest.mark.slow
@@ -135,7 +136,7 @@ NOT_FOR_A_LOG = (
     "pandas", "ident_framework.modes.closed_loop", "ident_framework.modes.rehearsal",
     "ident_framework.modes.predict", "ident_framework.modes.distributed",
     "ident_framework.modes.online", "ident_framework.simulation", "ident_framework.rtde",
-    "ident_framework.trajectories.fourier_search", "ident_framework.trajectories.motion_safety",
+    "ident_framework.trajectories.fourier.search", "ident_framework.model.motion_safety",
     "ident_framework.reports.mcap_export",
 )  # fmt: skip
 

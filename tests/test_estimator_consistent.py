@@ -33,7 +33,8 @@ from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel, load_robot
 from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
 from ident_framework.testing.known_truth import exact_dataset, perturbed_ur12e_truth, with_noise
-from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
+from ident_framework.trajectories.fourier import FourierGenerator
+from ident_framework.trajectories.fourier.params import FourierParams
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "estimator" / "consistent.yaml"
 

@@ -16,7 +16,8 @@ from ident_framework.data.csv_log import write_csv_log
 from ident_framework.model.robot import load_robot
 from ident_framework.simulation.perturbed_robot import default_joint_dynamics
 from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
-from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
+from ident_framework.trajectories.fourier import FourierGenerator
+from ident_framework.trajectories.fourier.params import FourierParams
 
 pytestmark = pytest.mark.slow
 WORN = {"r03": 1, "r06": 4}  # robot -> worn joint (0-based)

@@ -17,7 +17,8 @@ from ident_framework.data.csv_log import write_csv_log
 from ident_framework.model.robot import load_robot
 from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
 from ident_framework.testing.cli import run_cli
-from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
+from ident_framework.trajectories.fourier import FourierGenerator
+from ident_framework.trajectories.fourier.params import FourierParams
 
 pytestmark = pytest.mark.slow
 

@@ -27,13 +27,13 @@ import pinocchio as pin
 import pytest
 
 from ident_framework.errors import UserError
+from ident_framework.model.motion_safety import APPROACH, TRAJECTORY, motion_verdict
 from ident_framework.model.robot import load_robot
+from ident_framework.rtde.playback import UR_HOME
 from ident_framework.sources.rtde import RtdeSource, RtdeSourceParams, refusal_ending, safety_limits
-from ident_framework.trajectories.file import UR_HOME
-from ident_framework.trajectories.fourier_series import FourierTrajectory
-from ident_framework.trajectories.fourier_series import constraint_basis as _constraint_basis
-from ident_framework.trajectories.fourier_series import fourier_basis as _fourier_basis
-from ident_framework.trajectories.motion_safety import APPROACH, TRAJECTORY, motion_verdict
+from ident_framework.trajectories.fourier.series import FourierTrajectory
+from ident_framework.trajectories.fourier.series import constraint_basis as _constraint_basis
+from ident_framework.trajectories.fourier.series import fourier_basis as _fourier_basis
 
 HOST = "127.0.6.40"
 N_CASES = 120

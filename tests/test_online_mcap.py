@@ -109,8 +109,8 @@ def test_mcap_of_a_replayed_recording_holds_its_samples_exactly(tmp_path):
     """source=csv to the end of the recording: the joint states are the CSV's rows, to the
     bit, at the recording's timestamps."""
     from ident_framework.model.robot import load_robot
+    from ident_framework.rtde.playback import default_motion
     from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
-    from ident_framework.trajectories.file import default_motion
 
     robot = load_robot("ur12e")
     n = robot.n_joints

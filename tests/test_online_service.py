@@ -157,8 +157,8 @@ def test_initial_run_starts_from_an_earlier_runs_parameters(tmp_path):
 def write_recording(path, seconds: float = 8.0):
     """A CSV in the contract, recorded from the simulated robot along the default motion."""
     from ident_framework.model.robot import load_robot
+    from ident_framework.rtde.playback import default_motion
     from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
-    from ident_framework.trajectories.file import default_motion
 
     robot = load_robot("ur12e")
     motion = default_motion(robot, period_s=seconds)

@@ -24,7 +24,8 @@ from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
 from ident_framework.sources.rosbag import RosbagSource, RosbagSourceParams
 from ident_framework.testing.cli import run_cli
 from ident_framework.testing.rosbag_writer import write_joint_state_bag
-from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
+from ident_framework.trajectories.fourier import FourierGenerator
+from ident_framework.trajectories.fourier.params import FourierParams
 from ident_framework.trajectories.point_to_point import PointToPointGenerator, PointToPointParams
 
 UR_ORDER = (  # how UR's drivers publish /joint_states: alphabetically

@@ -13,18 +13,23 @@ import numpy as np
 import pytest
 
 from ident_framework.data.csv_log import CsvLogWriter, read_csv_log
-from ident_framework.model.robot import load_robot
-from ident_framework.model.workspace import Workspace, WorkspaceParams
-from ident_framework.rtde import protocol as rtde
-from ident_framework.rtde.playback import PlaybackAborted, ServoSettings, play
-from ident_framework.testing.rtde import RecordingControl
-from ident_framework.trajectories.file import UR_HOME, default_motion
-from ident_framework.trajectories.joint_move import JointMove
-from ident_framework.trajectories.motion_safety import (
+from ident_framework.model.motion_safety import (
+    JointMove,
     SafetyLimits,
     check_trajectory,
     motion_verdict,
 )
+from ident_framework.model.robot import load_robot
+from ident_framework.model.workspace import Workspace, WorkspaceParams
+from ident_framework.rtde import protocol as rtde
+from ident_framework.rtde.playback import (
+    UR_HOME,
+    PlaybackAborted,
+    ServoSettings,
+    default_motion,
+    play,
+)
+from ident_framework.testing.rtde import RecordingControl
 
 
 @pytest.fixture(scope="module")

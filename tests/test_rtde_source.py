@@ -26,11 +26,12 @@ from ident_framework.identify.excitation_objective import make_condition_objecti
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
 from ident_framework.rtde import protocol as rtde
+from ident_framework.rtde.playback import default_motion
 from ident_framework.sources.rtde import RtdeSource, RtdeSourceParams, refusal_ending
 from ident_framework.testing.cli import run_cli
 from ident_framework.testing.rtde import RecordingControl, every_package, running_emulator
-from ident_framework.trajectories.file import default_motion
-from ident_framework.trajectories.fourier import FourierGenerator, FourierParams, FourierTrajectory
+from ident_framework.trajectories.fourier import FourierGenerator, FourierTrajectory
+from ident_framework.trajectories.fourier.params import FourierParams
 
 pytestmark = pytest.mark.slow
 

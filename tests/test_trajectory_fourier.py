@@ -11,22 +11,18 @@ from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, Cou
 from ident_framework.hookspecs import Trajectory
 from ident_framework.identify.excitation_objective import make_condition_objective
 from ident_framework.model.base_parameters import TriangularAccumulator, condition_number
+from ident_framework.model.motion_safety import SafetyLimits, check_trajectory, motion_verdict
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
 from ident_framework.model.workspace import Workspace, WorkspaceBox, WorkspaceParams
+from ident_framework.rtde.playback import UR_HOME
 from ident_framework.sources.rtde import RtdeSourceParams, safety_limits
-from ident_framework.trajectories.file import UR_HOME
 from ident_framework.trajectories.fourier import (
     FourierGenerator,
-    FourierParams,
     FourierTrajectory,
     register_trajectory_generators,
 )
-from ident_framework.trajectories.motion_safety import (
-    SafetyLimits,
-    check_trajectory,
-    motion_verdict,
-)
+from ident_framework.trajectories.fourier.params import FourierParams
 
 SMALL = {"n_candidates": 60, "n_refine": 150, "progress": False}
 

@@ -138,7 +138,8 @@ def test_twin_check_on_its_own_simulation_is_exact():
     """Data simulated by a model: that model's MuJoCo inverse dynamics reproduce the recorded
     torques on moving samples, and driving it with them follows the recording closely."""
     from ident_framework.simulation.tracking import SimulationParams, simulate
-    from ident_framework.trajectories.fourier import FourierGenerator, FourierParams
+    from ident_framework.trajectories.fourier import FourierGenerator
+    from ident_framework.trajectories.fourier.params import FourierParams
 
     robot = load_robot("ur5e")
     true_robot, _ = perturb_robot(robot, PerturbationParams(), seed=1)

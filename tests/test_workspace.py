@@ -11,7 +11,7 @@ from ident_framework.model.point_kinematics import ArmPoints
 from ident_framework.model.robot import load_robot
 from ident_framework.model.ur_description import UR_MODELS
 from ident_framework.model.workspace import BaseColumn, Workspace, WorkspaceBox, WorkspaceParams
-from ident_framework.trajectories.file import UR_HOME
+from ident_framework.rtde.playback import UR_HOME
 
 TOOL = np.array([0.0, 0.02, 0.1])  # off the last joint's axis, so wrist_3 moves it
 
@@ -151,7 +151,7 @@ def test_one_setting_for_the_design_and_the_rtde_check():
     from ident_framework.config.plugin_config import build_params, group_values
     from ident_framework.config.search_path import register_plugin_search_path
     from ident_framework.sources.rtde import RtdeSourceParams
-    from ident_framework.trajectories.fourier import FourierParams
+    from ident_framework.trajectories.fourier.params import FourierParams
     from ident_framework.trajectories.point_to_point import PointToPointParams
 
     register_plugin_search_path()
@@ -181,8 +181,8 @@ def test_one_setting_for_the_design_and_the_rtde_check():
 def test_point_to_point_motion_keeps_to_the_workspace(robot, seed):
     """The validation motion (point_to_point, default settings) passes source=rtde's check;
     with joint limits only the same generator sends the arm through the table."""
+    from ident_framework.model.motion_safety import SafetyLimits, check_trajectory
     from ident_framework.sources.rtde import RtdeSourceParams, safety_limits
-    from ident_framework.trajectories.motion_safety import SafetyLimits, check_trajectory
     from ident_framework.trajectories.point_to_point import (
         PointToPointGenerator,
         PointToPointParams,

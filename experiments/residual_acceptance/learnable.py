@@ -42,7 +42,7 @@ from ident_framework.identify.prediction import recordings, residual_inputs
 from ident_framework.modes.closed_loop import run_closed_loop
 from ident_framework.residuals.bpnn import BpnnResidual
 from ident_framework.residuals.bpnn_params import DEFAULT_CANDIDATES
-from ident_framework.trajectories.angle_coverage import circle_coverage, samples_covered
+from ident_framework.trajectories.fourier.search import circle_coverage, samples_covered
 
 PROTOCOL = [
     "source.unmodelled=cogging",

@@ -43,7 +43,7 @@ from ident_framework.errors import UserError
 from ident_framework.model.robot import load_robot
 from ident_framework.rtde import protocol as rtde
 from ident_framework.rtde.emulated_arm import RealTimeTwin, TwinSettings
-from ident_framework.trajectories.file import default_motion, load_trajectory
+from ident_framework.rtde.playback import default_motion, load_trajectory
 
 MAX_FREQUENCY_HZ = 500.0
 _MAX_PENDING_BYTES = 4 << 20  # a client that stops reading is disconnected beyond this

@@ -1,4 +1,15 @@
-"""Stream a joint trajectory to a UR robot through `ur_rtde`'s control interface.
+"""What a UR robot (or the RTDE emulator) plays, and how: trajectories read from files, a slow
+default motion, and the stream of a trajectory to the robot through `ur_rtde`'s control
+interface.
+
+`load_trajectory` reads
+- a YAML description written by a run (`trajectory.yaml`: a `fourier` or `point_to_point`
+  trajectory as its `describe()` wrote it), or
+- a CSV of samples (`timestamp` in s and joint positions in rad: `target_q_j`, else
+  `actual_q_j`, else `q_j`), interpolated by a cubic spline (velocities and accelerations
+  are the spline's derivatives).
+`default_motion` is the emulator's (and the online service's simulated robot's) slow, safe,
+periodic motion about a home pose.
 
 `play` moves to the trajectory's start pose with a slow moveJ, then sends one servoJ per period
 (default 500 Hz) with the control interface's initPeriod/waitPeriod timing, and always ends
@@ -9,14 +20,153 @@ connection). `control` is anything with the API of `rtde_control.RTDEControlInte
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import yaml
 
+from ident_framework.errors import UserError
 from ident_framework.hookspecs import Trajectory
+from ident_framework.model.robot import RobotModel
+from ident_framework.model.ur_description import UR_JOINTS
+from ident_framework.trajectories.fourier.series import (
+    FourierTrajectory,
+    constraint_basis,
+    fourier_basis,
+)
+from ident_framework.trajectories.point_to_point import PointToPointTrajectory
+
+UR_HOME = (0.0, -math.pi / 2, math.pi / 2, -math.pi / 2, -math.pi / 2, 0.0)  # rad
+_POSITION_GROUPS = ("target_q", "actual_q", "q")
+
+
+class SampledTrajectory:
+    """A motion through sampled joint positions q (N, n) rad at times t (N,) s (shifted to
+    start at 0), as a cubic spline; held at the end points outside [0, duration]."""
+
+    def __init__(self, t: np.ndarray, q: np.ndarray, origin: str = ""):
+        from scipy.interpolate import CubicSpline  # ~0.2 s, not on every command's path
+
+        t = np.asarray(t, dtype=float)
+        self.t0 = float(t[0])
+        self.spline = CubicSpline(t - self.t0, np.asarray(q, dtype=float), axis=0)
+        self.duration = float(t[-1] - t[0])
+        self.origin = origin
+        self.n_samples = len(t)
+
+    def evaluate(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        t = np.clip(np.atleast_1d(np.asarray(t, dtype=float)), 0.0, self.duration)
+        inside = (t > 0.0) & (t < self.duration)
+        q = self.spline(t)
+        dq = self.spline(t, 1) * inside[:, None]
+        ddq = self.spline(t, 2) * inside[:, None]
+        return q, dq, ddq
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "generator": "samples",
+            "path": self.origin,
+            "duration_s": self.duration,
+            "n_samples": self.n_samples,
+        }
+
+
+def load_trajectory(path: str, n_joints: int, key: str = "source.trajectory_path") -> Trajectory:
+    """The trajectory in `path` (YAML description or CSV samples, see the module docstring)
+    for an arm of `n_joints` joints; `key` is the config key named in messages."""
+    where = f"The trajectory file '{path}' ({key})"
+    if not os.path.isfile(path):
+        raise UserError(
+            f"{where} does not exist. Give a trajectory.yaml written by a run, or a CSV with "
+            "timestamp and target_q_* (or actual_q_*) columns."
+        )
+    try:
+        if path.lower().endswith((".yaml", ".yml")):
+            trajectory = _from_yaml(path, where)
+        else:
+            trajectory = _from_csv(path, n_joints, where)
+    except (ValueError, KeyError, TypeError, yaml.YAMLError) as error:
+        raise UserError(f"{where} cannot be read as a trajectory: {error}.") from None
+    q, _, _ = trajectory.evaluate(np.array([0.0]))
+    if q.shape[1] != n_joints:
+        raise UserError(
+            f"{where} moves {q.shape[1]} joints, but the robot has {n_joints}. Use a trajectory "
+            "designed for this robot."
+        )
+    return trajectory
+
+
+def _from_yaml(path: str, where: str) -> Trajectory:
+    with open(path, encoding="utf-8") as handle:
+        description = yaml.safe_load(handle)
+    if not isinstance(description, dict):
+        raise ValueError("the YAML is not a mapping")
+    generator = description.get("generator")
+    if generator == "fourier":
+        return FourierTrajectory.from_description(description)
+    if generator == "point_to_point":
+        return PointToPointTrajectory.from_description(description)
+    raise UserError(
+        f"{where} describes a trajectory of generator {generator!r}; readable are 'fourier' "
+        "and 'point_to_point' (the trajectory.yaml of a run), or a CSV of samples."
+    )
+
+
+def _from_csv(path: str, n_joints: int, where: str) -> SampledTrajectory:
+    with open(path, encoding="utf-8-sig") as handle:
+        header = handle.readline().strip()
+    delimiter = "," if "," in header else None
+    names = [name.strip() for name in (header.split(",") if delimiter else header.split())]
+    time_column = next((n for n in ("timestamp", "time", "t") if n in names), None)
+    group = next((g for g in _POSITION_GROUPS if f"{g}_0" in names), None)
+    if time_column is None or group is None:
+        raise UserError(
+            f"{where} needs a 'timestamp' column (s) and joint positions target_q_0.. (or "
+            f"actual_q_0.., q_0..) in rad; its header is {names[:12]}."
+        )
+    columns = [names.index(time_column)] + [names.index(f"{group}_{j}") for j in range(n_joints)]
+    data = np.loadtxt(path, delimiter=delimiter, skiprows=1, usecols=columns, ndmin=2)
+    if len(data) < 4 or not np.all(np.isfinite(data)) or np.any(np.diff(data[:, 0]) <= 0):
+        raise UserError(
+            f"{where} needs at least 4 rows of finite values with strictly increasing timestamps."
+        )
+    return SampledTrajectory(data[:, 0], data[:, 1:], origin=os.path.abspath(path))
+
+
+def default_motion(
+    robot: RobotModel, amplitude_rad: float = 0.25, period_s: float = 12.0
+) -> FourierTrajectory:
+    """A slow, safe, periodic motion about a home pose (UR: arm up, UR_HOME; other arms: the
+    middle of each joint's range): three harmonics per joint, peak excursion `amplitude_rad`
+    per joint, one period of `period_s` s, at rest at its start and end (loops smoothly)."""
+    n = robot.n_joints
+    if tuple(robot.joint_names) == UR_JOINTS:
+        q0 = np.array(UR_HOME)
+    else:
+        q0 = robot.limits.position.mean(axis=1)
+    n_harmonics = 3
+    basis = constraint_basis(n_harmonics)  # (2L, 2L - 3) coefficients at rest at t = 0
+    omega = 2.0 * math.pi / period_s
+    grid = np.linspace(0.0, period_s, 400)
+    position, _, _ = fourier_basis(grid, omega, n_harmonics)
+    coefficients = np.empty((n, 2 * n_harmonics))
+    for joint in range(n):
+        angle = 2.0 * math.pi * joint / n
+        vector = basis @ np.array([math.cos(angle), math.sin(angle), 0.5])[: basis.shape[1]]
+        excursion = np.abs(position @ vector).max()
+        coefficients[joint] = vector * amplitude_rad / excursion
+    return FourierTrajectory(
+        q0=q0,
+        a=coefficients[:, :n_harmonics],
+        b=coefficients[:, n_harmonics:],
+        base_frequency_hz=1.0 / period_s,
+        info={"purpose": "RTDE emulator default motion"},
+    )
 
 
 class PlaybackAborted(Exception):

@@ -4,7 +4,7 @@ source.host=192.168.x.x`).
 What `acquire` does, in order:
 1. It connects `rtde_receive.RTDEReceiveInterface(host, 500 Hz, fields)` (an unreachable host
    fails at once with a hint).
-2. The motion safety verdict (`trajectories/motion_safety.motion_verdict`), the same in a dry
+2. The motion safety verdict (`model/motion_safety.motion_verdict`), the same in a dry
    run and a confirmed run: the robot's current pose is read from the receive interface, and
    the whole motion (the moveJ from that pose to the trajectory's start, then the trajectory:
    the engine's excitation, or `trajectory_path`) is checked against the robot's position,
@@ -43,6 +43,7 @@ from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import Trajectory, hookimpl
 from ident_framework.launch_path import resolve_launch_path
+from ident_framework.model.motion_safety import MotionVerdict, SafetyLimits, motion_verdict
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import WorkspaceParams
 from ident_framework.rtde.connection import (
@@ -53,7 +54,7 @@ from ident_framework.rtde.connection import (
     lost_connection_message,
     unreachable,
 )
-from ident_framework.rtde.playback import PlaybackAborted, ServoSettings, play
+from ident_framework.rtde.playback import PlaybackAborted, ServoSettings, load_trajectory, play
 from ident_framework.rtde.recorder import (
     TORQUE_FIELD,
     TORQUE_GETTER,
@@ -66,8 +67,6 @@ from ident_framework.rtde.recorder import (
 )
 from ident_framework.rtde.rehearsal_gate import require_passed_rehearsal
 from ident_framework.rtde.torque_stream import TorqueStream
-from ident_framework.trajectories.file import load_trajectory
-from ident_framework.trajectories.motion_safety import MotionVerdict, SafetyLimits, motion_verdict
 
 TORQUE_MODES = ("auto", "actual_current_as_torque", "actual_current")
 _NOT_FOUND_TEXT = "not found by the controller"

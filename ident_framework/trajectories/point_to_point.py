@@ -10,7 +10,7 @@ limits (analytically: a quintic over distance D and time T peaks at 15/8·D/T ra
 model does not know) and the workspace (`model/workspace.py`: floor, base column, boxes,
 half-spaces; a move is a straight line in joint space, checked every 5 mrad of its largest
 joint with 5 mm more clearance). The whole motion is then checked with the safety check
-`source=rtde` runs (`motion_safety.check_trajectory`).
+`source=rtde` runs (`model/motion_safety.check_trajectory`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from numpy.typing import ArrayLike
 
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import ConditionObjective, hookimpl
+from ident_framework.model.motion_safety import SafetyLimits, check_trajectory
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import Workspace, WorkspaceParams
-from ident_framework.trajectories.motion_safety import SafetyLimits, check_trajectory
 
 PEAK_SPEED = 15.0 / 8.0  # max of ds/dtau for the quintic s(tau) = 10tau³ - 15tau⁴ + 6tau⁵
 PEAK_ACCELERATION = 10.0 / math.sqrt(3.0)  # max of |d²s/dtau²|

@@ -15,7 +15,7 @@ from ident_framework.model.robot import RobotModel
 from ident_framework.modes.pipeline import design_excitation
 from ident_framework.reports.run_files import ONLINE_FOLDER, ONLINE_RECORDING
 from ident_framework.rtde.emulated_arm import is_periodic
-from ident_framework.trajectories.file import default_motion
+from ident_framework.rtde.playback import default_motion
 
 STREAMING_SOURCES = ("mujoco", "csv", "rtde")
 

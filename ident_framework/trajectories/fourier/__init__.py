@@ -24,12 +24,14 @@ limits, all joints together shrunk until the torques fit); in the refinement, le
 workspace is penalised instead, and only candidates inside it can become the result. The search
 grids are coarse (n_eval_samples per period) and keep 1 cm more clearance; the result is then
 enforced on the check_rate_hz grid and checked with the safety check `source=rtde` runs.
+
+Here: the generator and its hook; its settings are `params.py` (`FourierParams`), the search
+`search.py` (imported when a motion is designed), the trajectory `series.py`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,11 +39,11 @@ import numpy as np
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import ConditionObjective, hookimpl
 from ident_framework.model.robot import RobotModel
-from ident_framework.model.workspace import WorkspaceParams
-from ident_framework.trajectories.fourier_series import FourierTrajectory
+from ident_framework.trajectories.fourier.params import FourierParams
+from ident_framework.trajectories.fourier.series import FourierTrajectory
 
 if TYPE_CHECKING:
-    from ident_framework.trajectories.fourier_search import SearchProblem
+    from ident_framework.trajectories.fourier.search import SearchProblem
 
 __all__ = [
     "FourierGenerator",
@@ -51,104 +53,6 @@ __all__ = [
 ]
 
 _FINAL_SHRINKS = 5  # 2 % shrinks allowed when the final check finds a hair of a violation
-
-
-@dataclass
-class FourierParams:
-    """Parameters of the `fourier` trajectory generator.
-
-    n_harmonics: harmonics L per joint (>= 2: three constraints need 2L > 3 coefficients).
-    base_frequency_hz: f (Hz); one period lasts 1/f s.
-    n_periods: whole periods in the trajectory (duration = n_periods / f s).
-    n_candidates: Monte-Carlo candidates (random coefficients and q0, full amplitude).
-    n_refine: objective evaluations of the CMA-ES refinement (0: none).
-    refine_sigma: initial CMA-ES step, as a fraction of the joint limits.
-    n_eval_samples: time samples per period at which the search evaluates the objective and
-        the torques.
-    n_limit_samples: time samples per period at which the search enforces the position,
-        velocity and acceleration limits.
-    check_rate_hz: sampling rate (Hz) of the final check of every limit.
-    cond_rate_hz: sampling rate (Hz) of the dense condition number reported by `describe`.
-    position_fraction: fraction of each joint's position range, about its centre, usable.
-    velocity_fraction, acceleration_fraction, torque_fraction: fraction of the velocity
-        (rad/s), acceleration (rad/s²) and effort (Nm) limits usable; torques are those of the
-        robot model's nominal inverse dynamics (no friction).
-    position_limits: optional per-joint [min, max] (rad) narrowing the robot's position limits.
-    coverage_weight: weight w of the angle-coverage term of the search: it minimises
-        log cond + w × (mean over joints of the share of the joint's circle, q mod 2π in 5°
-        arcs, that the excitation does not visit; `angle_coverage.py`). 0: cond alone. For a
-        residual learner on sin q / cos q (a position-dependent effect such as cogging), which
-        cannot know the effect at angles no recording visited. A random motion (no objective,
-        e.g. `validation=mujoco_fourier`) ignores it.
-    workspace: where the arm may go (floor, base column, boxes, half-spaces with a clearance;
-        `model/workspace.py`), kept in the search on the evaluation grid and enforced and checked on
-        the final check grid; null: joint limits only.
-    progress: show a progress bar (stderr) with the best condition number so far.
-    """
-
-    n_harmonics: int = 5
-    base_frequency_hz: float = 0.05
-    n_periods: int = 1
-    n_candidates: int = 1000
-    n_refine: int = 4500
-    refine_sigma: float = 0.1
-    n_eval_samples: int = 150
-    n_limit_samples: int = 1000
-    check_rate_hz: float = 1000.0
-    cond_rate_hz: float = 100.0
-    position_fraction: float = 0.9
-    velocity_fraction: float = 0.9
-    acceleration_fraction: float = 0.9
-    torque_fraction: float = 0.8
-    position_limits: list[list[float]] | None = None
-    coverage_weight: float = 0.0
-    workspace: WorkspaceParams | None = field(default_factory=WorkspaceParams)
-    progress: bool = True
-
-    def __post_init__(self) -> None:
-        def check(ok: bool, message: str) -> None:
-            if not ok:
-                raise ValueError(message)
-
-        def integer(value: Any, low: int) -> bool:
-            return isinstance(value, int) and not isinstance(value, bool) and value >= low
-
-        check(
-            integer(self.n_harmonics, 2),
-            f"n_harmonics must be an integer >= 2, got {self.n_harmonics}",
-        )
-        for name in ("n_periods", "n_candidates", "n_limit_samples"):
-            value = getattr(self, name)
-            check(integer(value, 1), f"{name} must be an integer >= 1, got {value}")
-        check(integer(self.n_refine, 0), f"n_refine must be an integer >= 0, got {self.n_refine}")
-        check(
-            integer(self.n_eval_samples, 2 * self.n_harmonics + 1),
-            f"n_eval_samples must be an integer >= 2 n_harmonics + 1, got {self.n_eval_samples}",
-        )
-        for name in ("base_frequency_hz", "refine_sigma", "check_rate_hz", "cond_rate_hz"):
-            value = getattr(self, name)
-            check(math.isfinite(value) and value > 0.0, f"{name} must be > 0, got {value}")
-        for name in (
-            "position_fraction",
-            "velocity_fraction",
-            "acceleration_fraction",
-            "torque_fraction",
-        ):
-            value = getattr(self, name)
-            check(0.0 < value <= 1.0, f"{name} must be in (0, 1], got {value}")
-        check(
-            isinstance(self.coverage_weight, (int, float))
-            and not isinstance(self.coverage_weight, bool)
-            and math.isfinite(self.coverage_weight)
-            and self.coverage_weight >= 0.0,
-            f"coverage_weight must be a number >= 0 (0: cond alone), got {self.coverage_weight}",
-        )
-        if self.position_limits is not None:
-            for row in self.position_limits:
-                check(
-                    len(row) == 2 and all(math.isfinite(v) for v in row) and row[0] < row[1],
-                    f"position_limits must be [min, max] pairs (rad) with min < max, got {row}",
-                )
 
 
 class FourierGenerator:
@@ -167,7 +71,7 @@ class FourierGenerator:
 
         from ident_framework.parallel_work import forked_pool
         from ident_framework.progress import progress
-        from ident_framework.trajectories.fourier_search import Search, SearchProblem
+        from ident_framework.trajectories.fourier.search import Search, SearchProblem
 
         params = self.params
         problem = SearchProblem(robot, params)
@@ -214,11 +118,11 @@ class FourierGenerator:
         seed: int,
     ) -> FourierTrajectory:
         """Enforce every limit on the dense check grid, check the result with the safety check
-        `source=rtde` runs (`motion_safety.check_trajectory`); record cond, the limits' usage
+        `source=rtde` runs (`model/motion_safety.check_trajectory`); record cond, the limits' usage
         and the workspace clearance."""
+        from ident_framework.model.motion_safety import SafetyLimits, check_trajectory
         from ident_framework.plain_data import to_plain
-        from ident_framework.trajectories.angle_coverage import circle_coverage
-        from ident_framework.trajectories.motion_safety import SafetyLimits, check_trajectory
+        from ident_framework.trajectories.fourier.search import circle_coverage
 
         params, robot = self.params, problem.robot
         dense = problem.maps(np.arange(0.0, problem.period, 1.0 / params.check_rate_hz))

@@ -1,13 +1,20 @@
 """The search of the `fourier` generator: the problem (coefficients and start pose of every
 joint, made feasible for the joint limits, the nominal torques and the workspace by
 construction) and the search over it (seeded Monte-Carlo candidates, then a CMA-ES
-refinement that penalises leaving the workspace). See `fourier.py` for the method."""
+refinement that penalises leaving the workspace). See the package's docstring for the method.
+
+The search's coverage term is how much of each joint's circle of angles a motion visits
+(`circle_coverage`): a joint's angle q (rad) is taken modulo 2π (what sin q and cos q, the
+residual learner's position features, see) and the circle is cut into `ANGLE_BINS` equal arcs
+(5° each). A motion covers an arc when one of its samples falls into it, so the samples must
+lie closer together than one arc (0.087 rad; the search's limit grid: 1000 samples per
+period)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -15,15 +22,12 @@ from ident_framework.errors import UserError, per_joint_values
 from ident_framework.hookspecs import ConditionObjective
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import Workspace
-from ident_framework.trajectories.angle_coverage import circle_coverage
-from ident_framework.trajectories.fourier_series import (
+from ident_framework.trajectories.fourier.params import FourierParams
+from ident_framework.trajectories.fourier.series import (
     FourierTrajectory,
     constraint_basis,
     fourier_basis,
 )
-
-if TYPE_CHECKING:
-    from ident_framework.trajectories.fourier import FourierParams
 
 # a candidate made feasible and scored: q0 (n,) rad, z (m, n), workspace violation (m), cond,
 # cost (log cond, plus the coverage term)
@@ -356,7 +360,7 @@ class Search:
         self.best_cost = math.inf
         self.best: tuple[np.ndarray, np.ndarray] | None = None
         self.bar: Any = None  # a `progress.progress` (tqdm on a terminal)
-        # (items, chunk) -> evaluate(item) for each, in order: serial here; `fourier.py` sets
+        # (items, chunk) -> evaluate(item) for each, in order: serial here; the generator sets
         # a map on forked workers (`parallel_work.forked_pool`) for the search
         self.evaluations: Callable[[list[tuple[np.ndarray, bool]], int], Iterable[Evaluation]]
         self.evaluations = lambda items, chunk: map(self.evaluate, items)
@@ -464,3 +468,34 @@ class Search:
                 eigen, b_mat = np.linalg.eigh(cov)
                 d_vec = np.sqrt(np.maximum(eigen, 1e-20))
                 inv_sqrt = (b_mat / d_vec) @ b_mat.T
+
+
+ANGLE_BINS = 72  # arcs of the circle: 2π / 72 = 5°
+
+
+def angle_bins(q: np.ndarray, bins: int = ANGLE_BINS) -> np.ndarray:
+    """(T, n) index of the arc of the circle each angle q (rad, (T, n)) falls into."""
+    wrapped = np.mod(np.asarray(q, dtype=float), 2.0 * np.pi)
+    return np.minimum((wrapped * (bins / (2.0 * np.pi))).astype(np.intp), bins - 1)
+
+
+def covered_arcs(q: np.ndarray, bins: int = ANGLE_BINS) -> np.ndarray:
+    """(bins, n) True where some sample of q (rad, (T, n)) lies in that arc of the joint's
+    circle."""
+    index = angle_bins(q, bins)
+    covered = np.zeros((bins, index.shape[1]), dtype=bool)
+    covered[index, np.arange(index.shape[1])[None, :]] = True
+    return covered
+
+
+def circle_coverage(q: np.ndarray, bins: int = ANGLE_BINS) -> np.ndarray:
+    """(n,) fraction of each joint's circle (q mod 2π) the samples q (rad, (T, n)) visit."""
+    return covered_arcs(q, bins).mean(axis=0)
+
+
+def samples_covered(reference_q: np.ndarray, q: np.ndarray, bins: int = ANGLE_BINS) -> np.ndarray:
+    """(n,) fraction of the samples of q (rad, (T, n)) whose angle lies, per joint, in an arc
+    that reference_q (rad, (T', n): e.g. the training recordings) visits."""
+    covered = covered_arcs(reference_q, bins)
+    index = angle_bins(q, bins)
+    return covered[index, np.arange(index.shape[1])[None, :]].mean(axis=0)

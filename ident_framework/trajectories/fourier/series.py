@@ -1,6 +1,6 @@
 """The Fourier-series trajectory of the `fourier` generator: its basis, the rest constraints
 of its coefficients, and the trajectory itself (evaluate, describe, rebuild from a
-description). See `fourier.py` for the form."""
+description). See the package's docstring for the form."""
 
 from __future__ import annotations
 
