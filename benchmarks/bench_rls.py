@@ -21,9 +21,9 @@ import time
 
 import numpy as np
 
-from ident_framework.estimators.rls import RecursiveLeastSquares, RecursiveLeastSquaresParams
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.hookspecs import LinearProblem
+from ident_framework.identify.recursive import RecursiveLeastSquares, RecursiveLeastSquaresParams
 from ident_framework.model.base_parameters import BaseParameters, TriangularAccumulator
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot

@@ -46,9 +46,9 @@ import time
 import numpy as np
 
 from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
-from ident_framework.estimators.rls import RecursiveLeastSquares, RecursiveLeastSquaresParams
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.identify.excitation_objective import make_condition_objective
+from ident_framework.identify.recursive import RecursiveLeastSquares, RecursiveLeastSquaresParams
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
 from ident_framework.simulation.tracking import SimulationParams

@@ -22,9 +22,10 @@ from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
 from ident_framework.estimators.consistent import ConsistentEstimator, ConsistentParams
 from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
-from ident_framework.estimators.rls import RecursiveLeastSquares, RecursiveLeastSquaresParams
+from ident_framework.estimators.rls import RlsEstimator
 from ident_framework.estimators.wls import WeightedLeastSquares, WeightedLeastSquaresParams
 from ident_framework.identify.linear_problem import build_problem, predict_torque
+from ident_framework.identify.recursive import RecursiveLeastSquaresParams
 from ident_framework.model.coupling import Coupling
 from ident_framework.model.regressor import RegressorBuilder, regressor_builder
 from ident_framework.model.robot import load_robot
@@ -111,7 +112,7 @@ def test_known_coupled_motor_is_identified_and_predicts_better(coupled_truth):
     "estimator",
     [
         WeightedLeastSquares(WeightedLeastSquaresParams()),
-        RecursiveLeastSquares(RecursiveLeastSquaresParams()),
+        RlsEstimator(RecursiveLeastSquaresParams()),
         ConsistentEstimator(ConsistentParams()),
     ],
     ids=["wls", "rls", "consistent"],

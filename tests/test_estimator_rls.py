@@ -15,13 +15,10 @@ from ident_framework.config.plugin_config import build_params
 from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
 from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
-from ident_framework.estimators.rls import (
-    RecursiveLeastSquares,
-    RecursiveLeastSquaresParams,
-    register_estimators,
-)
+from ident_framework.estimators.rls import RlsEstimator, register_estimators
 from ident_framework.hookspecs import LinearProblem
 from ident_framework.identify.linear_problem import build_problem
+from ident_framework.identify.recursive import RecursiveLeastSquares, RecursiveLeastSquaresParams
 from ident_framework.testing.known_truth import exact_dataset
 
 REPO = Path(__file__).resolve().parents[1]
@@ -202,7 +199,7 @@ def test_bad_sample_is_refused_and_state_kept():
 def test_snapshots_and_plots_written(noise_free, tmp_path):
     problem, base, _ = noise_free
     params = RecursiveLeastSquaresParams(checkpoint_s=1.0, running_window_s=0.5)
-    rls = RecursiveLeastSquares(params).fit(problem)
+    rls = RlsEstimator(params).fit(problem)
     rls.write_outputs(tmp_path)
     with open(tmp_path / "rls_snapshots.csv") as handle:
         rows = list(csv.reader(handle))
@@ -243,7 +240,7 @@ def test_config_and_registration():
     assert set(values) == set(vars(defaults))
     registered = []
     register_estimators(register=lambda *args: registered.append(args))
-    assert registered == [("rls", RecursiveLeastSquares, RecursiveLeastSquaresParams)]
+    assert registered == [("rls", RlsEstimator, RecursiveLeastSquaresParams)]
 
 
 def load_experiment():

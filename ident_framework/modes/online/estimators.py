@@ -1,6 +1,6 @@
 """The per-sample estimators of mode=online behind one small interface (`online.estimator.method`).
 
-- `rls`: recursive least squares with forgetting (`estimator_rls.RecursiveLeastSquares`,
+- `rls`: recursive least squares with forgetting (`identify/recursive.RecursiveLeastSquares`,
   `update(phi, y)`), P0 = alpha I around the starting parameters;
 - `sliding_ls`: least squares over the last `online.estimator.window_s` s, re-solved at every
   sample (`sliding_ls.py`), with a ridge 1/alpha towards the starting parameters.
@@ -24,7 +24,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ident_framework.config.online_settings import OnlineSettings
-from ident_framework.estimators.rls import RecursiveLeastSquares, RecursiveLeastSquaresParams
+from ident_framework.identify.recursive import RecursiveLeastSquares, RecursiveLeastSquaresParams
 from ident_framework.modes.online.sliding_ls import SlidingWindowLeastSquares
 
 RESET_GAIN = 1.0e3  # rls: covariance inflation of the drift response

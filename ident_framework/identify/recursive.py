@@ -1,0 +1,450 @@
+"""Recursive least squares with exponential forgetting: the core that `estimator=rls`
+(`estimators/rls.py`, whole recordings) and the online service (`online/`, sample by sample)
+share.
+
+Per sample k (one robot sample: n joints, i.e. n regressor rows at once), as in the source
+study but as a vectorised block update with the matrix inversion lemma::
+
+    S_k = lam I_n + phi P phi^T                     (n x n innovation matrix)
+    K_k = P phi^T S_k^-1                            (r x n gain)
+    theta_k = theta_{k-1} + K_k (y_k - phi theta_{k-1})
+    P_k = (I - K_k phi) P_{k-1} / lam
+
+with phi (n, r) the base regressor rows of the sample and y (n,) its joint torques (Nm).
+Computed through the Cholesky factor S = L L^T: G = L^-1 phi P, z = L^-1 e, theta += G^T z,
+P = (P - G^T G) / lam. G^T G is one symmetric rank-n product (BLAS syrk), so P stays exactly
+symmetric (and is re-symmetrised every few hundred updates regardless); a failing Cholesky
+factorisation of S (P no longer positive definite) triggers an eigenvalue repair of P.
+With lam = 1 the block update equals n sequential scalar updates (and batch LS with the prior
+P0 = alpha I, i.e. a ridge of 1/alpha); with lam < 1 it forgets once per sample (per time
+step) rather than once per row.
+
+Forgetting: lam is per sample; the memory is 1/(1 - lam) samples, e.g. 0.999 at UR's 500 Hz
+remembers about 2 s.
+
+Anti-windup: bounded trace by variable forgetting. When the excitation is poor, P grows by
+1/lam per sample in the directions no sample informs, without bound (P ~ lam^-k: at lam = 0.99
+it loses positive definiteness to round-off within a few thousand samples and overflows after
+about 70,000), and the next informative sample then causes a burst.
+Each update therefore uses lam_eff = max(lam, trace(P_{k-1}) / max_trace) in place of lam,
+which guarantees trace(P_k) <= max_trace (so P is bounded, and stays positive definite
+because the update only subtracts a positive semidefinite term from a PD matrix and divides
+by a positive number). While the bound is inactive this is exactly the algorithm above. It
+was chosen over directional forgetting because it costs one scalar per update (the trace,
+52 numbers) instead of a projection onto the excited subspace, has one interpretable knob
+(default: the initial trace alpha * r, i.e. the estimator never becomes less certain than it
+started), and never changes a well-excited run. Its price: while poorly excited at the bound,
+forgetting slows down in the excited directions too, so tracking resumes only once the
+excitation is rich again (directional forgetting would keep forgetting there).
+
+Standard deviations: sample i has weight w_i = lam^(k-i) in the cost at sample k. The weighted
+residual sum V_k = lam (V_{k-1} + z^T z) (exact recursion of the minimum of the weighted cost,
+Nm²) gives sigma² = V / (n S1 - r c), with S1 = sum_i w_i, S2 = sum_i w_i² and c = S2 / S1
+(c = 1 with lam = 1; with lam < 1 it falls to 1/(1 + lam) after a few memory lengths). The
+covariance of the weighted estimate is sigma² P (sum_i w_i² phi_i^T phi_i) P ~= sigma² c P for
+stationary excitation, so coef_std_ = sqrt(sigma² c diag P): with lam = 1 it is the LS
+standard deviation; with lam < 1 it is that of an estimate from the memory window (about
+2/(1 - lam) effective samples), not from the whole recording. With the trace bound active the
+same formulas use lam_eff.
+
+Snapshots of theta every `checkpoint_s` seconds of data and the running RMSE (Nm) of the
+a-priori error y - phi theta_{k-1} over the last `running_window_s` seconds are kept (the
+estimator writes them into the run directory: rls_snapshots.csv, rls_running_rmse.csv and two
+plots).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ident_framework.hookspecs import LinearProblem
+from ident_framework.triangular import stacked_r
+
+DEFAULT_SAMPLE_PERIOD_S = 0.002  # s, UR's RTDE rate (500 Hz): the step assumed without times
+_SYMMETRISE_EVERY = 256  # updates between explicit symmetrisations of P
+
+
+@dataclass
+class RecursiveLeastSquaresParams:
+    """Parameters of the recursion (the `rls` estimator's settings).
+
+    forgetting: lam in (0, 1], per sample; memory 1/(1 - lam) samples (1: none, = batch LS).
+    alpha: P0 = alpha I (> 0); a large alpha is a weak prior theta0 = 0.
+    warm_start_s: s of data at the start solved by batch LS (theta0 and P0 from it); 0: off.
+    max_trace: bound on trace(P) by variable forgetting (> 0); None: alpha × r.
+    checkpoint_s: s of data between two snapshots of theta (> 0).
+    running_window_s: s of data over which the running RMSE of the a-priori error is taken.
+    """
+
+    forgetting: float = 1.0
+    alpha: float = 1.0e6
+    warm_start_s: float = 0.0
+    max_trace: float | None = None
+    checkpoint_s: float = 0.1
+    running_window_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        def number(name: str) -> float:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+            if not math.isfinite(value):
+                raise ValueError(f"{name} must be finite, got {value}")
+            setattr(self, name, float(value))
+            return float(value)
+
+        if not 0.0 < number("forgetting") <= 1.0:
+            raise ValueError(f"forgetting must be in (0, 1], got {self.forgetting}")
+        if not number("alpha") > 0.0:
+            raise ValueError(f"alpha must be > 0 (P0 = alpha I), got {self.alpha}")
+        if not number("warm_start_s") >= 0.0:
+            raise ValueError(f"warm_start_s must be >= 0 s (0: off), got {self.warm_start_s}")
+        if self.max_trace is not None and not number("max_trace") > 0.0:
+            raise ValueError(f"max_trace must be > 0 or null, got {self.max_trace}")
+        if not number("checkpoint_s") > 0.0:
+            raise ValueError(f"checkpoint_s must be > 0 s, got {self.checkpoint_s}")
+        if not number("running_window_s") > 0.0:
+            raise ValueError(f"running_window_s must be > 0 s, got {self.running_window_s}")
+
+
+class RecursiveLeastSquares:
+    """Recursive least squares with forgetting, whole recordings (`fit`) or online (`update`).
+
+    Attributes (current after every update): coef_ (r,) base parameters, coef_std_ (r,) their
+    standard deviations, covariance_ (r, r) the matrix P (units of theta² per Nm²),
+    n_updates_, time_ (s of the last sample), n_repairs_ (eigenvalue repairs of P; 0 in a
+    healthy run), snapshots_ (times (k,) s, thetas (k, r)), running_rmse_ (times (k,) s,
+    RMSE (k,) Nm, recorded at the checkpoints), running_rmse (the current value, Nm).
+    """
+
+    def __init__(self, params: RecursiveLeastSquaresParams | None = None):
+        self.params = params if params is not None else RecursiveLeastSquaresParams()
+        self._theta: np.ndarray | None = None
+        self.parameter_names: list[str] = []
+
+    # ------------------------------------------------------------------ state
+    def reset(self, n_parameters: int, parameter_names: Sequence[str] | None = None) -> None:
+        """Start over with theta = 0, P = alpha I (scaled down to max_trace if larger)."""
+        if n_parameters < 1:
+            raise ValueError(f"n_parameters must be >= 1, got {n_parameters}")
+        r = int(n_parameters)
+        self.parameter_names = (
+            list(parameter_names)
+            if parameter_names is not None
+            else [f"beta_{i + 1}" for i in range(r)]
+        )
+        if len(self.parameter_names) != r:
+            raise ValueError(f"{len(self.parameter_names)} parameter names for {r} parameters")
+        params = self.params
+        self._max_trace = params.max_trace if params.max_trace is not None else params.alpha * r
+        self._theta = np.zeros(r)
+        self._p = np.eye(r) * min(params.alpha, self._max_trace / r)
+        self._trace = float(self._p.trace())
+        self._eye = np.eye(6)  # resized on first use for another joint count
+        self._v = 0.0  # weighted residual sum of squares, Nm²
+        self._w_samples = 0.0  # sum of weights over samples
+        self._w2_samples = 0.0  # sum of squared weights over samples
+        self._w_rows = 0.0  # sum of weights over rows
+        self.n_updates_ = 0
+        self.n_repairs_ = 0
+        self.time_: float | None = None
+        self._dt = DEFAULT_SAMPLE_PERIOD_S
+        self._next_checkpoint: float | None = None
+        self._window: deque[tuple[float, float, int]] = deque()
+        self._window_sse = 0.0
+        self._window_rows = 0
+        self._window_pops = 0
+        self._snapshot_t: list[float] = []
+        self._snapshot_theta: list[np.ndarray] = []
+        self._rmse_t: list[float] = []
+        self._rmse: list[float] = []
+
+    def set_state(self, theta: np.ndarray, covariance: np.ndarray | float | None = None) -> None:
+        """Continue from base parameters `theta` (r,) with P = `covariance` ((r, r), or a
+        scalar s for s I; None: alpha I, capped by max_trace), e.g. a prior from an earlier
+        run or, after a detected change, a covariance reset that keeps the estimate."""
+        theta = np.asarray(theta, dtype=float).reshape(-1)
+        if self._theta is None or len(self._theta) != len(theta):
+            self.reset(len(theta), self.parameter_names if self._theta is not None else None)
+        r = len(theta)
+        if covariance is None:
+            covariance = min(self.params.alpha, self._max_trace / r)
+        p = np.asarray(covariance, dtype=float)
+        p = np.eye(r) * float(p) if p.ndim == 0 else 0.5 * (p + p.T)
+        trace = float(p.trace())
+        if trace > self._max_trace:
+            p = p * (self._max_trace / trace)
+        self._theta = theta.copy()
+        self._p = np.ascontiguousarray(p)
+        self._trace = float(self._p.trace())
+
+    def clear_history(self) -> None:
+        """Forget the recorded snapshots and running-RMSE points (for long online runs)."""
+        self._snapshot_t, self._snapshot_theta, self._rmse_t, self._rmse = [], [], [], []
+
+    @staticmethod
+    def single_threaded() -> threadpool_limits:
+        """Context manager limiting BLAS to one thread: wrap an online loop of `update` calls
+        in it (multithreaded BLAS on these small matrices is far slower on a loaded machine;
+        entering it costs ~0.3 ms, so not once per update)."""
+        return threadpool_limits(limits=1, user_api="blas")
+
+    # ------------------------------------------------------------------ results
+    def _require(self) -> np.ndarray:
+        if self._theta is None:
+            raise RuntimeError("the estimator has seen no data: call fit, update or reset first")
+        return self._theta
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """(r,) current base parameter estimate (a copy)."""
+        return self._require().copy()
+
+    @property
+    def covariance_(self) -> np.ndarray:
+        """(r, r) current P (a copy); sigma² c P is the covariance of coef_ (module doc)."""
+        self._require()
+        return self._p.copy()
+
+    @property
+    def coef_std_(self) -> np.ndarray | None:
+        """(r,) standard deviations sqrt(sigma² c diag P), or None before any update."""
+        if self._theta is None or self._w_samples <= 0.0:
+            return None
+        r = len(self._theta)
+        c = self._w2_samples / self._w_samples
+        dof = max(self._w_rows - r * c, 1.0)
+        sigma2 = self._v / dof
+        return np.sqrt(np.maximum(sigma2 * c * np.diag(self._p), 0.0))
+
+    @property
+    def running_rmse(self) -> float:
+        """RMSE (Nm) of the a-priori errors of the last `running_window_s` seconds."""
+        if self._window_rows == 0:
+            return float("nan")
+        return math.sqrt(max(self._window_sse, 0.0) / self._window_rows)
+
+    @property
+    def snapshots_(self) -> tuple[np.ndarray, np.ndarray]:
+        """(times (k,) s, thetas (k, r)) recorded every `checkpoint_s` s and at the end."""
+        r = 0 if self._theta is None else len(self._theta)
+        thetas = np.array(self._snapshot_theta) if self._snapshot_theta else np.empty((0, r))
+        return np.array(self._snapshot_t, dtype=float), thetas
+
+    @property
+    def running_rmse_(self) -> tuple[np.ndarray, np.ndarray]:
+        """(times (k,) s, running RMSE (k,) Nm) at the snapshot times."""
+        return np.array(self._rmse_t, dtype=float), np.array(self._rmse, dtype=float)
+
+    # ------------------------------------------------------------------ estimation
+    def fit(self, problem: LinearProblem) -> RecursiveLeastSquares:
+        """Run over a whole recording (`problem.chunks()`, in time order); returns self."""
+        self.reset(problem.n_parameters, problem.parameter_names)
+        warm_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        warm_end: float | None = None
+        warming = self.params.warm_start_s > 0.0
+        step = self._step
+        with self.single_threaded():
+            for t, w, tau in problem.chunks():
+                t = np.asarray(t, dtype=float)
+                w = np.ascontiguousarray(w, dtype=float)
+                tau = np.ascontiguousarray(tau, dtype=float)
+                start = 0
+                if warming:
+                    if warm_end is None:
+                        warm_end = float(t[0]) + self.params.warm_start_s
+                    start = int(np.searchsorted(t, warm_end, side="left"))
+                    warm_rows.append((t[:start], w[:start], tau[:start]))
+                    if start == len(t):
+                        continue
+                    self._warm_start_from(warm_rows)
+                    warming = False
+                for k in range(start, len(t)):
+                    step(w[k], tau[k], float(t[k]))
+            if warming and warm_rows:  # the recording is shorter than the warm-start window
+                self._warm_start_from(warm_rows)
+        self._checkpoint(force=True)
+        return self
+
+    def _warm_start_from(self, rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+        t = np.concatenate([r[0] for r in rows])
+        if len(t):
+            self.warm_start(
+                np.concatenate([r[1] for r in rows]), np.concatenate([r[2] for r in rows]), t
+            )
+
+    def warm_start(
+        self, phi: np.ndarray, y: np.ndarray, t: np.ndarray | None = None
+    ) -> RecursiveLeastSquares:
+        """Replace the state by batch LS on a window of m samples: phi (m, n, r) regressor
+        rows, y (m, n) torques in Nm, t (m,) times in s (None: the assumed sample period).
+        theta0 minimises ||phi theta - y||² + ||theta||²/alpha (the prior of P0 = alpha I, a
+        negligible ridge unless the window leaves directions unexcited); P0 = (sum phi^T phi
+        + I/alpha)^-1, its covariance up to sigma². Resets the estimator if not initialised."""
+        phi = np.asarray(phi, dtype=float)
+        if phi.ndim == 2:
+            phi = phi[:, None, :]
+        y = np.asarray(y, dtype=float).reshape(phi.shape[0], phi.shape[1])
+        m, n, r = phi.shape
+        if self._theta is None or len(self._theta) != r:
+            self.reset(r)
+        rows = np.hstack([phi.reshape(m * n, r), y.reshape(m * n, 1)])
+        ridge = np.hstack([np.eye(r) / math.sqrt(self.params.alpha), np.zeros((r, 1))])
+        with self.single_threaded():
+            factor = stacked_r([rows, ridge])
+        r_w = factor[:r, :r]
+        self._theta = np.linalg.solve(r_w, factor[:r, r])
+        r_inv = np.linalg.solve(r_w, np.eye(r))
+        p = r_inv @ r_inv.T
+        p = 0.5 * (p + p.T)
+        trace = float(p.trace())
+        if trace > self._max_trace:
+            p *= self._max_trace / trace
+        self._p = np.ascontiguousarray(p)
+        self._trace = float(self._p.trace())
+        self._v = float(factor[r, r] ** 2)
+        self._w_samples = self._w2_samples = float(m)
+        self._w_rows = float(m * n)
+        self.n_updates_ += m
+        if t is None:
+            t_last = (self.time_ if self.time_ is not None else 0.0) + m * self._dt
+        else:
+            t = np.asarray(t, dtype=float)
+            t_last = float(t[-1])
+            if m > 1:
+                self._dt = float((t[-1] - t[0]) / (m - 1))
+        self.time_ = t_last
+        self._next_checkpoint = t_last
+        self._checkpoint()
+        return self
+
+    def update(self, phi: np.ndarray, y: np.ndarray, t: float | None = None) -> np.ndarray:
+        """One sample: phi (n, r) base regressor rows (or (r,) for one row), y (n,) measured
+        torques in Nm, t its time in s (None: previous time + the last observed step, or
+        2 ms). Returns the a-priori error y - phi theta_{k-1} (n,) in Nm; coef_ is updated.
+        For online use wrap the loop in `single_threaded()`; non-finite data raise
+        ValueError and leave the state unchanged."""
+        phi = np.asarray(phi, dtype=float)
+        if phi.ndim == 1:
+            phi = phi[None, :]
+        y = np.asarray(y, dtype=float).reshape(-1)
+        if phi.ndim != 2 or y.shape[0] != phi.shape[0]:
+            raise ValueError(f"phi must be (n, r) and y (n,): got phi {phi.shape}, y {np.shape(y)}")
+        if self._theta is None:
+            self.reset(phi.shape[1])
+        elif phi.shape[1] != len(self._theta):
+            raise ValueError(f"phi has {phi.shape[1]} columns, the estimator {len(self._theta)}")
+        if t is None:
+            t = (self.time_ + self._dt) if self.time_ is not None else 0.0
+        return self._step(phi, y, float(t))
+
+    def _step(self, phi: np.ndarray, y: np.ndarray, t: float) -> np.ndarray:
+        """The update itself; phi (n, r) and y (n,) float arrays, t in s."""
+        p, theta = self._p, self._theta
+        n = phi.shape[0]
+        lam = self.params.forgetting
+        if self._trace > lam * self._max_trace:  # anti-windup: forget less, trace <= bound
+            lam = self._trace / self._max_trace
+        eye = self._eye
+        if eye.shape[0] != n:
+            eye = self._eye = np.eye(n)
+        p_phi = p @ phi.T  # (r, n) = (phi P)^T, P symmetric
+        s = phi @ p_phi
+        s += lam * eye
+        dpotrf, dtrtrs = _cholesky_routines()
+        chol, info = dpotrf(s, lower=1)
+        if info != 0:  # S = lam I + phi P phi^T is PD whenever P is: repair P, once
+            self._repair()
+            p = self._p
+            p_phi = p @ phi.T
+            s = phi @ p_phi
+            s += lam * eye
+            chol, info = dpotrf(s, lower=1)
+            if info != 0:
+                raise FloatingPointError(f"innovation matrix not positive definite at t = {t} s")
+        error = y - phi @ theta
+        g, _ = dtrtrs(chol, p_phi.T, lower=1)  # (n, r) = L^-1 phi P
+        z, _ = dtrtrs(chol, error, lower=1)
+        zz = float(z @ z)
+        sse = float(error @ error)
+        if not (math.isfinite(zz) and math.isfinite(sse)):
+            raise ValueError(f"non-finite sample at t = {t} s (phi or y holds NaN/inf)")
+        theta += g.T @ z
+        p -= g.T @ g
+        if lam != 1.0:
+            p *= 1.0 / lam
+        self.n_updates_ += 1
+        if self.n_updates_ % _SYMMETRISE_EVERY == 0:
+            p += p.T
+            p *= 0.5
+        self._trace = float(p.trace())
+        self._v = lam * (self._v + zz)
+        self._w_samples = lam * self._w_samples + 1.0
+        self._w2_samples = lam * lam * self._w2_samples + 1.0
+        self._w_rows = lam * self._w_rows + n
+        # running RMSE of the a-priori error over the last running_window_s seconds
+        window = self._window
+        window.append((t, sse, n))
+        self._window_sse += sse
+        self._window_rows += n
+        horizon = t - self.params.running_window_s
+        while window[0][0] <= horizon:
+            _, old_sse, old_rows = window.popleft()
+            self._window_sse -= old_sse
+            self._window_rows -= old_rows
+            self._window_pops += 1
+        if self._window_pops > len(window):  # exact sum again, no drift of the difference
+            self._window_sse = math.fsum(item[1] for item in window)
+            self._window_pops = 0
+        if self.time_ is not None and t > self.time_:
+            self._dt = t - self.time_
+        self.time_ = t
+        if self._next_checkpoint is None:
+            self._next_checkpoint = t
+        if t >= self._next_checkpoint:
+            self._checkpoint()
+        return error
+
+    def _checkpoint(self, force: bool = False) -> None:
+        if self._theta is None or self.time_ is None:
+            return
+        t = self.time_
+        if force and self._snapshot_t and self._snapshot_t[-1] == t:
+            return
+        self._snapshot_t.append(t)
+        self._snapshot_theta.append(self._theta.copy())
+        self._rmse_t.append(t)
+        self._rmse.append(self.running_rmse)
+        step = self.params.checkpoint_s
+        if self._next_checkpoint is None:
+            self._next_checkpoint = t
+        while self._next_checkpoint <= t:
+            self._next_checkpoint += step
+
+    def _repair(self) -> None:
+        """Make P symmetric positive definite again (eigenvalues clipped to a floor)."""
+        p = 0.5 * (self._p + self._p.T)
+        values, vectors = np.linalg.eigh(p)
+        floor = max(float(values[-1]), 1e-300) * 1e-12
+        if not np.all(np.isfinite(values)):
+            raise FloatingPointError("P is not finite: the estimator diverged")
+        p = (vectors * np.maximum(values, floor)) @ vectors.T
+        self._p = np.ascontiguousarray(0.5 * (p + p.T))
+        self._trace = float(self._p.trace())
+        self.n_repairs_ += 1
+
+
+@cache
+def _cholesky_routines() -> tuple:
+    """LAPACK's dpotrf and dtrtrs, imported on first use: validating a config that names `rls`
+    imports this module, and scipy.linalg takes 0.16 s to import (see `triangular.py`)."""
+    from scipy.linalg.lapack import dpotrf, dtrtrs
+
+    return dpotrf, dtrtrs
