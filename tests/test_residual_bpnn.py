@@ -18,10 +18,14 @@ import yaml
 from ident_framework.config.plugin_config import build_params
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import ResidualInputs
-from ident_framework.residuals import bpnn_trust
-from ident_framework.residuals.bpnn import BpnnParams, BpnnResidual, register_residual_learners
-from ident_framework.residuals.bpnn_files import MODEL_FILE, PLOT_FILE, WEIGHTS_FILE
-from ident_framework.residuals.bpnn_folds import early_stopping_part, region_fold
+from ident_framework.residuals.bpnn import (
+    BpnnParams,
+    BpnnResidual,
+    acceptance,
+    register_residual_learners,
+)
+from ident_framework.residuals.bpnn.acceptance import early_stopping_part, region_fold
+from ident_framework.residuals.bpnn.files import MODEL_FILE, PLOT_FILE, WEIGHTS_FILE
 from ident_framework.testing.multisine import multisine
 
 REPO = Path(__file__).resolve().parents[1]
@@ -222,12 +226,12 @@ def test_distance_in_the_input_space_refuses_what_per_axis_ranges_let_through():
 def test_trust_factors():
     mean = np.array([[1.0, 1.0, 0.0, 2.0]])
     std = np.array([[0.0, 1.0, 0.0, 2.0]])
-    np.testing.assert_allclose(bpnn_trust.disagreement_factor(mean, std, 1.0), [[1, 0.5, 1, 0.5]])
+    np.testing.assert_allclose(acceptance.disagreement_factor(mean, std, 1.0), [[1, 0.5, 1, 0.5]])
     np.testing.assert_allclose(
-        bpnn_trust.distance_factor(np.array([0.1, 0.25, 0.625, 1.0, 2.0]), 0.25, 1.0),
+        acceptance.distance_factor(np.array([0.1, 0.25, 0.625, 1.0, 2.0]), 0.25, 1.0),
         [1.0, 1.0, 0.5, 0.0, 0.0],
     )
-    figures = bpnn_trust.classify(np.array([[1.0, 0.95, 0.5, 0.0]]))
+    figures = acceptance.classify(np.array([[1.0, 0.95, 0.5, 0.0]]))
     assert (figures["corrected_fraction"], figures["shrunk_fraction"]) == (0.5, 0.25)
     assert figures["refused_per_joint"] == [0.25]
 

@@ -5,7 +5,7 @@ beside "refused: ... 6.1 % worse" with nothing saying the two are different figu
 import numpy as np
 
 from ident_framework.reports.summary import acceptance_lines
-from ident_framework.residuals.bpnn_acceptance import Fold, judge
+from ident_framework.residuals.bpnn.acceptance import Fold, judge
 
 
 def test_refused_joint_shows_its_worst_fold_beside_the_pooled_reduction():

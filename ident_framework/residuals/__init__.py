@@ -1,3 +1,3 @@
-"""Built-in options of the `residual` config group, one module each (`residual=bpnn` is
-`bpnn.py`, with its PyTorch helpers in `bpnn_torch.py` and its training loop in
-`bpnn_training.py`)."""
+"""Built-in options of the `residual` config group, one module or package each: `none.py` and
+`bpnn/` (the learner, its settings, its input features, its networks and their training, its
+held-out acceptance and trust, its files)."""

@@ -1,5 +1,7 @@
 """Parameters of the `bpnn` residual learner (`residual.*`), validated when the config is
-composed (a bad value fails before any job starts); see `bpnn.py` for the method."""
+composed (a bad value fails before any job starts); see the package's docstring
+for the method.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +12,8 @@ import numpy as np
 from omegaconf import ListConfig
 
 from ident_framework.errors import UserError
-from ident_framework.residuals.bpnn_features import check_features
-from ident_framework.residuals.bpnn_torch import DEVICE_PATTERN, require_torch, resolve_device
+from ident_framework.residuals.bpnn.features import check_features
+from ident_framework.residuals.bpnn.network import DEVICE_PATTERN, require_torch, resolve_device
 
 DEFAULT_FEATURES = ["velocity", "friction"]
 AUTO = "auto"  # features: auto -- each joint's set chosen among feature_candidates, held out
@@ -25,7 +27,7 @@ DEFAULT_CANDIDATES = [
 class BpnnParams:
     """Parameters of the `bpnn` residual learner.
 
-    features: input names per joint (`bpnn_features.FEATURES`: position, sin_position,
+    features: input names per joint (`features.FEATURES`: position, sin_position,
     cos_position, velocity, acceleration, load, gravity, inertial, friction), or "auto": per
     joint, the set of `feature_candidates` whose networks lower the held-out RMSE most in their
     worst fold (all candidates train together on the same folds; the validation data play no

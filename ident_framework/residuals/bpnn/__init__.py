@@ -1,7 +1,7 @@
 """Built-in residual learner `bpnn`: small MLPs (ReLU) per joint on the physical residual,
 judged on held-out motion before they are used, and shrunk where they do not know.
 
-Inputs (`features`, `inputs`; `bpnn_features.py`): joint j's network maps its standardised
+Inputs (`features`, `inputs`; `features.py`): joint j's network maps its standardised
 features — by default its own velocity and acceleration and the physical model's friction
 torque (chosen by held-out acceptance, see README) — to its standardised residual
 tau_meas_j − tau_physical_j (Nm). `features: auto`: every set of `feature_candidates` trains,
@@ -12,7 +12,7 @@ input scalers come from all identification samples
 (inputs only), the output scaler from the samples some fold trains on (no held-out target
 reaches the training).
 
-Held-out acceptance (`bpnn_folds.py`): with several identification recordings, each fold
+Held-out acceptance (`acceptance.py`): with several identification recordings, each fold
 holds one recording out and trains on the others; with one, one fold holds out, per joint,
 the region of the input space farthest from the data's centre (a periodic excitation's time
 blocks are repeats of the same motion, no test on their own) and a second fold the time tail.
@@ -22,7 +22,7 @@ never saw: a joint whose held-out RMSE does not drop by at least `acceptance_mar
 everywhere). `report_` (metrics.json `residual`) gives per joint the held-out and the
 training-part RMSE with and without correction, the verdict and why.
 
-Ensemble and trust (`bpnn_trust.py`): each fold trains ceil(`ensemble_size` / folds)
+Ensemble and trust (`acceptance.py`): each fold trains ceil(`ensemble_size` / folds)
 members (different initial weights); a prediction uses every fold's members: mean μ and
 spread σ, scaled by s = μ²/(μ² + κσ²) · s_dist (κ = `disagreement_weight`; s_dist falls
 from 1 at `trust_radius` to 0 at `refuse_radius`, the distance in standardised input space
@@ -30,16 +30,16 @@ to the nearest training sample), and 0 outside the per-feature range guard (`ran
 After `predict`, `prediction_report_` gives the fractions of sample-joints corrected,
 shrunk and refused.
 
-Training (`bpnn_training.py`): all networks (joints × folds × members) train together as one
+Training (`network.py`): all networks (joints × folds × members) train together as one
 batched computation (weights shaped (K, in, out), `torch.baddbmm`); each is still an
 independent MLP. Adam with weight decay, MSE or Huber loss, early stopping per network on
 `validation_fraction` of its own training samples, in blocks spread over the recordings
-(`bpnn_folds.early_stopping_part`). The last layer starts at
+(`acceptance.early_stopping_part`). The last layer starts at
 "residual 0 Nm", so an untrained network changes nothing. Deterministic given `seed` on the
 CPU (one thread, deterministic algorithms, seeded generators and k-means; torch's settings
 are restored afterwards).
 
-Files (`bpnn_files.py`): `bpnn_weights.pt` (tensors only, read back with
+Files (`files.py`): `bpnn_weights.pt` (tensors only, read back with
 `torch.load(..., weights_only=True)`: the layers and the distance support) and
 `bpnn_model.json` (architecture, parameters, scalers, ranges, acceptance, history). A
 reloaded model reproduces the predictions bitwise on the CPU.
@@ -47,6 +47,8 @@ reloaded model reproduces the predictions bitwise on the CPU.
 torch is an optional dependency (the `bpnn` extra), imported only inside the functions that
 need it; validating a `residual=bpnn` config without it is a UserError naming the install
 command.
+
+Here: the learner and its hook; its settings are `params.py`.
 """
 
 from __future__ import annotations
@@ -65,18 +67,24 @@ from ident_framework.hookspecs import (
     ResidualLearnerDefaults,
     hookimpl,
 )
-from ident_framework.residuals import bpnn_acceptance, bpnn_files, bpnn_trust
-from ident_framework.residuals.bpnn_batches import gather, gather_flags
-from ident_framework.residuals.bpnn_feature_choice import choose_features, per_candidate
-from ident_framework.residuals.bpnn_features import raw_features
-from ident_framework.residuals.bpnn_files import PLOT_FILE
-from ident_framework.residuals.bpnn_folds import early_stopping_part, folds_for
-from ident_framework.residuals.bpnn_params import AUTO, DEFAULT_FEATURES, BpnnParams
-from ident_framework.residuals.bpnn_torch import forward, resolve_device, torch_settings
-from ident_framework.residuals.bpnn_training import pointwise_loss, train_networks
+from ident_framework.residuals.bpnn import acceptance, files
+from ident_framework.residuals.bpnn.acceptance import early_stopping_part, folds_for
+from ident_framework.residuals.bpnn.features import choose_features, per_candidate, raw_features
+from ident_framework.residuals.bpnn.files import PLOT_FILE
+from ident_framework.residuals.bpnn.network import (
+    forward,
+    gather,
+    gather_flags,
+    pointwise_loss,
+    resolve_device,
+    torch_settings,
+    train_networks,
+)
+from ident_framework.residuals.bpnn.params import AUTO, DEFAULT_FEATURES, BpnnParams
 
 if TYPE_CHECKING:
     import torch
+
 
 _STD_FLOOR = 1e-12  # a feature or residual with a smaller std is not scaled (std taken as 1)
 __all__ = ["DEFAULT_FEATURES", "BpnnParams", "BpnnResidual", "register_residual_learners"]
@@ -203,7 +211,7 @@ class BpnnResidual(ResidualLearnerDefaults):
         ]
         p = self.params
         untrained = np.reshape(self.best_epoch_, (-1, self.n_folds_, self.n_members_)) == 0
-        self.report_ = bpnn_acceptance.judge(
+        self.report_ = acceptance.judge(
             target, corrections, folds, p.acceptance_margin, p.acceptance, untrained.all(axis=2)
         )
         if auto:
@@ -271,8 +279,8 @@ class BpnnResidual(ResidualLearnerDefaults):
         self.fold_min_ = np.array([[r[0] for r in fold] for fold in ranges]).transpose(1, 0, 2)
         self.fold_max_ = np.array([[r[1] for r in fold] for fold in ranges]).transpose(1, 0, 2)
         self.x_min_, self.x_max_ = self.fold_min_.min(axis=1), self.fold_max_.max(axis=1)
-        size = min(bpnn_trust.support_size(fold.fit) for fold in folds)
-        rows = [bpnn_trust.support_rows(fold.fit, size)[:, :, None] for fold in folds]
+        size = min(acceptance.support_size(fold.fit) for fold in folds)
+        rows = [acceptance.support_rows(fold.fit, size)[:, :, None] for fold in folds]
         support = [np.take_along_axis(standardised, r, axis=1) for r in rows]
         self.support_ = np.concatenate(support, axis=1).astype(np.float32)  # fold f: [f·S, (f+1)·S)
         self.support_per_fold_ = size
@@ -432,19 +440,19 @@ class BpnnResidual(ResidualLearnerDefaults):
     def _factor(
         self, members: np.ndarray, x: np.ndarray, features: np.ndarray, fold: int | None
     ) -> np.ndarray:
-        """(n, N) share s of the members' (n, M', N) mean correction applied (`bpnn_trust`),
+        """(n, N) share s of the members' (n, M', N) mean correction applied (`acceptance.py`),
         with the support and range of `fold` (None: all folds)."""
         p = self.params
         mean = members.mean(axis=1)
         spread = members.std(axis=1) if members.shape[1] > 1 else np.zeros_like(mean)
-        factor = bpnn_trust.disagreement_factor(mean, spread, p.disagreement_weight)
+        factor = acceptance.disagreement_factor(mean, spread, p.disagreement_weight)
         if p.refuse_radius is not None:
             size = self.support_per_fold_
             support = (
                 self.support_ if fold is None else self.support_[:, fold * size : (fold + 1) * size]
             )
-            distance = bpnn_trust.nearest_distance(support, x)
-            factor = factor * bpnn_trust.distance_factor(distance, p.trust_radius, p.refuse_radius)
+            distance = acceptance.nearest_distance(support, x)
+            factor = factor * acceptance.distance_factor(distance, p.trust_radius, p.refuse_radius)
         factor[self._outside(features, fold)] = 0.0
         return factor
 
@@ -466,22 +474,22 @@ class BpnnResidual(ResidualLearnerDefaults):
             outside.mean(axis=1).tolist() if n_samples else [0.0] * self.n_joints_
         )
         self.out_of_range_fraction_ = float(outside.any(axis=0).mean()) if n_samples else 0.0
-        self.prediction_report_ = bpnn_trust.classify(factor)
+        self.prediction_report_ = acceptance.classify(factor)
         return np.ascontiguousarray((factor * members.mean(axis=1)).T)
 
     def describe(self) -> dict[str, Any]:
         """Plain (JSON-safe) description of the fitted model: everything but the tensors."""
-        return bpnn_files.describe(self)
+        return files.describe(self)
 
     def save(self, folder: Path) -> None:
         """Write `folder/bpnn_weights.pt` and `folder/bpnn_model.json`."""
-        bpnn_files.save_model(self, folder)
+        files.save_model(self, folder)
 
     @classmethod
     def load(cls, folder: Path, device: str | None = None) -> BpnnResidual:
         """The model saved in `folder` by `save`, on its saved device or on `device` (e.g. "cpu"
         for a model trained on a GPU); an unavailable device is a UserError."""
-        return bpnn_files.load_model(cls, BpnnParams, folder, device)
+        return files.load_model(cls, BpnnParams, folder, device)
 
     # ------------------------------------------------------------------------------ outputs
     def write_outputs(self, folder: Path) -> None:
@@ -491,7 +499,7 @@ class BpnnResidual(ResidualLearnerDefaults):
 
     def plot_training(self, path: Path) -> None:
         """Train and early-stopping loss per epoch (mean over networks and per joint)."""
-        bpnn_files.plot_training(self, path)
+        files.plot_training(self, path)
 
 
 @hookimpl

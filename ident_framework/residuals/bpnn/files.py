@@ -4,7 +4,8 @@ standardised training samples of the distance guard), `bpnn_model.json` (archite
 parameters, scalers, training ranges, acceptance, best epochs, loss history, torch version),
 checked when
 read back (a reloaded model reproduces the predictions bitwise on the CPU), and the training
-plot `plots/bpnn_training.png`."""
+plot `plots/bpnn_training.png`.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from ident_framework.errors import UserError
-from ident_framework.residuals.bpnn_features import check_features
-from ident_framework.residuals.bpnn_torch import DEVICE_PATTERN, resolve_device
+from ident_framework.residuals.bpnn.features import check_features
+from ident_framework.residuals.bpnn.network import DEVICE_PATTERN, resolve_device
 
 WEIGHTS_FILE = "bpnn_weights.pt"
 MODEL_FILE = "bpnn_model.json"
@@ -32,7 +33,7 @@ def describe(model: Any) -> dict[str, Any]:
         raise RuntimeError("BpnnResidual is not fitted")
     import torch
 
-    from ident_framework.residuals.bpnn_features import describe_order
+    from ident_framework.residuals.bpnn.features import describe_order
 
     return {
         "format": FORMAT,
