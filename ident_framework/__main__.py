@@ -3,7 +3,7 @@
 Exit code 0 on success, 2 on a user error (one-paragraph message, no traceback), 3 when a
 rehearsal (`mode=rehearse`) ran but failed a check (its outputs are kept). In a sweep a failed
 job is recorded in its job directory and the other jobs go on; the sweep then exits with the
-worst job's code (`reports/sweep_jobs.py`).
+worst job's code (`reports/sweep.py`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,13 @@ from ident_framework.config import single_run
 from ident_framework.config.preflight import CONFIG_MODULE, CONFIG_NAME, prepare_command_line
 from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.errors import RehearsalFailed, UserError
-from ident_framework.reports.sweep import LAST_SWEEP, report_unfinished_sweep
-from ident_framework.reports.sweep_jobs import EXIT_CRASH, in_sweep, record_failed_job
+from ident_framework.reports.sweep import (
+    EXIT_CRASH,
+    LAST_SWEEP,
+    in_sweep,
+    record_failed_job,
+    report_unfinished_sweep,
+)
 
 EXIT_USER_ERROR = 2
 EXIT_REHEARSAL_FAILED = 3

@@ -16,8 +16,12 @@ from omegaconf import DictConfig
 from ident_framework.config.registry import get_registry
 from ident_framework.config.run_config import validate_config
 from ident_framework.modes.pipeline import run_pipeline
-from ident_framework.reports.run_directory import staged_outputs
-from ident_framework.reports.run_report import print_summary, write_run_directory, write_summary
+from ident_framework.reports.run_report import (
+    print_summary,
+    staged_outputs,
+    write_run_directory,
+    write_summary,
+)
 
 log = logging.getLogger(__name__)
 

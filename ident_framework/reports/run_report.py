@@ -1,10 +1,17 @@
 """Writes the run-directory contract (metrics.json, parameters.yaml, predictions, plots, the
 twin, the residual learner) and prints the summary a user reads at the end of a run. The file
-names are in `run_files.py`."""
+names are in `run_files.py`.
+
+The directory is all or nothing (`staged_outputs`): outputs are written to a staging folder and
+moved into the run directory only when the whole run succeeded.
+"""
 
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +28,7 @@ from ident_framework.plain_data import config_yaml_text, to_plain, yaml_text
 from ident_framework.reports import run_files
 from ident_framework.reports.parameters import parameters_document
 from ident_framework.reports.plots import write_plots, write_prediction_plots
+from ident_framework.reports.run_files import HYDRA_FOLDER, STAGING
 from ident_framework.reports.summary import summary_lines
 from ident_framework.reports.tuning_report import tuning_section, write_tuning_table
 from ident_framework.twin.export import twin_urdf_text
@@ -143,3 +151,37 @@ def write_summary(staging: Path, lines: list[str]) -> None:
 
 def print_summary(result: IdentificationResult, run_dir: Path, twin_prefix: str = "") -> None:
     print("\n".join([*summary_lines(result, twin_prefix), f"outputs in {run_dir}"]))
+
+
+@contextmanager
+def staged_outputs(run_dir: Path) -> Iterator[Path]:
+    """Yield a staging folder; on success move its files into run_dir, on any failure remove
+    it together with the files Hydra wrote for this job, and the run dir if left empty."""
+    staging = run_dir / STAGING
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        _remove_job_bookkeeping(run_dir)
+        raise
+    for item in sorted(staging.iterdir()):
+        target = run_dir / item.name
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+        item.rename(target)
+    staging.rmdir()
+
+
+def _remove_job_bookkeeping(run_dir: Path) -> None:
+    shutil.rmtree(run_dir / HYDRA_FOLDER, ignore_errors=True)
+    for log in run_dir.glob("*.log"):
+        log.unlink()
+    try:
+        run_dir.rmdir()  # only if empty: never delete what an earlier run left there
+    except OSError:
+        pass

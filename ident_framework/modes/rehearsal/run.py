@@ -33,8 +33,7 @@ from ident_framework.modes.rehearsal.planting import RehearsalRobot, plant_chang
 from ident_framework.modes.rehearsal.report import summary_lines, write_rehearsal_outputs
 from ident_framework.plain_data import to_plain
 from ident_framework.reports import run_files
-from ident_framework.reports.run_directory import staged_outputs
-from ident_framework.reports.run_report import print_summary, write_run_directory
+from ident_framework.reports.run_report import print_summary, staged_outputs, write_run_directory
 from ident_framework.rtde.rehearsal_gate import (
     record_passed_rehearsal,
     registry_directory,
