@@ -22,7 +22,7 @@ from ident_framework.errors import UserError
 from ident_framework.estimators.ls import LeastSquares, LeastSquaresParams
 from ident_framework.identify.linear_problem import build_problem
 from ident_framework.model.robot import load_robot
-from ident_framework.modes.distributed_parts import read_part
+from ident_framework.modes.distributed import read_part
 from ident_framework.reports.parameters import parameter_std
 from ident_framework.testing.known_truth import exact_dataset, sines
 

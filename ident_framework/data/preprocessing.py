@@ -153,7 +153,7 @@ def preprocess(
 
     `step_of`: the sample step (s) the filters of a piece between gaps use, from the piece's
     timestamps (default: their median step). A window cut from a longer recording
-    (`modes/distributed_parts.py`) passes the step of the whole recording's piece: the median
+    (`modes/distributed.py`) passes the step of the whole recording's piece: the median
     step of a window differs from the whole's in the last digits (timestamps of 2000 s carry
     rounding of 2e-13 s), which moved the filtered accelerations by 1e-10 relative."""
     params = params or PreprocessingParams()

@@ -118,7 +118,7 @@ class CsvSource:
         ]
         return concatenate(recordings) if len(recordings) > 1 else recordings[0]
 
-    # What a factor job (mode=factor, modes/distributed_parts.py) uses to read its part only.
+    # What a factor job (mode=factor, modes/distributed.py) uses to read its part only.
     def recording_files(self) -> list[str]:
         """The files of `params.path`, in order (each a recording of its own)."""
         return recording_paths(self.params.path, "source.path")
