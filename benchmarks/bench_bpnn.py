@@ -25,7 +25,7 @@ import yaml
 
 from ident_framework.hookspecs import ResidualInputs
 from ident_framework.residuals.bpnn import BpnnParams, BpnnResidual
-from ident_framework.testing.multisine import multisine
+from ident_framework.testing.known_truth import multisine
 
 TARGET_S = 30.0
 RATE_HZ = 100.0

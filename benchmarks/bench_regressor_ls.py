@@ -25,7 +25,7 @@ from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, Cou
 from ident_framework.identify.linear_problem import accumulate_joint_factors, project_to_base
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
-from ident_framework.testing.multisine import multisine
+from ident_framework.testing.known_truth import multisine
 
 CHUNK = 2000
 

@@ -31,7 +31,7 @@ from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.rigid_body_regressor import _PARALLEL_FROM, c_kernel
 from ident_framework.model.robot import load_robot
 from ident_framework.parallel_work import worker_limit
-from ident_framework.testing.multisine import multisine
+from ident_framework.testing.known_truth import multisine
 
 ENGINES = {"C": "1", "numba": "0"}  # IDENT_FRAMEWORK_NATIVE
 

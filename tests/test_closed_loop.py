@@ -22,7 +22,7 @@ from ident_framework.model.robot import load_robot
 from ident_framework.modes.closed_loop import recording_role, twin_r2, validation_fit
 from ident_framework.sources.mujoco import noise_seed
 from ident_framework.testing.cli import error_message, run_cli
-from ident_framework.testing.multisine import multisine
+from ident_framework.testing.known_truth import multisine
 
 JOINTS = ("a", "b")
 

@@ -18,7 +18,7 @@ from ident_framework.errors import UserError
 from ident_framework.model.robot import load_robot
 from ident_framework.sources.csv import CsvSource, CsvSourceParams
 from ident_framework.testing.cli import error_message, run_cli
-from ident_framework.testing.multisine import multisine
+from ident_framework.testing.known_truth import multisine
 
 JOINTS = ("j0", "j1", "j2")
 N_ROWS = 50

@@ -13,7 +13,7 @@ from ident_framework.data.checks import CheckParams, check_recording, drop_untru
 from ident_framework.data.dataset import Dataset, concatenate
 from ident_framework.data.preprocessing import PreprocessingParams, preprocess
 from ident_framework.testing.cli import REPO, SHARED
-from ident_framework.testing.multisine import multisine
+from ident_framework.testing.known_truth import multisine
 
 JOINTS = tuple(f"j{j}" for j in range(6))
 RATE = 500.0

@@ -24,8 +24,7 @@ from ident_framework.config.registry import (
 from ident_framework.config.run_config import PLUGIN_GROUPS
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import EXTENSION_POINTS, POINTS, conform
-from ident_framework.testing.cli import run_cli
-from ident_framework.testing.distributions import fake_distribution
+from ident_framework.testing.cli import fake_distribution, run_cli
 
 FAST = ("trajectory.n_candidates=40", "trajectory.n_refine=0")
 REQUIRED = {  # options with a required parameter

@@ -26,7 +26,7 @@ from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
 from ident_framework.simulation.true_friction import parse_true_friction
 from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
-from ident_framework.testing.multisine import multisine
+from ident_framework.testing.known_truth import multisine
 from ident_framework.trajectories.point_to_point import PointToPointGenerator, PointToPointParams
 
 FC = np.array([7.0, 6.5, 4.0, 1.5, 1.4, 1.2])  # Nm

@@ -21,7 +21,7 @@ from ident_framework.identify.metrics import preprocessing_counts
 from ident_framework.model.robot import load_robot
 from ident_framework.reports.summary import data_lines
 from ident_framework.testing.cli import run_cli
-from ident_framework.testing.multisine import multisine
+from ident_framework.testing.known_truth import multisine
 
 SHORT_PIECE = 150  # samples between two gaps: 0.15 s, less than the filters' two edges
 

@@ -26,7 +26,7 @@ from ident_framework.residuals.bpnn import (
 )
 from ident_framework.residuals.bpnn.acceptance import early_stopping_part, region_fold
 from ident_framework.residuals.bpnn.files import MODEL_FILE, PLOT_FILE, WEIGHTS_FILE
-from ident_framework.testing.multisine import multisine
+from ident_framework.testing.known_truth import multisine
 
 REPO = Path(__file__).resolve().parents[1]
 # Small and fast: about a second per fit on 6000 samples of 2 joints.

@@ -15,7 +15,7 @@ from ident_framework.data.csv_log import write_csv_log
 from ident_framework.data.dataset import Dataset
 from ident_framework.model.robot import load_robot
 from ident_framework.testing.cli import error_message, run_cli
-from ident_framework.testing.multisine import multisine
+from ident_framework.testing.known_truth import multisine
 
 VISCOUS = np.array([4.0, 4.0, 2.5, 1.0, 1.0, 1.0])  # Nm·s/rad
 COULOMB = np.array([7.0, 7.0, 4.0, 1.5, 1.5, 1.2])  # Nm

@@ -1,12 +1,18 @@
 """Run the command line as a user would: `python -m ident_framework ARGS` in a fresh Python
 process. REPO is the checkout this package was imported from (tests run from one), SHARED the
-shared reference data beside it (`../shared`: tests that need it skip without it)."""
+shared reference data beside it (`../shared`: tests that need it skip without it).
+
+`fake_distribution`: an installed plugin distribution made on the fly, exactly as pip would
+leave it (a `*.dist-info` folder with an `ident_framework` entry point, and the package files),
+in a folder to put on PYTHONPATH (`run_cli(..., pythonpath=)`).
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,3 +49,17 @@ def error_message(stderr: str) -> str:
     lines = stderr.strip().splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith("error: ")]
     return "\n".join(lines[starts[-1] :] if starts else lines)
+
+
+def fake_distribution(site: Path, name: str, module: str, files: dict[str, str]) -> Path:
+    """An installed distribution `name` whose entry point loads `module` (files relative to
+    site, their text dedented); returns site."""
+    info = site / f"{name.replace('-', '_')}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[ident_framework]\n{module} = {module}\n")
+    for relative, text in files.items():
+        path = site / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return site

@@ -1,6 +1,10 @@
 """Known truth for tests of the identification: a UR12e regressor with made-up parameters
 (inertial parameters within ±20 % of UR's, which need not be physical) and data made with
-them at exact accelerations, so the identification must return them."""
+them at exact accelerations, so the identification must return them.
+
+`multisine`: smooth multi-sine joint motions with exact derivatives, for known-truth tests and
+benchmarks (data whose accelerations are known, so no differentiation error enters).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,6 @@ from ident_framework.data.dataset import Dataset
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
-from ident_framework.testing.multisine import multisine
 
 TRUE_VISCOUS = np.array([4.1, 3.7, 2.4, 1.1, 0.9, 0.8])  # Nm·s/rad
 TRUE_COULOMB = np.array([7.0, 6.5, 4.2, 1.6, 1.4, 1.1])  # Nm
@@ -59,3 +62,29 @@ def perturbed_ur12e_truth(builder: RegressorBuilder) -> np.ndarray:
 
     _, truth = perturb_robot(builder.robot, PerturbationParams(), seed=1)
     return true_standard_parameters(builder, truth.to_dict())
+
+
+def multisine(
+    t: np.ndarray,
+    n_joints: int,
+    seed: int,
+    phase_seed: int | None = None,
+    freq_hz: tuple[float, float] = (0.05, 0.4),
+    amp_rad: tuple[float, float] = (0.2, 0.8),
+    n_sines: int = 3,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q (rad), dq (rad/s), ddq (rad/s²), each (len(t), n_joints), at times t (s): per joint
+    the sum of `n_sines` sines with frequencies and amplitudes drawn uniformly from `seed`
+    (then the phases, unless `phase_seed` draws them separately: the same kind of motion
+    over the same states, but a different path)."""
+    rng = np.random.default_rng(seed)
+    freq = rng.uniform(*freq_hz, (n_sines, n_joints))
+    amp = rng.uniform(*amp_rad, (n_sines, n_joints))
+    phase_rng = rng if phase_seed is None else np.random.default_rng(phase_seed)
+    phase = phase_rng.uniform(0.0, 2.0 * np.pi, (n_sines, n_joints))
+    w = 2.0 * np.pi * freq
+    arg = w[None] * np.asarray(t, dtype=float)[:, None, None] + phase[None]
+    q = np.sum(amp * np.sin(arg), axis=1)
+    dq = np.sum(amp * w * np.cos(arg), axis=1)
+    ddq = -np.sum(amp * w**2 * np.sin(arg), axis=1)
+    return q, dq, ddq

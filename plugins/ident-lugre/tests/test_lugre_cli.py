@@ -12,8 +12,7 @@ from functools import partial
 from pathlib import Path
 
 from ident_framework.testing import cli
-from ident_framework.testing.cli import error_message
-from ident_framework.testing.distributions import fake_distribution
+from ident_framework.testing.cli import error_message, fake_distribution
 
 FAKE_MODULE = '''
 from dataclasses import dataclass
