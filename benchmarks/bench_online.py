@@ -333,8 +333,8 @@ def convergence(out: Path) -> None:
     from ident_framework.config.run_config import validate_config
     from ident_framework.data.preprocessing import PreprocessingParams, preprocess
     from ident_framework.identify.linear_problem import predict_torque
-    from ident_framework.modes.online.sample_regressor import structural_base
     from ident_framework.modes.pipeline import design_excitation, robot_and_regressor
+    from ident_framework.online.sample_regressor import structural_base
     from ident_framework.sources.mujoco import MujocoSource
 
     folder = out / "convergence"

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from ident_framework.modes.online.scheduling import _SCHED_SETATTR, _SchedAttr
+from ident_framework.online.scheduling import _SCHED_SETATTR, _SchedAttr
 
 
 def set_slice(slice_ns: int) -> None:

@@ -48,8 +48,8 @@ def run_one_job(cfg: DictConfig) -> float:
 
         return run_rehearsal_job(config, cfg, run_dir)
     if config.mode == "online":
-        from ident_framework.modes.online.service import run_online  # the web stack: only here
-        from ident_framework.modes.online.summary import print_online_summary
+        from ident_framework.online.service import run_online  # the web stack: only here
+        from ident_framework.online.summary import print_online_summary
 
         return print_online_summary(run_online(config, cfg, run_dir), run_dir)
     if config.mode in ("factor", "combine"):  # exact distributed identification

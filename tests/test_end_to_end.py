@@ -135,7 +135,7 @@ def test_identify_from_recorded_logs(recorded_logs, tmp_path: Path):
 NOT_FOR_A_LOG = (
     "pandas", "ident_framework.modes.closed_loop", "ident_framework.modes.rehearsal",
     "ident_framework.modes.predict", "ident_framework.modes.distributed",
-    "ident_framework.modes.online", "ident_framework.simulation", "ident_framework.rtde",
+    "ident_framework.online", "ident_framework.simulation", "ident_framework.rtde",
     "ident_framework.trajectories.fourier.search", "ident_framework.model.motion_safety",
     "ident_framework.reports.mcap_export",
 )  # fmt: skip

@@ -58,6 +58,22 @@ def test_no_upward_import(modules):
     assert upward_imports(modules) == []
 
 
+OPTION_UNITS = ("friction", "estimators", "residuals", "trajectories", "sources")
+
+
+def test_the_online_service_reaches_built_in_options_only_through_the_registry(modules):
+    """DESIGN.md: only the one list (`hookspecs.EXTENSION_POINTS`) names the built-ins; the
+    online service gets them from the plugin registry (`config/registry.py`)."""
+    named = [
+        f"{info.name} -> {target}"
+        for info in modules.values()
+        if info.unit == "online"
+        for target in sorted(info.imports)
+        if modules[target].unit in OPTION_UNITS
+    ]
+    assert named == []
+
+
 def test_the_checks_catch_what_they_look_for():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None

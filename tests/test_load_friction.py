@@ -277,7 +277,7 @@ def _tuning_rows(run) -> list[dict]:
 
 def test_online_refuses_the_term_on():
     from ident_framework.errors import UserError
-    from ident_framework.modes.online.sample_regressor import check_streamable
+    from ident_framework.online.sample_regressor import check_streamable
 
     builder, _ = _truth(TRUE_FL)
     with pytest.raises(UserError, match="friction.load_dependent=off or auto"):

@@ -12,12 +12,12 @@ import pytest
 
 from ident_framework.config.online_settings import online_settings
 from ident_framework.errors import UserError
-from ident_framework.modes.online.causal_filter import CausalPolynomialFilter, window_samples
-from ident_framework.modes.online.client_queues import ClientQueues
-from ident_framework.modes.online.drift import CusumDetector
-from ident_framework.modes.online.ring_buffer import RingBuffer
-from ident_framework.modes.online.sliding_ls import SlidingWindowLeastSquares
-from ident_framework.modes.online.sliding_metrics import SlidingFit
+from ident_framework.online.causal_filter import CausalPolynomialFilter, window_samples
+from ident_framework.online.client_queues import ClientQueues
+from ident_framework.online.drift import CusumDetector
+from ident_framework.online.ring_buffer import RingBuffer
+from ident_framework.online.sliding_ls import SlidingWindowLeastSquares
+from ident_framework.online.sliding_metrics import SlidingFit
 
 
 def run_filter(t: np.ndarray, x: np.ndarray, window: int, order: int = 3):
@@ -256,7 +256,7 @@ def test_short_time_slice_is_set_on_the_calling_thread_without_privileges():
     import platform
     import threading
 
-    from ident_framework.modes.online import scheduling
+    from ident_framework.online import scheduling
 
     number = {"x86_64": 315, "aarch64": 275}.get(platform.machine())
     if number is None:
@@ -317,9 +317,9 @@ def test_rows_of_a_sticking_joint_do_not_pull_the_estimate(min_speed):
     model's sign column is 0 (dead band). Those rows left out of the update
     (online.estimator.min_speed_rad_s), the a-priori error once it moves again stays at round-off;
     fitted (min_speed 0), they pull the estimate and the error comes back at several Nm."""
-    from ident_framework.modes.online.estimators import single_threaded
-    from ident_framework.modes.online.streaming_estimator import StreamingIdentifier
-    from ident_framework.modes.online.streams import Sample
+    from ident_framework.online.estimators import single_threaded
+    from ident_framework.online.streaming_estimator import StreamingIdentifier
+    from ident_framework.online.streams import Sample
 
     truth = np.array([0.5, 4.0, 7.0, 30.0, 0.3, 2.0, 4.0, 10.0])
     settings = online_settings({"estimator": {"min_speed_rad_s": min_speed}})

@@ -174,7 +174,7 @@ def test_online_and_distributed_refuse_the_term_on(tmp_path):
     from ident_framework.errors import UserError
     from ident_framework.model.regressor import RegressorBuilder
     from ident_framework.model.robot import load_robot
-    from ident_framework.modes.online.sample_regressor import check_streamable
+    from ident_framework.online.sample_regressor import check_streamable
 
     robot = load_robot("ur12e")
     params = CoulombViscousParams(temperature="on", reference_temperature=30.0)

@@ -30,7 +30,7 @@ __all__ = ["PLUGIN_GROUPS", "RunConfig", "SelectedPlugin", "validate_config"]
 SPLIT = "split"  # the validation option that holds out the tail of the identification data
 # identify: the pipeline; predict: apply a saved run to data; rehearse: the pipeline on the robot
 # model with planted changes, checked against them (modes/rehearsal/); online: the streaming
-# service beside the robot (modes/online/); factor / combine: exact distributed identification
+# service beside the robot (online/); factor / combine: exact distributed identification
 # (`DistributedSettings`)
 MODES = ("identify", "predict", "rehearse", "online", "factor", "combine")
 LOOP_DESIGNS = ("seeded", "aimed")  # how the closed loop's later rounds design their excitation

@@ -12,7 +12,7 @@ Per data set (`identification`, `validation`), one message per sample at the sam
   joint name → Nm, so every joint is a plottable field of its own.
 
 The schemas and message builders are shared with the online service's recording
-(`modes/online/mcap_recording.py`). Log and publish times are in ns:
+(`online/mcap_recording.py`). Log and publish times are in ns:
 `metadata["time_origin_ns"]` of the recording (a ROS bag's first stamp) plus the sample time,
 else the sample time itself. Written to a temporary name and renamed, so a reader never sees
 half a file.

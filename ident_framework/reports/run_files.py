@@ -42,14 +42,14 @@ REHEARSAL_MARKDOWN = "rehearsal.md"
 REHEARSAL_ROBOT = "rehearsal_robot.xml"
 REHEARSAL_TWIN_PREFIX = "rehearsal_"
 
-# mode=online: written as the run goes (modes/online/run_logs.py), beside PARAMETERS, CONFIG
+# mode=online: written as the run goes (online/run_logs.py), beside PARAMETERS, CONFIG
 # and TWIN_MJCF (the latest valid twin) of the run directory
 ONLINE_FOLDER = "online"
 ONLINE_PARAMETERS_CSV = "parameters.csv"  # in ONLINE_FOLDER, and so are the next four
 ONLINE_EVENTS_JSONL = "events.jsonl"
 ONLINE_SUMMARY_JSON = "summary.json"
 ONLINE_RECORDING = "recording.csv"  # source=rtde: what the service received
-ONLINE_MCAP = "run.mcap"  # mcap=true: samples, torques and events (modes/online/mcap_recording)
+ONLINE_MCAP = "run.mcap"  # mcap=true: samples, torques and events (online/mcap_recording)
 ONLINE_TWINS_FOLDER = "twins"  # every valid twin, online_twin_snapshot(t) inside
 
 # the staging folder a job writes into before its outputs are moved into the run directory,

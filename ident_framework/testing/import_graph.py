@@ -41,6 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sources",),  # options of source= / validation= (simulator, CSV, RTDE)
     ("reports",),  # the run directory: files, summary, tables, plots
     ("modes",),  # what a run does: pipeline, closed loop, predict, rehearse, distributed
+    ("online",),  # the online service (a product of its own; built-ins through the registry)
     ("testing",),  # helpers for tests and studies
     # entry points: the public face, the command line (its process settings, the Hydra job
     # that runs the mode a config names) and fleet mode's command line

@@ -30,9 +30,9 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ident_framework.modes.online.client_queues import ClientQueues
-from ident_framework.modes.online.panels import panel_list
-from ident_framework.modes.online.service_state import ServiceState
+from ident_framework.online.client_queues import ClientQueues
+from ident_framework.online.panels import panel_list
+from ident_framework.online.service_state import ServiceState
 from ident_framework.plain_data import to_plain
 
 COMMANDS = ("reset", "snapshot", "stop")
@@ -40,7 +40,7 @@ CSRF_HEADER = ("x-requested-with", "ident-online")
 
 
 def static_dir() -> str:
-    return str(resources.files("ident_framework.modes.online") / "static")
+    return str(resources.files("ident_framework.online") / "static")
 
 
 def encode(document: Any) -> str:

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ident_framework.modes.online.streaming_estimator import StepResult
-from ident_framework.modes.online.streams import Sample
+from ident_framework.online.streaming_estimator import StepResult
+from ident_framework.online.streams import Sample
 
 
 class RecordingBuffer:

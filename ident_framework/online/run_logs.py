@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from ident_framework.modes.online.sliding_metrics import SlidingFit
+from ident_framework.online.sliding_metrics import SlidingFit
 from ident_framework.plain_data import to_plain
 from ident_framework.reports.run_files import (
     ONLINE_EVENTS_JSONL,

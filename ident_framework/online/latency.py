@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ident_framework.modes.online.ring_buffer import RingBuffer
+from ident_framework.online.ring_buffer import RingBuffer
 
 _EDGES_S = np.logspace(-6, 1, 701)  # 1 µs .. 10 s, 100 bins per decade (2.3 % wide)
 

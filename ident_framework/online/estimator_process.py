@@ -27,31 +27,31 @@ from omegaconf import OmegaConf
 from ident_framework.config.registry import get_registry
 from ident_framework.config.run_config import RunConfig, validate_config
 from ident_framework.errors import UserError
-from ident_framework.modes.online.estimators import single_threaded
-from ident_framework.modes.online.final_parameters import parameters_document
-from ident_framework.modes.online.publisher import Publisher
-from ident_framework.modes.online.recording_buffer import RecordingBuffer
-from ident_framework.modes.online.run_logs import (
+from ident_framework.modes.pipeline import robot_and_regressor
+from ident_framework.online.estimators import single_threaded
+from ident_framework.online.final_parameters import parameters_document
+from ident_framework.online.publisher import Publisher
+from ident_framework.online.recording_buffer import RecordingBuffer
+from ident_framework.online.run_logs import (
     EventLog,
     ParametersLog,
     write_parameters_yaml,
     write_summary,
 )
-from ident_framework.modes.online.sample_regressor import (
+from ident_framework.online.sample_regressor import (
     SampleRegressor,
     check_streamable,
     structural_base,
 )
-from ident_framework.modes.online.scheduling import realtime_scheduling, short_time_slice
-from ident_framework.modes.online.session_setup import (
+from ident_framework.online.scheduling import realtime_scheduling, short_time_slice
+from ident_framework.online.session_setup import (
     check_source,
     load_initial_parameters,
     open_stream,
     say,
 )
-from ident_framework.modes.online.streaming_estimator import StepResult, StreamingIdentifier
-from ident_framework.modes.online.twin_schedule import TwinSchedule
-from ident_framework.modes.pipeline import robot_and_regressor
+from ident_framework.online.streaming_estimator import StepResult, StreamingIdentifier
+from ident_framework.online.twin_schedule import TwinSchedule
 from ident_framework.plain_data import to_plain
 from ident_framework.reports.run_files import ONLINE_FOLDER
 

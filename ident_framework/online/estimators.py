@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from ident_framework.config.online_settings import OnlineSettings
 from ident_framework.identify.recursive import RecursiveLeastSquares, RecursiveLeastSquaresParams
-from ident_framework.modes.online.sliding_ls import SlidingWindowLeastSquares
+from ident_framework.online.sliding_ls import SlidingWindowLeastSquares
 
 RESET_GAIN = 1.0e3  # rls: covariance inflation of the drift response
 SLIDING_BLOCKS = 50  # sliding_ls: blocks per window (the window moves a block at a time)

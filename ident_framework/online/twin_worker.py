@@ -39,18 +39,21 @@ def init_worker(cfg_container: dict, run_dir: str) -> None:
     _worker.update(config=config, robot=robot, builder=builder, run_dir=Path(run_dir))
 
 
-def _consistent_params(config: Any) -> Any:
-    from ident_framework.estimators.consistent import ConsistentParams
+def _consistent_estimator(config: Any) -> Any:
+    """The `consistent` estimator from the plugin registry, with the run's `estimator.*`
+    settings when estimator=consistent, else its defaults."""
+    from ident_framework.config.registry import get_registry
 
+    consistent = get_registry().get("estimator", "consistent")
     selected = config.plugins["estimator"]
-    return selected.params if selected.info.name == "consistent" else ConsistentParams()
+    params = selected.params if selected.info.name == "consistent" else consistent.schema()
+    return consistent.create(params)
 
 
 def fit_twin(t_end: float, rows: np.ndarray) -> dict[str, Any]:
     """Consistent fit of `rows` ((m, 1 + 4n): t, q, dq, ddq, tau) and the twin snapshot."""
     from ident_framework.data.dataset import Dataset
     from ident_framework.errors import UserError
-    from ident_framework.estimators.consistent import ConsistentEstimator
     from ident_framework.identify.linear_problem import build_problem
     from ident_framework.reports.run_files import (
         ONLINE_FOLDER,
@@ -76,7 +79,7 @@ def fit_twin(t_end: float, rows: np.ndarray) -> dict[str, Any]:
         problem, _, cond = build_problem(
             builder, data, config.chunk_size, config.base_parameters.tolerance, progress=False
         )
-        estimator = ConsistentEstimator(_consistent_params(config)).fit(problem)
+        estimator = _consistent_estimator(config).fit(problem)
     except (UserError, ValueError, np.linalg.LinAlgError) as error:
         return {
             **result,

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from ident_framework.config.online_settings import TwinSettings
-from ident_framework.modes.online.ring_buffer import RingBuffer
-from ident_framework.modes.online.streaming_estimator import StepResult
-from ident_framework.modes.online.twin_worker import fit_twin, init_worker
+from ident_framework.online.ring_buffer import RingBuffer
+from ident_framework.online.streaming_estimator import StepResult
+from ident_framework.online.twin_worker import fit_twin, init_worker
 
 MIN_SAMPLES = 50  # rows of the window before a fit is worth starting
 _START_TIMEOUT_S = 300.0  # the worker builds the robot and regressor once

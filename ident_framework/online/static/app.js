@@ -1,5 +1,5 @@
 // The dashboard's core: panel registry, shared history store, view (live / paused), SSE link.
-// Panels are ES modules listed by GET /api/panels (ident_framework/modes/online/panels.py); each
+// Panels are ES modules listed by GET /api/panels (ident_framework/online/panels.py); each
 // exports create(element, ctx) -> { render(view) } and reads ctx.store / ctx.latest.
 import uPlot from "/static/vendor/uplot/uPlot.esm.js";
 

@@ -33,10 +33,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from ident_framework.config.run_config import RunConfig
 from ident_framework.errors import UserError
-from ident_framework.modes.online.client_queues import ClientQueues
-from ident_framework.modes.online.estimator_process import estimator_main
-from ident_framework.modes.online.mcap_recording import McapRecording
-from ident_framework.modes.online.service_state import ServiceState, merge_frames
+from ident_framework.online.client_queues import ClientQueues
+from ident_framework.online.estimator_process import estimator_main
+from ident_framework.online.mcap_recording import McapRecording
+from ident_framework.online.service_state import ServiceState, merge_frames
 from ident_framework.reports.mcap_export import writer_class
 from ident_framework.reports.run_files import CONFIG, ONLINE_FOLDER, ONLINE_MCAP
 
@@ -50,7 +50,7 @@ def _web_stack() -> tuple[Any, Any]:
     try:
         import uvicorn
 
-        from ident_framework.modes.online import web_app
+        from ident_framework.online import web_app
     except ModuleNotFoundError as error:
         raise UserError(
             f"mode=online needs the web packages of the 'online' extra ({error.name} is not "
@@ -266,7 +266,7 @@ def _read_frames(
 async def _serve(
     server: Any, sock: socket.socket, state: ServiceState, clients: ClientQueues, rate: float
 ) -> None:
-    from ident_framework.modes.online.web_app import sse_frame
+    from ident_framework.online.web_app import sse_frame
 
     sequence = itertools.count()
 

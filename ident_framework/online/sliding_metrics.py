@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ident_framework.modes.online.ring_buffer import RingBuffer
+from ident_framework.online.ring_buffer import RingBuffer
 
 
 class SlidingFit:

@@ -1,6 +1,6 @@
 """Listening to a running UR robot over RTDE (source=rtde in mode=online; nothing is commanded).
 
-The same reception as a recording (`rtde_recorder.SegmentRecorder`): `ur_rtde`'s receive
+The same reception as a recording (`rtde/recorder.py`, `SegmentRecorder`): `ur_rtde`'s receive
 interface polled for new controller timestamps, each row read consistently, the torque
 (`actual_current_as_torque`) joined from a second RTDE connection of our own when the binding
 has no getter, or the currents times `source.current_to_torque`. Every complete row is
@@ -32,7 +32,7 @@ import numpy as np
 
 from ident_framework.data.csv_log import CsvLogWriter
 from ident_framework.errors import UserError
-from ident_framework.modes.online.streams import Sample
+from ident_framework.online.streams import Sample
 from ident_framework.rtde.recorder import (
     ConnectionLost,
     Segment,
@@ -41,7 +41,6 @@ from ident_framework.rtde.recorder import (
     column_groups,
 )
 from ident_framework.rtde.torque_stream import TorqueStream, TorqueStreamError
-from ident_framework.sources.rtde import RtdeSource
 
 _POLL_S = 0.00025
 
@@ -62,11 +61,10 @@ class _ForwardingWriter:
 
 
 class RtdeStream:
-    """Samples of a running robot (see the module docstring); iterate until `stop()`."""
+    """Samples of a running robot (see the module docstring); iterate until `stop()`.
+    `source`: the source=rtde object, made through the plugin registry."""
 
-    def __init__(
-        self, source: RtdeSource, n_joints: int, recording: Path, max_lag_s: float, log=print
-    ):
+    def __init__(self, source: Any, n_joints: int, recording: Path, max_lag_s: float, log=print):
         self.source, self.n, self.log = source, n_joints, log
         params = source.params
         if params.confirm_motion:

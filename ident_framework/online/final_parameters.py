@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ident_framework.modes.online.estimator_process import OnlineSession
+    from ident_framework.online.estimator_process import OnlineSession
 
 
 def estimator_settings(session: OnlineSession) -> dict[str, float]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ident_framework.modes.online.streaming_estimator import StepResult
+from ident_framework.online.streaming_estimator import StepResult
 
 
 class Publisher:

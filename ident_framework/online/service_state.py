@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ident_framework.config.online_settings import DashboardSettings
-from ident_framework.modes.online.ring_buffer import RingBuffer
+from ident_framework.online.ring_buffer import RingBuffer
 
 STATE_KEYS = ("t", "tau_meas", "tau_pred", "rmse", "r2")
 _RECENT_EVENTS = 50

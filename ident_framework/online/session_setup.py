@@ -69,7 +69,7 @@ def open_stream(
     name = config.plugins["source"].info.name
     params = config.plugins["source"].params
     if name == "mujoco":
-        from ident_framework.modes.online.streams import MujocoStream
+        from ident_framework.online.streams import MujocoStream
 
         if params.model_path is not None:
             raise UserError(
@@ -94,11 +94,11 @@ def open_stream(
             say,
         )
     if name == "csv":
-        from ident_framework.modes.online.streams import CsvStream
+        from ident_framework.online.streams import CsvStream
 
         data = config.plugins["source"].create().acquire(robot, None, "identification")
         return CsvStream(data, online.time_factor, online.max_lag_s)
-    from ident_framework.modes.online.rtde_stream import RtdeStream
+    from ident_framework.online.rtde_stream import RtdeStream
 
     source = config.plugins["source"].create()
     source.log = say
