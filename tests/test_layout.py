@@ -1,8 +1,9 @@
 """The layout: the package's imports (read from its source, `testing/import_graph.py`) form no
-cycle between modules or between units (subpackages and base modules) and never go up the
-declared layer order (`import_graph.LAYERS`); every folder of the package is a package
-pyproject.toml lists; and tests import helpers from the package, never from conftest or each
-other. Sizes are no rule: `python tools/module_sizes.py` lists the largest modules and
+cycle between modules (`if TYPE_CHECKING:` imports included: a type-checking-only circle marks
+a shared type kept by the wrong module) or between units (subpackages and base modules) and
+never go up the declared layer order (`import_graph.LAYERS`); every folder of the package is a
+package pyproject.toml lists; and tests import helpers from the package, never from conftest
+or each other. Sizes are no rule: `python tools/module_sizes.py` lists the largest modules and
 functions."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ident_framework.testing.import_graph import (
     LAYERS,
     RANK,
     find_cycle,
+    import_edges,
     picture,
     read_modules,
     unit_edges,
@@ -47,7 +49,7 @@ def test_every_unit_has_a_layer(modules):
 
 
 def test_no_cycle_between_modules(modules):
-    assert find_cycle({name: info.imports for name, info in modules.items()}) is None
+    assert find_cycle(import_edges(modules)) is None  # type-checking imports included
 
 
 def test_no_cycle_between_units(modules):
@@ -68,7 +70,7 @@ def test_the_online_service_reaches_built_in_options_only_through_the_registry(m
         f"{info.name} -> {target}"
         for info in modules.values()
         if info.unit == "online"
-        for target in sorted(info.imports)
+        for target in sorted(info.imports | info.type_imports)
         if modules[target].unit in OPTION_UNITS
     ]
     assert named == []
@@ -77,6 +79,17 @@ def test_the_online_service_reaches_built_in_options_only_through_the_registry(m
 def test_the_checks_catch_what_they_look_for():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_a_type_checking_only_circle_is_a_cycle(tmp_path: Path):
+    (tmp_path / "a.py").write_text("from ident_framework.b import B\n")
+    (tmp_path / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ident_framework.a import A\n"
+    )
+    found = read_modules(tmp_path)
+    assert found["ident_framework.b"].imports == set()  # no run-time import: no layer pulled in
+    assert find_cycle(import_edges(found)) == ["ident_framework.a", "ident_framework.b",
+                                               "ident_framework.a"]  # fmt: skip
 
 
 def test_pyproject_lists_every_package():

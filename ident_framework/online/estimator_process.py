@@ -29,7 +29,6 @@ from ident_framework.config.run_config import RunConfig, validate_config
 from ident_framework.errors import UserError
 from ident_framework.modes.pipeline import robot_and_regressor
 from ident_framework.online.estimators import single_threaded
-from ident_framework.online.final_parameters import parameters_document
 from ident_framework.online.publisher import Publisher
 from ident_framework.online.recording_buffer import RecordingBuffer
 from ident_framework.online.run_logs import (
@@ -430,7 +429,7 @@ class OnlineSession:
             "parameter_rows": self.parameters_log.rows,
         }
         if t_end is not None:
-            write_parameters_yaml(self.run_dir, parameters_document(self))
+            write_parameters_yaml(self.run_dir, self.parameters_document())
         self.event({"kind": "end", "t": t_end, "reason": self.stop_reason})
         self.parameters_log.close()
         self.events.close()
@@ -444,6 +443,58 @@ class OnlineSession:
             }
         write_summary(self.run_dir, summary)
         return summary
+
+    def parameters_document(self) -> dict[str, Any]:
+        """The `parameters.yaml` written when the run ends: the streaming estimate's base
+        parameters (with their standard deviations where the estimator has them), the standard
+        parameters B·beta, the robot, the plugins, and the last valid twin's physical
+        parameters."""
+        estimator, base = self.identifier.estimator, self.base
+        theta, std = estimator.coef_, estimator.coef_std_
+        combos = base.combinations()
+        entries = []
+        for i, name in enumerate(base.names):
+            entry = {"name": name, "value": float(theta[i]), "combination": combos[i]}
+            if std is not None:
+                entry["std"] = float(std[i])
+            entries.append(entry)
+        standard = base.to_standard(theta)
+        plugins = {
+            group: {
+                "plugin": p.info.name,
+                "distribution": p.info.distribution,
+                "version": p.info.version,
+            }
+            for group, p in self.config.plugins.items()
+        }
+        robot, valid = self.robot, self.twin.valid
+        return {
+            "robot": {
+                "name": robot.name,
+                "model": self.config.robot.model,
+                "joint_names": list(robot.joint_names),
+            },
+            "plugins": plugins,
+            "online": {
+                "estimator": f"{estimator.method} (streaming, per sample)",
+                **estimator_settings(self.settings.estimator),
+                "initial": self.initial,
+                "updates": self.identifier.updates,
+                "t_end_s": self.identifier.time_,
+                "base": "structural (random states within the limits)",
+            },
+            "base_parameters": entries,
+            "standard_parameters": dict(
+                zip(self.builder.parameter_names, standard.tolist(), strict=True)
+            ),
+            "twin": None
+            if valid is None
+            else {
+                "t_s": valid["t"],
+                "path": valid.get("path"),
+                "standard_parameters": valid.get("standard"),
+            },
+        }
 
     def _cpu(self) -> tuple[float, float]:
         """(CPU s of this process, of which the stream's own: simulation, RTDE reception)."""
@@ -462,3 +513,10 @@ class OnlineSession:
             "source_cpu_share": source,
             "estimator_cpu_share": process - source,
         }
+
+
+def estimator_settings(est: Any) -> dict[str, float]:
+    """The streaming estimator's settings as parameters.yaml lists them."""
+    if est.method == "sliding_ls":
+        return {"window_s": est.window_s, "ridge": 1.0 / est.alpha}
+    return {"forgetting": est.forgetting, "alpha": est.alpha}

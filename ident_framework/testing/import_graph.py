@@ -3,9 +3,10 @@ which, grouped into the units of the layout (the subpackages and the base module
 order those units follow, and sizes. `tests/test_layout.py` checks it; `tools/import_picture.py`
 prints it.
 
-Imports inside `if TYPE_CHECKING:` are left out: they exist only for type checkers, run never,
-and so cannot make a cycle or pull a layer in at run time. Imports inside functions (deferred
-imports) count like any other.
+Imports inside `if TYPE_CHECKING:` run never, so they pull no layer in at run time: they are
+kept apart (`ModuleInfo.type_imports`) and count for cycles only (`import_edges`), where a
+type-checking-only circle marks a shared type kept by the wrong module. Imports inside
+functions (deferred imports) count like any other.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class ModuleInfo:
     path: Path
     lines: int
     imports: set[str] = field(default_factory=set)  # modules of the package it imports
+    type_imports: set[str] = field(default_factory=set)  # ... under `if TYPE_CHECKING:` only
     functions: dict[str, int] = field(default_factory=dict)  # qualified name -> lines
 
     @property
@@ -77,17 +79,18 @@ def _type_checking_only(node: ast.If) -> bool:
     )
 
 
-def _import_nodes(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement, except those under `if TYPE_CHECKING:`."""
-    stack = [tree]
+def _import_nodes(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement, and whether it is under `if TYPE_CHECKING:`."""
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
     while stack:
-        node = stack.pop()
+        node, type_only = stack.pop()
         if isinstance(node, ast.If) and _type_checking_only(node):
-            stack.extend(node.orelse)
+            stack.extend((child, True) for child in node.body)
+            stack.extend((child, type_only) for child in node.orelse)
             continue
         if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node
-        stack.extend(ast.iter_child_nodes(node))
+            yield node, type_only
+        stack.extend((child, type_only) for child in ast.iter_child_nodes(node))
 
 
 def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, int]]:
@@ -109,7 +112,7 @@ def read_modules(root: Path) -> dict[str, ModuleInfo]:
         tree = ast.parse(text)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         info = ModuleInfo(name, path, len(text.splitlines()), functions=dict(_functions(tree)))
-        for node in _import_nodes(tree):
+        for node, type_only in _import_nodes(tree):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -119,16 +122,25 @@ def read_modules(root: Path) -> dict[str, ModuleInfo]:
                     base = ".".join([*anchor, *([base] if base else [])])
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
                            for a in node.names]  # fmt: skip
-            info.imports |= {t for t in targets if t in modules and t != name}
+            found = {t for t in targets if t in modules and t != name}
+            if type_only:
+                info.type_imports |= found
+            else:
+                info.imports |= found
         infos[name] = info
     return infos
 
 
-def unit_edges(modules: dict[str, ModuleInfo]) -> dict[str, set[str]]:
-    """Unit -> the other units it imports."""
+def import_edges(modules: dict[str, ModuleInfo]) -> dict[str, set[str]]:
+    """Module -> the modules it imports, type-checking-only imports included (for cycles)."""
+    return {name: info.imports | info.type_imports for name, info in modules.items()}
+
+
+def unit_edges(modules: dict[str, ModuleInfo], type_checking: bool = False) -> dict[str, set[str]]:
+    """Unit -> the other units it imports (`type_checking`: type-checking-only imports too)."""
     edges: dict[str, set[str]] = defaultdict(set)
     for info in modules.values():
-        for target in info.imports:
+        for target in info.imports | (info.type_imports if type_checking else set()):
             other = modules[target].unit
             if other != info.unit:
                 edges[info.unit].add(other)
