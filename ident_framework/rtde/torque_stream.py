@@ -11,7 +11,7 @@ the same port, and a background thread keeps every package it receives (TCP lose
 late read only finds more of them queued), as a complete row in the CSV column order of
 `recorder.column_groups`, keyed by the controller timestamp (µs). `recorder.py` joins the
 torque to the rows `ur_rtde` delivers and writes the rows `ur_rtde` never showed from here. It
-speaks the same RTDE protocol version 2 as `ur_rtde` (messages of `rtde_protocol`): protocol
+speaks the same RTDE protocol version 2 as `ur_rtde` (messages of `protocol.py`): protocol
 version, output setup, start, data packages, pause.
 """
 
