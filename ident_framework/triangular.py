@@ -129,16 +129,6 @@ def spectral_solve(
     return beta, vt.T * gain, int(keep.sum())
 
 
-def check_strengths(ridge: float, truncate: float) -> None:
-    """ValueError for a negative ridge or a truncation threshold outside [0, 1)."""
-    if not (np.isfinite(ridge) and ridge >= 0.0):
-        raise ValueError(f"ridge must be >= 0 (a share of the largest singular value), got {ridge}")
-    if not (np.isfinite(truncate) and 0.0 <= truncate < 1.0):
-        raise ValueError(
-            f"truncate must be in [0, 1) (a share of the largest singular value), got {truncate}"
-        )
-
-
 _BLAS_MODULES = ("numpy", "scipy.linalg", "torch")
 
 

@@ -14,35 +14,24 @@ from typing import Any
 
 from ident_framework.config.plugin_config import build_params
 from ident_framework.errors import UserError
+from ident_framework.params import Params, param
 
 DRIFT_RESPONSES = ("reset_covariance", "lower_forgetting", "none")
 ESTIMATOR_METHODS = ("rls", "sliding_ls")
 
 
-def _positive(owner: Any, *names: str) -> None:
-    for name in names:
-        value = getattr(owner, name)
-        if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a number > 0, got {value!r}")
-
-
 @dataclass
-class FilterSettings:
+class FilterSettings(Params):
     """Causal local-polynomial filter (see `causal_filter.py`). window_s: length of the
     window of past samples fitted at each step, s (the delay is half of it); polyorder: degree
     of the polynomial (>= 2: the acceleration is the derivative of the velocity fit)."""
 
-    window_s: float = 0.05
-    polyorder: int = 3
-
-    def __post_init__(self) -> None:
-        _positive(self, "window_s")
-        if not 2 <= self.polyorder <= 6:
-            raise ValueError(f"polyorder must be in [2, 6], got {self.polyorder}")
+    window_s: float = param(0.05, gt=0, unit="s")
+    polyorder: int = param(3, ge=2, le=6)
 
 
 @dataclass
-class EstimatorSettings:
+class EstimatorSettings(Params):
     """The per-sample estimator (`estimators.py`). method: rls (recursive least squares with
     forgetting) | sliding_ls (least squares over the last window_s s, re-solved per sample);
     forgetting (rls): lambda per sample (memory 1/(1 - lambda) samples: 0.9995 at 500 Hz ~
@@ -52,29 +41,16 @@ class EstimatorSettings:
     min_speed_rad_s: the rows of joints slower than this are left out of the update (stiction
     regime, outside the friction model; 0: every row)."""
 
-    method: str = "rls"
-    forgetting: float = 0.9995
-    window_s: float = 5.0
-    alpha: float = 100.0
-    structural_samples: int = 3000
-    min_speed_rad_s: float = 0.05
-
-    def __post_init__(self) -> None:
-        if self.method not in ESTIMATOR_METHODS:
-            raise ValueError(
-                f"method must be one of {list(ESTIMATOR_METHODS)}, got {self.method!r}"
-            )
-        if not 0.9 <= self.forgetting <= 1.0:
-            raise ValueError(f"forgetting must be in [0.9, 1], got {self.forgetting}")
-        _positive(self, "alpha", "window_s")
-        if not (math.isfinite(self.min_speed_rad_s) and self.min_speed_rad_s >= 0):
-            raise ValueError(f"min_speed_rad_s must be >= 0 rad/s, got {self.min_speed_rad_s}")
-        if self.structural_samples < 200:
-            raise ValueError(f"structural_samples must be >= 200, got {self.structural_samples}")
+    method: str = param("rls", choices=ESTIMATOR_METHODS)
+    forgetting: float = param(0.9995, ge=0.9, le=1)
+    window_s: float = param(5.0, gt=0, unit="s")
+    alpha: float = param(100.0, gt=0)
+    structural_samples: int = param(3000, ge=200)
+    min_speed_rad_s: float = param(0.05, ge=0, unit="rad/s")
 
 
 @dataclass
-class DriftSettings:
+class DriftSettings(Params):
     """Two-sided CUSUM per joint on the a-priori residual normalised by its running sigma
     (`drift.py`). allowance_sigma: drift allowance k (sigma units); threshold_sigma: alarm
     level h (sigma units); sigma_window_s: time constant of the residual's running sigma;
@@ -85,81 +61,50 @@ class DriftSettings:
     lower_forgetting (for `response_s`: rls forgetting `response_forgetting`, sliding_ls a
     window of that memory) | none."""
 
-    allowance_sigma: float = 4.0
-    threshold_sigma: float = 200.0
-    sigma_window_s: float = 30.0
-    warmup_s: float = 10.0
-    holdoff_s: float = 10.0
-    min_speed_rad_s: float = 0.05
-    response: str = "reset_covariance"
-    response_forgetting: float = 0.995
-    response_s: float = 3.0
-
-    def __post_init__(self) -> None:
-        _positive(self, "allowance_sigma", "threshold_sigma", "sigma_window_s", "response_s")
-        if self.warmup_s < 0 or self.holdoff_s < 0 or self.min_speed_rad_s < 0:
-            raise ValueError("warmup_s, holdoff_s and min_speed_rad_s must be >= 0")
-        if self.response not in DRIFT_RESPONSES:
-            raise ValueError(
-                f"response must be one of {list(DRIFT_RESPONSES)}, got {self.response!r}"
-            )
-        if not 0.9 <= self.response_forgetting < 1.0:
-            raise ValueError(
-                f"response_forgetting must be in [0.9, 1), got {self.response_forgetting}"
-            )
+    allowance_sigma: float = param(4.0, gt=0)
+    threshold_sigma: float = param(200.0, gt=0)
+    sigma_window_s: float = param(30.0, gt=0, unit="s")
+    warmup_s: float = param(10.0, ge=0, unit="s")
+    holdoff_s: float = param(10.0, ge=0, unit="s")
+    min_speed_rad_s: float = param(0.05, ge=0, unit="rad/s")
+    response: str = param("reset_covariance", choices=DRIFT_RESPONSES)
+    response_forgetting: float = param(0.995, ge=0.9, lt=1)
+    response_s: float = param(3.0, gt=0, unit="s")
 
 
 @dataclass
-class TwinSettings:
+class TwinSettings(Params):
     """Twin re-injection: every `every_s` s of source time the recent `window_s` s (every
     `decimation`-th sample) are fitted with the physically consistent estimator in a worker
     process; a valid result is written as a timestamped twin snapshot. every_s null: off."""
 
-    every_s: float | None = 30.0
-    window_s: float = 20.0
-    decimation: int = 5
-
-    def __post_init__(self) -> None:
-        if self.every_s is not None:
-            _positive(self, "every_s")
-        _positive(self, "window_s")
-        if self.decimation < 1:
-            raise ValueError(f"decimation must be >= 1, got {self.decimation}")
+    every_s: float | None = param(30.0, gt=0, unit="s", null=True)
+    window_s: float = param(20.0, gt=0, unit="s")
+    decimation: int = param(5, ge=1)
 
 
 @dataclass
-class DashboardSettings:
+class DashboardSettings(Params):
     """publish_hz: frames per second to the web side (~25); trace_hz: samples per second of
     source time kept for the torque traces; history_s: source seconds of traces the service
     keeps for a page that (re)loads; client_queue: frames a client may lag behind before the
     oldest are dropped; client_timeout_s: a client whose queue stays full this long is
     disconnected."""
 
-    publish_hz: float = 25.0
-    trace_hz: float = 100.0
-    history_s: float = 600.0
-    client_queue: int = 16
-    client_timeout_s: float = 5.0
-
-    def __post_init__(self) -> None:
-        _positive(self, "publish_hz", "trace_hz", "history_s", "client_timeout_s")
-        if self.client_queue < 1:
-            raise ValueError(f"client_queue must be >= 1, got {self.client_queue}")
+    publish_hz: float = param(25.0, gt=0, unit="Hz")
+    trace_hz: float = param(100.0, gt=0, unit="Hz")
+    history_s: float = param(600.0, gt=0, unit="s")
+    client_queue: int = param(16, ge=1)
+    client_timeout_s: float = param(5.0, gt=0, unit="s")
 
 
 @dataclass
-class PayloadChange:
+class PayloadChange(Params):
     """A planted change of the simulated robot's payload (source=mujoco): at source time t_s
     (s) the payload becomes mass_kg (kg)."""
 
-    t_s: float
-    mass_kg: float
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.t_s) and self.t_s >= 0):
-            raise ValueError(f"t_s must be >= 0 s, got {self.t_s}")
-        if not (math.isfinite(self.mass_kg) and self.mass_kg >= 0):
-            raise ValueError(f"mass_kg must be >= 0 kg, got {self.mass_kg}")
+    t_s: float = param(ge=0, unit="s")
+    mass_kg: float = param(ge=0, unit="kg")
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """Validation of a config group against the schema dataclass of the plugin it names.
 
 A group's config is `plugin: <name>` plus that plugin's parameters. Validation checks the
-names, the types (from the dataclass annotations) and the plugin's own range checks (its
-`__post_init__`), and returns the dataclass instance the plugin's factory receives.
+names, the types (from the dataclass annotations) and the constraints its fields declare
+(`ident_framework.params`: ranges, choices, cross-field rules; a plain dataclass's own
+`__post_init__` runs too), and returns the dataclass instance the plugin's factory receives.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from omegaconf.errors import MissingMandatoryValue
 from ident_framework.config.registry import PluginInfo, PluginRegistry
 from ident_framework.errors import UserError, closest
 from ident_framework.hookspecs import DISTRIBUTION, POINTS
+from ident_framework.params import Params, declares_checks, validate
 
 
 def group_values(node: Any, key: str) -> dict[str, Any]:
@@ -89,7 +91,10 @@ def build_params(
             expected = _describe(hints[name])
             raise UserError(f"{prefix}{name} must be {expected}, got {value!r}{note}.") from None
     try:
-        return schema(**checked)
+        params = schema(**checked)
+        if not isinstance(params, Params) and declares_checks(schema):
+            validate(params)  # declarations on a dataclass that does not derive from Params
+        return params
     except (ValueError, TypeError) as error:
         text = str(error).rstrip(".")
         qualified = _qualify(text, fields, key)

@@ -6,19 +6,26 @@ pipeline.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ident_framework.errors import UserError
+from ident_framework.params import Params, param
 
 REHEARSAL_SOURCE = "mujoco"  # the data source a rehearsal simulates the planted robot with
 
 
+def _plants_a_change(settings: RehearsalSettings) -> None:
+    if not settings.plants_anything():
+        raise ValueError(
+            "the rehearsal plants no change (payload_mass_kg 0, link_scale 1, no joint "
+            "dynamics added), and a rehearsal that recovers unchanged parameters proves "
+            "nothing: plant at least one change"
+        )
+
+
 @dataclass
-class RehearsalSettings:
+class RehearsalSettings(Params):
     """Planted changes (applied to the robot model to make the rehearsal's "real" robot):
 
     payload_mass_kg: payload added to the last link (0: none); payload_position_m: its centre
@@ -45,61 +52,30 @@ class RehearsalSettings:
     registry_dir: where passed rehearsals are recorded (None: ~/.ident_framework/rehearsals).
     """
 
-    payload_mass_kg: float = 2.0
-    payload_position_m: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.05])
-    payload_radius_m: float = 0.03
-    link_scale: float = 1.1
-    scaled_links: list[int] | None = None
-    joint_dynamics_added: float = 0.5
-    viscous_added: list[float] | None = None
-    coulomb_added: list[float] | None = None
-    armature_added: list[float] | None = None
+    payload_mass_kg: float = param(2.0, ge=0, unit="kg")
+    payload_position_m: list[float] = param(
+        factory=lambda: [0.0, 0.0, 0.05], each=True, length=3, finite=True, unit="m"
+    )
+    payload_radius_m: float = param(0.03, ge=0, unit="m")
+    link_scale: float = param(1.1, gt=0)
+    scaled_links: list[int] | None = param(None, each=True, ge=1, note="1-based link numbers")
+    joint_dynamics_added: float = param(0.5, ge=0)
+    viscous_added: list[float] | None = param(None, each=True, ge=0, note="one per joint")
+    coulomb_added: list[float] | None = param(None, each=True, ge=0, note="one per joint")
+    armature_added: list[float] | None = param(None, each=True, ge=0, note="one per joint")
 
-    min_validation_r2: float = 0.99
-    base_max_relative_std_percent: float = 0.25
-    base_relative_error_percent: float = 5.0
-    base_norm_error_percent: float = 5.0
-    friction_relative_error_percent: float = 10.0
-    change_torque_error_percent: float = 10.0
-    payload_relative_error_percent: float = 5.0
-    change_relative_error_percent: float = 20.0
-    armature_relative_error_percent: float = 35.0
+    min_validation_r2: float = param(0.99, le=1)
+    base_max_relative_std_percent: float = param(0.25, gt=0, unit="%")
+    base_relative_error_percent: float = param(5.0, gt=0, unit="%")
+    base_norm_error_percent: float = param(5.0, gt=0, unit="%")
+    friction_relative_error_percent: float = param(10.0, gt=0, unit="%")
+    change_torque_error_percent: float = param(10.0, gt=0, unit="%")
+    payload_relative_error_percent: float = param(5.0, gt=0, unit="%")
+    change_relative_error_percent: float = param(20.0, gt=0, unit="%")
+    armature_relative_error_percent: float = param(35.0, gt=0, unit="%")
 
     registry_dir: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("payload_mass_kg", "payload_radius_m", "joint_dynamics_added"):
-            _require(name, getattr(self, name), lambda v: v >= 0.0, ">= 0")
-        _require("link_scale", self.link_scale, lambda v: v > 0.0, "> 0")
-        position = np.asarray(self.payload_position_m, dtype=float)
-        if position.shape != (3,) or not np.all(np.isfinite(position)):
-            raise ValueError(
-                f"payload_position_m must be [x, y, z] in m, got {self.payload_position_m!r}"
-            )
-        if self.scaled_links is not None and any(k < 1 for k in self.scaled_links):
-            raise ValueError(f"scaled_links are 1-based link numbers, got {self.scaled_links}")
-        for name in ("viscous_added", "coulomb_added", "armature_added"):
-            value = getattr(self, name)
-            if value is not None and not all(math.isfinite(v) and v >= 0.0 for v in value):
-                raise ValueError(f"{name} must be values >= 0 per joint, got {value!r}")
-        _require("min_validation_r2", self.min_validation_r2, lambda v: v <= 1.0, "<= 1")
-        for name in (
-            "base_max_relative_std_percent",
-            "base_relative_error_percent",
-            "base_norm_error_percent",
-            "friction_relative_error_percent",
-            "change_torque_error_percent",
-            "payload_relative_error_percent",
-            "change_relative_error_percent",
-            "armature_relative_error_percent",
-        ):
-            _require(name, getattr(self, name), lambda v: v > 0.0, "> 0 (percent)")
-        if not self.plants_anything():
-            raise ValueError(
-                "the rehearsal plants no change (payload_mass_kg 0, link_scale 1, no joint "
-                "dynamics added), and a rehearsal that recovers unchanged parameters proves "
-                "nothing: plant at least one change"
-            )
+    rules = (_plants_a_change,)
 
     def plants_anything(self) -> bool:
         joint = [self.viscous_added, self.coulomb_added, self.armature_added]
@@ -107,11 +83,6 @@ class RehearsalSettings:
         defaults_used = any(values is None for values in joint) and self.joint_dynamics_added > 0
         scaled = self.link_scale != 1.0 and self.scaled_links != []
         return self.payload_mass_kg > 0 or scaled or joint_added or defaults_used
-
-
-def _require(name: str, value: float, condition: Any, text: str) -> None:
-    if not (math.isfinite(value) and condition(value)):
-        raise ValueError(f"{name} must be a finite number {text}, got {value}")
 
 
 def check_rehearsal_sources(source: Any, validation: Any) -> None:

@@ -8,7 +8,6 @@ command giving it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +24,7 @@ from ident_framework.errors import UserError, did_you_mean
 from ident_framework.hookspecs import PLUGIN_GROUPS
 from ident_framework.model.base_parameters import METHODS
 from ident_framework.model.coupling import CoupledJoints
+from ident_framework.params import Params, param
 
 __all__ = ["PLUGIN_GROUPS", "RunConfig", "SelectedPlugin", "validate_config"]
 SPLIT = "split"  # the validation option that holds out the tail of the identification data
@@ -57,40 +57,26 @@ class RegressorSettings:
 
 
 @dataclass
-class BaseParameterSettings:
+class BaseParameterSettings(Params):
     """tolerance: singular values below tolerance × the largest are unidentifiable;
     method: svd (orthonormal combinations) or qr (named regroupings, Gautier);
     warn_relative_std_percent: base parameters whose std exceeds this share of their value
     are reported as poorly identified."""
 
-    tolerance: float = 1e-8
-    method: str = "svd"
-    warn_relative_std_percent: float = 10.0
-
-    def __post_init__(self) -> None:
-        if not self.warn_relative_std_percent > 0:
-            raise ValueError(
-                f"warn_relative_std_percent must be > 0, got {self.warn_relative_std_percent}"
-            )
-        if not 0.0 < self.tolerance < 1.0:
-            raise ValueError(f"tolerance must be in (0, 1), got {self.tolerance}")
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {list(METHODS)}, got {self.method!r}")
+    tolerance: float = param(1e-8, gt=0, lt=1)
+    method: str = param("svd", choices=METHODS)
+    warn_relative_std_percent: float = param(10.0, gt=0)
 
 
 @dataclass
-class SplitSettings:
+class SplitSettings(Params):
     """fraction: share of the identification recording (its tail) held out for validation."""
 
-    fraction: float = 0.3
-
-    def __post_init__(self) -> None:
-        if not 0.05 <= self.fraction <= 0.9:
-            raise ValueError(f"fraction must be in [0.05, 0.9], got {self.fraction}")
+    fraction: float = param(0.3, ge=0.05, le=0.9)
 
 
 @dataclass
-class LoopSettings:
+class LoopSettings(Params):
     """Closed identification loop. iterations: identification rounds (1: a single run); each
     further round designs a new excitation, records it and identifies on all recordings so
     far. target_r2: stop as soon as the validation R² reaches it (None: run every round).
@@ -98,34 +84,29 @@ class LoopSettings:
     seed) or aimed (with a new seed, minimising cond of the base regressor of all recordings so
     far plus the candidate: it fills in the directions the earlier ones excited least)."""
 
-    iterations: int = 1
-    target_r2: float | None = None
-    design: str = "seeded"
-
-    def __post_init__(self) -> None:
-        if isinstance(self.iterations, bool) or not isinstance(self.iterations, int):
-            raise ValueError(f"loop.iterations must be an integer, got {self.iterations!r}")
-        if self.iterations < 1:
-            raise ValueError(f"loop.iterations must be >= 1, got {self.iterations}")
-        if self.target_r2 is not None and not (
-            math.isfinite(self.target_r2) and 0.0 < self.target_r2 < 1.0
-        ):
-            raise ValueError(
-                f"loop.target_r2 must be in (0, 1) (an R² to reach) or null, got {self.target_r2}"
-            )
-
-        if self.design not in LOOP_DESIGNS:
-            raise ValueError(
-                f"loop.design must be one of {list(LOOP_DESIGNS)}, got {self.design!r}"
-            )
+    iterations: int = param(1, ge=1)
+    target_r2: float | None = param(None, gt=0, lt=1, note="an R² to reach")
+    design: str = param("seeded", choices=LOOP_DESIGNS)
 
     @property
     def active(self) -> bool:
         return self.iterations > 1
 
 
+def _strings(value: Any) -> list[str]:
+    """One string or a list of them, as a list of strings."""
+    return [value] if isinstance(value, str) else [str(item) for item in value]
+
+
+def _part_of_parts(settings: DistributedSettings) -> None:
+    if not settings.part < settings.parts:
+        raise ValueError(
+            f"part must be in 0 .. parts-1 = {settings.parts - 1}, got {settings.part}"
+        )
+
+
 @dataclass
-class DistributedSettings:
+class DistributedSettings(Params):
     """The `distributed:` section: exact distributed identification as map and reduce
     (`modes/distributed.py`). `mode=factor` (one job per part; a sweep over `distributed.part`
     on any Hydra launcher) reduces part `part` of `parts` of the source's recording to
@@ -139,26 +120,11 @@ class DistributedSettings:
     recording's); inputs: mode=combine: factor job folders, statistics files or glob patterns
     (a sweep folder: all its jobs)."""
 
-    part: int = 0
-    parts: int = 1
-    halo_s: float | None = None
-    inputs: list[str] | None = None
-
-    def __post_init__(self) -> None:
-        for key in ("part", "parts"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{key} must be an integer, got {value!r}")
-        if self.parts < 1:
-            raise ValueError(f"parts must be >= 1, got {self.parts}")
-        if not 0 <= self.part < self.parts:
-            raise ValueError(f"part must be in 0 .. parts-1 = {self.parts - 1}, got {self.part}")
-        if self.halo_s is not None and not (math.isfinite(self.halo_s) and self.halo_s >= 0):
-            raise ValueError(f"halo_s must be >= 0 s or null, got {self.halo_s}")
-        if self.inputs is not None:
-            if isinstance(self.inputs, str):
-                self.inputs = [self.inputs]
-            self.inputs = [str(item) for item in self.inputs]
+    part: int = param(0, ge=0)
+    parts: int = param(1, ge=1)
+    halo_s: float | None = param(None, ge=0, unit="s")
+    inputs: list[str] | None = param(None, convert=_strings)
+    rules = (_part_of_parts,)
 
 
 @dataclass(frozen=True)

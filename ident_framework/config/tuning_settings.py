@@ -7,8 +7,9 @@ folds and how many rows the cross-validation uses. What is chosen and how: see
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
+
+from ident_framework.params import Params, param
 
 METHODS = ("cv", "none")
 VELOCITY_SOURCES = ("measured", "differentiated")
@@ -16,8 +17,14 @@ RULES = ("min", "one_se", "one_se_paired")  # identify/tuning/rules.py
 PARTITIONS = ("time", "kind")  # identify/tuning/folds.py
 
 
+def _increasing_speed_bands(settings: TuningSettings) -> None:
+    bands = settings.speed_bands
+    if not bands[0] < bands[1] < bands[2]:
+        raise ValueError(f"speed_bands must be 3 increasing speeds > 0 rad/s, got {bands}")
+
+
 @dataclass
-class TuningSettings:
+class TuningSettings(Params):
     """method: cv (choose by time-blocked cross-validation) | none (use the config as given).
     sources: the data sources (source=...) whose identification data are tuned (recorded
     logs by default; add mujoco to tune a simulated robot's data too).
@@ -46,83 +53,47 @@ class TuningSettings:
     speed_bands: rad/s, the upper limits of rest, creep and slow. turn_s: s, the longest
     turn-round that is a reversal (a longer passage through low speed is a hold)."""
 
-    method: str = "cv"
+    method: str = param("cv", choices=METHODS)
     sources: list[str] = field(default_factory=lambda: ["csv", "rtde", "rosbag"])
-    folds: int = 5
-    guard_s: float = 0.1
-    max_samples: int = 20000
-    cutoffs_hz: list[float] = field(default_factory=lambda: [5.0, 10.0, 20.0, 40.0, 80.0])
-    velocity_sources: list[str] = field(default_factory=lambda: list(VELOCITY_SOURCES))
+    folds: int = param(5, ge=2, le=50)
+    guard_s: float = param(0.1, ge=0, unit="s")
+    max_samples: int = param(20000, ge=100)
+    cutoffs_hz: list[float] = param(
+        factory=lambda: [5.0, 10.0, 20.0, 40.0, 80.0], each=True, gt=0, unit="Hz"
+    )
+    velocity_sources: list[str] = param(
+        factory=lambda: list(VELOCITY_SOURCES), each=True, choices=VELOCITY_SOURCES
+    )
     armature_columns: list[bool] = field(default_factory=lambda: [True, False])
     offset_columns: list[bool] = field(default_factory=lambda: [False, True])
-    dead_bands: list[float] = field(default_factory=lambda: [0.01, 0.0])
-    tanh_widths: list[float] = field(default_factory=lambda: [0.001, 0.003, 0.01, 0.03, 0.1])
-    saturation_widths: list[float] = field(default_factory=list)
-    acceleration_leads: list[float] = field(default_factory=list)
-    stribeck_velocities: list[float] = field(
-        default_factory=lambda: [0.002, 0.005, 0.01, 0.03, 0.1]
+    dead_bands: list[float] = param(factory=lambda: [0.01, 0.0], each=True, ge=0, unit="rad/s")
+    tanh_widths: list[float] = param(
+        factory=lambda: [0.001, 0.003, 0.01, 0.03, 0.1], each=True, gt=0, unit="rad/s"
     )
-    ridges: list[float] = field(default_factory=lambda: [1e-5, 1e-4, 1e-3, 1e-2])
-    truncations: list[float] = field(default_factory=lambda: [1e-4, 1e-3, 1e-2])
-    prior_weights: list[float] = field(default_factory=lambda: [1.0, 10.0, 100.0, 1e3, 1e4, 1e5])
-    sweeps: int = 2
-    rule: str = "min"
-    partitions: list[str] = field(default_factory=lambda: ["time"])
-    shape_partitions: list[str] = field(default_factory=lambda: ["time"])
+    saturation_widths: list[float] = param(factory=list, each=True, gt=0, unit="rad/s")
+    acceleration_leads: list[float] = param(factory=list, each=True, ge=0, unit="s")
+    stribeck_velocities: list[float] = param(
+        factory=lambda: [0.002, 0.005, 0.01, 0.03, 0.1], each=True, gt=0, unit="rad/s"
+    )
+    ridges: list[float] = param(factory=lambda: [1e-5, 1e-4, 1e-3, 1e-2], each=True, ge=0)
+    truncations: list[float] = param(factory=lambda: [1e-4, 1e-3, 1e-2], each=True, ge=0, lt=1)
+    prior_weights: list[float] = param(
+        factory=lambda: [1.0, 10.0, 100.0, 1e3, 1e4, 1e5], each=True, gt=0
+    )
+    sweeps: int = param(2, ge=1)
+    rule: str = param("min", choices=RULES)
+    partitions: list[str] = param(
+        factory=lambda: ["time"], each=True, nonempty=True, choices=PARTITIONS
+    )
+    shape_partitions: list[str] = param(
+        factory=lambda: ["time"], each=True, nonempty=True, choices=PARTITIONS
+    )
     friction_models: list[str] = field(default_factory=list)
-    speed_bands: list[float] = field(default_factory=lambda: [0.01, 0.05, 0.2])
-    turn_s: float = 0.5
-
-    def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {list(METHODS)}, got {self.method!r}")
-        if not 2 <= self.folds <= 50:
-            raise ValueError(f"folds must be an integer in 2..50, got {self.folds}")
-        if not (math.isfinite(self.guard_s) and self.guard_s >= 0):
-            raise ValueError(f"guard_s must be >= 0 s, got {self.guard_s}")
-        if self.max_samples < 100:
-            raise ValueError(f"max_samples must be >= 100, got {self.max_samples}")
-        if self.rule not in RULES:
-            raise ValueError(f"rule must be one of {list(RULES)}, got {self.rule!r}")
-        for key in ("partitions", "shape_partitions"):
-            values = getattr(self, key)
-            if not values or any(p not in PARTITIONS for p in values):
-                raise ValueError(
-                    f"{key} must be a non-empty list of {list(PARTITIONS)}, got {values}"
-                )
-        bands = self.speed_bands
-        if len(bands) != 3 or not (0 < bands[0] < bands[1] < bands[2] < math.inf):
-            raise ValueError(f"speed_bands must be 3 increasing speeds > 0 rad/s, got {bands}")
-        if not (math.isfinite(self.turn_s) and self.turn_s > 0):
-            raise ValueError(f"turn_s must be > 0 s, got {self.turn_s}")
-        if self.sweeps < 1:
-            raise ValueError(f"sweeps must be >= 1, got {self.sweeps}")
-        bad = [v for v in self.velocity_sources if v not in VELOCITY_SOURCES]
-        if bad:
-            raise ValueError(
-                f"velocity_sources entries must be in {list(VELOCITY_SOURCES)}, got {bad}"
-            )
-        for key in (
-            "cutoffs_hz", "dead_bands", "tanh_widths", "saturation_widths",
-            "acceleration_leads", "stribeck_velocities", "ridges", "truncations",
-        ):  # fmt: skip
-            values = getattr(self, key)
-            if not all(math.isfinite(v) and v >= 0 for v in values):
-                raise ValueError(f"{key} candidates must be numbers >= 0, got {values}")
-        positive = (
-            self.cutoffs_hz + self.tanh_widths + self.saturation_widths + self.stribeck_velocities
-        )
-        if any(v <= 0 for v in positive):
-            raise ValueError(
-                "cutoffs_hz, tanh_widths, saturation_widths and stribeck_velocities candidates "
-                "must be > 0"
-            )
-        if not all(math.isfinite(v) and v > 0 for v in self.prior_weights):
-            raise ValueError(
-                f"prior_weights candidates must be numbers > 0, got {self.prior_weights}"
-            )
-        if any(v >= 1 for v in self.truncations):
-            raise ValueError(f"truncations candidates must be below 1, got {self.truncations}")
+    speed_bands: list[float] = param(
+        factory=lambda: [0.01, 0.05, 0.2], each=True, length=3, gt=0, unit="rad/s"
+    )
+    turn_s: float = param(0.5, gt=0, unit="s")
+    rules = (_increasing_speed_bands,)
 
     @property
     def active(self) -> bool:

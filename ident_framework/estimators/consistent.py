@@ -54,6 +54,7 @@ from ident_framework.model.physical_consistency import (
     sign_constrained,
     violations,
 )
+from ident_framework.params import Params, param
 
 SOLVERS = ("clarabel", "scs")  # cvxpy names: upper case
 # Smallest LS residual norm (relative to the torque norm) used for sigma; later ones are tried
@@ -63,7 +64,7 @@ SIGN_TOLERANCE = 1e-8  # scaled friction / rotor inertia above -this count as 0 
 
 
 @dataclass
-class ConsistentParams:
+class ConsistentParams(Params):
     """regularization: weight of the squared scaled distance to the nominal parameters along
         the unidentifiable directions, relative to the data term (chi², see the module
         docstring): 1 / s² for a prior standard deviation s (25: s = 20 % of the nominal link);
@@ -75,32 +76,12 @@ class ConsistentParams:
     max_iterations: iteration limit of the solver (SCS gets 1000× as many: it is first order);
     tolerance: feasibility and duality-gap tolerance of the solver (SCS: at least 1e-9)."""
 
-    regularization: float = 25.0
-    psd_margin: float = 1e-6
-    solver: str = "clarabel"
-    fallback: str | None = "scs"
-    max_iterations: int = 500
-    tolerance: float = 1e-10
-
-    def __post_init__(self) -> None:
-        if not (np.isfinite(self.regularization) and self.regularization > 0.0):
-            raise ValueError(
-                f"regularization must be a finite number > 0, got {self.regularization}"
-            )
-        if not (np.isfinite(self.psd_margin) and 0.0 <= self.psd_margin < 1.0):
-            raise ValueError(f"psd_margin must be in [0, 1), got {self.psd_margin}")
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {list(SOLVERS)}, got {self.solver!r}")
-        if self.fallback is not None and self.fallback not in SOLVERS:
-            raise ValueError(
-                f"fallback must be one of {list(SOLVERS)} or null, got {self.fallback!r}"
-            )
-        if isinstance(self.max_iterations, bool) or not (
-            isinstance(self.max_iterations, int) and self.max_iterations >= 1
-        ):
-            raise ValueError(f"max_iterations must be an integer >= 1, got {self.max_iterations}")
-        if not (np.isfinite(self.tolerance) and 0.0 < self.tolerance < 1e-2):
-            raise ValueError(f"tolerance must be in (0, 0.01), got {self.tolerance}")
+    regularization: float = param(25.0, gt=0)
+    psd_margin: float = param(1e-6, ge=0, lt=1)
+    solver: str = param("clarabel", choices=SOLVERS)
+    fallback: str | None = param("scs", choices=SOLVERS, null=True)
+    max_iterations: int = param(500, ge=1)
+    tolerance: float = param(1e-10, gt=0, lt=1e-2)
 
 
 def parameter_scales(standard: StandardModel) -> np.ndarray:

@@ -28,21 +28,18 @@ from ident_framework.model.physical_consistency import (
     sign_constrained,
     violations,
 )
+from ident_framework.params import Params, param
 from ident_framework.triangular import one_blas_thread
 
 RESIDUAL_FLOOR = 1e-8  # σ is at least this share of the torque's RMS (noise-free data)
 
 
 @dataclass
-class GeometricParams:
+class GeometricParams(Params):
     """weight: the prior's strength, χ² units per unit of log-det divergence from the nominal
     model (larger: closer to the nominal model; > 0)."""
 
-    weight: float = 100.0
-
-    def __post_init__(self) -> None:
-        if not (np.isfinite(self.weight) and self.weight > 0.0):
-            raise ValueError(f"weight must be a finite number > 0, got {self.weight}")
+    weight: float = param(100.0, gt=0)
 
 
 class GeometricEstimator(EstimatorDefaults):

@@ -19,20 +19,18 @@ import numpy as np
 
 from ident_framework.hookspecs import EstimatorDefaults, LinearProblem, hookimpl
 from ident_framework.identify.linear_problem import stack_factors
-from ident_framework.triangular import check_strengths, solve_upper, spectral_solve
+from ident_framework.params import Params, param
+from ident_framework.triangular import solve_upper, spectral_solve
 
 
 @dataclass
-class LeastSquaresParams:
+class LeastSquaresParams(Params):
     """ridge: Tikhonov strength toward the nominal parameters, as a share of the largest
     singular value (0: none); truncate: singular values below this share of the largest are
     dropped (truncated SVD; 0: none)."""
 
-    ridge: float = 0.0
-    truncate: float = 0.0
-
-    def __post_init__(self) -> None:
-        check_strengths(self.ridge, self.truncate)
+    ridge: float = param(0.0, ge=0, note="a share of the largest singular value")
+    truncate: float = param(0.0, ge=0, lt=1, note="a share of the largest singular value")
 
 
 def solve_stacked(

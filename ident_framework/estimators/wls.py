@@ -18,18 +18,15 @@ from ident_framework.estimators.ls import (
     solve_with_covariance,
 )
 from ident_framework.hookspecs import EstimatorDefaults, LinearProblem, hookimpl
+from ident_framework.params import Params, param
 
 
 @dataclass
-class WeightedLeastSquaresParams:
+class WeightedLeastSquaresParams(Params):
     """min_sigma: floor on a joint's residual std (Nm), so an exactly fitted joint (no noise)
     does not get an infinite weight."""
 
-    min_sigma: float = 1e-9
-
-    def __post_init__(self) -> None:
-        if not self.min_sigma > 0:
-            raise ValueError(f"min_sigma must be > 0 Nm, got {self.min_sigma}")
+    min_sigma: float = param(1e-9, gt=0, unit="Nm")
 
 
 class WeightedLeastSquares(EstimatorDefaults):

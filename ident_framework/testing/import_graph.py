@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # base modules: no dependency but each other (and numpy, pluggy, tqdm; numba for `c_kernels`)
     (
         "errors",
+        "params",
         "plain_data",
         "launch_path",
         "hookspecs",

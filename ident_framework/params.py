@@ -1,0 +1,251 @@
+"""Validation declared on the fields of a params dataclass, and the one function that runs it.
+
+A params class (a config section's schema: a plugin's parameters, a core settings section)
+derives from `Params` and declares each field's constraint with `param`:
+
+    @dataclass
+    class WlsParams(Params):
+        min_sigma: float = param(1e-3, gt=0, unit="Nm")
+        solver: str = param("qr", choices=("qr", "svd"))
+        max_trace: float | None = param(None, gt=0)  # a None default: null is allowed
+        rules = (_trace_above_sigma,)  # cross-field rules: functions of the instance
+
+`validate` (run by `Params.__post_init__`, so on every construction) checks each declared
+field, then runs the class's `rules` (those of its bases first). A broken constraint raises
+ValueError with one uniform message naming the field, the bound, the unit and the value:
+
+    min_sigma must be > 0 Nm, got 0.0
+    solver must be one of ['qr', 'svd'], got 'lu'
+    folds must be in [2, 50], got 1
+    folds must be an integer, got 2.5
+    speeds must be a list of 2 numbers >= 0 rad/s, got [1.0]
+
+and the plugin config (`config/plugin_config.py`) turns it into the user's message, the field
+written as its config key (`estimator.min_sigma must be > 0 Nm, got 0.0 (the estimator plugin
+'wls').`). A rule is a plain function `rule(params) -> None` that raises ValueError with its
+own message (name the keys it compares); it may also normalise fields (a rule runs after the
+fields are checked, so it may rely on them). A field's `convert` (a function of the value,
+run before its check) normalises one value: a string path, a scalar-or-list per joint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+__all__ = ["Check", "Params", "param", "validate"]
+
+CHECK = "ident_framework.check"  # the key of a field's Check in its metadata
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One field's declared constraint (see `param` for the meaning of each part)."""
+
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+    integer: bool = False
+    finite: bool = False
+    choices: tuple[Any, ...] | None = None
+    each: bool = False
+    length: int | None = None
+    nonempty: bool = False
+    null: bool = False
+    unit: str = ""
+    note: str = ""
+    convert: Callable[[Any], Any] | None = None
+
+    @property
+    def numeric(self) -> bool:
+        bounds = (self.gt, self.ge, self.lt, self.le)
+        return self.integer or self.finite or any(b is not None for b in bounds)
+
+    def bound(self) -> str:
+        """'> 0', 'in (0, 1]', '' (no bound)."""
+        low, low_open = (self.gt, True) if self.gt is not None else (self.ge, False)
+        high, high_open = (self.lt, True) if self.lt is not None else (self.le, False)
+        if low is not None and high is not None:
+            left, right = "(" if low_open else "[", ")" if high_open else "]"
+            return f"in {left}{_num(low)}, {_num(high)}{right}"
+        if low is not None:
+            return f"{'>' if low_open else '>='} {_num(low)}"
+        if high is not None:
+            return f"{'<' if high_open else '<='} {_num(high)}"
+        return ""
+
+    def describe(self, value: Any = None) -> str:
+        """What a valid value is, in words ('in (0, 1] s or null'); for a single `value` of
+        the wrong type only what type it must be ('an integer', 'a number')."""
+        bound = self.bound()
+        if not self.each and self.choices is None and not _is_number(value, self.integer):
+            if value is not None or not self.null:
+                return "an integer" if self.integer else "a number"
+        if self.choices is not None:
+            item = f"{'values from' if self.each else 'one of'} {list(self.choices)}"
+        else:
+            kind = ("integers" if self.integer else "numbers") if self.each else ""
+            if not bound and not self.each:
+                kind = "an integer" if self.integer else "a finite number"
+            unit = f"in {self.unit}" if self.unit and not bound else self.unit
+            item = " ".join(part for part in (kind, bound, unit) if part)
+        if self.each:
+            size = f"{self.length} " if self.length is not None else ""
+            item = f"{'a non-empty' if self.nonempty else 'a'} list of {size}{item}"
+        text = item + (" or null" if self.null else "")
+        return text + (f" ({self.note})" if self.note else "")
+
+    def accepts(self, value: Any) -> bool:
+        if self.each:
+            if not isinstance(value, list | tuple | np.ndarray):
+                return False
+            if self.length is not None and len(value) != self.length:
+                return False
+            if self.nonempty and len(value) == 0:
+                return False
+            return all(self._accepts_one(item) for item in value)
+        return self._accepts_one(value)
+
+    def _accepts_one(self, value: Any) -> bool:
+        if self.choices is not None:
+            return isinstance(value, str | int | float | type(None)) and value in self.choices
+        if not self.numeric:
+            return True
+        if not _is_number(value, self.integer) or not math.isfinite(value):
+            return False
+        return not (
+            (self.gt is not None and not value > self.gt)
+            or (self.ge is not None and not value >= self.ge)
+            or (self.lt is not None and not value < self.lt)
+            or (self.le is not None and not value <= self.le)
+        )
+
+
+def param(
+    default: Any = dataclasses.MISSING,
+    *,
+    factory: Callable[[], Any] | Any = dataclasses.MISSING,
+    gt: float | None = None,
+    ge: float | None = None,
+    lt: float | None = None,
+    le: float | None = None,
+    finite: bool = False,
+    choices: Sequence[Any] | None = None,
+    each: bool = False,
+    length: int | None = None,
+    nonempty: bool = False,
+    null: bool | None = None,
+    unit: str = "",
+    note: str = "",
+    convert: Callable[[Any], Any] | None = None,
+) -> Any:
+    """A dataclass field (`default` or `factory`, as `dataclasses.field`) with its constraint:
+
+    - `gt`, `ge`, `lt`, `le`: bounds (>, >=, <, <=); a bounded value must also be a finite
+      number (not a bool); `finite`: a finite number, no bound. A field annotated `int` (or
+      `list[int]`) takes whole numbers only (an integral float such as 3.0 becomes 3);
+    - `choices`: one of these values;
+    - `each`: the constraint holds for every item of a list (`length`: exactly that many
+      items; `nonempty`: at least one);
+    - `null`: None is also accepted (the default when `default` is None);
+    - `unit` ("Nm", "rad/s") and `note` (a short explanation) go into the message;
+    - `convert`: a function of the value, run before the check, whose result replaces it
+      (it may raise ValueError with its own message).
+    """
+    check = Check(
+        gt=gt, ge=ge, lt=lt, le=le, finite=finite,
+        choices=tuple(choices) if choices is not None else None,
+        each=each, length=length, nonempty=nonempty,
+        null=default is None if null is None else null,
+        unit=unit, note=note, convert=convert,
+    )  # fmt: skip
+    metadata = {CHECK: check}
+    if factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def validate(params: Any) -> None:
+    """Check every declared field of the dataclass instance `params` (in field order), then
+    run the `rules` of its class and its bases (bases first). ValueError on the first break."""
+    for field in dataclasses.fields(params):
+        check = field.metadata.get(CHECK)
+        if check is None:
+            continue
+        value = getattr(params, field.name)
+        if check.convert is not None and value is not None:
+            value = check.convert(value)
+            object.__setattr__(params, field.name, value)
+        if value is None and check.null:
+            continue
+        if _is_int(field.type) and not check.integer:
+            check = dataclasses.replace(check, integer=True)
+        if not check.accepts(value):
+            raise ValueError(f"{field.name} must be {check.describe(value)}, got {_shown(value)}")
+        if check.integer and check.numeric:
+            whole = [int(v) for v in value] if check.each else int(value)
+            object.__setattr__(params, field.name, whole)
+    for rule in rules_of(type(params)):
+        rule(params)
+
+
+def rules_of(cls: type) -> list[Callable[[Any], None]]:
+    """The rules `cls` and its bases declare (each class's own `rules`), bases first."""
+    found: list[Callable[[Any], None]] = []
+    for klass in reversed(cls.__mro__):
+        for rule in klass.__dict__.get("rules", ()):
+            if rule not in found:
+                found.append(rule)
+    return found
+
+
+def declares_checks(cls: type) -> bool:
+    """Whether the dataclass `cls` declares any field constraint or rule."""
+    return bool(rules_of(cls)) or any(CHECK in f.metadata for f in dataclasses.fields(cls))
+
+
+class Params:
+    """Base of a params dataclass: validates the declarations (`validate`) on construction.
+    A subclass lists its cross-field rules in `rules`."""
+
+    rules: ClassVar[tuple[Callable[[Any], None], ...]] = ()
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+
+def _is_number(value: Any, integer: bool) -> bool:
+    """A real number (not a bool; numpy's count); `integer`: a whole one (3 or 3.0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        return False
+    return not integer or not math.isfinite(value) or float(value).is_integer()
+
+
+def _is_int(annotation: Any) -> bool:
+    """Whether a field annotation (a string under `from __future__ import annotations`) is
+    int, int | None or list[int] (| None): its values must be whole numbers."""
+    if annotation is int:
+        return True
+    text = str(annotation).replace(" ", "").replace("|None", "").replace("Optional[int]", "int")
+    return text in ("int", "list[int]")
+
+
+def _num(value: float) -> str:
+    """A bound as written in messages: 0, 0.05, 1e-06."""
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _shown(value: Any) -> str:
+    """A value as the message shows it: strings quoted, numbers (numpy's too) as plain ones."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, list | tuple):
+        return str([v.item() if isinstance(v, np.generic) else v for v in value])
+    return repr(value) if isinstance(value, str) else str(value)
