@@ -51,6 +51,7 @@ class Check:
     lt: float | None = None
     le: float | None = None
     integer: bool = False
+    flag: bool = False
     finite: bool = False
     choices: tuple[Any, ...] | None = None
     each: bool = False
@@ -83,6 +84,8 @@ class Check:
         """What a valid value is, in words ('in (0, 1] s or null'); for a single `value` of
         the wrong type only what type it must be ('an integer', 'a number')."""
         bound = self.bound()
+        if self.flag:
+            return "true or false"
         if not self.each and self.choices is None and not _is_number(value, self.integer):
             if value is not None or not self.null:
                 return "an integer" if self.integer else "a number"
@@ -112,6 +115,8 @@ class Check:
         return self._accepts_one(value)
 
     def _accepts_one(self, value: Any) -> bool:
+        if self.flag:
+            return isinstance(value, bool | np.bool_)
         if self.choices is not None:
             return isinstance(value, str | int | float | type(None)) and value in self.choices
         if not self.numeric:
@@ -148,7 +153,8 @@ def param(
 
     - `gt`, `ge`, `lt`, `le`: bounds (>, >=, <, <=); a bounded value must also be a finite
       number (not a bool); `finite`: a finite number, no bound. A field annotated `int` (or
-      `list[int]`) takes whole numbers only (an integral float such as 3.0 becomes 3);
+      `list[int]`) takes whole numbers only (an integral float such as 3.0 becomes 3), one
+      annotated `bool` true or false only;
     - `choices`: one of these values;
     - `each`: the constraint holds for every item of a list (`length`: exactly that many
       items; `nonempty`: at least one);
@@ -183,13 +189,17 @@ def validate(params: Any) -> None:
             object.__setattr__(params, field.name, value)
         if value is None and check.null:
             continue
-        if _is_int(field.type) and not check.integer:
+        if not check.integer and _is_int(field.type):
             check = dataclasses.replace(check, integer=True)
+        elif not check.flag and str(field.type) in ("bool", str(bool)):
+            check = dataclasses.replace(check, flag=True)
         if not check.accepts(value):
             raise ValueError(f"{field.name} must be {check.describe(value)}, got {_shown(value)}")
-        if check.integer and check.numeric:
-            whole = [int(v) for v in value] if check.each else int(value)
-            object.__setattr__(params, field.name, whole)
+        if check.each and check.numeric:  # a plain list (of floats, of ints for list[int])
+            kind = int if check.integer else float
+            object.__setattr__(params, field.name, [kind(v) for v in value])
+        elif check.integer:
+            object.__setattr__(params, field.name, int(value))
     for rule in rules_of(type(params)):
         rule(params)
 

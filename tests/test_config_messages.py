@@ -193,8 +193,8 @@ def test_missing_required_value_names_the_option_and_an_example(overrides, fragm
         (["trajectory.workspace.base_column.radius_m=0"],
          "trajectory.workspace.base_column.radius_m must be > 0 m, got 0.0"),
         (["trajectory.workspace.boxes=[{min_m:[0,0,0],max_m:[1,1,1]},{min_m:[0,0,0],max_m:[1,1]}]"],
-         "trajectory.workspace.boxes[1].max_m must be three finite numbers [x, y, z] in m, got "
-         "[1.0, 1.0]"),
+         "trajectory.workspace.boxes[1].max_m must be a list of 3 numbers in m ([x, y, z]), "
+         "got [1.0, 1.0]"),
         (["trajectory.workspace.boxes=[{min:[0,0,0],max_m:[1,1,1]}]"],
          "Unknown config key 'trajectory.workspace.boxes[0].min' for the trajectory plugin "
          "'fourier'. Did you mean 'trajectory.workspace.boxes[0].min_m'?"),

@@ -161,7 +161,7 @@ def test_robots_without_coupling_are_unchanged():
     ("value", "expected"),
     [
         ("[{joints:[5,9]}]", "robot.coupled_joints[0].joints = [5, 9] names a joint"),
-        ("[{joints:[5]}]", "robot.coupled_joints[0].joints must be two different"),
+        ("[{joints:[5]}]", "robot.coupled_joints[0].joints must be a list of 2 integers >= 1"),
         ("[{joints:[5,6],ratio:0}]", "robot.coupled_joints[0].ratio must be a finite non-zero"),
         ("[{joints:[5,6],gear:2}]", "Unknown config key 'robot.coupled_joints[0].gear'"),
         ("[{joints:[4,6]},{joints:[5,6]}]", "gives the motor of one joint twice"),

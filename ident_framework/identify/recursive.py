@@ -65,6 +65,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ident_framework.hookspecs import LinearProblem
+from ident_framework.params import Params, param
 from ident_framework.triangular import stacked_r
 
 DEFAULT_SAMPLE_PERIOD_S = 0.002  # s, UR's RTDE rate (500 Hz): the step assumed without times
@@ -72,7 +73,7 @@ _SYMMETRISE_EVERY = 256  # updates between explicit symmetrisations of P
 
 
 @dataclass
-class RecursiveLeastSquaresParams:
+class RecursiveLeastSquaresParams(Params):
     """Parameters of the recursion (the `rls` estimator's settings).
 
     forgetting: lam in (0, 1], per sample; memory 1/(1 - lam) samples (1: none, = batch LS).
@@ -83,35 +84,12 @@ class RecursiveLeastSquaresParams:
     running_window_s: s of data over which the running RMSE of the a-priori error is taken.
     """
 
-    forgetting: float = 1.0
-    alpha: float = 1.0e6
-    warm_start_s: float = 0.0
-    max_trace: float | None = None
-    checkpoint_s: float = 0.1
-    running_window_s: float = 1.0
-
-    def __post_init__(self) -> None:
-        def number(name: str) -> float:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(f"{name} must be a number, got {value!r}")
-            if not math.isfinite(value):
-                raise ValueError(f"{name} must be finite, got {value}")
-            setattr(self, name, float(value))
-            return float(value)
-
-        if not 0.0 < number("forgetting") <= 1.0:
-            raise ValueError(f"forgetting must be in (0, 1], got {self.forgetting}")
-        if not number("alpha") > 0.0:
-            raise ValueError(f"alpha must be > 0 (P0 = alpha I), got {self.alpha}")
-        if not number("warm_start_s") >= 0.0:
-            raise ValueError(f"warm_start_s must be >= 0 s (0: off), got {self.warm_start_s}")
-        if self.max_trace is not None and not number("max_trace") > 0.0:
-            raise ValueError(f"max_trace must be > 0 or null, got {self.max_trace}")
-        if not number("checkpoint_s") > 0.0:
-            raise ValueError(f"checkpoint_s must be > 0 s, got {self.checkpoint_s}")
-        if not number("running_window_s") > 0.0:
-            raise ValueError(f"running_window_s must be > 0 s, got {self.running_window_s}")
+    forgetting: float = param(1.0, gt=0, le=1)
+    alpha: float = param(1.0e6, gt=0, note="P0 = alpha I")
+    warm_start_s: float = param(0.0, ge=0, unit="s", note="0: off")
+    max_trace: float | None = param(None, gt=0)
+    checkpoint_s: float = param(0.1, gt=0, unit="s")
+    running_window_s: float = param(1.0, gt=0, unit="s")
 
 
 class RecursiveLeastSquares:

@@ -19,33 +19,36 @@ parameter names. The Stäubli TX40's wrist: joints [5, 6], ratio 1 (`conf/robot/
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ident_framework.errors import UserError
+from ident_framework.params import Params, param
 
 KEY = "robot.coupled_joints"
 
 
+def _two_joints_nonzero_ratio(coupled: CoupledJoints) -> None:
+    if coupled.joints[0] == coupled.joints[1]:
+        raise ValueError(f"joints must be two different joint numbers, got {coupled.joints}")
+    if coupled.ratio == 0.0:
+        raise ValueError(f"ratio must be a finite non-zero number, got {coupled.ratio}")
+
+
 @dataclass
-class CoupledJoints:
+class CoupledJoints(Params):
     """joints: [a, b] 1-based joint numbers, b the joint whose motor drives both; ratio: r in
     ω = dq_b + r dq_a (the motor's speed over its gear ratio, rad/s; r T acts on joint a)."""
 
-    joints: list[int]
-    ratio: float = 1.0
-
-    def __post_init__(self) -> None:
-        joints = list(self.joints)
-        if len(joints) != 2 or len(set(joints)) != 2 or min(joints) < 1:
-            raise ValueError(
-                f"joints must be two different 1-based joint numbers [a, b] (b: the joint whose "
-                f"motor drives both), got {self.joints}"
-            )
-        if not (math.isfinite(self.ratio) and self.ratio != 0.0):
-            raise ValueError(f"ratio must be a finite non-zero number, got {self.ratio}")
+    joints: list[int] = param(
+        each=True,
+        length=2,
+        ge=1,
+        note="1-based joint numbers [a, b], b: the joint whose motor drives both",
+    )
+    ratio: float = param(1.0, finite=True)
+    rules = (_two_joints_nonzero_ratio,)
 
 
 @dataclass(frozen=True)

@@ -21,101 +21,89 @@ inside. The column is not, hence the points along the links.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass
+from typing import Any
 
 import numpy as np
 
 from ident_framework.errors import UserError
 from ident_framework.model.point_kinematics import ArmPoints
 from ident_framework.model.robot import RobotModel
+from ident_framework.params import Params, param
 
 COLUMN_FROM_JOINT = 3  # 1-based: points carried by this joint and later avoid the base column
 
 
-def _vector(value: list[float], name: str) -> list[float]:
-    values = [float(v) for v in value]
-    if len(values) != 3 or not all(math.isfinite(v) for v in values):
-        raise ValueError(f"{name} must be three finite numbers [x, y, z] in m, got {value}")
-    return values
+def _vector(default: Any = MISSING, **more: Any) -> Any:
+    """A field holding a point or direction [x, y, z] (m)."""
+    return param(default, each=True, length=3, finite=True, unit="m", note="[x, y, z]", **more)
+
+
+def _region(cls: type) -> Any:
+    """`convert` of a field holding `cls` regions: plain dicts (a Python caller's) become
+    `cls` instances."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, list):
+            return [convert(item) for item in value]
+        return cls(**value) if isinstance(value, dict) else value
+
+    return convert
+
+
+def _min_below_max(box: WorkspaceBox) -> None:
+    if not all(low < high for low, high in zip(box.min_m, box.max_m, strict=True)):
+        raise ValueError(f"min_m {box.min_m} must be below max_m {box.max_m} in x, y and z")
+
+
+def _unit_normal(half: HalfSpace) -> None:
+    """The normal scaled to length 1 (offset_m with it); ValueError for a zero normal."""
+    length = float(np.linalg.norm(half.normal))
+    if length == 0.0:
+        raise ValueError(f"normal must be non-zero, got {half.normal}")
+    half.normal = (np.asarray(half.normal) / length).tolist()
+    half.offset_m = float(half.offset_m) / length
 
 
 @dataclass
-class BaseColumn:
+class BaseColumn(Params):
     """Keep-out cylinder about the base z axis: radius_m (m), height_m (m above the floor)."""
 
-    radius_m: float = 0.12
-    height_m: float = 0.35
-
-    def __post_init__(self) -> None:
-        for name in ("radius_m", "height_m"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0.0):
-                raise ValueError(f"{name} must be > 0 m, got {value}")
+    radius_m: float = param(0.12, gt=0, unit="m")
+    height_m: float = param(0.35, gt=0, unit="m")
 
 
 @dataclass
-class WorkspaceBox:
+class WorkspaceBox(Params):
     """Keep-in box min_m <= p <= max_m (m, base frame) for `frames` (null: every point)."""
 
-    min_m: list[float]
-    max_m: list[float]
+    min_m: list[float] = _vector()
+    max_m: list[float] = _vector()
     frames: list[str] | None = None
-
-    def __post_init__(self) -> None:
-        self.min_m, self.max_m = _vector(self.min_m, "min_m"), _vector(self.max_m, "max_m")
-        if not all(low < high for low, high in zip(self.min_m, self.max_m, strict=True)):
-            raise ValueError(f"min_m {self.min_m} must be below max_m {self.max_m} in x, y and z")
+    rules = (_min_below_max,)
 
 
 @dataclass
-class HalfSpace:
+class HalfSpace(Params):
     """Keep-in half-space normal · p <= offset_m (normal in the base frame, normalised here;
     offset_m in m) for `frames` (null: every point)."""
 
-    normal: list[float]
-    offset_m: float
+    normal: list[float] = _vector()
+    offset_m: float = param(finite=True, unit="m")
     frames: list[str] | None = None
-
-    def __post_init__(self) -> None:
-        normal = np.asarray(_vector(self.normal, "normal"))
-        length = float(np.linalg.norm(normal))
-        if length == 0.0 or not math.isfinite(self.offset_m):
-            raise ValueError(
-                f"normal must be non-zero and offset_m finite, got {self.normal} and "
-                f"{self.offset_m}"
-            )
-        self.normal = (normal / length).tolist()
-        self.offset_m = float(self.offset_m) / length
+    rules = (_unit_normal,)
 
 
 @dataclass
-class WorkspaceParams:
+class WorkspaceParams(Params):
     """See the module docstring and conf/trajectory/fourier.yaml (`workspace`)."""
 
-    floor_z_m: float | None = 0.0
-    clearance_m: float = 0.1
-    tool_offset_m: list[float] | None = field(default_factory=lambda: [0.0, 0.0, 0.1])
-    base_column: BaseColumn | None = field(default_factory=BaseColumn)
-    boxes: list[WorkspaceBox] = field(default_factory=list)
-    half_spaces: list[HalfSpace] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if self.floor_z_m is not None and not math.isfinite(self.floor_z_m):
-            raise ValueError(
-                f"floor_z_m must be a finite height in m or null, got {self.floor_z_m}"
-            )
-        if not (math.isfinite(self.clearance_m) and self.clearance_m >= 0.0):
-            raise ValueError(f"clearance_m must be >= 0 m, got {self.clearance_m}")
-        if self.tool_offset_m is not None:
-            self.tool_offset_m = _vector(self.tool_offset_m, "tool_offset_m")
-        # plain dicts (e.g. from a Python caller) become the region dataclasses
-        if isinstance(self.base_column, dict):
-            self.base_column = BaseColumn(**self.base_column)
-        self.boxes = [b if isinstance(b, WorkspaceBox) else WorkspaceBox(**b) for b in self.boxes]
-        self.half_spaces = [
-            h if isinstance(h, HalfSpace) else HalfSpace(**h) for h in self.half_spaces
-        ]
+    floor_z_m: float | None = param(0.0, finite=True, unit="m", null=True)
+    clearance_m: float = param(0.1, ge=0, unit="m")
+    tool_offset_m: list[float] | None = _vector(factory=lambda: [0.0, 0.0, 0.1], null=True)
+    base_column: BaseColumn | None = param(factory=BaseColumn, convert=_region(BaseColumn))
+    boxes: list[WorkspaceBox] = param(factory=list, convert=_region(WorkspaceBox))
+    half_spaces: list[HalfSpace] = param(factory=list, convert=_region(HalfSpace))
 
 
 @dataclass(frozen=True)
