@@ -55,9 +55,11 @@ class Check:
     finite: bool = False
     choices: tuple[Any, ...] | None = None
     each: bool = False
+    one_or_list: bool = False
     length: int | None = None
     nonempty: bool = False
     null: bool = False
+    required: bool = False
     unit: str = ""
     note: str = ""
     convert: Callable[[Any], Any] | None = None
@@ -83,27 +85,38 @@ class Check:
     def describe(self, value: Any = None) -> str:
         """What a valid value is, in words ('in (0, 1] s or null'); for a single `value` of
         the wrong type only what type it must be ('an integer', 'a number')."""
-        bound = self.bound()
         if self.flag:
             return "true or false"
+        one, many = ("an integer", "integers") if self.integer else ("a number", "numbers")
         if not self.each and self.choices is None and not _is_number(value, self.integer):
             if value is not None or not self.null:
-                return "an integer" if self.integer else "a number"
+                return one
+        bound = self.bound()
+        detail = " ".join(p for p in (bound, self.unit if bound else f"in {self.unit}") if p)
+        detail = detail if self.unit or bound else ""
         if self.choices is not None:
-            item = f"{'values from' if self.each else 'one of'} {list(self.choices)}"
+            single, items = f"one of {list(self.choices)}", f"values from {list(self.choices)}"
         else:
-            kind = ("integers" if self.integer else "numbers") if self.each else ""
-            if not bound and not self.each:
-                kind = "an integer" if self.integer else "a finite number"
-            unit = f"in {self.unit}" if self.unit and not bound else self.unit
-            item = " ".join(part for part in (kind, bound, unit) if part)
+            finite = "an integer" if self.integer else "a finite number"
+            single = detail if bound else f"{finite} {detail}".rstrip()
+            items = f"{many} {detail}".rstrip()
+        if self.one_or_list:
+            core = f"an integer {detail}" if self.integer and bound else single
+            text = f"{core}, one value or a list of them" + (", or null" if self.null else "")
+            return text + (f" ({self.note})" if self.note else "")
         if self.each:
             size = f"{self.length} " if self.length is not None else ""
-            item = f"{'a non-empty' if self.nonempty else 'a'} list of {size}{item}"
-        text = item + (" or null" if self.null else "")
+            text = f"{'a non-empty' if self.nonempty else 'a'} list of {size}{items}"
+        else:
+            text = single
+        text += " or null" if self.null else ""
         return text + (f" ({self.note})" if self.note else "")
 
     def accepts(self, value: Any) -> bool:
+        if self.one_or_list and not isinstance(value, list | tuple | np.ndarray):
+            return self._accepts_one(value)
+        if self.one_or_list and len(value) == 0:
+            return False
         if self.each:
             if not isinstance(value, list | tuple | np.ndarray):
                 return False
@@ -142,9 +155,11 @@ def param(
     finite: bool = False,
     choices: Sequence[Any] | None = None,
     each: bool = False,
+    one_or_list: bool = False,
     length: int | None = None,
     nonempty: bool = False,
     null: bool | None = None,
+    required: bool = False,
     unit: str = "",
     note: str = "",
     convert: Callable[[Any], Any] | None = None,
@@ -157,8 +172,11 @@ def param(
       annotated `bool` true or false only;
     - `choices`: one of these values;
     - `each`: the constraint holds for every item of a list (`length`: exactly that many
-      items; `nonempty`: at least one);
+      items; `nonempty`: at least one); `one_or_list`: one value or a non-empty list of them
+      (e.g. one for all joints or one per joint);
     - `null`: None is also accepted (the default when `default` is None);
+    - `required`: None, "" and [] are refused ("path is required (<note>)"), e.g. a file
+      path that has no sensible default;
     - `unit` ("Nm", "rad/s") and `note` (a short explanation) go into the message;
     - `convert`: a function of the value, run before the check, whose result replaces it
       (it may raise ValueError with its own message).
@@ -166,9 +184,9 @@ def param(
     check = Check(
         gt=gt, ge=ge, lt=lt, le=le, finite=finite,
         choices=tuple(choices) if choices is not None else None,
-        each=each, length=length, nonempty=nonempty,
-        null=default is None if null is None else null,
-        unit=unit, note=note, convert=convert,
+        each=each or one_or_list, one_or_list=one_or_list, length=length, nonempty=nonempty,
+        null=(default is None and not required) if null is None else null,
+        required=required, unit=unit, note=note, convert=convert,
     )  # fmt: skip
     metadata = {CHECK: check}
     if factory is not dataclasses.MISSING:
@@ -184,6 +202,9 @@ def validate(params: Any) -> None:
         if check is None:
             continue
         value = getattr(params, field.name)
+        if check.required and (value is None or (isinstance(value, str | list) and not value)):
+            note = f" ({check.note})" if check.note else ""
+            raise ValueError(f"{field.name} is required{note}")
         if check.convert is not None and value is not None:
             value = check.convert(value)
             object.__setattr__(params, field.name, value)
@@ -195,9 +216,10 @@ def validate(params: Any) -> None:
             check = dataclasses.replace(check, flag=True)
         if not check.accepts(value):
             raise ValueError(f"{field.name} must be {check.describe(value)}, got {_shown(value)}")
-        if check.each and check.numeric:  # a plain list (of floats, of ints for list[int])
+        if check.each and check.numeric:  # plain floats (ints for int fields)
             kind = int if check.integer else float
-            object.__setattr__(params, field.name, [kind(v) for v in value])
+            plain = [kind(v) for v in value] if _is_list(value) else kind(value)
+            object.__setattr__(params, field.name, plain)
         elif check.integer:
             object.__setattr__(params, field.name, int(value))
     for rule in rules_of(type(params)):
@@ -236,13 +258,17 @@ def _is_number(value: Any, integer: bool) -> bool:
     return not integer or not math.isfinite(value) or float(value).is_integer()
 
 
+def _is_list(value: Any) -> bool:
+    return isinstance(value, list | tuple | np.ndarray)
+
+
 def _is_int(annotation: Any) -> bool:
     """Whether a field annotation (a string under `from __future__ import annotations`) is
-    int, int | None or list[int] (| None): its values must be whole numbers."""
+    int, list[int] or int | list[int] (| None): its values must be whole numbers."""
     if annotation is int:
         return True
     text = str(annotation).replace(" ", "").replace("|None", "").replace("Optional[int]", "int")
-    return text in ("int", "list[int]")
+    return text in ("int", "list[int]", "int|list[int]")
 
 
 def _num(value: float) -> str:

@@ -167,7 +167,7 @@ def test_missing_required_value_names_the_option_and_an_example(overrides, fragm
         # before: "Bad value in config 'preprocessing' of the preprocessing: lowpass_hz must be
         # a positive cut-off in Hz, got -5.0."
         (["preprocessing.lowpass_hz=-5"],
-         "preprocessing.lowpass_hz must be > 0 Hz (a cut-off frequency), got -5."),
+         "preprocessing.lowpass_hz must be > 0 Hz (a cut-off frequency), got -5.0."),
         (["preprocessing.lowpass_hz=fast"],
          "preprocessing.lowpass_hz must be a number, got 'fast'."),
         (["preprocessing.trim_s=[1]"], "preprocessing.trim_s must be a number or null, got [1]."),

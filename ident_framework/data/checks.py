@@ -23,20 +23,20 @@ metrics.json `data.checks` and the summary.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ident_framework.data.dataset import Dataset, recording_rows
+from ident_framework.params import Params, param
 
 TIME_RESOLUTION_S = 1e-6  # s: timestamps closer than this to margin_s are within it
 MAX_LISTED = 10  # runs and gaps listed one by one in the report (the counts cover all)
 
 
 @dataclass
-class CheckParams:
+class CheckParams(Params):
     """Thresholds of `check_recording` (config section `checks`).
 
     enabled: run the checks. clip_min_samples: consecutive samples at a joint's extreme torque
@@ -47,27 +47,13 @@ class CheckParams:
     steps is a gap. margin_s: s excluded on each side of an untrusted sample."""
 
     enabled: bool = True
-    clip_min_samples: int = 10
-    clip_tolerance_nm: float = 1e-9
-    stale_min_speed_rad_s: float = 0.01
-    idle_range_rad: float = 0.01
-    idle_speed_rad_s: float = 0.01
-    gap_steps: float = 10.0
-    margin_s: float = 0.02
-
-    def __post_init__(self) -> None:
-        if int(self.clip_min_samples) != self.clip_min_samples or self.clip_min_samples < 2:
-            raise ValueError(
-                f"clip_min_samples must be an integer >= 2, got {self.clip_min_samples}"
-            )
-        self.clip_min_samples = int(self.clip_min_samples)
-        for name in ("clip_tolerance_nm", "stale_min_speed_rad_s", "idle_range_rad",
-                     "idle_speed_rad_s", "margin_s"):  # fmt: skip
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite value >= 0, got {value}")
-        if not (math.isfinite(self.gap_steps) and self.gap_steps > 1):
-            raise ValueError(f"gap_steps must be > 1 (median steps), got {self.gap_steps}")
+    clip_min_samples: int = param(10, ge=2)
+    clip_tolerance_nm: float = param(1e-9, ge=0, unit="Nm")
+    stale_min_speed_rad_s: float = param(0.01, ge=0, unit="rad/s")
+    idle_range_rad: float = param(0.01, ge=0, unit="rad")
+    idle_speed_rad_s: float = param(0.01, ge=0, unit="rad/s")
+    gap_steps: float = param(10.0, gt=1, note="median steps")
+    margin_s: float = param(0.02, ge=0, unit="s")
 
 
 def check_recording(

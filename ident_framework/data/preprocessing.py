@@ -62,6 +62,7 @@ from ident_framework.data.filters import (
 )
 from ident_framework.data.parallel_filter import FilterSegment, ParallelFilter
 from ident_framework.errors import UserError
+from ident_framework.params import Params, param
 
 AS_RECORDED = ("timestamp", "tau", "recording")  # the fields of AsRecorded, in order
 MAX_GAP_STEPS = 10.0  # a step longer than this many median steps is a gap in the recording
@@ -74,7 +75,7 @@ TARGETS = ("q_target", "dq_target", "ddq_target")
 
 
 @dataclass
-class PreprocessingParams:
+class PreprocessingParams(Params):
     """Parameters of `preprocess`.
 
     lowpass_hz: Butterworth cut-off in Hz (not normalised; checked against the data's Nyquist
@@ -91,43 +92,14 @@ class PreprocessingParams:
     "auto" (parallel for friction models with nonlinear parameters, else filtered_velocity).
     """
 
-    lowpass_hz: float = 20.0
-    filter_order: int = 4
-    savgol_window_s: float = 0.03
-    savgol_polyorder: int = 3
-    trim_s: float | None = None
+    lowpass_hz: float = param(20.0, gt=0, unit="Hz", note="a cut-off frequency")
+    filter_order: int = param(4, ge=1, le=10)
+    savgol_window_s: float = param(0.03, gt=0, unit="s")
+    savgol_polyorder: int = param(3, ge=1)
+    trim_s: float | None = param(None, ge=0, unit="s")
     use_measured_velocity: bool = True
-    resample: str = "auto"
-    friction_columns: str = "parallel"
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.lowpass_hz) and self.lowpass_hz > 0):
-            raise ValueError(
-                f"lowpass_hz must be > 0 Hz (a cut-off frequency), got {self.lowpass_hz:g}"
-            )
-        if int(self.filter_order) != self.filter_order or not 1 <= self.filter_order <= 10:
-            raise ValueError(f"filter_order must be an integer in 1..10, got {self.filter_order}")
-        self.filter_order = int(self.filter_order)
-        if not (math.isfinite(self.savgol_window_s) and self.savgol_window_s > 0):
-            raise ValueError(
-                f"savgol_window_s must be a positive window length in s, got {self.savgol_window_s}"
-            )
-        if int(self.savgol_polyorder) != self.savgol_polyorder or self.savgol_polyorder < 1:
-            raise ValueError(
-                f"savgol_polyorder must be an integer >= 1, got {self.savgol_polyorder}"
-            )
-        self.savgol_polyorder = int(self.savgol_polyorder)
-        if self.trim_s is not None and not (math.isfinite(self.trim_s) and self.trim_s >= 0):
-            raise ValueError(f"trim_s must be >= 0 s or null, got {self.trim_s}")
-        if self.resample not in RESAMPLE_MODES:
-            raise ValueError(
-                f"resample must be one of {list(RESAMPLE_MODES)}, got {self.resample!r}"
-            )
-        if self.friction_columns not in FRICTION_COLUMNS:
-            raise ValueError(
-                f"friction_columns must be one of {list(FRICTION_COLUMNS)}, "
-                f"got {self.friction_columns!r}"
-            )
+    resample: str = param("auto", choices=RESAMPLE_MODES)
+    friction_columns: str = param("parallel", choices=FRICTION_COLUMNS)
 
     def parallel_friction(self, nonlinear_friction: bool) -> bool:
         """Whether friction columns are filtered in parallel (see `friction_columns`)."""

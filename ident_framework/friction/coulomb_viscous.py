@@ -70,21 +70,26 @@ mode=factor refuse `on` (no whole identification to iterate tau_load over) and l
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ident_framework.hookspecs import FrictionModelDefaults, hookimpl
+from ident_framework.params import Params, param
 
 
-def _per_joint(
-    value: float | list[float] | None, key: str, unit: str = "rad/s"
-) -> np.ndarray | None:
-    if value is None:
-        return None
-    values = np.atleast_1d(np.asarray(value, dtype=float))
-    if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values) & (values >= 0)):
-        raise ValueError(f"{key} must be >= 0 {unit}, one value or one per joint, got {value}")
-    return values
+def _per_joint(default: float | None = None, **check: object) -> Any:
+    """A field of one value for every joint or one per joint (a one-item list: one value)."""
+    return param(default, one_or_list=True, convert=_one_item_is_one, **check)
+
+
+def _one_item_is_one(value: Any) -> Any:
+    return value[0] if isinstance(value, list | tuple) and len(value) == 1 else value
+
+
+def _on_off(value: Any) -> Any:
+    """YAML reads a bare on / off as a boolean."""
+    return ("on" if value else "off") if isinstance(value, bool) else value
 
 
 TEMPERATURE_MODES = ("auto", "on", "off")
@@ -95,7 +100,7 @@ STRIBECK_NAME = "fs"  # Nm: the static friction level of the Stribeck shape
 
 
 @dataclass
-class CoulombViscousParams:
+class CoulombViscousParams(Params):
     """dead_band: joint speed (rad/s) below which sign(dq) is taken as 0; tanh_width: width
     (rad/s) of a smooth sign tanh(dq / w) instead, one value or one per joint (0 or null: the
     dead-band sign); saturation_width: width (rad/s) of a saturated sign clip(dq / w, -1, 1)
@@ -107,55 +112,15 @@ class CoulombViscousParams:
     in rad/s of the Stribeck shape, one value or one per joint (0 or null: none), and
     stribeck_sign_width its sign's width w_s in rad/s (module doc)."""
 
-    dead_band: float = 0.01
-    tanh_width: float | list[float] | None = None
-    saturation_width: float | list[float] | None = None
-    temperature: str = "auto"
-    reference_temperature: float | list[float] | None = None
-    load_dependent: str = "off"
-    acceleration_lead: float | list[float] | None = None
-    stribeck_velocity: float | list[float] | None = None
-    stribeck_sign_width: float = 0.005
-
-    def __post_init__(self) -> None:
-        if not self.dead_band >= 0.0:
-            raise ValueError(f"dead_band must be >= 0 rad/s, got {self.dead_band}")
-        values = _per_joint(self.tanh_width, "tanh_width")
-        if values is not None:
-            self.tanh_width = float(values[0]) if values.size == 1 else values.tolist()
-        values = _per_joint(self.saturation_width, "saturation_width")
-        if values is not None:
-            self.saturation_width = float(values[0]) if values.size == 1 else values.tolist()
-        leads = _per_joint(self.acceleration_lead, "acceleration_lead", "s")
-        if leads is not None:
-            self.acceleration_lead = float(leads[0]) if leads.size == 1 else leads.tolist()
-        values = _per_joint(self.stribeck_velocity, "stribeck_velocity")
-        if values is not None:
-            self.stribeck_velocity = float(values[0]) if values.size == 1 else values.tolist()
-        if not (np.isfinite(self.stribeck_sign_width) and self.stribeck_sign_width > 0):
-            raise ValueError(
-                f"stribeck_sign_width must be > 0 rad/s, got {self.stribeck_sign_width}"
-            )
-        if isinstance(self.temperature, bool):  # YAML reads a bare on / off as a boolean
-            self.temperature = "on" if self.temperature else "off"
-        if self.temperature not in TEMPERATURE_MODES:
-            raise ValueError(
-                f"temperature must be one of {list(TEMPERATURE_MODES)}, got {self.temperature!r}"
-            )
-        if self.reference_temperature is not None:
-            ref = np.atleast_1d(np.asarray(self.reference_temperature, dtype=float))
-            if ref.ndim != 1 or ref.size == 0 or not np.all(np.isfinite(ref)):
-                raise ValueError(
-                    "reference_temperature must be a temperature in °C, one value or one per "
-                    f"joint, got {self.reference_temperature}"
-                )
-            self.reference_temperature = float(ref[0]) if ref.size == 1 else ref.tolist()
-        if isinstance(self.load_dependent, bool):
-            self.load_dependent = "on" if self.load_dependent else "off"
-        if self.load_dependent not in LOAD_MODES:
-            raise ValueError(
-                f"load_dependent must be one of {list(LOAD_MODES)}, got {self.load_dependent!r}"
-            )
+    dead_band: float = param(0.01, ge=0, unit="rad/s")
+    tanh_width: float | list[float] | None = _per_joint(ge=0, unit="rad/s")
+    saturation_width: float | list[float] | None = _per_joint(ge=0, unit="rad/s")
+    temperature: str = param("auto", choices=TEMPERATURE_MODES, convert=_on_off)
+    reference_temperature: float | list[float] | None = _per_joint(finite=True, unit="°C")
+    load_dependent: str = param("off", choices=LOAD_MODES, convert=_on_off)
+    acceleration_lead: float | list[float] | None = _per_joint(ge=0, unit="s")
+    stribeck_velocity: float | list[float] | None = _per_joint(ge=0, unit="rad/s")
+    stribeck_sign_width: float = param(0.005, gt=0, unit="rad/s")
 
 
 class CoulombViscousFriction(FrictionModelDefaults):

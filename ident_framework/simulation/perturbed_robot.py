@@ -19,7 +19,7 @@ Other arms get the same magnitudes scaled by their effort limits (see `default_j
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ import pinocchio as pin
 from ident_framework.errors import per_joint_values
 from ident_framework.model.robot import N_INERTIAL, RobotModel
 from ident_framework.model.ur_description import UR_JOINTS
+from ident_framework.params import Params, param
 
 UR_VISCOUS = (4.0, 4.0, 2.5, 1.0, 1.0, 1.0)  # Nm·s/rad
 UR_COULOMB = (7.0, 7.0, 4.0, 1.5, 1.5, 1.2)  # Nm
@@ -39,7 +40,7 @@ _EFFORT_IF_UNLIMITED = 50.0  # Nm, stands in for an infinite effort limit in the
 
 
 @dataclass
-class PerturbationParams:
+class PerturbationParams(Params):
     """How the true robot differs from the nominal one.
 
     mass_std: relative standard deviation of each link mass (log-normal factor).
@@ -57,40 +58,18 @@ class PerturbationParams:
         None: `default_joint_dynamics`.
     """
 
-    mass_std: float = 0.10
-    com_std_m: float = 0.01
-    inertia_std: float = 0.20
-    inertia_rotation_std_deg: float = 5.0
-    payload_mass_kg: float = 1.5
-    payload_position_m: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.05])
-    payload_radius_m: float = 0.03
-    viscous: list[float] | None = None
-    coulomb: list[float] | None = None
-    armature: list[float] | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("mass_std", "com_std_m", "inertia_std", "inertia_rotation_std_deg"):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value >= 0.0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value}")
-        if not (np.isfinite(self.payload_mass_kg) and self.payload_mass_kg >= 0.0):
-            raise ValueError(f"payload_mass_kg must be >= 0 kg, got {self.payload_mass_kg}")
-        if not (np.isfinite(self.payload_radius_m) and self.payload_radius_m >= 0.0):
-            raise ValueError(f"payload_radius_m must be >= 0 m, got {self.payload_radius_m}")
-        position = np.asarray(self.payload_position_m, dtype=float)
-        if position.shape != (3,) or not np.all(np.isfinite(position)):
-            raise ValueError(
-                f"payload_position_m must be [x, y, z] in m, got {self.payload_position_m!r}"
-            )
-        self.payload_position_m = [float(v) for v in position]
-        for name in ("viscous", "coulomb", "armature"):
-            value = getattr(self, name)
-            if value is None:
-                continue
-            array = np.asarray(value, dtype=float)
-            if array.ndim != 1 or not np.all(np.isfinite(array)) or np.any(array < 0.0):
-                raise ValueError(f"{name} must be a list of finite values >= 0, got {value!r}")
-            setattr(self, name, [float(v) for v in array])
+    mass_std: float = param(0.10, ge=0)
+    com_std_m: float = param(0.01, ge=0, unit="m")
+    inertia_std: float = param(0.20, ge=0)
+    inertia_rotation_std_deg: float = param(5.0, ge=0, unit="deg")
+    payload_mass_kg: float = param(1.5, ge=0, unit="kg")
+    payload_position_m: list[float] = param(
+        factory=lambda: [0.0, 0.0, 0.05], each=True, length=3, finite=True, unit="m"
+    )
+    payload_radius_m: float = param(0.03, ge=0, unit="m")
+    viscous: list[float] | None = param(None, each=True, ge=0, unit="Nm·s/rad")
+    coulomb: list[float] | None = param(None, each=True, ge=0, unit="Nm")
+    armature: list[float] | None = param(None, each=True, ge=0, unit="kg·m²")
 
 
 @dataclass(frozen=True)

@@ -42,12 +42,13 @@ from ident_framework.errors import UserError, per_joint_values
 from ident_framework.hookspecs import Trajectory
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.ur_description import UR_JOINTS
+from ident_framework.params import Params, param
 from ident_framework.progress import progress as progress_bar
 from ident_framework.simulation.perturbed_robot import SimulatedTruth, truth_from_robot
 from ident_framework.simulation.true_friction import TrueFriction
 from ident_framework.simulation.unmodelled import (
+    MAX_COGGING_PERIODS,
     UNMODELLED_EFFECTS,
-    check_cogging,
     unmodelled_metadata,
     unmodelled_torque,
 )
@@ -61,8 +62,19 @@ _FEEDFORWARD_COULOMB_SMOOTHING = 0.01  # rad/s, tanh width of the controller's C
 _PROGRESS_CHUNK = 1000  # steps per progress-bar update
 
 
+COGGING_NOTE = (
+    "cycles per joint revolution, one for all joints or one per joint: the joint-side ripple is "
+    "periodic in the joint angle; motor-side cogging at pole pairs x gear ratio per revolution "
+    "is not simulated"
+)
+
+
+def _rates_divide(params: SimulationParams) -> None:
+    check_rates(params.sim_rate_hz, params.record_rate_hz)
+
+
 @dataclass
-class SimulationParams:
+class SimulationParams(Params):
     """sim_rate_hz: MuJoCo steps per s; record_rate_hz: recorded samples per s (must divide the
     sim rate; 500 Hz is UR's RTDE rate); kp (Nm/rad), kd (Nm·s/rad): PD gains per joint (None:
     `default_gains`); torque_noise_std: Gaussian torque noise std in Nm, one value or one per
@@ -81,60 +93,25 @@ class SimulationParams:
     i.e. friction falls by k per kelvin above the reference (a plugin's true friction is not
     scaled)."""
 
-    sim_rate_hz: float = 1000.0
-    record_rate_hz: float = 500.0
-    kp: list[float] | None = None
-    kd: list[float] | None = None
-    torque_noise_std: float | list[float] = 0.05
-    encoder_resolution: float = ENCODER_RESOLUTION
+    sim_rate_hz: float = param(1000.0, gt=0, unit="Hz")
+    record_rate_hz: float = param(500.0, gt=0, unit="Hz")
+    kp: list[float] | None = param(None, each=True, ge=0, unit="Nm/rad")
+    kd: list[float] | None = param(None, each=True, ge=0, unit="Nm·s/rad")
+    torque_noise_std: float | list[float] = param(0.05, one_or_list=True, ge=0, unit="Nm")
+    encoder_resolution: float = param(ENCODER_RESOLUTION, ge=0, unit="rad")
     record_acceleration: bool = False
-    unmodelled: str = "none"
-    unmodelled_scale: float = 1.0
-    cogging_periods: int | list[int] = 2
-    cogging_phase_rad: float | list[float] = 0.0
-    temperature_c: list[float] | None = None
-    friction_temperature_coefficient: float = 0.0
-    friction_reference_c: float = 25.0
-
-    def __post_init__(self) -> None:
-        check_rates(self.sim_rate_hz, self.record_rate_hz)
-        if self.temperature_c is not None:
-            values = np.asarray(self.temperature_c, dtype=float)
-            if values.shape != (2,) or not np.all((values > -30) & (values < 130)):
-                raise ValueError(
-                    "temperature_c must be [T_start, T_end] in °C (-30..130), got "
-                    f"{self.temperature_c!r}"
-                )
-            self.temperature_c = [float(v) for v in values]
-        k = self.friction_temperature_coefficient
-        if not (math.isfinite(k) and 0 <= k < 0.05):
-            raise ValueError(f"friction_temperature_coefficient must be in 0..0.05 1/K, got {k}")
-        if not math.isfinite(self.friction_reference_c):
-            raise ValueError(f"friction_reference_c must be in °C, got {self.friction_reference_c}")
-        if self.unmodelled not in UNMODELLED_EFFECTS:
-            raise ValueError(
-                f"unmodelled must be one of {list(UNMODELLED_EFFECTS)}, got {self.unmodelled!r}"
-            )
-        if not (math.isfinite(self.unmodelled_scale) and self.unmodelled_scale >= 0):
-            raise ValueError(f"unmodelled_scale must be >= 0, got {self.unmodelled_scale}")
-        self.cogging_periods, self.cogging_phase_rad = check_cogging(
-            self.cogging_periods, self.cogging_phase_rad
-        )
-        for name in ("kp", "kd"):
-            value = getattr(self, name)
-            if value is not None:
-                array = np.asarray(value, dtype=float)
-                if array.ndim != 1 or not np.all(np.isfinite(array)) or np.any(array < 0):
-                    raise ValueError(f"{name} must be a list of gains >= 0, got {value!r}")
-                setattr(self, name, [float(v) for v in array])
-        noise = np.asarray(self.torque_noise_std, dtype=float)
-        if noise.ndim > 1 or not np.all(np.isfinite(noise)) or np.any(noise < 0):
-            raise ValueError(
-                "torque_noise_std must be a std in Nm >= 0 or one per joint, got "
-                f"{self.torque_noise_std!r}"
-            )
-        if not (math.isfinite(self.encoder_resolution) and self.encoder_resolution >= 0):
-            raise ValueError(f"encoder_resolution must be >= 0 rad, got {self.encoder_resolution}")
+    unmodelled: str = param("none", choices=UNMODELLED_EFFECTS)
+    unmodelled_scale: float = param(1.0, ge=0)
+    cogging_periods: int | list[int] = param(
+        2, one_or_list=True, ge=1, le=MAX_COGGING_PERIODS, note=COGGING_NOTE
+    )
+    cogging_phase_rad: float | list[float] = param(0.0, one_or_list=True, finite=True, unit="rad")
+    temperature_c: list[float] | None = param(
+        None, each=True, length=2, gt=-30, lt=130, unit="°C", note="[T_start, T_end]"
+    )
+    friction_temperature_coefficient: float = param(0.0, ge=0, lt=0.05, unit="1/K")
+    friction_reference_c: float = param(25.0, finite=True, unit="°C")
+    rules = (_rates_divide,)
 
 
 def check_rates(sim_rate_hz: float, record_rate_hz: float) -> int:

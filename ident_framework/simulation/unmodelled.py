@@ -85,38 +85,6 @@ def unmodelled_torque(
     return lambda q, dq: unmodelled_friction(kind, scale, coulomb, q, dq)
 
 
-def check_cogging(
-    periods: int | list[int], phase: float | list[float]
-) -> tuple[int | list[int], float | list[float]]:
-    """(cogging_periods, cogging_phase_rad) checked and as plain ints / floats: periods whole
-    numbers 1..MAX_COGGING_PERIODS, phase finite (rad); one for all joints or one per joint.
-    ValueError otherwise (the plugin config names the key)."""
-    array = np.asarray(periods, dtype=float)
-    if (
-        array.ndim > 1
-        or array.size == 0
-        or not np.all(np.isfinite(array))
-        or np.any(array != np.round(array))
-        or np.any((array < 1) | (array > MAX_COGGING_PERIODS))
-    ):
-        raise ValueError(
-            "cogging_periods must be a whole number of cycles per joint revolution, 1.."
-            f"{MAX_COGGING_PERIODS}, one for all joints or one per joint, got {periods!r} (the "
-            "joint-side ripple is periodic in the joint angle; motor-side cogging at pole pairs x "
-            "gear ratio per revolution is not simulated)"
-        )
-    phases = np.asarray(phase, dtype=float)
-    if phases.ndim > 1 or phases.size == 0 or not np.all(np.isfinite(phases)):
-        raise ValueError(
-            f"cogging_phase_rad must be a phase in rad, one for all joints or one per joint, got "
-            f"{phase!r}"
-        )
-    return (
-        int(array) if array.ndim == 0 else [int(v) for v in array],
-        float(phases) if phases.ndim == 0 else [float(v) for v in phases],
-    )
-
-
 def unmodelled_metadata(params: Any, effort: np.ndarray) -> dict:
     """metadata["unmodelled"]: the planted effect, its scale, and for cogging the amplitude
     (Nm), periods per revolution and phase (rad) per joint."""

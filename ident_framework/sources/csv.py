@@ -28,14 +28,36 @@ from ident_framework.data.samples import resolve_sample
 from ident_framework.errors import UserError, motor_constants
 from ident_framework.hookspecs import hookimpl
 from ident_framework.launch_path import resolve_launch_path
+from ident_framework.params import Params, param
 
 GLOB_CHARACTERS = "*?["
 
 CONFIG_PREFIX = {"identification": "source.", "validation": "validation."}
 
 
+def _paths(path: Any) -> str | list[str]:
+    """One path as a string, a list of them as a list of strings (none empty)."""
+    if not isinstance(path, list | tuple):
+        return str(path)
+    paths = [str(p) for p in path]
+    if not all(paths):
+        raise ValueError(f"path holds an empty file name: {paths}")
+    return paths
+
+
+def _one_time_column(params: CsvSourceParams) -> None:
+    if not isinstance(params.time_column, str) or not params.time_column:
+        raise ValueError(f"time_column must be a column name, got {params.time_column!r}")
+    time = checked_mapping(params.columns).get("time")
+    if time is not None and params.time_column not in ("timestamp", time):
+        raise ValueError(
+            f"columns.time={time} and time_column={params.time_column} name two time "
+            "columns; give one of them"
+        )
+
+
 @dataclass
-class CsvSourceParams:
+class CsvSourceParams(Params):
     """path: CSV file, a glob, or a list of files and globs (recordings stacked in order);
     current_to_torque: motor constants k_j (Nm/A) applied to `actual_current_*` (A) when no
     `actual_current_as_torque_*` (Nm) columns exist;
@@ -45,35 +67,14 @@ class CsvSourceParams:
     of PREFIX0..PREFIX<n-1> or the n names in joint order; time: one name; null entries keep
     the contract's names)."""
 
-    path: str | list[str] | None = None
-    current_to_torque: list[float] | None = None
-    torque_column: str = "actual_current_as_torque"
+    path: str | list[str] | None = param(
+        None, required=True, convert=_paths, note="the CSV file to read, or a list of files"
+    )
+    current_to_torque: list[float] | None = param(None, convert=motor_constants)
+    torque_column: str = param("actual_current_as_torque", choices=TORQUE_COLUMNS)
     time_column: str = "timestamp"
     columns: dict[str, Any] | None = field(default_factory=lambda: dict.fromkeys(COLUMN_KEYS))
-
-    def __post_init__(self) -> None:
-        if not self.path:
-            raise ValueError("path is required (the CSV file to read, or a list of files)")
-        if isinstance(self.path, list | tuple):
-            self.path = [str(p) for p in self.path]
-            if not all(self.path):
-                raise ValueError(f"path holds an empty file name: {self.path}")
-        else:
-            self.path = str(self.path)
-        if self.torque_column not in TORQUE_COLUMNS:
-            raise ValueError(
-                f"torque_column must be one of {list(TORQUE_COLUMNS)}, got {self.torque_column!r}"
-            )
-        if not isinstance(self.time_column, str) or not self.time_column:
-            raise ValueError(f"time_column must be a column name, got {self.time_column!r}")
-        if self.current_to_torque is not None:
-            self.current_to_torque = motor_constants(self.current_to_torque)
-        time = checked_mapping(self.columns).get("time")
-        if time is not None and self.time_column not in ("timestamp", time):
-            raise ValueError(
-                f"columns.time={time} and time_column={self.time_column} name two time "
-                "columns; give one of them"
-            )
+    rules = (_one_time_column,)
 
     @property
     def time_name(self) -> str:

@@ -26,6 +26,7 @@ from ident_framework.errors import UserError, per_joint_values
 from ident_framework.hookspecs import Trajectory, hookimpl
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model.robot import RobotModel, urdf_to_mjcf
+from ident_framework.params import Params, param
 from ident_framework.simulation.perturbed_robot import (
     PerturbationParams,
     SimulatedTruth,
@@ -45,8 +46,15 @@ _CACHE_SIZE = 8
 _cache: dict[tuple, tuple[RobotModel, SimulatedTruth]] = {}
 
 
+def _true_friction_spec(params: MujocoSourceParams) -> None:
+    """`true_friction_spec`: the parsed `true_friction`."""
+    params.true_friction_spec: TrueFrictionSpec | None = parse_true_friction(
+        params.true_friction, "source.true_friction"
+    )
+
+
 @dataclass
-class MujocoSourceParams(SimulationParams, PerturbationParams):
+class MujocoSourceParams(SimulationParams, PerturbationParams, Params):
     """model_path: MJCF (or URDF) of the real robot, simulated as it is (joint names must match
     the robot's; relative paths are taken from the launch directory); None: perturb the
     nominal robot. seed: perturbation seed (same seed, same robot in every role).
@@ -60,22 +68,10 @@ class MujocoSourceParams(SimulationParams, PerturbationParams):
     damping and frictionloss ({"plugin": name, <its config>, "parameters": {...}}; see
     `true_friction.py`); None or plugin None: the MJCF's own."""
 
-    model_path: str | None = None
-    seed: int = 0
+    model_path: str | None = param(None, convert=lambda path: path if str(path).strip() else None)
+    seed: int = param(0)
     true_friction: dict[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        if self.model_path is not None and not str(self.model_path).strip():
-            self.model_path = None
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int | np.integer):
-            raise ValueError(f"seed must be an integer, got {self.seed!r}")
-        self.seed = int(self.seed)
-        # The two parameter groups check their own fields (messages name the field).
-        PerturbationParams.__post_init__(self)
-        SimulationParams.__post_init__(self)
-        self.true_friction_spec: TrueFrictionSpec | None = parse_true_friction(
-            self.true_friction, "source.true_friction"
-        )
+    rules = (_true_friction_spec,)
 
     def perturbation(self) -> PerturbationParams:
         return PerturbationParams(

@@ -24,6 +24,7 @@ from ident_framework.data.samples import resolve_sample
 from ident_framework.errors import motor_constants
 from ident_framework.hookspecs import hookimpl
 from ident_framework.launch_path import resolve_launch_path
+from ident_framework.params import Params, param
 
 log = logging.getLogger(__name__)
 CONFIG_PREFIX = {"identification": "source.", "validation": "validation."}
@@ -33,39 +34,33 @@ CURRENT_LIKE_SCALE = 0.4
 _GRAVITY_SAMPLES = 200  # poses at which the gravity torque is compared
 
 
+def _topic_name(params: RosbagSourceParams) -> None:
+    if not isinstance(params.topic, str) or not params.topic.startswith("/"):
+        raise ValueError(
+            f"topic must be a ROS topic name such as /joint_states, got {params.topic!r}"
+        )
+
+
+def _current_needs_constants(params: RosbagSourceParams) -> None:
+    if params.effort == "current" and params.current_to_torque is None:
+        raise ValueError("effort=current needs current_to_torque=[k_0,...] (motor constants, Nm/A)")
+
+
 @dataclass
-class RosbagSourceParams:
+class RosbagSourceParams(Params):
     """path: the bag (rosbag2 folder, .mcap, .db3, or ROS 1 .bag); topic: its
     sensor_msgs/msg/JointState topic; effort: torque (Nm) | current (A, times
     current_to_torque in Nm/A per joint, robot joint order); joint_prefix: prefix of the bag's
     joint names (null: exact names, or the one common prefix found, e.g. a tf_prefix `ur_`);
     stamp: header (header.stamp) | receive (the bag's receive time)."""
 
-    path: str | None = None
+    path: str | None = param(None, required=True, convert=str, note="the bag to read")
     topic: str = "/joint_states"
-    effort: str = "torque"
-    current_to_torque: list[float] | None = None
+    effort: str = param("torque", choices=EFFORTS)
+    current_to_torque: list[float] | None = param(None, convert=motor_constants)
     joint_prefix: str | None = None
-    stamp: str = "header"
-
-    def __post_init__(self) -> None:
-        if not self.path:
-            raise ValueError("path is required (the bag to read)")
-        self.path = str(self.path)
-        if not isinstance(self.topic, str) or not self.topic.startswith("/"):
-            raise ValueError(
-                f"topic must be a ROS topic name such as /joint_states, got {self.topic!r}"
-            )
-        if self.effort not in EFFORTS:
-            raise ValueError(f"effort must be one of {list(EFFORTS)}, got {self.effort!r}")
-        if self.stamp not in STAMPS:
-            raise ValueError(f"stamp must be one of {list(STAMPS)}, got {self.stamp!r}")
-        if self.effort == "current" and self.current_to_torque is None:
-            raise ValueError(
-                "effort=current needs current_to_torque=[k_0,...] (motor constants, Nm/A)"
-            )
-        if self.current_to_torque is not None:
-            self.current_to_torque = motor_constants(self.current_to_torque)
+    stamp: str = param("header", choices=STAMPS)
+    rules = (_topic_name, _current_needs_constants)
 
 
 class RosbagSource:

@@ -31,7 +31,6 @@ and can be identified again later with `source=csv source.path=<the recording>`.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model.motion_safety import MotionVerdict, SafetyLimits, motion_verdict
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import WorkspaceParams
+from ident_framework.params import Params, param
 from ident_framework.rtde.connection import (
     check_reachable,
     current_pose,
@@ -72,83 +72,64 @@ TORQUE_MODES = ("auto", "actual_current_as_torque", "actual_current")
 _NOT_FOUND_TEXT = "not found by the controller"
 
 
+def _blank_is_none(value: Any) -> Any:
+    return None if not str(value).strip() else value
+
+
+def _host_given(params: RtdeSourceParams) -> None:
+    if not params.host or not str(params.host).strip() or str(params.host).strip() == "???":
+        raise ValueError("host is required: give source.host=<the robot's IP address>")
+    params.host = str(params.host).strip()
+
+
+def _current_needs_constants(params: RtdeSourceParams) -> None:
+    if params.torque == "actual_current" and params.current_to_torque is None:
+        raise ValueError("torque=actual_current needs current_to_torque=[k_0,...] (Nm/A per joint)")
+
+
+def _floor_moved(params: RtdeSourceParams) -> None:
+    if params.floor_z_m is not None:
+        raise ValueError(
+            "floor_z_m is now trajectory.workspace.floor_z_m, one floor for the excitation "
+            "design and this check (source.workspace follows trajectory.workspace): give "
+            f"trajectory.workspace.floor_z_m={params.floor_z_m:g} instead"
+        )
+
+
+def _default_workspace(params: RtdeSourceParams) -> None:
+    if params.workspace is None:  # the check always has a workspace: the default one
+        params.workspace = WorkspaceParams()
+
+
 @dataclass
-class RtdeSourceParams:
+class RtdeSourceParams(Params):
     """See conf/source/rtde.yaml for every key with its unit and default."""
 
     host: str | None = None
-    frequency_hz: float = 500.0
-    torque: str = "auto"
-    current_to_torque: list[float] | None = None
-    trajectory_path: str | None = None
-    duration_s: float | None = None
-    recording_path: str | None = None
+    frequency_hz: float = param(500.0, gt=0, le=500, unit="Hz")
+    torque: str = param("auto", choices=TORQUE_MODES)
+    current_to_torque: list[float] | None = param(None, each=True, gt=0, unit="Nm/A")
+    trajectory_path: str | None = param(None, convert=_blank_is_none)
+    duration_s: float | None = param(None, gt=0, unit="s")
+    recording_path: str | None = param(None, convert=_blank_is_none)
     confirm_motion: bool = False
     require_rehearsal: bool = True
-    rehearsal_dir: str | None = None
+    rehearsal_dir: str | None = param(None, convert=_blank_is_none)
     workspace: WorkspaceParams | None = field(default_factory=WorkspaceParams)
     floor_z_m: float | None = None  # replaced by workspace.floor_z_m (trajectory.workspace)
-    torque_fraction: float = 0.8
-    check_rate_hz: float = 250.0
-    servo_rate_hz: float = 500.0
-    lookahead_time: float = 0.1
-    gain: float = 300.0
-    movej_speed: float = 0.2
-    movej_acceleration: float = 0.5
-    connect_timeout_s: float = 3.0
-    timeout_s: float = 1.0
-    reconnect_attempts: int = 3
-    reconnect_delay_s: float = 1.0
-    flush_interval_s: float = 0.1
-
-    def __post_init__(self) -> None:
-        if not self.host or not str(self.host).strip() or str(self.host).strip() == "???":
-            raise ValueError("host is required: give source.host=<the robot's IP address>")
-        self.host = str(self.host).strip()
-        if self.torque not in TORQUE_MODES:
-            raise ValueError(f"torque must be one of {list(TORQUE_MODES)}, got {self.torque!r}")
-        if self.torque == "actual_current" and self.current_to_torque is None:
-            raise ValueError(
-                "torque=actual_current needs current_to_torque=[k_0,...] (Nm/A per joint)"
-            )
-        if self.current_to_torque is not None and not all(
-            math.isfinite(k) and k > 0 for k in self.current_to_torque
-        ):
-            raise ValueError(f"current_to_torque must be > 0 Nm/A, got {self.current_to_torque}")
-        if not 0.0 < self.frequency_hz <= 500.0:
-            raise ValueError(f"frequency_hz must be in (0, 500], got {self.frequency_hz}")
-        positive = (
-            "check_rate_hz", "servo_rate_hz", "gain", "movej_speed", "movej_acceleration",
-            "connect_timeout_s", "timeout_s", "flush_interval_s",
-        )  # fmt: skip
-        for name in positive:
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be > 0, got {value}")
-        if self.floor_z_m is not None:
-            raise ValueError(
-                "floor_z_m is now trajectory.workspace.floor_z_m, one floor for the excitation "
-                "design and this check (source.workspace follows trajectory.workspace): give "
-                f"trajectory.workspace.floor_z_m={self.floor_z_m:g} instead"
-            )
-        if self.workspace is None:  # the check always has a workspace: the default one
-            self.workspace = WorkspaceParams()
-        if not 0.0 < self.torque_fraction <= 1.0:
-            raise ValueError(f"torque_fraction must be in (0, 1], got {self.torque_fraction}")
-        if not 0.03 <= self.lookahead_time <= 0.2:
-            raise ValueError(f"lookahead_time must be in [0.03, 0.2] s, got {self.lookahead_time}")
-        if not 100.0 <= self.gain <= 2000.0:
-            raise ValueError(f"gain must be in [100, 2000], got {self.gain}")
-        if self.movej_speed > 1.0:
-            raise ValueError(f"movej_speed must be <= 1 rad/s (slow), got {self.movej_speed}")
-        if self.duration_s is not None and not self.duration_s > 0:
-            raise ValueError(f"duration_s must be > 0 s, got {self.duration_s}")
-        if self.reconnect_attempts < 0 or self.reconnect_delay_s < 0:
-            raise ValueError("reconnect_attempts and reconnect_delay_s must be >= 0")
-        for name in ("trajectory_path", "recording_path", "rehearsal_dir"):
-            value = getattr(self, name)
-            if value is not None and not str(value).strip():
-                setattr(self, name, None)
+    torque_fraction: float = param(0.8, gt=0, le=1)
+    check_rate_hz: float = param(250.0, gt=0, unit="Hz")
+    servo_rate_hz: float = param(500.0, gt=0, unit="Hz")
+    lookahead_time: float = param(0.1, ge=0.03, le=0.2, unit="s")
+    gain: float = param(300.0, ge=100, le=2000)
+    movej_speed: float = param(0.2, gt=0, le=1, unit="rad/s", note="slow")
+    movej_acceleration: float = param(0.5, gt=0, unit="rad/s²")
+    connect_timeout_s: float = param(3.0, gt=0, unit="s")
+    timeout_s: float = param(1.0, gt=0, unit="s")
+    reconnect_attempts: int = param(3, ge=0)
+    reconnect_delay_s: float = param(1.0, ge=0, unit="s")
+    flush_interval_s: float = param(0.1, gt=0, unit="s")
+    rules = (_host_given, _current_needs_constants, _floor_moved, _default_workspace)
 
 
 def safety_limits(params: RtdeSourceParams) -> SafetyLimits:
