@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-__all__ = ["Check", "Params", "param", "validate"]
+__all__ = ["Check", "Params", "increasing", "param", "validate", "within"]
 
 CHECK = "ident_framework.check"  # the key of a field's Check in its metadata
 
@@ -239,6 +239,32 @@ def rules_of(cls: type) -> list[Callable[[Any], None]]:
 def declares_checks(cls: type) -> bool:
     """Whether the dataclass `cls` declares any field constraint or rule."""
     return bool(rules_of(cls)) or any(CHECK in f.metadata for f in dataclasses.fields(cls))
+
+
+def increasing(*names: str) -> Callable[[Any], None]:
+    """A rule: each of the list fields `names` (e.g. [lower, upper] bounds) strictly increases."""
+
+    def rule(params: Any) -> None:
+        for name in names:
+            values = list(getattr(params, name))
+            if any(low >= high for low, high in zip(values, values[1:], strict=False)):
+                raise ValueError(f"{name} must be [lower, upper] with lower < upper, got {values}")
+
+    rule.__name__ = f"increasing_{'_'.join(names)}"
+    return rule
+
+
+def within(name: str, bounds: str, *, when: str | None = None) -> Callable[[Any], None]:
+    """A rule: the number `name` lies within the [lower, upper] list field `bounds` (only when
+    the field `when` is true, if given): "v_s (5.0) must lie within v_s_bounds [0.002, 2.0]"."""
+
+    def rule(params: Any) -> None:
+        value, (low, high) = getattr(params, name), getattr(params, bounds)
+        if (when is None or getattr(params, when)) and not low <= value <= high:
+            raise ValueError(f"{name} ({value}) must lie within {bounds} {[low, high]}")
+
+    rule.__name__ = f"{name}_within_{bounds}"
+    return rule
 
 
 class Params:

@@ -78,7 +78,20 @@ from ident_framework.hookspecs import FrictionModelDefaults, hookimpl
 from ident_framework.params import Params, param
 
 
-def _per_joint(default: float | None = None, **check: object) -> Any:
+def _per_joint(
+    value: float | list[float] | None, key: str, unit: str = "rad/s"
+) -> np.ndarray | None:
+    """The model's array of a per-joint value (params may be changed after they were checked:
+    the tuning tries candidates)."""
+    if value is None:
+        return None
+    values = np.atleast_1d(np.asarray(value, dtype=float))
+    if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values) & (values >= 0)):
+        raise ValueError(f"{key} must be >= 0 {unit}, one value or one per joint, got {value}")
+    return values
+
+
+def _joint_field(default: float | None = None, **check: object) -> Any:
     """A field of one value for every joint or one per joint (a one-item list: one value)."""
     return param(default, one_or_list=True, convert=_one_item_is_one, **check)
 
@@ -113,13 +126,13 @@ class CoulombViscousParams(Params):
     stribeck_sign_width its sign's width w_s in rad/s (module doc)."""
 
     dead_band: float = param(0.01, ge=0, unit="rad/s")
-    tanh_width: float | list[float] | None = _per_joint(ge=0, unit="rad/s")
-    saturation_width: float | list[float] | None = _per_joint(ge=0, unit="rad/s")
+    tanh_width: float | list[float] | None = _joint_field(ge=0, unit="rad/s")
+    saturation_width: float | list[float] | None = _joint_field(ge=0, unit="rad/s")
     temperature: str = param("auto", choices=TEMPERATURE_MODES, convert=_on_off)
-    reference_temperature: float | list[float] | None = _per_joint(finite=True, unit="°C")
+    reference_temperature: float | list[float] | None = _joint_field(finite=True, unit="°C")
     load_dependent: str = param("off", choices=LOAD_MODES, convert=_on_off)
-    acceleration_lead: float | list[float] | None = _per_joint(ge=0, unit="s")
-    stribeck_velocity: float | list[float] | None = _per_joint(ge=0, unit="rad/s")
+    acceleration_lead: float | list[float] | None = _joint_field(ge=0, unit="s")
+    stribeck_velocity: float | list[float] | None = _joint_field(ge=0, unit="rad/s")
     stribeck_sign_width: float = param(0.005, gt=0, unit="rad/s")
 
 

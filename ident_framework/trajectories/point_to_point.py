@@ -25,9 +25,14 @@ from numpy.typing import ArrayLike
 
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import ConditionObjective, hookimpl
-from ident_framework.model.motion_safety import SafetyLimits, check_trajectory
+from ident_framework.model.motion_safety import (
+    SafetyLimits,
+    check_trajectory,
+    position_limit_pairs,
+)
 from ident_framework.model.robot import RobotModel
 from ident_framework.model.workspace import Workspace, WorkspaceParams
+from ident_framework.params import Params, param
 
 PEAK_SPEED = 15.0 / 8.0  # max of ds/dtau for the quintic s(tau) = 10tau³ - 15tau⁴ + 6tau⁵
 PEAK_ACCELERATION = 10.0 / math.sqrt(3.0)  # max of |d²s/dtau²|
@@ -37,8 +42,31 @@ _PATH_STEP_RAD = 0.005  # workspace samples along a move: at most this apart in 
 _PATH_MARGIN_M = 0.005  # extra clearance of the moves, so the final (time-sampled) check passes
 
 
+_SPEED = "[min, max], fractions of the velocity limit"
+
+
+def _range(factory: Any, note: str = "[min, max]", **check: Any) -> Any:
+    """A [min, max] field."""
+    return param(factory=factory, each=True, length=2, note=note, **check)
+
+
+def _ranges_ordered(params: PointToPointParams) -> None:
+    for name in ("move_s", "hold_s", "slow_speed", "fast_speed"):
+        low, high = getattr(params, name)
+        if not low <= high:
+            raise ValueError(f"{name} must be [min, max] with min <= max, got {[low, high]}")
+
+
+def _move_fits_duration(params: PointToPointParams) -> None:
+    if not params.duration_s > params.move_s[0] + 2 * params.hold_s[0]:
+        raise ValueError(
+            f"duration_s ({params.duration_s} s) must exceed one move and two holds "
+            f"({params.move_s[0] + 2 * params.hold_s[0]} s)"
+        )
+
+
 @dataclass
-class PointToPointParams:
+class PointToPointParams(Params):
     """duration_s: total length (s); move_s: [min, max] duration of one move (s); hold_s:
     [min, max] rest between moves (s); slow_fraction: share of slow moves (0..1); slow_speed,
     fast_speed: [min, max] peak joint speed of a slow / fast move as a fraction of each joint's
@@ -49,56 +77,19 @@ class PointToPointParams:
     position_limits: optional per-joint [min, max] (rad) narrowing the position limits;
     workspace: where the arm may go (`model/workspace.py`), null: joint limits only."""
 
-    duration_s: float = 20.0
-    move_s: list[float] = field(default_factory=lambda: [0.8, 2.5])
-    hold_s: list[float] = field(default_factory=lambda: [0.2, 0.6])
-    slow_fraction: float = 0.35
-    slow_speed: list[float] = field(default_factory=lambda: [0.03, 0.10])
-    fast_speed: list[float] = field(default_factory=lambda: [0.4, 0.8])
-    position_margin_rad: float = 0.1
-    start_range: float = 0.5
-    acceleration_margin: float = 0.8
-    torque_margin: float = 0.7
+    duration_s: float = param(20.0, gt=0, unit="s")
+    move_s: list[float] = _range(lambda: [0.8, 2.5], gt=0, unit="s")
+    hold_s: list[float] = _range(lambda: [0.2, 0.6], ge=0, unit="s")
+    slow_fraction: float = param(0.35, ge=0, le=1)
+    slow_speed: list[float] = _range(lambda: [0.03, 0.10], gt=0, le=1, note=_SPEED)
+    fast_speed: list[float] = _range(lambda: [0.4, 0.8], gt=0, le=1, note=_SPEED)
+    position_margin_rad: float = param(0.1, ge=0, unit="rad")
+    start_range: float = param(0.5, gt=0, le=1)
+    acceleration_margin: float = param(0.8, gt=0, le=1)
+    torque_margin: float = param(0.7, gt=0, le=1)
     position_limits: list[list[float]] | None = None
     workspace: WorkspaceParams | None = field(default_factory=WorkspaceParams)
-
-    def __post_init__(self) -> None:
-        for name in ("move_s", "hold_s", "slow_speed", "fast_speed"):
-            value = [float(v) for v in getattr(self, name)]
-            if (
-                len(value) != 2
-                or not (0.0 <= value[0] <= value[1])
-                or not all(math.isfinite(v) for v in value)
-            ):
-                raise ValueError(f"{name} must be [min, max] with 0 <= min <= max, got {value}")
-            setattr(self, name, value)
-        if self.move_s[0] <= 0.0:
-            raise ValueError(f"move_s must be positive durations in s, got {self.move_s}")
-        for name in ("slow_speed", "fast_speed"):
-            if getattr(self, name)[1] > 1.0 or getattr(self, name)[0] <= 0.0:
-                raise ValueError(
-                    f"{name} must be fractions of the velocity limit in (0, 1], got "
-                    f"{getattr(self, name)}"
-                )
-        if not self.duration_s > self.move_s[0] + 2 * self.hold_s[0]:
-            raise ValueError(
-                f"duration_s ({self.duration_s} s) must exceed one move and two holds "
-                f"({self.move_s[0] + 2 * self.hold_s[0]} s)"
-            )
-        if not 0.0 <= self.slow_fraction <= 1.0:
-            raise ValueError(f"slow_fraction must be in [0, 1], got {self.slow_fraction}")
-        if not (math.isfinite(self.position_margin_rad) and self.position_margin_rad >= 0.0):
-            raise ValueError(
-                f"position_margin_rad must be >= 0 rad, got {self.position_margin_rad}"
-            )
-        for name in ("start_range", "acceleration_margin", "torque_margin"):
-            if not 0.0 < getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in (0, 1], got {getattr(self, name)}")
-        for row in self.position_limits or []:
-            if not (len(row) == 2 and all(math.isfinite(v) for v in row) and row[0] < row[1]):
-                raise ValueError(
-                    f"position_limits must be [min, max] pairs (rad) with min < max, got {row}"
-                )
+    rules = (_ranges_ordered, _move_fits_duration, position_limit_pairs)
 
 
 def _quintic(tau: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

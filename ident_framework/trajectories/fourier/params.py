@@ -3,15 +3,23 @@ when the config is composed; shared by the generator and its search."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Any
 
+from ident_framework.model.motion_safety import position_limit_pairs
 from ident_framework.model.workspace import WorkspaceParams
+from ident_framework.params import Params, param
+
+
+def _eval_samples_resolve_harmonics(params: FourierParams) -> None:
+    if params.n_eval_samples < 2 * params.n_harmonics + 1:
+        raise ValueError(
+            f"n_eval_samples must be >= 2 n_harmonics + 1 = {2 * params.n_harmonics + 1}, got "
+            f"{params.n_eval_samples}"
+        )
 
 
 @dataclass
-class FourierParams:
+class FourierParams(Params):
     """Parameters of the `fourier` trajectory generator.
 
     n_harmonics: harmonics L per joint (>= 2: three constraints need 2L > 3 coefficients).
@@ -43,66 +51,22 @@ class FourierParams:
     progress: show a progress bar (stderr) with the best condition number so far.
     """
 
-    n_harmonics: int = 5
-    base_frequency_hz: float = 0.05
-    n_periods: int = 1
-    n_candidates: int = 1000
-    n_refine: int = 4500
-    refine_sigma: float = 0.1
-    n_eval_samples: int = 150
-    n_limit_samples: int = 1000
-    check_rate_hz: float = 1000.0
-    cond_rate_hz: float = 100.0
-    position_fraction: float = 0.9
-    velocity_fraction: float = 0.9
-    acceleration_fraction: float = 0.9
-    torque_fraction: float = 0.8
+    n_harmonics: int = param(5, ge=2)
+    base_frequency_hz: float = param(0.05, gt=0, unit="Hz")
+    n_periods: int = param(1, ge=1)
+    n_candidates: int = param(1000, ge=1)
+    n_refine: int = param(4500, ge=0)
+    refine_sigma: float = param(0.1, gt=0)
+    n_eval_samples: int = param(150, ge=5)
+    n_limit_samples: int = param(1000, ge=1)
+    check_rate_hz: float = param(1000.0, gt=0, unit="Hz")
+    cond_rate_hz: float = param(100.0, gt=0, unit="Hz")
+    position_fraction: float = param(0.9, gt=0, le=1)
+    velocity_fraction: float = param(0.9, gt=0, le=1)
+    acceleration_fraction: float = param(0.9, gt=0, le=1)
+    torque_fraction: float = param(0.8, gt=0, le=1)
     position_limits: list[list[float]] | None = None
-    coverage_weight: float = 0.0
+    coverage_weight: float = param(0.0, ge=0, note="0: cond alone")
     workspace: WorkspaceParams | None = field(default_factory=WorkspaceParams)
     progress: bool = True
-
-    def __post_init__(self) -> None:
-        def check(ok: bool, message: str) -> None:
-            if not ok:
-                raise ValueError(message)
-
-        def integer(value: Any, low: int) -> bool:
-            return isinstance(value, int) and not isinstance(value, bool) and value >= low
-
-        check(
-            integer(self.n_harmonics, 2),
-            f"n_harmonics must be an integer >= 2, got {self.n_harmonics}",
-        )
-        for name in ("n_periods", "n_candidates", "n_limit_samples"):
-            value = getattr(self, name)
-            check(integer(value, 1), f"{name} must be an integer >= 1, got {value}")
-        check(integer(self.n_refine, 0), f"n_refine must be an integer >= 0, got {self.n_refine}")
-        check(
-            integer(self.n_eval_samples, 2 * self.n_harmonics + 1),
-            f"n_eval_samples must be an integer >= 2 n_harmonics + 1, got {self.n_eval_samples}",
-        )
-        for name in ("base_frequency_hz", "refine_sigma", "check_rate_hz", "cond_rate_hz"):
-            value = getattr(self, name)
-            check(math.isfinite(value) and value > 0.0, f"{name} must be > 0, got {value}")
-        for name in (
-            "position_fraction",
-            "velocity_fraction",
-            "acceleration_fraction",
-            "torque_fraction",
-        ):
-            value = getattr(self, name)
-            check(0.0 < value <= 1.0, f"{name} must be in (0, 1], got {value}")
-        check(
-            isinstance(self.coverage_weight, (int, float))
-            and not isinstance(self.coverage_weight, bool)
-            and math.isfinite(self.coverage_weight)
-            and self.coverage_weight >= 0.0,
-            f"coverage_weight must be a number >= 0 (0: cond alone), got {self.coverage_weight}",
-        )
-        if self.position_limits is not None:
-            for row in self.position_limits:
-                check(
-                    len(row) == 2 and all(math.isfinite(v) for v in row) and row[0] < row[1],
-                    f"position_limits must be [min, max] pairs (rad) with min < max, got {row}",
-                )
+    rules = (_eval_samples_resolve_harmonics, position_limit_pairs)

@@ -37,29 +37,26 @@ Python loop. The state starts at its steady state ĝ sign(dq) at the first sampl
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from ident_framework.params import Params, increasing, param, within
 
 START_FACTORS = (0.3, 1.0, 3.0)  # the fit starts from v_s x each factor (per joint the best)
-
-
-def _check_start(name: str, value: float, bounds: list[float]) -> None:
-    if len(bounds) != 2 or not all(math.isfinite(b) and b > 0 for b in bounds):
-        raise ValueError(f"{name}_bounds must be [lower, upper], both > 0, got {bounds}")
-    if bounds[0] >= bounds[1]:
-        raise ValueError(f"{name}_bounds must have lower < upper, got {bounds}")
-    if not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):
-        raise ValueError(f"{name} ({value}) must lie within {name}_bounds {bounds}")
 
 
 STRIBECK = ("auto", "on", "off")
 
 
+def _bounds(lower: float, upper: float, unit: str = "") -> Any:
+    """A [lower, upper] field, both > 0."""
+    return param(factory=lambda: [lower, upper], each=True, length=2, gt=0, unit=unit)
+
+
 @dataclass
-class LugreParams:
+class LugreParams(Params):
     """Where the fit of the shape starts and its bounds: fs_ratio = fs / fc (> 1: a Stribeck
     dip, < 1: a friction rising from a lower static level), v_s (rad/s; the fit also starts
     from 0.3x and 3x, and from the mirrored ratio 1 / fs_ratio), z_ss = fc / sigma0 (rad).
@@ -68,23 +65,19 @@ class LugreParams:
     folds and keeps "off" unless "on" wins fold by fold (untuned: "on"). These values also
     complete a simulated LuGre truth that leaves them out."""
 
-    fs_ratio: float = 1.5
-    fs_ratio_bounds: list[float] = field(default_factory=lambda: [0.01, 5.0])
-    v_s: float = 0.1
-    v_s_bounds: list[float] = field(default_factory=lambda: [0.002, 0.1])
-    z_ss: float = 1e-3
-    z_ss_bounds: list[float] = field(default_factory=lambda: [1e-6, 0.05])
-    stribeck: str = "auto"
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.v_s) and self.v_s > 0):
-            raise ValueError(f"v_s must be > 0 rad/s, got {self.v_s}")
-        if not (math.isfinite(self.z_ss) and self.z_ss > 0):
-            raise ValueError(f"z_ss must be > 0 rad, got {self.z_ss}")
-        for name in ("fs_ratio", "v_s", "z_ss"):
-            _check_start(name, getattr(self, name), getattr(self, f"{name}_bounds"))
-        if self.stribeck not in STRIBECK:
-            raise ValueError(f"stribeck must be one of {list(STRIBECK)}, got {self.stribeck!r}")
+    fs_ratio: float = param(1.5, gt=0)
+    fs_ratio_bounds: list[float] = _bounds(0.01, 5.0)
+    v_s: float = param(0.1, gt=0, unit="rad/s")
+    v_s_bounds: list[float] = _bounds(0.002, 0.1, unit="rad/s")
+    z_ss: float = param(1e-3, gt=0, unit="rad")
+    z_ss_bounds: list[float] = _bounds(1e-6, 0.05, unit="rad")
+    stribeck: str = param("auto", choices=STRIBECK)
+    rules = (
+        increasing("fs_ratio_bounds", "v_s_bounds", "z_ss_bounds"),
+        within("fs_ratio", "fs_ratio_bounds"),
+        within("v_s", "v_s_bounds"),
+        within("z_ss", "z_ss_bounds"),
+    )
 
 
 def affine_scan(a: np.ndarray, b: np.ndarray, x0: np.ndarray) -> np.ndarray:

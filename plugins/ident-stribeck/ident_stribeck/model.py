@@ -17,53 +17,36 @@ The basis is memoryless (no state): it is evaluated sample by sample, in any ord
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
+from ident_framework.params import Params, increasing, param, within
 
 START_FACTORS = (0.3, 1.0, 3.0)  # the fit starts from v_s x each factor (per joint the best)
 
 
-def _bounds(name: str, bounds: list[float], positive: bool = True) -> tuple[float, float]:
-    if len(bounds) != 2 or not all(math.isfinite(b) for b in bounds) or bounds[0] >= bounds[1]:
-        raise ValueError(f"{name} must be [lower, upper] with lower < upper, got {bounds}")
-    if positive and bounds[0] <= 0:
-        raise ValueError(f"{name} must be positive, got {bounds}")
-    return float(bounds[0]), float(bounds[1])
-
-
 @dataclass
-class StribeckParams:
+class StribeckParams(Params):
     """v_s: Stribeck velocity (rad/s) the fit starts from (also from 0.3x and 3x) and the value
     of a simulated truth that gives none; v_s_bounds: its range (rad/s). delta: shape exponent
     δ; fit_delta: fit δ too (within delta_bounds), else keep it fixed. asymmetric: direction-
     dependent Coulomb and static levels. sign_width: rad/s, sign(dq) is taken as
     tanh(dq / sign_width); 0: the exact sign."""
 
-    v_s: float = 0.1
-    v_s_bounds: list[float] = field(default_factory=lambda: [0.002, 2.0])
-    delta: float = 2.0
+    v_s: float = param(0.1, gt=0, unit="rad/s")
+    v_s_bounds: list[float] = param(
+        factory=lambda: [0.002, 2.0], each=True, length=2, gt=0, unit="rad/s"
+    )
+    delta: float = param(2.0, gt=0)
     fit_delta: bool = False
-    delta_bounds: list[float] = field(default_factory=lambda: [0.5, 4.0])
+    delta_bounds: list[float] = param(factory=lambda: [0.5, 4.0], each=True, length=2, gt=0)
     asymmetric: bool = False
-    sign_width: float = 0.005
-
-    def __post_init__(self) -> None:
-        low, high = _bounds("v_s_bounds", self.v_s_bounds)
-        if not (math.isfinite(self.v_s) and self.v_s > 0):
-            raise ValueError(f"v_s must be > 0 rad/s, got {self.v_s}")
-        if not low <= self.v_s <= high:
-            raise ValueError(f"v_s ({self.v_s}) must lie within v_s_bounds {self.v_s_bounds}")
-        low, high = _bounds("delta_bounds", self.delta_bounds)
-        if not (math.isfinite(self.delta) and self.delta > 0):
-            raise ValueError(f"delta must be > 0, got {self.delta}")
-        if self.fit_delta and not low <= self.delta <= high:
-            raise ValueError(
-                f"delta ({self.delta}) must lie within delta_bounds {self.delta_bounds}"
-            )
-        if not (math.isfinite(self.sign_width) and self.sign_width >= 0):
-            raise ValueError(f"sign_width must be >= 0 rad/s, got {self.sign_width}")
+    sign_width: float = param(0.005, ge=0, unit="rad/s")
+    rules = (
+        increasing("v_s_bounds", "delta_bounds"),
+        within("v_s", "v_s_bounds"),
+        within("delta", "delta_bounds", when="fit_delta"),
+    )
 
 
 class StribeckFriction:
