@@ -24,7 +24,8 @@ and the plugin config (`config/plugin_config.py`) turns it into the user's messa
 written as its config key (`estimator.min_sigma must be > 0 Nm, got 0.0 (the estimator plugin
 'wls').`). A rule is a plain function `rule(params) -> None` that raises ValueError with its
 own message (name the keys it compares); it may also normalise fields (a rule runs after the
-fields are checked, so it may rely on them). A field's `convert` (a function of the value,
+fields are checked, so it may rely on them); `within` and `increasing` make the common ones
+for [lower, upper] bounds. A field's `convert` (a function of the value,
 run before its check) normalises one value: a string path, a scalar-or-list per joint.
 """
 

@@ -69,6 +69,6 @@ def test_coverage_weight_widens_the_excitation_at_a_price_in_cond():
 def test_bad_coverage_weight_on_the_command_line_is_a_user_error(tmp_path):
     result = run_cli("trajectory.coverage_weight=-1", f"hydra.run.dir={tmp_path / 'r'}")
     assert result.returncode == 2
-    assert "trajectory.coverage_weight must be a number >= 0" in result.stderr
+    assert "trajectory.coverage_weight must be >= 0 (0: cond alone), got -1.0" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "r").exists()
