@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -30,16 +29,6 @@ from ident_framework.model.workspace import Workspace, WorkspaceParams
 
 APPROACH = "approach move"
 TRAJECTORY = "trajectory"
-
-
-def position_limit_pairs(params: Any) -> None:
-    """Rule of a trajectory's params: `position_limits`, when given, are [min, max] pairs (rad)
-    with min < max."""
-    for row in params.position_limits or []:
-        if not (len(row) == 2 and all(math.isfinite(v) for v in row) and row[0] < row[1]):
-            raise ValueError(
-                f"position_limits must be [min, max] pairs (rad) with min < max, got {row}"
-            )
 
 
 class JointMove:

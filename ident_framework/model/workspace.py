@@ -21,6 +21,7 @@ inside. The column is not, hence the points along the links.
 
 from __future__ import annotations
 
+import math
 from dataclasses import MISSING, dataclass
 from typing import Any
 
@@ -49,6 +50,16 @@ def _region(cls: type) -> Any:
         return cls(**value) if isinstance(value, dict) else value
 
     return convert
+
+
+def position_limit_pairs(params: Any) -> None:
+    """Rule of a trajectory's params (beside its workspace): `position_limits`, when given, are
+    [min, max] pairs (rad) with min < max."""
+    for row in params.position_limits or []:
+        if not (len(row) == 2 and all(math.isfinite(v) for v in row) and row[0] < row[1]):
+            raise ValueError(
+                f"position_limits must be [min, max] pairs (rad) with min < max, got {row}"
+            )
 
 
 def _min_below_max(box: WorkspaceBox) -> None:

@@ -25,13 +25,9 @@ from numpy.typing import ArrayLike
 
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import ConditionObjective, hookimpl
-from ident_framework.model.motion_safety import (
-    SafetyLimits,
-    check_trajectory,
-    position_limit_pairs,
-)
+from ident_framework.model.motion_safety import SafetyLimits, check_trajectory
 from ident_framework.model.robot import RobotModel
-from ident_framework.model.workspace import Workspace, WorkspaceParams
+from ident_framework.model.workspace import Workspace, WorkspaceParams, position_limit_pairs
 from ident_framework.params import Params, param
 
 PEAK_SPEED = 15.0 / 8.0  # max of ds/dtau for the quintic s(tau) = 10tau³ - 15tau⁴ + 6tau⁵

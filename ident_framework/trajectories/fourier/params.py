@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ident_framework.model.motion_safety import position_limit_pairs
-from ident_framework.model.workspace import WorkspaceParams
+from ident_framework.model.workspace import WorkspaceParams, position_limit_pairs
 from ident_framework.params import Params, param
 
 
