@@ -402,6 +402,21 @@ def standard_model(
     )
 
 
+class KeptFriction:
+    """The friction columns (N, n, k) `build_problem` computed for its dataset (low-passed
+    like the torque), kept with the problem when its projected rows are too many to keep
+    (`KEPT_ROWS_BYTES`): `predict_torque` of that dataset then skips computing and filtering
+    them again. The problem's `chunks()` holds the same array, so keeping it costs no memory."""
+
+    def __init__(self, data: Dataset, friction: np.ndarray) -> None:
+        self._q = data.q  # the recording these columns are of (by identity)
+        self.n_samples = data.n_samples
+        self.friction = friction
+
+    def belongs_to(self, data: Dataset) -> bool:
+        return data.q is self._q and data.n_samples == self.n_samples
+
+
 def build_problem(
     builder: RegressorBuilder,
     data: Dataset,
@@ -431,7 +446,8 @@ def build_problem(
             yield data.timestamp[rows], regressor @ base.basis, data.tau[rows]
 
     standard = standard_model(builder, joint_factors, base)
-    problem = LinearProblem(base_factors, n_samples, base.names, chunks, standard, keep)
+    kept = keep if keep is not None or friction is None else KeptFriction(data, friction)
+    problem = LinearProblem(base_factors, n_samples, base.names, chunks, standard, kept)
     return problem, base, cond
 
 
@@ -440,19 +456,31 @@ def predict_torque(
     data: Dataset,
     theta: np.ndarray,
     chunk_size: int,
-    kept: KeptRows | None = None,
+    kept: KeptRows | KeptFriction | None = None,
 ) -> np.ndarray:
     """(N, n) model torque Y(q, dq, ddq) @ theta in Nm, theta in standard parameters; from
-    `kept` (the rows `build_problem` kept of this very dataset and builder) when given."""
+    `kept` (what `build_problem` kept of this very dataset and builder) when given. Tasks of
+    TASK_SAMPLES samples run on forked workers (`parallel_work.forked_map`) above one task."""
+    theta = np.asarray(theta, dtype=float)
     if kept is not None and kept.belongs_to(data):
-        return kept.predict(np.asarray(theta, dtype=float))
-    out = np.empty_like(data.tau)
-    friction = recording_friction(builder, data)
-    for rows in chunk_slices(data.n_samples, chunk_size):
-        out[rows] = (
-            builder.compute(data.q[rows], data.dq[rows], data.ddq[rows], _rows(friction, rows))
-            @ theta
-        )
+        if isinstance(kept, KeptRows):
+            return kept.predict(theta)
+        friction = kept.friction
+    else:
+        friction = recording_friction(builder, data)
+    slices = list(chunk_slices(data.n_samples, chunk_size))
+    per_task = max(1, TASK_SAMPLES // chunk_size)
+    tasks = [slices[i : i + per_task] for i in range(0, len(slices), per_task)]
+    out = shared_zeros(data.tau.shape) if len(tasks) > 1 else np.empty_like(data.tau)
+
+    def work(task: list[slice]) -> None:
+        for rows in task:
+            regressor = builder.compute(
+                data.q[rows], data.dq[rows], data.ddq[rows], _rows(friction, rows)
+            )
+            out[rows] = regressor @ theta
+
+    forked_map(work, tasks)
     return out
 
 

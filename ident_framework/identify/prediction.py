@@ -11,7 +11,7 @@ import numpy as np
 
 from ident_framework.data.dataset import Dataset, recording_rows
 from ident_framework.hookspecs import ResidualInputs, ResidualLearner
-from ident_framework.identify.linear_problem import KeptRows, predict_torque
+from ident_framework.identify.linear_problem import KeptFriction, KeptRows, predict_torque
 from ident_framework.identify.result import IdentificationData, TorquePredictions
 from ident_framework.model.regressor import RegressorBuilder
 
@@ -21,7 +21,7 @@ def predict_physical(
     splits: dict[str, Dataset],
     theta: np.ndarray,
     chunk_size: int,
-    kept: KeptRows | None = None,
+    kept: KeptRows | KeptFriction | None = None,
 ) -> dict[str, TorquePredictions]:
     """The physical model's torque (Nm) on each dataset of `splits`; `kept`: regressor rows
     the problem kept (`LinearProblem.kept_rows`), used for the dataset they are of."""
