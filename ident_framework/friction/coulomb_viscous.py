@@ -188,34 +188,34 @@ class CoulombViscousFriction(FrictionModelDefaults):
         with an acceleration lead T > 0)."""
         n = dq.shape[-1]
         width = self._broadcast(self.tanh_width, n, "tanh_width")
+        saturation = self._broadcast(self.saturation_width, n, "saturation_width")
+        stribeck = STRIBECK_NAME in self.parameter_names
+        velocity = self._broadcast(self.stribeck_velocity, n, "stribeck_velocity")
         turning = dq
         if self.uses_acceleration:
             if ddq is None:
                 raise ValueError("friction.acceleration_lead needs the joint accelerations")
             turning = dq + self._broadcast(self.acceleration_lead, n, "acceleration_lead") * ddq
-        sign = np.where(np.abs(turning) > self.dead_band, np.sign(turning), 0.0)
-        if np.any(width > 0):
-            smooth = np.tanh(turning / np.where(width > 0, width, 1.0))
-            sign = np.where(width > 0, smooth, sign)
-        saturation = self._broadcast(self.saturation_width, n, "saturation_width")
-        if np.any(saturation > 0):
-            clipped = np.clip(turning / np.where(saturation > 0, saturation, 1.0), -1.0, 1.0)
-            sign = np.where(saturation > 0, clipped, sign)
-        static = None
-        if STRIBECK_NAME in self.parameter_names:
-            velocity = self._broadcast(self.stribeck_velocity, n, "stribeck_velocity")
-            near_rest = np.exp(-((turning / np.where(velocity > 0, velocity, 1.0)) ** 2))
-            smooth = np.tanh(turning / self.stribeck_sign_width)
-            sign = np.where(velocity > 0, (1.0 - near_rest) * smooth, sign)
-            static = np.where(velocity > 0, near_rest * smooth, 0.0)
-        columns = [dq, sign]
-        if self.uses_temperature:
-            columns += [np.zeros_like(dq), np.zeros_like(dq)]
-        if self.load_column is not None:
-            columns.append(sign)
-        if static is not None:
-            columns.append(static)
-        return np.stack(columns, axis=-1)
+        names = self.parameter_names
+        out = np.zeros((*dq.shape, len(names)))  # temperature columns stay 0 (module doc)
+        out[..., 0] = dq
+        for j in range(n):  # each joint's own shape: only the functions it uses are evaluated
+            t = turning[..., j]
+            if stribeck and velocity[j] > 0:
+                near_rest = np.exp(-((t / velocity[j]) ** 2))
+                smooth = np.tanh(t / self.stribeck_sign_width)
+                sign = (1.0 - near_rest) * smooth
+                out[..., j, names.index(STRIBECK_NAME)] = near_rest * smooth
+            elif saturation[j] > 0:
+                sign = np.clip(t / saturation[j], -1.0, 1.0)
+            elif width[j] > 0:
+                sign = np.tanh(t / width[j])
+            else:
+                sign = np.where(np.abs(t) > self.dead_band, np.sign(t), 0.0)
+            out[..., j, 1] = sign
+            if self.load_column is not None:
+                out[..., j, self.load_column] = sign
+        return out
 
     def temperature_basis(self, basis: np.ndarray, temperature: np.ndarray) -> np.ndarray:
         """`basis` (N, n, 4) from `basis` (possibly low-passed like the torque) with its
