@@ -1,10 +1,11 @@
 """What a user sees while waiting: a bar on a terminal, a line every few seconds elsewhere.
 
 `progress(...)` is a tqdm bar when stderr is a terminal; when it is not (a pipe, a log file,
-CI), the same object writes ``desc: 40 % (12 of 30 steps), 4.1 s`` to stderr at most every
-LINE_EVERY_S seconds while it runs, and ``desc: done, 9.8 s`` at its end if it wrote any line
-before. `stage_line(name, seconds)` is the line a pipeline step writes when it ends (off a
-terminal only: there the bars say it). Nothing goes to stdout, which carries the run's summary.
+CI), the same object writes ``desc: 40 % (12 of 30 steps), 4.1 s`` to stderr once FIRST_LINE_S
+have passed, then at most every LINE_EVERY_S seconds while it runs, and ``desc: done, 9.8 s``
+at its end if it wrote any line before. `stage_line(name, seconds)` is the line a pipeline
+step writes when it ends (off a terminal only: there the bars say it). Nothing goes to
+stdout, which carries the run's summary.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 LINE_EVERY_S = 4.0  # s between two lines of one progress off a terminal
+FIRST_LINE_S = 1.0  # s before its first line (a quicker progress writes none)
 
 
 def on_terminal() -> bool:
@@ -65,7 +67,7 @@ class _Lines:
             total = len(iterable)  # type: ignore[arg-type]
         self.total, self.n = total, 0.0
         self.started = self.last = time.perf_counter()
-        self.written = False
+        self.written = self.written_any = False
 
     def __iter__(self) -> Iterator[Any]:
         assert self.iterable is not None
@@ -85,7 +87,9 @@ class _Lines:
     def update(self, n: float = 1) -> None:
         self.n += n
         now = time.perf_counter()
-        if self.enabled and now - self.last >= LINE_EVERY_S:
+        wait = LINE_EVERY_S if self.written_any else FIRST_LINE_S
+        if self.enabled and now - self.last >= wait:
+            self.written_any = True
             self.last, self.written = now, True
             units = self.unit if self.unit.endswith("s") else f"{self.unit}s"
             done = f"{self.n:g} {units}"

@@ -26,14 +26,15 @@ def test_off_a_terminal_a_progress_writes_a_line_every_few_seconds(monkeypatch):
             clock.now += 1.5
             bar.update()
     lines = err.getvalue().splitlines()
-    assert lines == [
-        "search: 30 % (3 of 10 candidates), 4.5 s",
-        "search: 60 % (6 of 10 candidates), 9.0 s",
-        "search: 90 % (9 of 10 candidates), 13.5 s",
+    assert lines == [  # the first after FIRST_LINE_S, then every LINE_EVERY_S
+        "search: 10 % (1 of 10 candidates), 1.5 s",
+        "search: 40 % (4 of 10 candidates), 6.0 s",
+        "search: 70 % (7 of 10 candidates), 10.5 s",
+        "search: 100 % (10 of 10 candidates), 15.0 s",
         "search: done, 15.0 s",
     ]
     err.truncate(0)
-    for _ in progress.progress(range(3), desc="quick"):  # under LINE_EVERY_S: silent
+    for _ in progress.progress(range(3), desc="quick"):  # under FIRST_LINE_S: silent
         clock.now += 0.1
     for _ in progress.progress(range(9), desc="off", enabled=False):
         clock.now += 5.0
