@@ -4,9 +4,10 @@ reader (~10x numpy's `loadtxt` on a 10^5-row RTDE log).
 The parsed columns are read as numpy views of pyarrow's buffers (`_values`), not with
 `to_numpy`: that converts through pyarrow's pandas bridge, which imports pandas (~0.2 s).
 
-pyarrow parses on one thread here: on a 2-core machine shared with other work its thread pool
-made a 10^5-row, 61-column RTDE recording slower to read (median 0.45 s wall against 0.22 s,
-more CPU too), and a single thread already reads such a file in ~0.15 s CPU. The columns come
+pyarrow parses on one thread below THREADS_FROM_BYTES (64 MB) of text: on a 2-core machine
+shared with other work its thread pool made a 10^5-row, 61-column RTDE recording slower to read
+(median 0.45 s wall against 0.22 s); a 10^6-row log (240 MB) reads faster on its threads (0.82
+against 1.1 s at load 4). The columns come
 out column-major (one copy of each converted column, no intermediate stacking).
 
 It takes only what `np.loadtxt` (the reference path in `csv_log._load`) would take: UTF-8
@@ -27,6 +28,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from ident_framework.data.csv_columns import CsvLayout
+from ident_framework.parallel_work import usable_cores
 
 # runs of blanks inside a line, and blanks at the start or end of a line (before \r?\n)
 _BLANK_RUN = re.compile(rb"[ \t]+")
@@ -34,6 +36,7 @@ _EDGE_BLANKS = re.compile(rb"(?m)^ | (?=\r?$)")
 
 
 BLOCK_BYTES = 1 << 24  # bytes read at a time when looking for line starts
+THREADS_FROM_BYTES = 64 << 20  # pyarrow parses on its threads from this size of text on
 
 
 def read_used_columns(
@@ -170,8 +173,9 @@ def _convert_options(wanted: list[str]) -> pa_csv.ConvertOptions:
 def _parse(
     raw: bytes | pa.Buffer, layout: CsvLayout, usecols: list[int], skip_rows: int
 ) -> pa.Table | None:
-    """pyarrow's table of the used columns (one thread), None when it refuses the text; a
-    `pa.Buffer` is a memory-mapped ASCII comma-separated file, parsed without a copy."""
+    """pyarrow's table of the used columns (one thread below THREADS_FROM_BYTES of text), None
+    when it refuses the text; a `pa.Buffer` is a memory-mapped ASCII comma-separated file,
+    parsed without a copy."""
     delimiter = layout.delimiter or " "
     if isinstance(raw, pa.Buffer):
         text = raw
@@ -185,11 +189,12 @@ def _parse(
             raw = _EDGE_BLANKS.sub(b"", _BLANK_RUN.sub(b" ", raw))
         text = pa.py_buffer(raw)
     names = [f"c{i}" for i in range(len(layout.names))]
+    threads = text.size >= THREADS_FROM_BYTES and usable_cores() > 1
     try:
         return pa_csv.read_csv(
             text,
             read_options=pa_csv.ReadOptions(
-                column_names=names, skip_rows=skip_rows, use_threads=False
+                column_names=names, skip_rows=skip_rows, use_threads=threads
             ),
             parse_options=_parse_options(delimiter),
             convert_options=_convert_options([names[i] for i in usecols]),
