@@ -2,7 +2,7 @@
 
     python benchmarks/bench_peers.py [--cases tx40,kuka,panda,ur10e] [--sizes 1e4,1e5,1e6]
         [--skip-figaroh-above N] [--out DIR] [--memory-cap-gb 12] [--figaroh-python PY]
-        [--repeat 3] [--ours-variant NAME=OVERRIDE[,OVERRIDE...]] ...
+        [--repeat 3] [--busy] [--ours-variant NAME=OVERRIDE[,OVERRIDE...]] ...
 
 Both tools identify from the same identification data and predict the same validation file;
 one scorer (peers/scoring.py) compares every prediction with the torque as recorded in that
@@ -29,6 +29,17 @@ speed varies by 15-30 % from minute to minute (the host's load), and one pair of
 on two different moods. Those N timed runs are not observed (no poll of the process tree's
 memory, which takes CPU from a command using both cores: ~0.1 s of our 2.7 s at 10⁵); one more
 run of each, polled, gives the memory figures.
+
+The UR10e cases are the timed ones. For each size, after the timed runs, the compiled
+rigid-body regressor kernel (`RegressorBuilder.rigid_body`) is timed alone, in this process, on
+the same identification samples: the roofline, its samples/s beside the whole command's
+(identification samples / wall time). `--busy` then starts one second process that keeps one
+core busy (`python -c "while True: pass"`, peers/load.py: a user's laptop with a browser open),
+times the kernel again and runs both tools again as above (`--repeat` alternating runs each,
+the median), rows "ours (busy)" and "figaroh (busy)", the ratio "ours (busy) / figaroh (busy)";
+the spinner is killed after the last busy run and its share of a core is in the notes. The
+predictions do not depend on the load: the timing table says whether the busy runs' are
+identical to the idle runs'.
 """
 
 from __future__ import annotations
@@ -135,6 +146,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "give the median, the notes every run; one more polled run each gives the memory",
     )
     parser.add_argument(
+        "--busy",
+        action="store_true",
+        help="UR10e cases: after the idle runs of a size, run both tools again (--repeat each, "
+        "alternating) beside one process spinning on a core; rows labelled '(busy)'",
+    )
+    parser.add_argument(
         "--figaroh-python",
         type=Path,
         default=None,
@@ -206,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         repeat=max(1, args.repeat),
         tune_figaroh_up_to=args.tune_figaroh_up_to,
         figaroh_full_grid=args.figaroh_full_grid,
+        busy=args.busy,
     )
     load_before = os.getloadavg()
     started = time.perf_counter()

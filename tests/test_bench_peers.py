@@ -502,3 +502,167 @@ def test_panda_case_wiring(tmp_path: Path):
     # the rows our filters serve: a 5 Hz cut-off (the tuning's choice here) trims 0.68 s at
     # each end of the 6.1 s file
     assert saved["runs"][0]["score"]["n_scored"] > 0.7 * 6145
+
+
+# -- the busy machine and the roofline (--busy; UR10e cases) ------------------------------------
+def _timed_run(label: str, prediction: Path, wall: float, memory: float, size: int = 40_000):
+    from peers.runs import ToolRun
+
+    stats = measure.RunStats([], 0, wall, memory, memory, memory, memory, memory, None, False,
+                             False, "")  # fmt: skip
+    tool = "ours" if label.startswith("ours") else "figaroh"
+    return ToolRun("ur10e", size, tool, label, "x", prediction=prediction, stats=stats)
+
+
+def _busy_case(tmp_path: Path):
+    """A UR10e-like case of 40,000 identification samples (4 validation rows) with idle and
+    busy runs of both tools and the kernel's rate under both loads."""
+    from peers.cases import CaseResult
+
+    t = np.arange(4) * 0.01
+    tau = np.array([[1.0], [2.0], [3.0], [4.0]])
+    val = _validation_csv(tmp_path / "val.csv", t, tau, np.full((4, 1), 0.5))
+    ours = _prediction_csv(tmp_path / "ours.csv", t, tau + 0.1)  # RMSE 0.1
+    peer = _prediction_csv(tmp_path / "fig.csv", t, tau + 0.4)  # RMSE 0.4
+    kernel = {"seconds": 0.04, "engine": "C", "threads": 2, "chunk": 10_000, "passes": 7}
+    case = CaseResult("ur10e", 40_000, val, 1, roofline={
+        "idle": {**kernel, "samples": 40_000, "samples_per_s": 1.0e6},
+        "busy": {**kernel, "samples": 40_000, "samples_per_s": 5.0e5},
+    })  # fmt: skip
+    case.runs = [
+        _timed_run("ours", ours, 2.0, 200.0), _timed_run("figaroh", peer, 4.0, 400.0),
+        _timed_run("ours (busy)", ours, 4.0, 210.0), _timed_run("figaroh (busy)", peer, 5.0, 420.0),
+    ]  # fmt: skip
+    return case
+
+
+def test_busy_rows_are_compared_with_each_other_and_with_the_idle_predictions(tmp_path: Path):
+    from peers.report import ratio_table, score_case, timing_table
+
+    case = _busy_case(tmp_path)
+    idle, busy = ratio_table([(case, score_case(case))])
+    assert (idle["pair"], busy["pair"]) == ("ours / figaroh", "ours (busy) / figaroh (busy)")
+    assert (idle["wall ratio"], idle["peak memory ratio"]) == ("0.500", "0.500")
+    assert (busy["wall ratio"], busy["peak memory ratio"]) == ("0.800", "0.500")
+    assert busy["RMSE ratio (those rows)"] == idle["RMSE ratio (those rows)"] == "0.250"
+    rows = timing_table([(case, score_case(case))])
+    assert [(r["load"], r["wall ratio"], r["ours samples/s"]) for r in rows] == [
+        ("idle", "0.500", "2.0e4"), ("busy", "0.800", "1.0e4"),
+    ]  # fmt: skip
+    assert rows[0]["predictions vs idle"] == "–"
+    assert rows[1]["predictions vs idle"] == "ours identical, FIGAROH identical"
+    assert rows[1]["ours RMSE"] == rows[0]["ours RMSE"] == "0.1000"
+    # a busy prediction that is not the idle one is shown as such
+    t, tau = np.arange(4) * 0.01, np.array([[1.0], [2.0], [3.0], [4.0]])
+    case.runs[2].prediction = _prediction_csv(tmp_path / "other.csv", t, tau + 0.2)
+    rows = timing_table([(case, score_case(case))])
+    assert rows[1]["predictions vs idle"].startswith("ours differs (RMSE by 1.00e-01)")
+
+
+def test_roofline_line_and_its_round_trip_through_results_json(tmp_path: Path):
+    from peers.report import roofline_lines, sci, score_case, write_results
+    from peers.rescore import load_cases
+
+    assert (sci(1.23e6), sci(31_000.0), sci(0.5)) == ("1.2e6", "3.1e4", "5.0e-1")
+    case = _busy_case(tmp_path)
+    idle, busy = roofline_lines([(case, score_case(case))])
+    assert "idle: roofline: kernel 1.0e6 samples/s (C, 2 threads" in idle
+    assert idle.endswith("whole command 2.0e4 samples/s (2 % of the kernel)")  # 40,000 / 2 s
+    assert busy.endswith(
+        "kernel 5.0e5 samples/s (C, 2 threads, calls of 10000 samples, best of "
+        "7 passes: 0.04 s), whole command 1.0e4 samples/s (2 % of the kernel)"
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    text = write_results(out, [case], {})
+    assert "ours (busy) / figaroh (busy)" in text and idle in text and busy in text
+    (again,), _ = load_cases(out)
+    assert again.roofline == case.roofline
+    assert write_results(out, [again], {}) == text
+
+
+def test_busy_core_spins_one_process_and_ends_it():
+    import time
+
+    from peers.load import busy_core
+
+    with busy_core(warm_up_s=0.2) as spinner:
+        assert os.path.exists(f"/proc/{spinner.pid}")
+        time.sleep(0.5)
+    assert not os.path.exists(f"/proc/{spinner.pid}")  # killed and reaped
+    assert 0.6 < spinner.seconds < 5 and spinner.cpu_s > 0  # a share: the host may be busy
+    assert 0 < spinner.share <= 1.05 and "% of one core" in spinner.note()
+
+
+def test_kernel_rate_times_the_regressor_on_the_recordings_samples(tmp_path: Path):
+    from ident_framework.model.robot import load_robot
+    from ident_framework.testing.known_truth import multisine
+
+    names = load_robot("ur10e").joint_names
+    t = np.arange(5000) / 500.0
+    q, dq, _ = multisine(t, len(names), 0)
+    recording = conversions.JointRecording(t, q, dq, np.zeros_like(q), names)
+    csv = project_io.write_recording(recording, tmp_path / "ur10e.csv")
+    rate = project_io.kernel_rate(csv, chunk=2000, repeats=2, min_total_s=0.0)
+    assert (rate["samples"], rate["chunk"], rate["passes"]) == (5000, 2000, 2)
+    assert rate["samples_per_s"] == pytest.approx(5000 / rate["seconds"])
+    assert rate["engine"] in ("C", "numba") and rate["threads"] >= 1
+
+
+def test_ur10e_case_runs_the_busy_pair_beside_the_spinner(tmp_path: Path, monkeypatch):
+    """The order of a size's work (nothing run: the tools, the kernel and the spinner faked):
+    idle pair, kernel idle, spinner on, kernel busy, busy pair, spinner off, FIGAROH tuned."""
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from peers import cases
+    from peers.load import Spinner
+    from peers.runs import Settings, ToolRun
+
+    events = []
+    paths = {"ident": {10_000: tmp_path / "i.csv"}, "validation": tmp_path / "v.csv",
+             "urdf": tmp_path / "u.urdf"}  # fmt: skip
+    io = SimpleNamespace(
+        simulate_ur10e=lambda folder, sizes, log: paths,
+        project_command=lambda: ["ours"],
+        kernel_rate=lambda csv: events.append("kernel") or {"samples_per_s": 1.0},
+    )
+
+    @contextmanager
+    def spinner():
+        events.append("spin")
+        yield Spinner(seconds=1.0, cpu_s=0.9, load_before=(1.0,), load_after=(1.0,))
+        events.append("stop")
+
+    def fake(tool):
+        def run(settings, case, size, label, ident, *args):  # args: ..., poll (if given)
+            poll = args[2] if len(args) > 2 else True
+            events.append(label if poll else f"{label} (timed)")
+            stats = measure.RunStats([], 0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, None, False, False, "")
+            return ToolRun(case, size, tool, label, ident, stats=stats)
+
+        return run
+
+    monkeypatch.setattr(cases, "_project_io", lambda: io)
+    monkeypatch.setattr(cases, "busy_core", spinner)
+    monkeypatch.setattr(cases, "run_ours", fake("ours"))
+    monkeypatch.setattr(cases, "run_figaroh", fake("figaroh"))
+    settings = Settings(out=tmp_path, data=tmp_path, figaroh_python=None, busy=True,
+                        log=lambda m: None)  # fmt: skip
+    (result,) = cases.ur10e(settings, [10_000])
+    assert events == ["ours", "figaroh", "kernel", "spin", "kernel", "ours (busy)",
+                      "figaroh (busy)", "stop", "figaroh tuned"]  # fmt: skip
+    labels = [r.label for r in result.runs]
+    assert labels == ["ours", "figaroh", "ours (busy)", "figaroh (busy)", "figaroh tuned"]
+    assert set(result.roofline) == {"idle", "busy"}
+    assert any("90 % of one core" in note for note in result.notes)
+    events.clear()
+    settings.repeat = 2  # two timed runs of each, alternating, then one polled pair
+    (result,) = cases.ur10e(settings, [10_000])
+    busy = ["ours (busy) (timed)", "figaroh (busy) (timed)"] * 2 + ["ours (busy)", "figaroh (busy)"]
+    assert events[events.index("spin") + 2 : events.index("stop")] == busy
+    assert sum("(busy), 2 alternating runs" in note for note in result.notes) == 1
+    settings.busy = False
+    events.clear()
+    (result,) = cases.ur10e(settings, [10_000])
+    assert "spin" not in events and list(result.roofline) == ["idle"]

@@ -9,6 +9,8 @@ kuka   KUKA LWR4+ real data: measurement 3 validates; FIGAROH identifies on 1 an
        (`source.path=[m1.csv,m2.csv]`: each recording preprocessed on its own, then stacked).
 ur10e  Simulated UR10e (soft MuJoCo friction, an unknown 1.5 kg payload), identification on the
        default Fourier excitation at each size, validation on the default point-to-point motion.
+       The timed case: `--repeat`, the roofline (the regressor kernel alone on its samples) and,
+       with `--busy`, both tools again beside one process spinning on a core (peers/load.py).
 panda  Franka Panda real data (panda_gaz2019, GPL-3.0: read where it is, never copied): identify
        on ident_traj1_part1 + part3, validate on val_traj1_middle (columns time, q_j, dq_j, tau_j,
        ~1 kHz with jittery timestamps). The project is given the files with a column mapping
@@ -29,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from . import conversions
+from .load import busy_core
 from .runs import Settings, ToolRun, median_run, run_figaroh, run_ours
 from .scoring import CONTRACT_COLUMNS, Columns
 
@@ -62,6 +65,9 @@ class CaseResult:
     runs: list[ToolRun] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     columns: Columns = CONTRACT_COLUMNS  # the validation file's time, dq and torque columns
+    # the regressor kernel alone on the case's samples, per load ("idle", "busy"): see
+    # project_io.kernel_rate (UR10e cases only)
+    roofline: dict[str, dict] = field(default_factory=dict)
 
 
 def _tune(settings: Settings) -> list[str]:
@@ -178,7 +184,32 @@ def kuka(settings: Settings, datasets: Path = DATASETS) -> list[CaseResult]:
     return [result]
 
 
+BUSY = " (busy)"  # the label suffix of the runs beside one spinning process (--busy)
+
+
+def _timed_pair(settings, size, ident, overrides, command, args, suffix=""):
+    """(ours, FIGAROH): each run `settings.repeat` times, alternating, the median kept."""
+    ours, peer = [], []
+    # repeated: the timed runs are not polled (the poll costs CPU on this 2-core machine),
+    # one more pair measures the process trees' memory
+    polled = settings.repeat == 1
+    label, figaroh = f"ours{suffix}", f"figaroh{suffix}"
+    for _ in range(settings.repeat + (not polled)):  # alternating: the same moods for both
+        poll = polled or len(ours) == settings.repeat
+        ours.append(run_ours(settings, "ur10e", size, label, ident, overrides, command, poll))
+        peer.append(
+            run_figaroh(settings, "ur10e", size, figaroh, ident, "figaroh_csv.py", args, poll)
+        )
+    if polled:
+        return median_run(ours), median_run(peer)
+    return median_run(ours[:-1], ours[-1]), median_run(peer[:-1], peer[-1])
+
+
 def ur10e(settings: Settings, sizes: list[int]) -> list[CaseResult]:
+    """Per size: ours and FIGAROH timed (alternating, `--repeat`), the regressor kernel alone
+    on the same samples (the roofline); with `--busy` all of it again beside one process
+    spinning on a core (peers/load.py), rows labelled "(busy)"; then FIGAROH tuned and the
+    variants, on the idle machine."""
     io = _project_io()
     paths = io.simulate_ur10e(settings.data / "ur10e", sizes, log=settings.log)
     results = []
@@ -193,20 +224,19 @@ def ur10e(settings: Settings, sizes: list[int]) -> list[CaseResult]:
         command = io.project_command()
         args = ["--ident", str(ident_csv), "--val", str(paths["validation"])]
         args += ["--urdf", str(paths["urdf"]), "--fs", "500"]
-        ours, peer = [], []
-        # repeated: the timed runs are not polled (the poll costs CPU on this 2-core machine),
-        # one more pair measures the process trees' memory
-        polled = settings.repeat == 1
-        for _ in range(settings.repeat + (not polled)):  # alternating: the same moods for both
-            poll = polled or len(ours) == settings.repeat
-            ours.append(run_ours(settings, "ur10e", size, "ours", ident, overrides, command, poll))
-            peer.append(
-                run_figaroh(settings, "ur10e", size, "figaroh", ident, "figaroh_csv.py", args, poll)
-            )
-        if polled:
-            result.runs += [median_run(ours), median_run(peer)]
-        else:
-            result.runs += [median_run(ours[:-1], ours[-1]), median_run(peer[:-1], peer[-1])]
+        idle = _timed_pair(settings, size, ident, overrides, command, args)
+        result.runs += idle
+        settings.log(f"[ur10e] the regressor kernel alone on the {size} samples (roofline)")
+        result.roofline["idle"] = io.kernel_rate(ident_csv)
+        busy = None
+        if settings.busy:
+            settings.log("[ur10e] busy machine: one process spinning on a core from now on")
+            with busy_core() as spinner:
+                result.roofline["busy"] = io.kernel_rate(ident_csv)
+                busy = _timed_pair(settings, size, ident, overrides, command, args, BUSY)
+            result.runs += busy
+            result.notes.append(f"{size} samples, {spinner.note()}")
+            settings.log(f"[ur10e] spinner stopped: {100 * spinner.share:.0f} % of one core")
         limit = settings.tune_figaroh_up_to
         if limit is not None and size > limit:  # ~15 settings x 5 folds of FIGAROH's solve
             skipped = f"skipped: above --tune-figaroh-up-to {limit}"
@@ -218,7 +248,9 @@ def ur10e(settings: Settings, sizes: list[int]) -> list[CaseResult]:
             )
         _ours_variants(settings, "ur10e", size, ident, overrides, command, result)
         if settings.repeat > 1:
-            result.notes.append(_walls_note(size, settings.repeat, result.runs[0], result.runs[1]))
+            result.notes.append(_walls_note(size, settings.repeat, *idle))
+            if busy is not None:
+                result.notes.append(_walls_note(size, settings.repeat, *busy, "busy"))
         results.append(result)
     meta = settings.data / "ur10e" / "excitation.json"
     if meta.exists():
@@ -265,7 +297,7 @@ def panda(settings: Settings, datasets: Path = DATASETS) -> list[CaseResult]:
     return [result]
 
 
-def _walls_note(size: int, repeat: int, ours: ToolRun, peer: ToolRun) -> str:
+def _walls_note(size: int, repeat: int, ours: ToolRun, peer: ToolRun, load: str = "") -> str:
     """The wall times of every repeated run (the table gives the median of each tool)."""
 
     def walls(run: ToolRun) -> str:
@@ -273,7 +305,8 @@ def _walls_note(size: int, repeat: int, ours: ToolRun, peer: ToolRun) -> str:
         return " ".join(f"{t:.2f}" for t in times) or run.status
 
     return (
-        f"{size} samples, {repeat} alternating runs of each, their process trees not polled "
+        f"{size} samples{f' ({load})' if load else ''}, {repeat} alternating runs of each, "
+        f"their process trees not polled "
         f"(the tables: the median; memory from one more polled run of each): "
         f"ours {walls(ours)} s; FIGAROH {walls(peer)} s"
     )

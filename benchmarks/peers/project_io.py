@@ -3,7 +3,8 @@ package's layout changes; the identification itself runs only through the comman
 
 Used for: writing recordings in the CSV contract with the package's own writer, reading them
 back with its reader (tests), simulating the UR10e case with the package's default simulated
-robot, excitation and validation motion, and writing the nominal UR10e's URDF for FIGAROH.
+robot, excitation and validation motion, writing the nominal UR10e's URDF for FIGAROH, and
+timing the compiled rigid-body regressor kernel alone on a case's samples (the roofline).
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import numpy as np
 
 from ident_framework.data.csv_log import read_csv_log, write_csv_log
 from ident_framework.data.dataset import Dataset
@@ -130,3 +134,54 @@ def simulate_ur10e(
         write_recording(_recording(validation), paths["validation"])
     (folder / "excitation.json").write_text(json.dumps(excitation.describe(), indent=1))
     return paths
+
+
+KERNEL_CHUNK = 10_000  # samples per kernel call: threaded (>= 4096), ~29 MB of UR10e output
+
+
+def kernel_rate(
+    csv: Path, robot: str = "ur10e", repeats: int = 3, chunk: int = KERNEL_CHUNK,
+    min_total_s: float = 0.3,
+) -> dict:  # fmt: skip
+    """The roofline: samples/s of `RegressorBuilder.rigid_body` (the compiled batch kernel,
+    model/rigid_body_regressor.py) alone over all the samples of the recording `csv` (q, dq
+    and ddq = numpy.gradient(dq, t)), in calls of `chunk` samples (on the kernel's threads;
+    bounded memory at 10⁶ samples): the shortest of at least `repeats` passes, more (up to 50)
+    until they took `min_total_s` together, after one warm-up call."""
+    from ident_framework.friction.coulomb_viscous import (
+        CoulombViscousFriction,
+        CoulombViscousParams,
+    )
+    from ident_framework.model.regressor import RegressorBuilder
+    from ident_framework.model.rigid_body_regressor import c_kernel
+    from ident_framework.model.robot import load_robot
+    from ident_framework.parallel_work import worker_limit
+
+    model = load_robot(robot)
+    builder = RegressorBuilder(model, CoulombViscousFriction(CoulombViscousParams()))
+    data = read_csv_log(csv, model.joint_names)
+    q, dq = data.q, data.dq
+    ddq = np.gradient(dq, data.timestamp, axis=0)
+    n = len(q)
+    builder.rigid_body(q[:chunk], dq[:chunk], ddq[:chunk])  # the library loaded (or built)
+    passes, best, total = 0, float("inf"), 0.0
+    while passes < repeats or (total < min_total_s and passes < 50):
+        start = time.perf_counter()
+        for first in range(0, n, chunk):
+            part = slice(first, first + chunk)
+            builder.rigid_body(q[part], dq[part], ddq[part])
+        took = time.perf_counter() - start
+        passes, best, total = passes + 1, min(best, took), total + took
+    if builder._batch is None:
+        engine = "Pinocchio loop (model not supported by the batch kernel)"
+    else:
+        engine = "C" if c_kernel() is not None else "numba"
+    return {
+        "samples": n,
+        "seconds": best,
+        "samples_per_s": n / best,
+        "engine": engine,
+        "threads": worker_limit(),
+        "chunk": chunk,
+        "passes": passes,
+    }

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from . import scoring
-from .cases import TUNED, CaseResult
+from .cases import BUSY, TUNED, CaseResult
 from .runs import ToolRun
 
 
@@ -148,15 +148,24 @@ def better_peer(row: Row, fixed: Row | None, tuned: Row | None) -> tuple[str, st
     return _ratio(row.score_on(rows).rmse, rmse[which]), which
 
 
+def peer_label(run: ToolRun) -> str:
+    """The FIGAROH run a project run is compared with: "figaroh (busy)" for "ours (busy)"
+    (both beside the same spinning process), else "figaroh"."""
+    return f"figaroh{BUSY}" if run.label.endswith(BUSY) else "figaroh"
+
+
 def ratio_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, str]]:
-    """ours / FIGAROH for each project run and the default FIGAROH run of the same size; and
-    ours / the better of FIGAROH fixed and FIGAROH tuned."""
+    """ours / FIGAROH for each project run and the default FIGAROH run of the same size and
+    load; and ours / the better of FIGAROH fixed and FIGAROH tuned (accuracy only: a busy row
+    is compared with the tuned run of the idle machine, the predictions do not depend on
+    the load)."""
     table = []
     for case, rows in cases:
-        peers = {r.run.size: r for r in rows if r.run.label == "figaroh"}
+        peers = {(r.run.size, r.run.label): r for r in rows if r.run.tool == "figaroh"}
         tuned = {r.run.size: r for r in rows if r.run.label == TUNED}
         for row in rows:
-            peer = peers.get(row.run.size)
+            label = peer_label(row.run)
+            peer = peers.get((row.run.size, label))
             if row.run.tool != "ours" or peer is None:
                 continue
             both = row.run.status == "ok" and peer.run.status == "ok"
@@ -169,7 +178,7 @@ def ratio_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, str
             table.append({
                 "case": case.case,
                 "n ident": str(row.run.size),
-                "pair": f"{row.run.label} / figaroh",
+                "pair": f"{row.run.label} / {label}",
                 "rows both predicted": str(mine.n_scored) if mine else "–",
                 "RMSE ratio (those rows)": _ratio(
                     mine.rmse if mine else None, theirs.rmse if theirs else None
@@ -200,36 +209,101 @@ def ratio_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, str
     return table
 
 
+def same_prediction(row: Row | None, idle: Row | None) -> str:
+    """Whether `row`'s prediction is identical (bit for bit, NaN where none) to the idle
+    run's, else by how much their RMSEs differ."""
+    if row is None or idle is None or row.prediction is None or idle.prediction is None:
+        return "–"
+    if np.array_equal(row.prediction, idle.prediction, equal_nan=True):
+        return "identical"
+    difference = abs(row.own.rmse - idle.own.rmse) if row.own and idle.own else float("nan")
+    return f"differs (RMSE by {difference:.2e})"
+
+
+def _stat(row: Row | None, key: str):
+    ok = row is not None and row.run.stats and row.run.status == "ok"
+    return getattr(row.run.stats, key) if ok else None
+
+
+def _rate(size: int, seconds) -> str:
+    """Samples per second, e.g. "3.1e4"; "–" without a time."""
+    return "–" if not seconds else sci(size / seconds)
+
+
+def sci(value: float) -> str:
+    """`value` as "1.2e6" (two significant digits)."""
+    mantissa, exponent = f"{value:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+LOADS = (("idle", ""), ("busy", BUSY))  # (load, label suffix of its runs)
+
+
 def timing_table(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict[str, str]]:
-    """The UR10e rows by identification size: the whole command's wall time and peak memory."""
+    """The UR10e rows by identification size and load (idle; busy: beside one spinning
+    process): the whole command's wall time, samples/s and peak memory; for the busy rows,
+    whether both predictions are identical to the idle runs'."""
     table = []
     for case, rows in cases:
         if case.case != "ur10e":
             continue
         by_label = {r.run.label: r for r in rows}
-        ours, peer = by_label.get("ours"), by_label.get("figaroh")
-        if ours is None or peer is None:
-            continue
-
-        def stat(row: Row, key: str):
-            return getattr(row.run.stats, key) if row.run.stats and row.run.status == "ok" else None
-
-        table.append({
-            "n ident": str(case.size),
-            "ours wall s": _f(stat(ours, "wall_s"), 2),
-            "FIGAROH wall s": _f(stat(peer, "wall_s"), 2),
-            "wall ratio": _ratio(stat(ours, "wall_s"), stat(peer, "wall_s")),
-            "ours peak MB": _f(stat(ours, "peak_memory_mb"), 0),
-            "FIGAROH peak MB": _f(stat(peer, "peak_memory_mb"), 0),
-            "memory ratio": _ratio(stat(ours, "peak_memory_mb"), stat(peer, "peak_memory_mb")),
-            "ours / FIGAROH tree RSS sum MB": (
-                f"{_f(stat(ours, 'peak_rss_mb'), 0)} / {_f(stat(peer, 'peak_rss_mb'), 0)}"
-            ),
-            "ours RMSE": _f(ours.own.rmse if ours.own else None),
-            "FIGAROH RMSE": _f(peer.own.rmse if peer.own else None),
-            "FIGAROH status": peer.run.status,
-        })  # fmt: skip
+        for load, suffix in LOADS:
+            ours, peer = by_label.get(f"ours{suffix}"), by_label.get(f"figaroh{suffix}")
+            if ours is None or peer is None:
+                continue
+            same = "–"
+            if suffix:
+                ours_same = same_prediction(ours, by_label.get("ours"))
+                peer_same = same_prediction(peer, by_label.get("figaroh"))
+                same = f"ours {ours_same}, FIGAROH {peer_same}"
+            table.append({
+                "n ident": str(case.size),
+                "load": load,
+                "ours wall s": _f(_stat(ours, "wall_s"), 2),
+                "FIGAROH wall s": _f(_stat(peer, "wall_s"), 2),
+                "wall ratio": _ratio(_stat(ours, "wall_s"), _stat(peer, "wall_s")),
+                "ours samples/s": _rate(case.size, _stat(ours, "wall_s")),
+                "ours peak MB": _f(_stat(ours, "peak_memory_mb"), 0),
+                "FIGAROH peak MB": _f(_stat(peer, "peak_memory_mb"), 0),
+                "memory ratio": _ratio(
+                    _stat(ours, "peak_memory_mb"), _stat(peer, "peak_memory_mb")
+                ),
+                "ours / FIGAROH tree RSS sum MB": (
+                    f"{_f(_stat(ours, 'peak_rss_mb'), 0)} / {_f(_stat(peer, 'peak_rss_mb'), 0)}"
+                ),
+                "ours RMSE": _f(ours.own.rmse if ours.own else None),
+                "FIGAROH RMSE": _f(peer.own.rmse if peer.own else None),
+                "predictions vs idle": same,
+                "FIGAROH status": peer.run.status,
+            })  # fmt: skip
     return table
+
+
+def roofline_lines(cases: list[tuple[CaseResult, list[Row]]]) -> list[str]:
+    """Per UR10e size and load: the regressor kernel's samples/s alone against the whole
+    command's (identification samples / its wall time), and the share of the kernel's."""
+    lines = []
+    for case, rows in cases:
+        by_label = {r.run.label: r for r in rows}
+        for load, suffix in LOADS:
+            kernel = case.roofline.get(load)
+            if not kernel:
+                continue
+            wall = _stat(by_label.get(f"ours{suffix}"), "wall_s")
+            rate = kernel["samples_per_s"]
+            whole = (
+                f"whole command {_rate(case.size, wall)} samples/s "
+                f"({100 * case.size / wall / rate:.2g} % of the kernel)"
+                if wall else "whole command –"
+            )  # fmt: skip
+            lines.append(
+                f"- {case.case} {case.size} samples, {load}: roofline: kernel {sci(rate)} "
+                f"samples/s ({kernel['engine']}, {kernel['threads']} threads, calls of "
+                f"{kernel['chunk']} samples, best of {kernel['passes']} passes: "
+                f"{kernel['seconds']:.3g} s), {whole}"
+            )
+    return lines
 
 
 # issue 13's targets for the project's defaults: (case, measure, bound); ratios ours / FIGAROH
@@ -288,6 +362,7 @@ def details(cases: list[tuple[CaseResult, list[Row]]]) -> list[dict]:
             "validation": str(case.validation),
             "columns": dataclasses.asdict(case.columns),
             "notes": case.notes,
+            "roofline": case.roofline,
             "runs": [{
                 "tool": row.run.tool, "label": row.run.label, "size": row.run.size,
                 "ident": row.run.ident, "status": row.run.status,
@@ -324,7 +399,10 @@ def write_results(out: Path, cases: list[CaseResult], header: dict) -> str:
         "it. 'RMSE ratio (those rows)': ours / FIGAROH fixed; 'RMSE ratio vs better FIGAROH': "
         "ours / whichever of FIGAROH fixed and tuned has the lower RMSE on the rows all three "
         "predicted. |dq| bands (rad/s, the joint's own recorded speed): rest < 0.01, creep "
-        "0.01-0.05, slow 0.05-0.2, fast >= 0.2; RMSE Nm (share of the scored samples).",
+        "0.01-0.05, slow 0.05-0.2, fast >= 0.2; RMSE Nm (share of the scored samples). "
+        "'(busy)' (UR10e, --busy): the same runs beside one process spinning on a core "
+        "(a user's laptop with a browser open); 'ours (busy) / figaroh (busy)' compares "
+        "them; their predictions should be identical to the idle runs' (timing table).",
         "",
         "## Accuracy, time and memory",
         "",
@@ -338,6 +416,14 @@ def write_results(out: Path, cases: list[CaseResult], header: dict) -> str:
         "## Timing rows (simulated UR10e, whole command: start, read, identify, predict, write)",
         "",
         markdown(timing),
+        "## Roofline (UR10e: the regressor kernel alone against the whole command)",
+        "",
+        "`RegressorBuilder.rigid_body` (the compiled batch kernel) timed in the benchmark's "
+        "process on the same identification samples as the command, against the whole "
+        "command's identification samples / wall time (median run).",
+        "",
+        *(roofline_lines(scored) or ["(none)"]),
+        "",
         "## Notes",
         "",
         *notes,

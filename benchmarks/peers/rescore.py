@@ -19,7 +19,7 @@ def load_cases(out: Path) -> tuple[list[CaseResult], dict]:
     for case in saved["cases"]:
         result = CaseResult(
             case["case"], case["size"], Path(case["validation"]), 0, notes=case["notes"],
-            columns=Columns(**case.get("columns", {})),
+            columns=Columns(**case.get("columns", {})), roofline=case.get("roofline", {}),
         )  # fmt: skip
         for run in case["runs"]:
             stats = RunStats.from_dict(run["stats"]) if run["stats"] else None

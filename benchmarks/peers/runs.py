@@ -28,6 +28,7 @@ class Settings:
     repeat: int = 1  # runs of each tool on a timed case (UR10e), alternating; the median kept
     tune_figaroh_up_to: int | None = 20_000  # FIGAROH tuned on at most this many samples
     figaroh_full_grid: bool = False  # FIGAROH tuned: the whole grid, not the staged search
+    busy: bool = False  # timed cases: both tools again beside one process spinning on a core
 
 
 @dataclass
