@@ -163,10 +163,6 @@ class RecursiveLeastSquares:
         self._p = np.ascontiguousarray(p)
         self._trace = float(self._p.trace())
 
-    def clear_history(self) -> None:
-        """Forget the recorded snapshots and running-RMSE points (for long online runs)."""
-        self._snapshot_t, self._snapshot_theta, self._rmse_t, self._rmse = [], [], [], []
-
     @staticmethod
     def single_threaded() -> threadpool_limits:
         """Context manager limiting BLAS to one thread: wrap an online loop of `update` calls
