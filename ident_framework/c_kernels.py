@@ -4,38 +4,15 @@ cached per user, loaded with ctypes; numba runs the same loops where no compiler
     library = load("ident_framework.model", "rigid_body_kernel.c", {name: (restype, argtypes)})
 
 returns the ctypes library of that source (package data beside the numba kernel it stands in
-for, with the functions' signatures set), the same object on every call of the process; or
-None when no C compiler works: the caller then runs its numba kernel, and this module says so
-once per process in one warning line. IDENT_FRAMEWORK_NATIVE=0 asks for the numba kernels
-(the tests run both). ctypes releases the GIL during each call.
+for, signatures set), the same object on every call of the process; or None when no C compiler
+works (the caller then runs its numba kernel; one warning line per process).
+IDENT_FRAMEWORK_NATIVE=0 asks for the numba kernels. The compiler is `$CC` or the first of cc,
+gcc, clang on PATH; builds are cached in `$XDG_CACHE_HOME/ident_framework/native/` (default
+~/.cache/...), keyed by source, flags, compiler, machine and CPU, with a private temp folder
+when that one cannot be used. `numba_for_fallback()` imports numba for the fallback kernels
+(`data/zero_phase_kernel.py`, `model/rigid_body_kernel.py`), set up fork-safe.
 
-- Compiler: `$CC` (split as a shell would) or the first of cc, gcc, clang on PATH, with `FLAGS`:
-  -O2 (gcc 12's -O3 unrolled the filter's channel loops into scalar code, ~1.5x slower; the
-  regressor runs as fast at either), no FMA contraction and no fast-math (the results are the
-  numba kernels', bit for bit; contraction would make the regressor ~15 % faster and differ
-  in the last bit), -march=native (the filter's channel tiles use this CPU's vector width;
-  where the compiler refuses it, `PORTABLE_FLAGS`).
-- Cache: `$XDG_CACHE_HOME/ident_framework/native/<name>-<key>.so` (default ~/.cache/...), key
-  a hash of the source, the flags, the compiler's command and `--version`, the machine and the
-  CPU (-march=native). A build goes to a temporary file in that folder, then `os.replace`s into
-  place (concurrent processes each build whole files; the last rename wins). A folder that
-  cannot be made or written, or whose files cannot be loaded (a noexec mount), is passed over
-  for a private one in the temp dir (`ident_framework-native-<uid>`, mode 0700, ours).
-- numba (`numba_for_fallback()`), for the fallback kernels (`data/zero_phase_kernel.py`,
-  `model/rigid_body_kernel.py`), set up once: imported only when a numba loop is first
-  needed (its start costs ~0.25-0.3 s and ~110 MB a process). Numba's default threading layer
-  here is GNU OpenMP, which is not fork-safe (a forked child that runs a parallel region after
-  its parent did is aborted; the project forks workers, `parallel_work.py`): unless a layer was
-  chosen (NUMBA_THREADING_LAYER), the fork-safe one is asked for (`"forksafe"`: TBB if
-  installed, else numba's workqueue) before any parallel region has run. And no SciPy: numba's
-  import checks SciPy's version if it finds SciPy, and its first call of any compiled function
-  loads its typing registries, one of which checks for a BLAS by importing scipy.linalg (0.17
-  s, a third of numba's whole start). Our loops use no BLAS: both happen with SciPy hidden
-  (numba then records "no BLAS" for its own np.dot & co., which nothing here compiles), and
-  SciPy imports normally afterwards.
-- Cost (the 2-core test machine, gcc 12): a first build takes 0.14 s (regressor) and 0.22 s
-  (filter); afterwards a process pays ~3 ms for both (`cc --version`, ~2 ms, and the dlopen)
-  instead of numba's ~0.25-0.3 s (its import and first call) and ~110 MB.
+Rationale (flags, numba set-up, cost): docs/design.md#compiled-kernels
 """
 
 from __future__ import annotations

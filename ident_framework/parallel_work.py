@@ -1,24 +1,16 @@
 """How many cores to use, and independent CPU-bound tasks on forked worker processes.
 
-`worker_limit` caps the processes; `forked_map` runs tasks on forked workers and in this
-process, results sent back by pickle; `forked_pool` keeps forked workers for many small
-batches (the excitation search's candidates, a CMA-ES generation at a time; a search stage's
-candidates); `shared_zeros` makes an array the workers write into and the parent reads
-(large results, not pickled).
-
-The processes take tasks one at a time from a counter they share, this process among them
-(with N usable cores, N - 1 are forked): it is warm, where a fresh worker's first task pays
-for its new memory (~13,000 page faults, ~0.08 s, for a tuning's column space at 10⁵
-samples on the 2-core test machine), and it collects the workers' results between its own
-tasks. Threads do not help here: the work is many short compiled calls between Python lines,
-and the threads spend their time waiting for the interpreter lock (measured: slower on two
-threads than on one). Forked processes inherit the data without copying it and return only
-the small results.
+- `worker_limit()`: the processes to use (IDENT_FRAMEWORK_WORKERS caps it).
+- `forked_map(work, items)` (and `forked_imap`): runs tasks on forked workers and in this
+  process, results sent back by pickle.
+- `forked_pool`: keeps forked workers for many small batches (a CMA-ES generation at a time).
+- `shared_zeros`: an array the workers write into and the parent reads (large results).
 
 Serial where forking is not possible or not wise: one usable core, a single task, no `fork`
-start method (not Linux), inside a daemonic process (which may not have children), inside a
-task of a map (no map of maps), or when IDENT_FRAMEWORK_WORKERS=1 (the environment variable
-caps the process count).
+start method (not Linux), inside a daemonic process, inside a task of a map, or when
+IDENT_FRAMEWORK_WORKERS=1.
+
+Rationale: docs/design.md#parallel-work
 """
 
 from __future__ import annotations

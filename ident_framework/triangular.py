@@ -1,30 +1,15 @@
-"""Triangular factors and solves on numpy's own LAPACK, so that an identification does not
-import scipy.linalg (0.16 s: SciPy's array-API layer imports every numpy submodule, f2py
-and numpy.testing among them, measured with ``python -X importtime``).
+"""Triangular factors and solves on numpy's own LAPACK (no scipy.linalg import).
 
-`qr_r_in_place` is LAPACK's dgeqrf through ``numpy.linalg.lapack_lite`` (the routine
-``numpy.linalg.qr`` used before NumPy 1.22, still shipped), in place on a Fortran-ordered
-array like ``scipy.linalg.lapack.dgeqrf(a, overwrite_a=1)``; where that module is missing
-(another NumPy build) it falls back to SciPy's. `solve_upper` solves with an upper-triangular
-matrix: LAPACK's LU of a triangular matrix chooses no row exchange (every entry below the
-diagonal is already zero), so it is back substitution, as ``scipy.linalg.solve_triangular``.
+- `qr_r_in_place`, `qr_r_into`, `stacked_r`: the R factor of a QR (LAPACK dgeqrf through
+  ``numpy.linalg.lapack_lite``, SciPy's where that module is missing).
+- `solve_upper(r, b)`: back substitution, as ``scipy.linalg.solve_triangular``.
+- `spectral_solve`: regularised least squares from a triangular factor R_w = U S Vᵀ,
+  ``beta = prior + V diag(f_i / s_i) Uᵀ (rhs − R_w prior)`` with f_i = s_i² / (s_i² + λ²) for
+  ridge (λ = `ridge` × s_max) and f_i = [s_i ≥ `truncate` × s_max] for truncated SVD;
+  ridge = truncate = 0 is ordinary least squares.
+- `one_blas_thread()`: context manager limiting BLAS to one thread, cheap to enter often.
 
-Regularised least squares from a triangular factor (`spectral_solve`): ridge (Tikhonov) toward
-a prior and truncated SVD, the two remedies for an ill-conditioned regressor. Both are
-spectral filters of the SVD R_w = U S Vᵀ of the regressor's triangular factor (the same
-singular values and right vectors as the regressor W itself):
-
-    beta = prior + V diag(f_i / s_i) Uᵀ (rhs − R_w prior)
-
-with f_i = s_i² / (s_i² + λ²) for ridge (λ = `ridge` × s_max: scale free) and f_i = 1 for
-s_i ≥ `truncate` × s_max, else 0, for truncated SVD (the dropped directions keep the prior's
-value). ridge = truncate = 0 is ordinary least squares.
-
-One BLAS thread (`one_blas_thread`) for the many small factorisations of estimation and
-tuning: `threadpoolctl.threadpool_limits` scans every shared library of the process on each
-call (~4 ms here with numpy, scipy, Pinocchio and MuJoCo loaded: 0.35 s of CPU in a
-10^5-sample tuning that entered it 86 times); `one_blas_thread()` reuses a controller, built
-again only when one of the modules that bring a BLAS along has been imported since.
+Rationale: docs/design.md#triangular-factors-without-scipy
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from ident_framework.identify.excitation_objective import (
 )
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
-from ident_framework.modes.closed_loop import recording_role, twin_r2, validation_fit
+from ident_framework.modes.closed_loop import recording_role, validation_fit
 from ident_framework.sources.mujoco import noise_seed
 from ident_framework.testing.cli import error_message, run_cli
 from ident_framework.testing.known_truth import multisine
@@ -72,10 +72,10 @@ def test_concatenate_refuses_other_joints():
 
 def test_judged_r2_is_the_twin_when_present_else_the_physical_model():
     metrics = {"validation": {"physical": {"rmse": 2.0, "r2": 0.98}}}
-    assert twin_r2(metrics) == 0.98
+    assert validation_fit(metrics)[1] == 0.98
     assert validation_fit(metrics) == (2.0, 0.98, "physical")
     metrics["twin"] = {"inverse_dynamics": {"rmse": 1.9, "r2": 0.985}}
-    assert twin_r2(metrics) == 0.985
+    assert validation_fit(metrics)[1] == 0.985
     assert validation_fit(metrics) == (1.9, 0.985, "twin")
 
 

@@ -1,34 +1,16 @@
-"""The signal filters of the preprocessing, in numpy (and a compiled loop): a zero-phase
-Butterworth low-pass (design and forward-backward filtering), Savitzky-Golay differentiation
-and cubic-spline interpolation (jittery logs onto a uniform grid and back).
+"""The signal filters of the preprocessing, in numpy and a compiled loop (no scipy.signal):
 
-Low-pass. The same filter as ``scipy.signal.butter(order, cutoff, fs=rate, output="sos")``
-followed by ``scipy.signal.sosfiltfilt(sos, x, axis=0)`` (odd extension of 3 × (2 × sections
-+ 1) samples at both ends, each pass started in the steady state of its first sample), equal
-to it to rounding (tests compare both). It exists because importing ``scipy.signal`` costs ~0.5 s
-since SciPy 1.15 (it rewrites the docstrings of ~700 functions and imports scipy.stats), a
-quarter of a whole identification command at 10⁵ samples.
+- `butterworth_lowpass(order, cutoff_hz, rate_hz)` and `zero_phase_filter(sos, x)`: equal to
+  ``scipy.signal.butter(..., output="sos")`` and ``scipy.signal.sosfiltfilt(sos, x, axis=0)``
+  to rounding (same odd extension and steady-state start). The recursion runs in
+  `zero_phase_kernel.c` (loaded by `c_kernels.py`; numba's `zero_phase_kernel.py` where no C
+  compiler works, bit for bit the same). `x` may be any strided float64 view.
+- `savgol_derivative`: equal to ``scipy.signal.savgol_filter(x, window, polyorder, deriv,
+  delta, axis=0)`` in mode "interp".
+- `cubic_spline`: jittery logs onto a uniform grid and back (imports scipy.interpolate only
+  then).
 
-The recursion (each section in transposed direct form II, as ``scipy.signal.sosfilt``) is a
-compiled loop, `zero_phase_kernel.c` (C99, built on first use and loaded with ctypes by
-`c_kernels.py`; where no C compiler works, the numba loop `zero_phase_kernel.py` runs instead,
-bit for bit the same): over a tile of up to 16 channels side by side, so that the channels'
-independent recursions overlap in the processor instead of each waiting on its own, in runs of
-64 samples that go through one section after another while they stay in the L1 cache. `x` and
-`out` may be any strided float64 views (e.g. ``x.T``). On the 2-core test machine, 10⁵
-samples, order 4 (`benchmarks/bench_zero_phase_filter.py`, best of 5): 4-5.5 ns per sample and
-channel for channels in rows (parallel friction columns), 5-8 ns for columns of a (N, ch)
-array (numba's: 4-6.5 and 4-8.5 ns), against 13-21 ns for SciPy's sosfiltfilt.
-
-Differentiation (`savgol_derivative`). The same as ``scipy.signal.savgol_filter(x, window,
-polyorder, deriv, delta, axis=0)`` in its default mode "interp" (equal to rounding; tests
-compare both): inside, the least-squares polynomial of each centred window differentiated at
-its centre (one weighted sum per sample); in the first and last half windows, the polynomial
-fitted to the first and last whole window, differentiated at each sample. Written here so that
-preprocessing does not import scipy.signal.
-
-Interpolation (`cubic_spline`): scipy.interpolate is imported only when a jittery log needs
-it (it costs ~0.2 s).
+Rationale and timings: docs/design.md#signal-filters
 """
 
 from __future__ import annotations

@@ -1,45 +1,25 @@
-"""Preprocessing: each recording, and each piece of it between timestamp gaps, filtered and
-differentiated on its own (`filter_segment`), then stacked.
+"""Preprocessing: filter and differentiate a dataset's joint signals, recording by recording
+and piece by piece between timestamp gaps (`preprocess`, one piece: `filter_segment`).
 
-A dataset may hold several recordings (`Dataset.recorded.recording`, e.g. several CSV files):
-no filter or derivative runs across a file boundary or across a gap inside a file (a step
-longer than MAX_GAP_STEPS median steps: lost packets, a paused recorder). Each piece keeps its
-recorded rows except the few at its ends the filters cannot serve; a piece too short to
-filter is dropped and counted (when it is all a recording holds, that is an error). The
-report (`metadata["preprocessing"]`) gives per recording the samples in and out, the edge
-samples dropped, the gaps and the dropped pieces.
+Input: a `Dataset` with timestamps (s), q (rad), measured dq (rad/s, optional) and tau (Nm).
+Output: the same recorded rows (timestamps and torque as recorded) minus the `trim_s` at each
+piece's ends, with filtered q, dq, tau and ddq (rad/s²). Per piece:
 
-A dataset that already carries exact accelerations (`ds.ddq` is not None, e.g. a simulation
-that knows them) is returned as it is: exact data need no preprocessing.
+1. jittery timestamps (`resample: auto`, steps off the median by > 5 %) are interpolated onto
+   a uniform grid at the median step;
+2. q, tau and the measured dq pass a zero-phase Butterworth low-pass (`filters.py`, cut-off
+   in Hz);
+3. dq is the filtered measured velocity or the Savitzky-Golay derivative of q, ddq the
+   Savitzky-Golay derivative of dq (centred windows: no half-sample shift);
+4. a resampled piece is mapped back onto its recorded timestamps; joint temperatures (°C)
+   are kept unfiltered.
 
-One piece (`filter_segment`) is filtered and differentiated on its recorded timestamps, all
-joints at once, no per-sample loops:
+No filter runs across a recording boundary or a gap (> MAX_GAP_STEPS median steps); a piece
+too short to filter is dropped and counted. A dataset that already carries exact
+accelerations (`ds.ddq`) is returned as it is. The report goes to
+`metadata["preprocessing"]`.
 
-1. Timestamps: when the steps jitter (max |dt - median dt| > 5 % of the median, `resample`
-   "auto") every signal is interpolated (cubic spline through the recorded samples) onto a
-   uniform grid at the median step. Filters assume uniform sampling; treating a 2-16 ms
-   jittery log as uniform gives acceleration errors of the order of the signal itself.
-2. q, tau (and the measured dq) pass a zero-phase Butterworth low-pass (forward-backward as
-   scipy.signal.sosfiltfilt, `filters.py`), cut-off
-   in Hz converted with the actual sample rate.
-3. dq: the filtered measured velocity, or the Savitzky-Golay derivative of the filtered q.
-   ddq: the Savitzky-Golay derivative of dq. The window is centred (odd length), so each
-   derivative belongs to the sample at the window centre: no half-sample shift.
-4. Back to the recorded rows: on a uniform log the grid is the recording; a resampled one's
-   filtered signals are mapped back onto the recorded timestamps by cubic spline. The rows
-   within `trim_s` of either end are dropped (the filters' edge transients); every other
-   recorded row is kept, with its timestamp and torque as recorded (`Dataset.recorded`).
-   Joint temperatures (°C), when recorded, are kept as recorded at those rows (unfiltered:
-   they change over minutes).
-
-Edge length (default `trim_s`): measured on multi-sines (0.1-1.3 Hz) at 100, 500 and 1000 Hz,
-20 Hz order-4 cut-off, against the same filters run on a longer record of the same signal, the
-largest edge error of ddq relative to max |ddq| after N time constants of the filter's slowest
-pole (plus half the Savitzky-Golay window): with the measured velocity (ddq is one derivative
-of the filtered dq) 1.8e-3 at 4, 4.4e-4 at 6, 3.4e-5 at 8; with dq from q (two derivatives of
-the filtered q) 9e-2 at 4, 8e-3 at 6, 1.6e-3 at 8, 2.5e-5 at 12. The default keeps the edge
-error below 1e-4 of max |ddq| (far below any torque sensor's noise): 8 time constants with the
-measured velocity (0.181 s with the window, 20 Hz, 500 Hz), 12 from q (0.265 s).
+Rationale (jitter, default edge length): docs/design.md#preprocessing
 """
 
 from __future__ import annotations

@@ -1,36 +1,23 @@
-"""Built-in estimator `consistent`: physically consistent identification (convex, cvxpy).
+"""Built-in estimator `consistent`: physically consistent identification (convex, cvxpy), after
+Wensing, Kim and Slotine (2017).
 
 Solved in the full standard parameter space theta (every link's 10 inertial parameters,
-friction, rotor inertia, offsets), after Wensing, Kim and Slotine (2017): a maximum a
-posteriori estimate under the physical constraints,
+friction, rotor inertia, offsets) as a maximum a posteriori estimate under the physical
+constraints:
 
     minimise   chi2(theta) + regularization * ||P_N S^-1 (theta - theta_nom)||²
     subject to J_k(theta) ⪰ psd_margin · M_k diag(L_k², L_k², L_k², 1)   (each link k)
                friction >= 0, rotor inertia >= 0                          (offsets free)
 
-- Data term chi2: the excess of the residual sum of squares over the least-squares minimum,
-  in units of the LS residual variance sigma² = RSS_LS / (rows - rank), computed from the
-  per-joint triangular factors R_j of [Y_j | tau_j] (sum_j ||R_j [theta; -1]||²), never from the
-  regressor. The LS residual norm is floored at `RESIDUAL_FLOORS[0]` × the torque norm, so
-  noise-free data keep a finite (huge) weight: their fit is then exact to ~1e-12. Only when
-  noise-free data contradict the constraints (the solver then fails on the extreme scaling) is
-  the floor raised, step by step (`residual_floor_` tells which one was used).
-- Scaling: theta = S x. Link k is scaled by its nominal mass M_k and radius of gyration L_k
-  about its joint frame (m ~ M, h ~ M L, I ~ M L²), so that pseudo_inertia(x_k) = J_k / M_k
-  congruence-scaled: entries of order one, and the margin is relative to the link. Friction,
-  rotor inertia and offset are scaled by the data (the value that alone explains the joint's
-  torque norm). The conic problem is posed in whitened coordinates, x = x_LS + G u + N w:
-  u (rank) with chi2 = ||u||², and w (null space) with P_N x = N w; both of order one.
-- Regularisation: only the component of x - x_nom in the null space of the base parameters
-  (N: orthonormal basis of null(C S), C = combination) is pulled toward the nominal model, so
-  the identifiable combinations are not biased by it; `regularization` = 1 / s² for a Gaussian
-  prior of standard deviation s (scaled units, e.g. 0.2 = 20 % of the link's nominal mass M,
-  M L, M L²) on those directions.
-- Polish: if u = 0 (the LS fit) with the solver's w keeps every constraint, it is taken (it
-  lowers the objective, so it is the optimum): noise-free agreement with `ls` is then exact.
+chi2 is the excess residual sum of squares over least squares in units of the LS residual
+variance; S scales each link by its nominal mass M_k (kg) and radius of gyration L_k (m); only
+the null-space component (P_N) of the deviation from the nominal model is regularised
+(`regularization` = 1/s² for a prior of standard deviation s in those scaled units, e.g.
+0.2 = 20 %). Results: `coef_` (base parameters), `standard_coef_`, `report_` (the physical
+checks), `residual_floor_` (the LS residual floor used). Base-parameter standard deviations
+are those of ordinary least squares (they ignore the constraints).
 
-Base-parameter standard deviations are those of ordinary least squares (residual variance and
-(WᵀW)⁻¹): an approximation that ignores the constraints.
+Rationale (scaling, floors, polish): docs/design.md#physically-consistent-estimator
 """
 
 from __future__ import annotations

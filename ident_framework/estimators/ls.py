@@ -94,14 +94,6 @@ def nominal_base(problem: LinearProblem) -> np.ndarray | None:
     return standard.combination @ np.asarray(standard.nominal, dtype=float)
 
 
-def solve_regularised(
-    problem: LinearProblem, ridge: float, truncate: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """(beta, std): ridge / truncated SVD toward the nominal base parameters."""
-    beta, covariance = regularised_with_covariance(problem, ridge, truncate)
-    return beta, np.sqrt(np.diag(covariance))
-
-
 def regularised_with_covariance(
     problem: LinearProblem, ridge: float, truncate: float
 ) -> tuple[np.ndarray, np.ndarray]:

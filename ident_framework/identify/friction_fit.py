@@ -1,29 +1,14 @@
 """Nonlinear friction parameters by variable projection (separable nonlinear least squares).
 
-The model tau = W(theta) beta + e is linear in beta (rigid-body, friction coefficients, rotor
-inertia, offsets) and nonlinear in theta, the friction model's nonlinear parameters per joint
-(a Stribeck velocity, LuGre's shape). For every theta the best beta is a linear least-squares
-solution; `scipy.optimize.least_squares` minimises the remaining torque residual
-r(theta) = tau - W(theta) beta*(theta) over theta alone, within the plugin's bounds, from the
-plugin's starting points (which it chooses given the Coulomb-viscous solution).
+tau = W(theta) beta + e is linear in beta (rigid-body, friction coefficients, rotor inertia,
+offsets) and nonlinear in theta, the friction model's nonlinear parameters per joint (a
+Stribeck velocity in rad/s, LuGre's shape). For every theta the best beta is a linear
+least-squares solution; `scipy.optimize.least_squares` minimises the torque residual
+r(theta) = tau - W(theta) beta*(theta) (Nm) over theta alone, within the plugin's bounds, from
+the plugin's starting points. A nonlinear parameter whose bounds are equal is held at that
+value.
 
-Cheap evaluations. Row j of W (joint j's torque) is [A_j | F_j(theta_j) | D_j]: the rigid-body
-part A_j and the rotor-inertia / offset columns D_j do not depend on theta, and the friction
-columns F_j depend on joint j's theta only. Once per fit: X_j = [A_j P_j | D_j] = Q_j R_j (thin
-QR; A_j projected onto its structural row space P_j, as in linear_problem.py) and Q_jᵀ tau_j.
-Per evaluation and joint: G_j = Q_jᵀ F_j and the triangular factor R_c of the part of
-[F_j | tau_j] outside span(Q_j); then S_j = [[R_j, G_j, Q_jᵀ tau_j], [0, R_c]] satisfies
-S_jᵀ S_j = [X_j | F_j | tau_j]ᵀ [X_j | F_j | tau_j]. Stacked over joints and mapped to the
-base parameters, S holds the whole linear problem in a few hundred rows: beta* is a small
-least-squares solve, and each joint's residual r_j = tau_j - Q_j (R_j b) - F_j c_j costs
-O(N·m_j). (The reduced residual S [beta*; -1] has the same norm, but it rotates with theta:
-as least_squares' residual it stalled Gauss-Newton, 200 evaluations without converging where
-the torque residual takes 6.) The Jacobian (forward differences) moves parameter i of every
-joint at once: one basis evaluation yields every joint's moved S_j, and each column then needs
-one small solve with one block replaced.
-
-A nonlinear parameter whose bounds are equal (lower == upper) is held at that value: the fit
-runs over the others (a plugin's simpler variant, e.g. LuGre without its Stribeck curve).
+Rationale (cheap evaluations, residual choice): docs/design.md#nonlinear-friction-fit
 """
 
 from __future__ import annotations

@@ -1,56 +1,20 @@
-"""Recursive least squares with exponential forgetting: the core that `estimator=rls`
-(`estimators/rls.py`, whole recordings) and the online service (`online/`, sample by sample)
-share.
+"""Recursive least squares with exponential forgetting, shared by `estimator=rls`
+(`estimators/rls.py`, whole recordings) and the online service (`online/`, sample by sample).
 
-Per sample k (one robot sample: n joints, i.e. n regressor rows at once), as in the source
-study but as a vectorised block update with the matrix inversion lemma::
+One update per robot sample, all n joints at once: phi (n, r) are the sample's base regressor
+rows, y (n,) its joint torques (Nm)::
 
-    S_k = lam I_n + phi P phi^T                     (n x n innovation matrix)
-    K_k = P phi^T S_k^-1                            (r x n gain)
-    theta_k = theta_{k-1} + K_k (y_k - phi theta_{k-1})
-    P_k = (I - K_k phi) P_{k-1} / lam
+    S = lam I_n + phi P phi^T,   K = P phi^T S^-1
+    theta += K (y - phi theta),  P = (I - K phi) P / lam
 
-with phi (n, r) the base regressor rows of the sample and y (n,) its joint torques (Nm).
-Computed through the Cholesky factor S = L L^T: G = L^-1 phi P, z = L^-1 e, theta += G^T z,
-P = (P - G^T G) / lam. G^T G is one symmetric rank-n product (BLAS syrk), so P stays exactly
-symmetric (and is re-symmetrised every few hundred updates regardless); a failing Cholesky
-factorisation of S (P no longer positive definite) triggers an eigenvalue repair of P.
-With lam = 1 the block update equals n sequential scalar updates (and batch LS with the prior
-P0 = alpha I, i.e. a ridge of 1/alpha); with lam < 1 it forgets once per sample (per time
-step) rather than once per row.
+`forgetting` lam is per sample (memory 1/(1 - lam) samples: 0.999 at 500 Hz is about 2 s;
+1 is batch least squares with the ridge 1/alpha). `max_trace` bounds trace(P) by variable
+forgetting (anti-windup under poor excitation). `coef_std_` (units of theta) is
+the least-squares standard deviation with lam = 1, that of the memory window with lam < 1.
+Snapshots of theta every `checkpoint_s` s and the running a-priori RMSE (Nm) over
+`running_window_s` s feed rls_snapshots.csv and rls_running_rmse.csv.
 
-Forgetting: lam is per sample; the memory is 1/(1 - lam) samples, e.g. 0.999 at UR's 500 Hz
-remembers about 2 s.
-
-Anti-windup: bounded trace by variable forgetting. When the excitation is poor, P grows by
-1/lam per sample in the directions no sample informs, without bound (P ~ lam^-k: at lam = 0.99
-it loses positive definiteness to round-off within a few thousand samples and overflows after
-about 70,000), and the next informative sample then causes a burst.
-Each update therefore uses lam_eff = max(lam, trace(P_{k-1}) / max_trace) in place of lam,
-which guarantees trace(P_k) <= max_trace (so P is bounded, and stays positive definite
-because the update only subtracts a positive semidefinite term from a PD matrix and divides
-by a positive number). While the bound is inactive this is exactly the algorithm above. It
-was chosen over directional forgetting because it costs one scalar per update (the trace,
-52 numbers) instead of a projection onto the excited subspace, has one interpretable knob
-(default: the initial trace alpha * r, i.e. the estimator never becomes less certain than it
-started), and never changes a well-excited run. Its price: while poorly excited at the bound,
-forgetting slows down in the excited directions too, so tracking resumes only once the
-excitation is rich again (directional forgetting would keep forgetting there).
-
-Standard deviations: sample i has weight w_i = lam^(k-i) in the cost at sample k. The weighted
-residual sum V_k = lam (V_{k-1} + z^T z) (exact recursion of the minimum of the weighted cost,
-Nm²) gives sigma² = V / (n S1 - r c), with S1 = sum_i w_i, S2 = sum_i w_i² and c = S2 / S1
-(c = 1 with lam = 1; with lam < 1 it falls to 1/(1 + lam) after a few memory lengths). The
-covariance of the weighted estimate is sigma² P (sum_i w_i² phi_i^T phi_i) P ~= sigma² c P for
-stationary excitation, so coef_std_ = sqrt(sigma² c diag P): with lam = 1 it is the LS
-standard deviation; with lam < 1 it is that of an estimate from the memory window (about
-2/(1 - lam) effective samples), not from the whole recording. With the trace bound active the
-same formulas use lam_eff.
-
-Snapshots of theta every `checkpoint_s` seconds of data and the running RMSE (Nm) of the
-a-priori error y - phi theta_{k-1} over the last `running_window_s` seconds are kept (the
-estimator writes them into the run directory: rls_snapshots.csv, rls_running_rmse.csv and two
-plots).
+Rationale: docs/design.md#recursive-least-squares
 """
 
 from __future__ import annotations
@@ -162,10 +126,6 @@ class RecursiveLeastSquares:
         self._theta = theta.copy()
         self._p = np.ascontiguousarray(p)
         self._trace = float(self._p.trace())
-
-    def clear_history(self) -> None:
-        """Forget the recorded snapshots and running-RMSE points (for long online runs)."""
-        self._snapshot_t, self._snapshot_theta, self._rmse_t, self._rmse = [], [], [], []
 
     @staticmethod
     def single_threaded() -> threadpool_limits:

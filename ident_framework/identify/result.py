@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from ident_framework.model.regressor import RegressorBuilder
     from ident_framework.model.robot import RobotModel
 
-SPLITS = ("train", "validation")  # the two datasets of a run, in the order metrics.json has
-
 
 class StepTimer:
     """Wall time per pipeline step, in s; each step says when it ends, with its time, when

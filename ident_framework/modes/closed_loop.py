@@ -9,7 +9,7 @@ excitation (data-source role `identification` in round 0, `identification_<k+1>`
 simulated robot draws fresh measurement noise), preprocesses it on its own and stacks it under
 the earlier recordings (`dataset.concatenate`: the regressor is per sample, so this is the
 union). The validation recording is acquired once, in round 0, so every round's R² is comparable.
-The fit judged is the twin's (`twin_r2`): MuJoCo inverse dynamics of the written-back twin on
+The fit judged is the twin's (`validation_fit`): MuJoCo inverse dynamics of the written-back twin on
 the validation recording when the run produced it, else the identified physical model's.
 """
 
@@ -51,12 +51,6 @@ def validation_fit(metrics: dict[str, Any]) -> tuple[float, float, str]:
         return float(twin.get("rmse", math.nan)), float(twin["r2"]), "twin"
     physical = metrics["validation"]["physical"]
     return float(physical["rmse"]), float(physical["r2"]), "physical"
-
-
-def twin_r2(metrics: dict[str, Any]) -> float:
-    """Validation R² of the twin (MuJoCo inverse dynamics of the written-back model), or of the
-    physical model when no twin was checked (parameters not physically valid)."""
-    return validation_fit(metrics)[1]
 
 
 def recording_role(k: int) -> str:

@@ -60,7 +60,6 @@ class CausalPolynomialFilter:
         self._head = 0  # next row to write (circular)
         self._offsets: np.ndarray | None = None  # time offsets of the cached operator
         self._operator = np.zeros((2, window))  # rows: value, derivative at the centre
-        self._scale = 1.0
 
     @property
     def delay_s(self) -> float | None:
@@ -97,7 +96,6 @@ class CausalPolynomialFilter:
         pinv = np.linalg.pinv(vander)  # (d+1, M): coefficients of the fit
         self._operator = np.vstack([pinv[0], pinv[1] / scale])
         self._offsets = offsets.copy()
-        self._scale = scale
         return self._operator
 
 

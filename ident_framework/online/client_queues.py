@@ -14,14 +14,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass
 class Client:
     id: int
     queue: asyncio.Queue
-    connected_at: float = field(default_factory=time.monotonic)
     dropped: int = 0
     sent: int = 0
     stalled_since: float | None = None

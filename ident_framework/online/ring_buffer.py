@@ -64,8 +64,3 @@ class RingBuffer:
         if start + m <= self.capacity:
             return self._rows[start : start + m].copy()
         return np.concatenate([self._rows[start:], self._rows[: (start + m) % self.capacity]])
-
-    def since(self, column0_after: float) -> np.ndarray:
-        """Rows whose first column (e.g. time) is > `column0_after`, oldest first."""
-        rows = self.to_array()
-        return rows[np.searchsorted(rows[:, 0], column0_after, side="right") :]

@@ -67,13 +67,11 @@ class ServiceState:
         self.status = "running"
         self.final: dict[str, Any] | None = None
         self.error: str | None = None
-        self.frames_received = 0
         self.started = time.time()
 
     def ingest(self, frame: dict[str, Any]) -> None:
         trace = frame["trace"]
         with self._lock:
-            self.frames_received += 1
             if trace["t"]:
                 rows = np.column_stack(
                     [trace["t"], np.asarray(trace["tau_meas"]).T, np.asarray(trace["tau_pred"]).T]

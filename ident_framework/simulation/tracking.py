@@ -1,29 +1,19 @@
 """Closed-loop MuJoCo simulation of a robot following a reference, recorded like RTDE would.
 
-The controller knows only its own model (normally the nominal robot): it applies computed-torque
-feed-forward from that model (precomputed for the whole reference in one pass) plus joint PD
-feedback (gains tuned on the driven robot, see `default_gains`); the motors saturate at the
-joints' effort limits. The "real" robot is another model (`perturbed_robot.perturb_robot`, or
-any MJCF).
+`simulate` drives the "real" robot (`perturbed_robot.perturb_robot`, or any MJCF) along a
+reference (q in rad, dq in rad/s, ddq in rad/s², t in s) with computed-torque feed-forward from
+the controller's own model (normally the nominal robot) plus joint PD feedback
+(`default_gains`); the motors saturate at the joints' effort limits. It returns a `Dataset`
+(torques in Nm, the accelerations the simulator applied). The integrator is explicit Euler
+(MuJoCo's `eulerdamp` off), so every recorded row satisfies the rigid-body + rotor-inertia +
+viscous + Coulomb model exactly; a diverging run raises a UserError.
 
-Integrator: explicit Euler with MuJoCo's `eulerdamp` flag disabled. Then every step k uses the
-state (q_k, dq_k) and torque tau_k to compute qacc_k = M(q_k)⁻¹(tau_k - h(q_k, dq_k)
-- D dq_k - f_c,k) explicitly, and advances dq_{k+1} = dq_k + dt·qacc_k, q_{k+1} = q_k +
-dt·dq_{k+1}. A recorded row (q_k, dq_k, tau_k, qacc_k) satisfies the rigid-body + rotor-inertia
-+ viscous + Coulomb model exactly (Coulomb x sign(dq) to 1e-6 Nm above 0.05 rad/s; below,
-MuJoCo's friction loss is a soft constraint), and forward differences of dq are exactly qacc.
-`implicitfast` (the MJCF's default) would integrate damping implicitly, which makes data look
-as if the rotor inertia were armature + dt·damping. Explicit damping is stable while
-dt·(D + kd)/M_jj << 2; with UR rotor inertias at 1 kHz it is below 0.25 on every joint. A
-diverging run raises a UserError.
+Thermal model (`SimulationParams`: `temperature_c`, `friction_temperature_coefficient`,
+`friction_reference_c`): joint temperatures run linearly over the recording (°C, recorded as
+`Dataset.temperature`) and the MJCF's damping and frictionloss are scaled by (1 - k (T - T0))
+at every sample (a plugin's true friction is not scaled).
 
-Thermal model (`SimulationParams`: `temperature_c`,
-`friction_temperature_coefficient`, `friction_reference_c`): every joint's temperature runs
-linearly from T_start to T_end over the recording (°C, recorded as `Dataset.temperature`,
-RTDE's `joint_temperatures`), and the MJCF's damping and frictionloss are scaled by
-(1 - k (T - T0)) at every recorded sample, set in `model.dof_damping` / `dof_frictionloss`
-between MuJoCo steps (a plugin's true friction is not scaled). The simulated truth then
-carries `temperature` (k, T0, the profile).
+Rationale (integrator): docs/design.md#simulated-robot
 """
 
 from __future__ import annotations

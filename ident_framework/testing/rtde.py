@@ -25,7 +25,6 @@ import numpy as np
 class EmulatorProcess:
     host: str
     process: subprocess.Popen
-    ready_line: str
     stderr: list[str] = field(default_factory=list)
 
 
@@ -37,7 +36,7 @@ def running_emulator(host: str, *args: str, timeout_s: float = 60.0) -> Iterator
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
     )
-    emulator = EmulatorProcess(host, process, "")
+    emulator = EmulatorProcess(host, process)
     reader = threading.Thread(
         target=lambda: emulator.stderr.extend(process.stderr),
         daemon=True,  # type: ignore[arg-type]
@@ -50,7 +49,6 @@ def running_emulator(host: str, *args: str, timeout_s: float = 60.0) -> Iterator
             process.kill()
             reader.join(timeout=5)
             raise RuntimeError(f"emulator did not start: {line!r} {''.join(emulator.stderr)}")
-        emulator.ready_line = line.strip()
         yield emulator
     finally:
         if process.poll() is None:

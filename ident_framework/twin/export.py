@@ -1,28 +1,16 @@
 """Identified parameters written back into the digital twin: the text of `twin.xml` (MJCF) and
 `twin.urdf` (`reports/run_report.write_twin` writes the files).
 
-The twin is the robot's own model with each moving link's mass, centre of mass and full
-inertia, and each joint's viscous damping (Nm·s/rad), Coulomb friction loss (Nm) and rotor
-inertia (armature, kg·m²) replaced by the identified values. Only physically valid link
-parameters are ever written (`twin_problems`).
+The twin is the robot's own model with each moving link's mass (kg), centre of mass (m) and
+full inertia (kg·m²), and each joint's viscous damping (Nm·s/rad), Coulomb friction loss (Nm)
+and rotor inertia (armature, kg·m²) replaced by the identified values. Only physically valid
+link parameters are ever written (`twin_problems`). twin.xml is the robot's own MJCF text with
+exactly the edited attributes replaced at full precision, checked against an MjSpec edit;
+twin.urdf is generated from the compiled twin (URDF has no rotor-inertia field: the armature is
+only in twin.xml and parameters.yaml). A coupled transmission (`model/coupling.py`) is lumped
+into its joints' armature and damping, and write-back warns (`coupling_note`).
 
-twin.xml is edited with MuJoCo's MjSpec, which compiles and checks it; the file written is the
-robot's own MJCF text with exactly the edited attributes replaced at full precision (repr,
-`RobotModel.with_dynamics`), checked to compile to the same model as the MjSpec edit.
-MjSpec.to_xml is not used for writing: it prints every number of the model (kinematics
-included) with 6 significant digits and turns `fullinertia` into quat + diaginertia, which
-moves the dynamics by ~1e-5 Nm.
-twin.urdf is generated from the compiled twin (every body a link, every hinge a revolute
-joint, fixed bodies joined by fixed joints; inertia as principal moments in the frame of
-`<inertial><origin rpy>`; `<dynamics damping friction>`). URDF has no rotor-inertia field:
-the armature is only in twin.xml (and parameters.yaml); the URDF says so in a comment.
-
-Neither MJCF nor URDF can express a coupled transmission (`model/coupling.py`, a motor that
-drives two joints): `identified_dynamics` lumps the diagonal of each coupled motor's rotor
-inertia and viscous friction into its joints' armature and damping (Ia_m and fv_m on joint b,
-r² × them on joint a) and drops the rest — the cross terms r Ia_m ddq and r fv_m dq of one
-joint on the other, and the motor's Coulomb friction (a function of dq_b + r dq_a); write-back
-warns (`coupling_note`).
+Rationale: docs/design.md#twin-write-back
 """
 
 from __future__ import annotations

@@ -1,54 +1,23 @@
-"""Built-in residual learner `bpnn`: small MLPs (ReLU) per joint on the physical residual,
-judged on held-out motion before they are used, and shrunk where they do not know.
+"""Built-in residual learner `bpnn`: small per-joint MLPs (ReLU) on the physical residual
+tau_meas_j - tau_physical_j (Nm), judged on held-out motion before they are used and shrunk
+where they do not know.
 
-Inputs (`features`, `inputs`; `features.py`): joint j's network maps its standardised
-features — by default its own velocity and acceleration and the physical model's friction
-torque (chosen by held-out acceptance, see README) — to its standardised residual
-tau_meas_j − tau_physical_j (Nm). `features: auto`: every set of `feature_candidates` trains,
-per joint, as its own networks on the same folds (one batch; the inputs outside a set are 0),
-and each joint keeps the set whose worst fold lowered the held-out RMSE most; the validation
-data play no part (report_ `features_per_joint`, `candidate_worst_fold_reduction_percent`). The
-input scalers come from all identification samples
-(inputs only), the output scaler from the samples some fold trains on (no held-out target
-reaches the training).
+- Inputs (`features.py`): by default joint j's own velocity (rad/s), acceleration (rad/s²) and
+  the physical model's friction torque (Nm), standardised; `features: auto` picks a set per
+  joint from `feature_candidates` on held-out folds of the identification data.
+- Acceptance and trust (`acceptance.py`): a joint is corrected only when every held-out fold
+  lowers its RMSE by `acceptance_margin`; each prediction is scaled by the ensemble's agreement
+  and the distance to the training data. `report_` (metrics.json `residual`) and
+  `prediction_report_` say per joint what was accepted, corrected, shrunk and refused.
+- Training (`network.py`): every network (joints × folds × members) in one batched torch
+  computation, deterministic given `seed` on the CPU.
+- Files (`files.py`): `bpnn_weights.pt` and `bpnn_model.json`; a reloaded model reproduces the
+  predictions bitwise on the CPU.
 
-Held-out acceptance (`acceptance.py`): with several identification recordings, each fold
-holds one recording out and trains on the others; with one, one fold holds out, per joint,
-the region of the input space farthest from the data's centre (a periodic excitation's time
-blocks are repeats of the same motion, no test on their own) and a second fold the time tail.
-Per joint, the fold networks' corrections (shrunk as below) are scored on the samples they
-never saw: a joint whose held-out RMSE does not drop by at least `acceptance_margin`
-(fraction, default 2 %) in every fold keeps the physical model alone (its correction is 0
-everywhere). `report_` (metrics.json `residual`) gives per joint the held-out and the
-training-part RMSE with and without correction, the verdict and why.
+torch is optional (the `bpnn` extra); without it a `residual=bpnn` config
+is a UserError naming the install command. Settings: `params.py` (`BpnnParams`).
 
-Ensemble and trust (`acceptance.py`): each fold trains ceil(`ensemble_size` / folds)
-members (different initial weights); a prediction uses every fold's members: mean μ and
-spread σ, scaled by s = μ²/(μ² + κσ²) · s_dist (κ = `disagreement_weight`; s_dist falls
-from 1 at `trust_radius` to 0 at `refuse_radius`, the distance in standardised input space
-to the nearest training sample), and 0 outside the per-feature range guard (`range_margin`).
-After `predict`, `prediction_report_` gives the fractions of sample-joints corrected,
-shrunk and refused.
-
-Training (`network.py`): all networks (joints × folds × members) train together as one
-batched computation (weights shaped (K, in, out), `torch.baddbmm`); each is still an
-independent MLP. Adam with weight decay, MSE or Huber loss, early stopping per network on
-`validation_fraction` of its own training samples, in blocks spread over the recordings
-(`acceptance.early_stopping_part`). The last layer starts at
-"residual 0 Nm", so an untrained network changes nothing. Deterministic given `seed` on the
-CPU (one thread, deterministic algorithms, seeded generators and k-means; torch's settings
-are restored afterwards).
-
-Files (`files.py`): `bpnn_weights.pt` (tensors only, read back with
-`torch.load(..., weights_only=True)`: the layers and the distance support) and
-`bpnn_model.json` (architecture, parameters, scalers, ranges, acceptance, history). A
-reloaded model reproduces the predictions bitwise on the CPU.
-
-torch is an optional dependency (the `bpnn` extra), imported only inside the functions that
-need it; validating a `residual=bpnn` config without it is a UserError naming the install
-command.
-
-Here: the learner and its hook; its settings are `params.py`.
+Rationale: docs/design.md#residual-learner-bpnn
 """
 
 from __future__ import annotations

@@ -1,41 +1,20 @@
-"""How far the `bpnn` residual learner's corrections are trusted: held-out folds and the
+"""How far the `bpnn` residual learner's corrections are trusted: the held-out folds and the
 per-joint acceptance when it is fitted, the per-sample trust factor when it predicts.
 
-Folds: which identification samples each fold's networks may train on and which they are judged
-on. Several recordings: fold r holds recording r out and trains on the others (leave one
-recording out), so the learner is judged on motions it never saw. One recording: its time blocks
-alone are no test (a periodic excitation repeats the same states: the tail of a Fourier
-recording is a copy of its first period), so one fold holds out a *region of the input space*:
-per joint, the samples' standardised features are clustered (k-means, k = round(1 /
-holdout_fraction), seeded) and the cluster whose centre lies farthest from the mean is held out
-— states at the edge of what was recorded, which the networks must extrapolate to, as a motion
-over the full workspace asks of them (spatial block cross-validation). A second fold holds out
-the last `holdout_fraction` of the recording in time: on a periodic excitation a weak test, but
-on a long real log a later part of the session (friction that drifts as the joints warm up). A
-joint must pass every fold.
+- Folds (`folds_for`): several recordings: leave one recording out. One recording: one fold
+  holds out, per joint, the k-means cluster of standardised features farthest from the mean
+  (k = round(1 / holdout_fraction), seeded), a second the last `holdout_fraction` in time.
+- Acceptance (`judge`): a joint is corrected only when, in every fold, its corrections as
+  applied (ensemble mean × trust) lower the held-out RMSE (Nm) by at least `margin`
+  (fraction); the training-part reduction is reported beside it.
+- Trust s in [0, 1] per sample and joint: s = s_ens · s_dist, with
+  s_ens = μ² / (μ² + κσ²) (`disagreement_factor`; μ, σ the members' mean and spread in Nm,
+  κ = `disagreement_weight`) and s_dist = 1 up to `trust_radius`, 0 from `refuse_radius`
+  (`distance_factor`; distance to the nearest training sample in standardised input space);
+  0 outside the range guard (`range_margin`). `classify`: corrected s ≥ 0.9, shrunk
+  0 < s < 0.9, refused s = 0.
 
-Acceptance (`judge`): a joint is corrected only when, in every fold, its fold networks'
-corrections as they would be applied (ensemble mean × trust factor) lower the RMSE on the
-samples they never saw by at least `margin` (fraction). Also reported, for comparison with
-figures measured on training data: the same reduction on the samples the fold networks trained
-on.
-
-Trust: how much of the ensemble's correction a sample gets, the factor s in [0, 1] that scales
-the ensemble mean toward zero where the learner does not know.
-
-- Disagreement: the members' mean μ and standard deviation σ (Nm) give
-  s_ens = μ² / (μ² + κ σ²), κ = `disagreement_weight` — the factor that minimises the expected
-  squared error of s·μ when the true residual is μ ± σ (Wiener shrinkage): a correction the
-  members agree on is kept, one they disagree about goes to zero.
-- Distance to the training data, in the standardised input space the networks use (not per
-  axis): d = Euclidean distance to the nearest training sample (k-d tree of up to
-  `MAX_SUPPORT` training samples); s_dist = 1 up to `trust_radius`, falling linearly to 0 at
-  `refuse_radius` (both in training standard deviations).
-- The range guard (`range_margin`, per feature) refuses outright (s = 0).
-
-s = s_ens · s_dist (0 where refused). A sample-joint is *corrected* when s ≥ 0.9, *shrunk* when
-0 < s < 0.9, *refused* when s = 0 (refused also: every sample of a joint that failed the
-held-out acceptance).
+Rationale: docs/design.md#residual-learner-bpnn
 """
 
 from __future__ import annotations

@@ -1,32 +1,23 @@
 """Built-in trajectory generator `fourier`: an optimised finite Fourier series (Swevers et al.).
 
-Per joint j, with w = 2 pi f (f the base frequency) and L harmonics,
+Per joint j, with w = 2 pi f (f the base frequency, Hz) and L harmonics (q in rad, t in s),
 
     q_j(t)   = q0_j + sum_l [a_jl sin(w l t) - b_jl (cos(w l t) - 1)] / (w l)
     dq_j(t)  = sum_l  a_jl cos(w l t) + b_jl sin(w l t)
     ddq_j(t) = sum_l (-a_jl sin(w l t) + b_jl cos(w l t)) w l
 
-The coefficients satisfy three linear constraints per joint,
-sum_l a_jl = 0, sum_l l b_jl = 0 and sum_l b_jl / l = 0, so that the motion starts and ends
-(after whole periods) at rest, dq = ddq = 0, at q0, and q0 is also its mean position (the offset
-of Swevers' form). The reference therefore needs no ramps and is exactly periodic.
+with sum_l a_jl = 0, sum_l l b_jl = 0 and sum_l b_jl / l = 0, so that the motion starts and
+ends at rest at q0, its mean position: no ramps needed, exactly periodic.
 
 `generate` searches the coefficients and q0 for the lowest condition number of the base
-regressor under position, velocity, acceleration and torque (nominal inverse dynamics) limits
-and inside the workspace (`model/workspace.py`: floor, base column, boxes, half-spaces, with a
-clearance, for the arm's points by batched forward kinematics): a seeded Monte-Carlo stage
-(random candidates, q0 drawn inside the workspace, each joint scaled to its largest feasible
-amplitude: velocity and acceleration are linear in the coefficients, then the joints that move
-points shrunk together into the workspace) followed by a CMA-ES refinement of the best
-candidate. Every evaluated candidate is made feasible for the joint and torque limits by
-construction (each joint's coefficients radially shrunk onto its position/velocity/acceleration
-limits, all joints together shrunk until the torques fit); in the refinement, leaving the
-workspace is penalised instead, and only candidates inside it can become the result. The search
-grids are coarse (n_eval_samples per period) and keep 1 cm more clearance; the result is then
-enforced on the check_rate_hz grid and checked with the safety check `source=rtde` runs.
+regressor under position, velocity, acceleration and torque limits and inside the workspace
+(`model/workspace.py`): a seeded Monte-Carlo stage, then CMA-ES on the best candidate; the
+result is checked on the `check_rate_hz` grid with the safety check `source=rtde` runs.
 
-Here: the generator and its hook; its settings are `params.py` (`FourierParams`), the search
-`search.py` (imported when a motion is designed), the trajectory `series.py`.
+Here: the generator and its hook; settings `params.py` (`FourierParams`), the search
+`search.py`, the trajectory `series.py`.
+
+Rationale (feasibility by construction): docs/design.md#fourier-excitation-search
 """
 
 from __future__ import annotations
