@@ -232,7 +232,8 @@ def drop_untrusted(
     for (index, rows), (trusted, found) in zip(parts, checked, strict=True):
         part = recorded.select(rows)
         mine = processed_index == index
-        keep[mine] = trusted_at(part, trusted, processed.select(mine))
+        own = processed if len(parts) == 1 else processed.select(mine)  # one: no copy
+        keep[mine] = trusted_at(part, trusted, own)
         report = {**found, "rows_in": int(mine.sum()), "excluded_rows": int((~keep[mine]).sum())}
         reports.append({"path": names[index], **report} if len(names) > 1 else report)
     report = reports[0] if len(reports) == 1 else combined_report(reports)

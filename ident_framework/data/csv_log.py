@@ -204,7 +204,7 @@ def _read_columns(
     timestamp = data[:, position[columns[time_column][0]]].copy()
     _check_time(timestamp, time_column, layout, where_path)
     arrays = {
-        group: data[:, [position[c] for c in cols]]
+        group: _gathered(data, [position[c] for c in cols])
         for group, cols in columns.items()
         if group != time_column
     }
@@ -217,6 +217,15 @@ def _read_columns(
             "are needed to identify the parameters. Record a longer or faster-sampled motion."
         )
     return timestamp, arrays, position
+
+
+def _gathered(data: np.ndarray, columns: list[int]) -> np.ndarray:
+    """(rows, len(columns)) C-ordered copy of `data`'s `columns`, one column at a time (one
+    copy: `data` is column-major, a fancy index of it is too and the dataset wants rows)."""
+    out = np.empty((data.shape[0], len(columns)))
+    for i, column in enumerate(columns):
+        out[:, i] = data[:, column]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
