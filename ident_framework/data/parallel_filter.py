@@ -173,12 +173,22 @@ class _Batch:
         for flat, chunk, _ in self.waiting:
             _transpose_into(flat, chunk, gathered[column : column + len(chunk)])
             column += len(chunk)
-        values = segment.kept(zero_phase_filter_channels(segment.sos, gathered).T)
+        filtered = zero_phase_filter_channels(segment.sos, gathered)  # (width, M)
+        if segment.at is None:  # grid rows: gathered a block of rows at a time (cache-sized)
+            rows = segment.rows
+            for start in range(0, len(rows), TRANSPOSE_ROWS):
+                block = filtered[:, rows[start : start + TRANSPOSE_ROWS]]
+                self._scatter(block, slice(start, start + block.shape[1]))
+        else:
+            self._scatter(segment.kept(filtered.T).T, slice(None))
+        self.waiting, self.width = [], 0
+
+    def _scatter(self, values: np.ndarray, rows: slice) -> None:
+        """Write `values` (width, m), the queued columns in order, to their targets' `rows`."""
         column = 0
         for _, chunk, target in self.waiting:
-            target[:, chunk] = values[:, column : column + len(chunk)]
+            target[rows, chunk] = values[column : column + len(chunk)].T
             column += len(chunk)
-        self.waiting, self.width = [], 0
 
 
 TRANSPOSE_ROWS = 4096  # rows of (M, c) columns transposed at a time (a block stays in cache)
