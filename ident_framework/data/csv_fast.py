@@ -1,21 +1,13 @@
 """Fast path of the CSV reader: the used columns of a clean file, parsed by pyarrow's CSV
-reader (~10x numpy's `loadtxt` on a 10^5-row RTDE log).
+reader (~10x numpy's `loadtxt` on a 10^5-row RTDE log; on its threads from THREADS_FROM_BYTES
+of text on, else one), read as numpy views of pyarrow's buffers (no pandas import).
 
-The parsed columns are read as numpy views of pyarrow's buffers (`_values`), not with
-`to_numpy`: that converts through pyarrow's pandas bridge, which imports pandas (~0.2 s).
+It takes only what `np.loadtxt` (the reference path in `csv_log._load`) would take: UTF-8, one
+delimiter (comma, or runs of spaces/tabs), no quoting or comments, every data row as wide as
+the header, every used cell a plain number. Anything else returns None and the reference path
+runs, so every error message stays the reference path's. Values are the same doubles.
 
-pyarrow parses on one thread below THREADS_FROM_BYTES (64 MB) of text: on a 2-core machine
-shared with other work its thread pool made a 10^5-row, 61-column RTDE recording slower to read
-(median 0.45 s wall against 0.22 s); a 10^6-row log (240 MB) reads faster on its threads (0.82
-against 1.1 s at load 4). The columns come
-out column-major (one copy of each converted column, no intermediate stacking).
-
-It takes only what `np.loadtxt` (the reference path in `csv_log._load`) would take: UTF-8
-text, one delimiter (comma, or runs of spaces/tabs), no quoting, no comment lines, every
-data row as wide as the header, every used cell a plain number (nan/inf included, as
-`float()` reads them). Anything else returns None and the reference path runs, so every
-error message (file, row, line, column) stays the reference path's. Values are the same
-doubles: both parsers round correctly.
+Rationale: docs/design.md#csv-fast-path
 """
 
 from __future__ import annotations

@@ -1,70 +1,26 @@
-"""Built-in friction model `coulomb_viscous`: tau_f = fv * dq + fc * s(dq) per joint.
+"""Built-in friction model `coulomb_viscous`: tau_f = fv * dq + fc * s(dq) per joint (Nm;
+dq in rad/s).
 
-s(dq) is the Coulomb "sign" of each joint, one of three shapes per joint:
+The Coulomb shape s(dq) per joint: a sign with a `dead_band` (rad/s, the default); a smooth
+sign tanh(dq / `tanh_width`); a saturated sign clip(dq / `saturation_width`, -1, 1); or the
+Stribeck shape fc·(1 − e)·t + fs·e·t, e = exp(-(dq / `stribeck_velocity`)²),
+t = tanh(dq / `stribeck_sign_width`), which adds a static level fs (Nm). Widths take one value
+or one per joint; a joint uses Stribeck if v_s > 0, else saturation if its width > 0, else tanh
+if its width > 0, else the dead band. `acceleration_lead` T (s) evaluates the shape at
+dq + T·ddq. `tuning=cv` chooses the dead band and each joint's shape, width, lead and v_s.
 
-- a sign with a dead band (the source study's choice): below `dead_band` rad/s the Coulomb
-  column is zero, so samples near rest do not pull the Coulomb estimate either way;
-- a smooth sign tanh(dq / w) of width `tanh_width` w (rad/s): friction that builds up over a
-  small speed range, as a harmonic drive's;
-- a saturated sign clip(dq / w, -1, 1) of width `saturation_width` w (rad/s): friction
-  proportional to the speed below w and fc above, the shape of MuJoCo's soft friction loss
-  (which holds a joint at rest by a small creep: the friction at rest follows that creep).
+Optional columns, linear in their parameters:
+- `temperature: on` (joint temperatures T in °C): dq·(T − T_ref) and s(dq)·(T − T_ref);
+  T_ref (`reference_temperature`, default the identification data's mean per joint) is saved
+  with the model. `auto`: off without recorded temperatures, else chosen by `tuning=cv`.
+- `load_dependent: on`: fL·|tau_load|·s(dq), tau_load (Nm) the model's own rigid-body and
+  rotor-inertia torque (`RegressorBuilder.with_load`, iterated in
+  `identify/load_friction.py`). `auto`: chosen by `tuning=cv`; default off. mode=online and
+  mode=factor refuse `on`.
 
-`tanh_width` and `saturation_width` take one value for every joint or a list of one per joint;
-a joint with a saturation width > 0 uses the saturated sign, else one with a tanh width > 0 the
-tanh, else the dead-band sign. `tuning=cv` chooses the dead band and each joint's shape and
-width from the identification data.
+The twin (MJCF) carries fc and fv only.
 
-Acceleration lead (`acceleration_lead` T, s, one or one per joint): the Coulomb shape is
-evaluated at dq + T·ddq instead of dq, so the friction turns round before the velocity does
-when the joint decelerates, and at rest follows the small accelerations that hold it. This is
-MuJoCo's soft friction loss: its force is fc·sat((ddq + dq/T)·k) with T = dmax·timeconst/2
-(0.0095 s at MuJoCo's default `solreffriction`, `solimpfriction`); a tanh of width w is the
-smooth form of sat(·/w). T = 0 (the default): the shape of dq alone. `tuning=cv` chooses it per
-joint with the shape (`tuning.acceleration_leads`).
-
-Stribeck shape (`stribeck_velocity` v_s, rad/s, one or one per joint): a fourth Coulomb shape,
-with two columns, fc·(1 − e)·t + fs·e·t, e = exp(-(dq / v_s)²), t = tanh(dq / w_s): the friction
-is the static level fs (Nm) at rest and tends to the sliding level fc within a few v_s, the
-Stribeck curve of `plugins/ident-stribeck` with v_s fixed instead of fitted, so it is linear in
-fc and fs and `tuning=cv` chooses each joint's v_s from a grid (`tuning.stribeck_velocities`)
-among the other shapes. Both levels are friction (kept >= 0 by the physically consistent
-estimators): fs > fc is a drive's stiction, fs < fc a friction softer near rest than sliding
-(MuJoCo's soft friction loss, proportional to the creep below its width). w_s
-(`stribeck_sign_width`, rad/s) keeps the friction continuous at rest (presliding). A joint with
-v_s = 0 uses its other shape (its fs column is zero and fs not identifiable); one with v_s > 0
-uses this shape whatever its tanh or saturation width. The twin (MJCF) carries fc and fv only.
-
-Temperature term (`temperature: on`; joint temperatures T in °C recorded beside the motion,
-e.g. RTDE's `joint_temperatures`): two more columns per joint, linear in their parameters,
-dq·(T − T_ref) and s(dq)·(T − T_ref), i.e. fv(T) = fv + fv_T·(T − T_ref) and fc(T) = fc +
-fc_T·(T − T_ref) (harmonic-drive friction falls as the joint warms: fv_T, fc_T < 0).
-T_ref (°C per joint, `reference_temperature`) is fixed when the model is identified (default:
-the identification data's mean per joint) and saved with it, so fv and fc are the friction at
-T_ref. `temperature: auto` lets the pipeline decide (`identify/temperature.py`): off without
-recorded temperatures, else chosen by `tuning=cv` (on without tuning).
-
-Load-dependent term (`load_dependent: on`): one more column per joint, |tau_load| s(dq), i.e.
-tau_f = fv dq + fc s(dq) + fL |tau_load| s(dq): a harmonic drive's friction grows with the
-torque it transmits. fL (Nm of friction per Nm of load, dimensionless, >= 0) uses the
-joint's own Coulomb shape s (dead-band sign or tanh of its width): it is a Coulomb friction
-whose level grows with the load, fc + fL |tau_load|, so the shape the tuning chooses serves
-both and the term adds no width of its own. tau_load (Nm, per joint) is the model's own
-rigid-body and rotor-inertia torque, never the measured one, so that the column exists on any
-motion (validation, mode=predict): `basis` gives s(dq) in the fL column and the
-regressor multiplies it by |Y_rb theta_rb + Ia ddq| from the rigid-body rows it computes
-anyway (`model/regressor.py`, `RegressorBuilder.with_load`). The identification starts from
-the nominal robot model's torque and refits with its own until fL and the fit settle
-(`identify/load_friction.py`). `load_dependent: auto` is chosen by `tuning=cv` and off
-without tuning; the default is off: with the geometric estimator `auto` moved the held-out RMSE
-by -0.3 % (TX40) to +1.2 % (Panda) and nothing on the KUKA and simulated UR10e (chosen off
-there), so leave-one-dataset-out keeps it off, and its columns cost ~0.2 s of the tuning at
-10^5 samples. Off without tuning because the term is n more parameters whose column is only as
-good as the model's own torque, and on data whose friction does not depend on the load (a
-simulator's) it fits noise (measured: +0.1-0.2 % on a simulated UR10e), untuned least squares
-gives large negative fL on weakly loaded joints (a real KUKA LWR4+: -0.7 to -1.3, one case 13 %
-worse, experiments/README.md), and the twin (MuJoCo) cannot carry it. mode=online and
-mode=factor refuse `on` (no whole identification to iterate tau_load over) and leave `auto` off.
+Rationale: docs/design.md#coulomb-viscous-friction
 """
 
 from __future__ import annotations

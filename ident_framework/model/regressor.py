@@ -291,10 +291,6 @@ class RegressorBuilder:
             dtype=int,
         )
 
-    def joint_columns(self, joint: int) -> np.ndarray:
-        """Increasing indices of every column that can be non-zero on the row of `joint`."""
-        return np.concatenate([self.subtree_columns(joint), self.own_columns(joint)])
-
     def _in_subtree(self, joint: int, link: int) -> bool:
         """Whether the link moved by joint `link` lies in the subtree of joint `joint`."""
         parents = self._model.parents

@@ -1,58 +1,19 @@
 """Pinocchio's joint torque regressor for many samples at once (a compiled C kernel).
 
-`BatchRegressor(model)(q, dq, ddq)` returns, for N samples, the (N, nv, 10 nj) array that
-`pinocchio.computeJointTorqueRegressor(model, data, q_k, dq_k, ddq_k)` returns sample by
+`BatchRegressor(model)(q, dq, ddq)` (q in rad or m, dq, ddq per s and s²; N samples) returns
+the (N, nv, 10 nj) array that `pinocchio.computeJointTorqueRegressor` returns sample by
 sample: tau = Y theta in N·m, theta per link Pinocchio's dynamic parameters
-[m, mc_x, mc_y, mc_z, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] (kg, kg·m, kg·m²; inertia about the joint
-frame origin, in the joint frame: `pin.Inertia.toDynamicParameters`), gravity `model.gravity`.
+[m, mc_x, mc_y, mc_z, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] (kg, kg·m, kg·m²; about the joint frame
+origin, in the joint frame), gravity `model.gravity` read at every call. Entries outside a
+joint's subtree are exactly zero. Agrees with Pinocchio to ~1e-15 of the largest entry.
 
-The algorithm is Pinocchio's, sample by sample and joint by joint in a compiled kernel. A forward
-pass gives each joint frame's spatial velocity v_i and acceleration a_i (gravity as the base
-acceleration -g, Pinocchio's `a_gf`) in the joint's own frame, as [linear; angular] (m/s,
-rad/s; m/s², rad/s²). Link i's body regressor Y_i (6, 10) gives its spatial force [N; N·m]
-Y_i theta_i = I_i a_i + v_i x* I_i v_i (`pin.bodyRegressor`). Pinocchio's entry for joint j's
-torque and link i (i in j's subtree) is S_j^T X*_{j<-i} Y_i: the force moved from frame i to
-frame j and projected on j's motion subspace S_j. A force transform being the dual of a motion
-transform, this is (X_{i<-j} S_j)^T Y_i, where X_{i<-j} S_j is column j of link i's body
-Jacobian in frame i, which the forward pass carries along with v_i and a_i (each moved by
-liMi(q).actInv, liMi = P M_j(q), P = `model.jointPlacements[i]`). Link i's ten columns on the
-rows of its ancestors are thus k (1, 6) @ (6, 10) products, k = i's depth. Entries outside a
-joint's subtree are exactly zero, as in Pinocchio.
+The kernel is `rigid_body_kernel.c` (loaded by `c_kernels.py`; the numba kernel
+`rigid_body_kernel.py`, bit for bit the same, where no C compiler works). Calls of
+`_PARALLEL_FROM` samples or more run on up to `parallel_work.worker_limit()` threads; the
+result does not depend on the thread count. `supported(model)`: every joint 1-DoF revolute or
+prismatic (axis-aligned or unaligned).
 
-The kernel, `rigid_body_kernel.c` (C99, float64, built on first use and loaded with ctypes by
-`c_kernels.py`; where no C compiler works, the numba kernel `rigid_body_kernel.py` runs instead,
-the same operations in the same order: bit for bit the same result), loops over the samples
-and, in each, over the joints; the placement, motions and body regressor of a joint stay in
-registers, the joints' states in one work array per thread; the per-model constants (parents,
-q and v indices, joint types, axes, placements, the rows of each link's columns) are arrays
-made once, at construction (`_constants`; `_c_constants` points the C kernel at them). The
-output is allocated once and every entry written (exactly zero outside a joint's subtree).
-
-Threads: a call of `_PARALLEL_FROM` (4096) samples or more runs on at most
-`parallel_work.worker_limit()` threads (one inside a forked worker): the calling thread and
-threads started for the call (pthreads, joined before it returns: nothing outlives a call, so
-forking is safe at any time, and calls from several Python threads at once, e.g. the online
-mode's, are independent; ctypes releases the GIL), each taking blocks of `BLOCK` samples as it
-comes free. Every sample is computed alike wherever it runs: the result does not depend on the
-thread count. Smaller calls, such as the identification's chunks of ~2000 samples, run
-serially. (The numba fallback runs in parallel likewise, over blocks of samples with
-`numba.prange`, its fork-safe threading layer set in `c_kernels.py`; its workqueue layer
-aborts the process on concurrent parallel regions, so one call at a time runs in parallel
-(`_PARALLEL`) and the others meanwhile serially.)
-
-Speed, UR10e on the 2-core test machine (benchmarks/bench_rigid_body_regressor.py, best of 5):
-~0.6-0.7 µs per sample on one thread (calls of 1e3 samples; 0.5 µs with the output's memory
-warm), as numba's, 4-4.5x the per-sample Pinocchio loop (~2.8-3.4 µs); on two threads ~0.45 µs
-(single calls of 1e4 samples), 6.5x. A single call of 1e5 samples also pays for its 288 MB of
-fresh memory (~0.25 µs per sample). Start: the C library loads in ~3 ms (its first build:
-~0.15 s), numba in ~0.25 s (its import and first call) and ~110 MB. The result agrees with
-Pinocchio to ~1e-15 of the array's largest entry (tests/test_rigid_body_regressor.py, both
-engines).
-
-Supported (`supported`): models whose every joint is 1-DoF with nq == nv == 1 — revolute about
-x/y/z (`JointModelRX/RY/RZ`), `JointModelRevoluteUnaligned`, prismatic along x/y/z
-(`JointModelPX/PY/PZ`) and `JointModelPrismaticUnaligned`. Joint placements, types and axes
-are read once, at construction; `model.gravity` at every call.
+Rationale and speed: docs/design.md#batch-rigid-body-regressor
 """
 
 from __future__ import annotations
