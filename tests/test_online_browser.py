@@ -14,20 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ident_framework.testing.online import running_service
+from ident_framework.testing.online import CHROMIUM, CHROMIUM_ARGS, running_service
 
 pytestmark = pytest.mark.slow
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-background-timer-throttling",
-]
 
 
 def chromium_or_skip() -> None:
@@ -64,7 +53,7 @@ def test_dashboard_in_headless_chromium(tmp_path):
         context = playwright.chromium.launch_persistent_context(
             profile,
             executable_path=CHROMIUM,
-            args=ARGS,
+            args=CHROMIUM_ARGS,
             headless=True,
             viewport={"width": 1920, "height": 1080},
         )

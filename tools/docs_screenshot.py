@@ -18,20 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ident_framework.testing.online import running_service
+from ident_framework.testing.online import CHROMIUM, CHROMIUM_ARGS, running_service
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-background-timer-throttling",
-]
 OVERRIDES = (
     "online.twin.every_s=10",
     "online.drift.warmup_s=3",
@@ -61,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
             context = playwright.chromium.launch_persistent_context(
                 str(Path(tmp) / "profile"),
                 executable_path=CHROMIUM,
-                args=ARGS,
+                args=CHROMIUM_ARGS,
                 headless=True,
                 viewport={"width": 1600, "height": 1000},
             )

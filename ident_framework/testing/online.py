@@ -22,6 +22,19 @@ FAST = (
     "online.port=0",
 )
 URL = re.compile(r"open (http://[\d.]+:\d+/)")
+# Debian's Chromium and the headless flags that work here (Playwright: never `playwright
+# install`; a fresh --user-data-dir per browser; no timer throttling for a live page)
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-background-timer-throttling",
+]
 
 
 @dataclass
