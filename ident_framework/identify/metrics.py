@@ -17,16 +17,17 @@ if TYPE_CHECKING:
 def torque_metrics(tau_measured: np.ndarray, tau_predicted: np.ndarray) -> dict[str, object]:
     """RMSE (Nm) over all samples and joints, and R² = 1 − Σ_j Σ_k e² / Σ_j Σ_k (τ − mean_j τ)²
     with each joint about its own mean; per-joint values beside the pooled ones."""
-    error = np.asarray(tau_measured) - np.asarray(tau_predicted)
+    squared = (np.asarray(tau_measured) - np.asarray(tau_predicted)) ** 2
     centred = tau_measured - tau_measured.mean(axis=0)
-    sse_joint = np.sum(error**2, axis=0)
-    sst_joint = np.sum(centred**2, axis=0)
+    sse_joint = np.sum(squared, axis=0)
+    centred **= 2
+    sst_joint = np.sum(centred, axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         r2_joint = np.where(sst_joint > 0, 1.0 - sse_joint / sst_joint, np.nan)
     return {
-        "rmse": float(np.sqrt(np.mean(error**2))),
+        "rmse": float(np.sqrt(np.mean(squared))),
         "r2": float(1.0 - sse_joint.sum() / sst_joint.sum()) if sst_joint.sum() > 0 else None,
-        "rmse_per_joint": [float(v) for v in np.sqrt(np.mean(error**2, axis=0))],
+        "rmse_per_joint": [float(v) for v in np.sqrt(np.mean(squared, axis=0))],
         "r2_per_joint": [None if np.isnan(v) else float(v) for v in r2_joint],
     }
 
@@ -139,7 +140,7 @@ def fit_metrics(
         metrics["fusion"] = fusion
         metrics["fusion_gain"] = fusion_gain(physical, fusion)
         fusion.update(out_of_range or {})
-    metrics["recordings"] = recording_metrics(data, prediction)
+    metrics["recordings"] = recording_metrics(data, prediction, physical, metrics.get("fusion"))
     if data.recorded is not None and data.measured_torque is not data.tau:
         metrics["against_filtered_torque"] = {
             "note": "against the low-passed torque estimation fitted, not the torque as recorded",
@@ -156,12 +157,31 @@ def fit_metrics(
     return metrics
 
 
-def recording_metrics(data: Dataset, prediction: TorquePredictions) -> list[dict[str, Any]]:
+def recording_metrics(
+    data: Dataset,
+    prediction: TorquePredictions,
+    physical: dict[str, Any] | None = None,
+    fusion: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     """Per recording of `data` (in order): its name, samples and the fit of the physical
-    model (and the fusion) against its torque as recorded."""
+    model (and the fusion) against its torque as recorded. `physical`, `fusion`: the whole
+    data's `torque_metrics`, which a single recording's are (not computed again)."""
     index, names, measured = data.recording_index, data.recording_paths, data.measured_torque
+    recordings = np.unique(index)
+    if (
+        len(recordings) == 1
+        and physical is not None
+        and (fusion is not None) == (prediction.fusion is not None)
+    ):
+        k = int(recordings[0])
+        entry = {"path": names[k] if k < len(names) else None, "samples": int(index.size)}
+        keys = ("rmse", "r2", "rmse_per_joint", "r2_per_joint")
+        entry["physical"] = {key: physical[key] for key in keys}
+        if fusion is not None:
+            entry["fusion"] = {key: fusion[key] for key in keys}
+        return [entry]
     out = []
-    for k in np.unique(index):
+    for k in recordings:
         rows = index == k
         entry: dict[str, Any] = {
             "path": names[k] if k < len(names) else None,
