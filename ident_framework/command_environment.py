@@ -1,18 +1,13 @@
 """Process settings of the command line, applied on import, before MuJoCo is imported.
 
-The command renders nothing with MuJoCo, so it does not load MuJoCo's OpenGL backend (glfw
-and its library search, ~0.1 s per command) unless the user chose one: ``MUJOCO_GL`` is set
-to ``disable`` when it is unset. Set ``MUJOCO_GL=egl`` (or glfw, osmesa) for a plugin that
-renders.
+- ``MUJOCO_GL`` is set to ``disable`` when unset (the command renders nothing); set
+  ``MUJOCO_GL=egl`` (or glfw, osmesa) for a plugin that renders.
+- With glibc, freed memory is kept for reuse: blocks below 32 MB come from the heap
+  (``M_MMAP_THRESHOLD``) and the heap is trimmed only above 1 GB free (``M_TRIM_THRESHOLD``).
+  The environment variables ``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_`` take
+  precedence when set.
 
-With glibc, freed memory is kept for reuse instead of being handed back to the system at
-once: the preprocessing, the regressor chunks and the QR updates allocate and free arrays
-of 1-30 MB many times, and glibc's default returns each freed block and maps a new one,
-whose pages the kernel zeroes again on first touch (0.15 s of system time in a 10⁵-sample
-identification, measured). Blocks below 32 MB come from the heap (``M_MMAP_THRESHOLD``) and
-the heap is trimmed only above 1 GB free (``M_TRIM_THRESHOLD``): the peak memory is the same,
-the memory is returned when the command ends. The environment variables glibc reads
-(``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``) take precedence when set.
+Rationale: docs/design.md#process-settings
 """
 
 from __future__ import annotations

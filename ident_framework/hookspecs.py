@@ -1,29 +1,22 @@
 """The extension points, declared once: what a plugin can extend, and what the object it
 registers must have.
 
-Hooks. Every extension point is a collecting "register" hook (`register_*` below): the plugin
-calls `register(name, factory, schema)` once per option it provides, where `schema` is a
-dataclass describing the option's parameters (the keys of its Hydra config besides `plugin`)
-and `factory(params)` builds the working object from a validated instance of that dataclass.
-A plugin module implements them with `@hookimpl`.
+- Hooks: one collecting `register_*` hook per extension point. A plugin module implements it
+  with `@hookimpl` and calls `register(name, factory, schema)` once per option: `schema` is the
+  dataclass of the option's parameters (its Hydra config keys besides `plugin`),
+  `factory(params)` builds the working object from a validated instance.
+- Protocols: one `typing.Protocol` per extension point (`DataSource`, `TrajectoryGenerator`,
+  `FrictionModel` and `NonlinearFrictionModel`, `Estimator`, `ResidualLearner`), with the data
+  types the engine hands them (`Trajectory`, `LinearProblem`, `StandardModel`,
+  `ResidualInputs`); satisfied structurally, no import needed. *Optional* members have
+  defaults in the protocol's `...Defaults` class; members with a trailing underscore are
+  results, present once `fit` (or `predict`) has run.
+- `EXTENSION_POINTS` ties each hook (the function itself) to its config group(s), protocol,
+  label and built-in options; the registry (`config/registry.py`), the run's config groups
+  (`config/run_config.py`) and the built-in module list derive from it. `conform` checks the
+  object a factory returns, once, and gives it the defaults of the optional members it lacks.
 
-Protocols. What the engine expects from the object each factory returns, one
-`typing.Protocol` per extension point (`DataSource`, `TrajectoryGenerator`, `FrictionModel`
-and `NonlinearFrictionModel`, `Estimator`, `ResidualLearner`), with the data types the engine
-hands them (`Trajectory`, `LinearProblem`, `StandardModel`, `ResidualInputs`). A plugin
-satisfies its protocol structurally and never needs to import them (it may, for type
-checking). Everything the engine reads or calls on a plugin object is a member of its protocol.
-Members marked *optional* have a default, kept in the protocol's `...Defaults` class: a plugin
-may inherit that class, or leave the members out, in which case the engine gives the object the
-defaults when the factory returns it (`conform`). Members with a trailing underscore are
-results, present once `fit` (or `predict`) has run.
-
-The table. `EXTENSION_POINTS` ties each hook (the function itself) to its config group(s),
-protocol, label and built-in options; the plugin registry (`config/registry.py`), the config
-groups a run resolves (`config/run_config.py`) and the list of built-in plugin modules derive
-from it. `conform` is where a plugin object meets its protocol: the engine checks it there
-(once, when a factory returns it) and gives it the defaults of the optional members it leaves
-out, so no other engine code probes a plugin object for what it has.
+Rationale: docs/design.md#plugins-pluggy-and-hydra
 """
 
 from __future__ import annotations

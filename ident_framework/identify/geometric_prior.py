@@ -1,25 +1,18 @@
-"""Least squares pulled toward the nominal model by the log-det (Bregman) divergence of the
-links' pseudo-inertia matrices: physically consistent by construction, solved by Newton's
-method in numpy (no conic solver).
+"""Least squares pulled toward the nominal model by the log-det divergence of the links'
+pseudo-inertias: physically consistent by construction, solved by Newton's method in numpy.
 
-After Lee, Wensing and Park ("Geometric robot dynamic identification: a convex programming
-approach", IEEE T-RO 2020): with J_k(θ) the 4×4 pseudo-inertia of link k (kg, kg·m, kg·m²;
-`model/physical_consistency.py`) and J0_k the nominal model's,
+With J_k(θ) the 4×4 pseudo-inertia of link k (kg, kg·m, kg·m²; `model/physical_consistency.py`)
+and J0_k the nominal model's:
 
     minimise  ½ χ²(θ) + weight Σ_k D(J_k ‖ J0_k) − μ Σ_i log θ_i   (i: friction, rotor inertia)
     D(J ‖ J0) = tr(J0⁻¹ J) − log det(J0⁻¹ J) − 4     (≥ 0, zero only at J = J0)
 
-χ²(θ) = |R θ − r|² / σ² is the data term from the triangular factor of [W | τ] in the
-standard parameters, in units of the least-squares residual variance σ² (so `weight` is a
-prior strength: data accumulate, the prior does not). D is infinite where J_k is singular, so
-every iterate has J_k ≻ 0: the result is a physically valid mass distribution for every link,
-whatever the data. Friction and rotor inertia stay > 0 through the log barrier, driven to a
-negligible μ (1e-6 χ² units) by path following. The objective is self-concordant: damped
-Newton with a feasibility-keeping backtracking line search converges in tens of steps.
+χ²(θ) = |R θ − r|² / σ²: the data term from the triangular factor of [W | τ], in units of the
+least-squares residual variance σ² (Nm²), so `weight` is a prior strength. The result has every
+J_k positive definite and friction and rotor inertia > 0, whatever the data. A link whose
+nominal J0 is singular gets a small isotropic share (`NOMINAL_FLOOR`).
 
-A link whose nominal J0 is singular (a point mass, no inertia, a massless frame) gets J0 plus
-a small isotropic share (`NOMINAL_FLOOR` of its mass and radius of gyration) so that the
-divergence is defined.
+Rationale: docs/design.md#geometric-prior-estimator
 """
 
 from __future__ import annotations

@@ -1,19 +1,16 @@
 """Safety check of a robot motion before a real robot moves along it: one verdict.
 
-`check_trajectory` samples a trajectory and compares it with the robot's joint position,
-velocity and acceleration limits, with the torques the nominal model needs (Pinocchio inverse
-dynamics, no friction) against `torque_fraction` × the effort limits, and with the workspace
-(`model/workspace.py`: the floor plane, the base column, boxes and half-spaces, with a clearance,
-Pinocchio forward kinematics in the base frame, z up).
+`check_trajectory` samples a trajectory and compares it with the joint position (rad),
+velocity (rad/s) and acceleration (rad/s²) limits, the nominal model's inverse-dynamics torque
+(Nm, no friction) against `torque_fraction` × the effort limits, and the workspace
+(`model/workspace.py`, base frame, z up, with a clearance). The trajectory generators check
+their designs with it.
 
-`motion_verdict` is the one verdict on a whole motion as `source=rtde` would play it: the moveJ
-from the robot's current pose to the trajectory's start (`JointMove`, what
-`rtde/playback.play` sends first) and then the trajectory, both checked by `check_trajectory`
-against the same limits. The trajectory generators check their designs with
-`check_trajectory` too. A dry run and a confirmed run call it with the same inputs and refuse
-with the same message
-(`MotionVerdict.refusal`); when the current pose is unknown the verdict says what was and was
-not checked, and refuses (the move to the start could not be checked).
+`motion_verdict` is the verdict on a whole motion as `source=rtde` plays it: the moveJ from the
+current pose to the start (`JointMove`, what `rtde/playback.play` sends first), then the
+trajectory. A dry run and a confirmed run call it with the same inputs and refuse with the same
+message (`MotionVerdict.refusal`); with the current pose unknown it says what was checked and
+refuses.
 """
 
 from __future__ import annotations

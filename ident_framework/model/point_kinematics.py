@@ -1,18 +1,15 @@
 """Positions of points on a serial arm for many joint configurations at once.
 
-`ArmPoints` collects the distinct points of a robot that a workspace check needs: the origin of
-every Pinocchio frame carried by a moving joint (frames at the same place, e.g. a joint and
-its link, are kept once, named after the joint), an optional tool point (an offset in the last
-link's frame), and points spaced along the straight segments between consecutive origins (the
-links, so that a keep-out region is not missed between two joints). `positions(q)` gives them
-in the base frame (m) for (N, n) joint positions (rad).
+`ArmPoints` collects the distinct points a workspace check needs: the origin of every Pinocchio
+frame carried by a moving joint (frames at the same place kept once, named after the joint),
+an optional tool point (an offset in the last link's frame), and points spaced along the
+straight segments between consecutive origins (so a keep-out region is not missed between two
+joints). `positions(q)` gives them in the base frame (m) for (N, n) joint positions (rad).
+Arms whose joints are all 1-DoF revolute or prismatic are composed in a few numpy operations
+per joint for all N (equal to `pinocchio.framesForwardKinematics` to 1e-12 m); other joint
+types use Pinocchio's forward kinematics one sample at a time.
 
-The kinematic tree is Pinocchio's (joint placements, frame placements and joint axes read from
-`robot.pin_model`); for arms whose joints are all 1-DoF revolute or prismatic the composition is
-done for all N configurations in a few numpy operations per joint (per-sample Python loops over
-Pinocchio's forward kinematics cost ~20 µs per sample, too much inside a trajectory search), and
-agrees with `pinocchio.framesForwardKinematics` to 1e-12 m (tests/test_workspace.py). Other
-joint types fall back to Pinocchio's forward kinematics, one sample at a time.
+Rationale: docs/design.md#arm-point-kinematics
 """
 
 from __future__ import annotations

@@ -1,26 +1,19 @@
-"""Joint torque regressor: tau = Y(q, dq, ddq) @ theta, linear in the standard parameters.
+"""Joint torque regressor: tau = Y(q, dq, ddq) @ theta (Nm), linear in the standard parameters.
 
-Columns, in order: Pinocchio's 10 inertial parameters per link
-(`computeJointTorqueRegressor`), then per joint the friction model's parameters, then
-optionally the rotor inertia (armature, column ddq_j on joint j) and a constant torque offset,
-then per coupled motor (`model/coupling.py`) its friction columns and rotor inertia, which act
-on the rows of the two joints it drives.
-Pinocchio's regressor has no armature column (although `rnea` includes armature), so it is
-added here. Rows are (sample, joint): the regressor of N samples has shape (N, n, p).
+Rows are (sample, joint): N samples give shape (N, n, p). Columns, in order: Pinocchio's 10
+inertial parameters per link (`computeJointTorqueRegressor`, which has no armature column);
+per joint the friction model's parameters; optionally the rotor inertia (armature: column ddq_j
+on joint j) and a constant torque offset; per coupled motor (`model/coupling.py`) its friction
+columns and rotor inertia, on the rows of the two joints it drives.
 
-A friction model with nonlinear parameters contributes its columns at the builder's values of
-them (`nonlinear`, (n, m); `with_nonlinear` gives a builder at other values). A sequential one
-(a state integrated along the motion) needs the whole recording in time order: callers pass
-its basis, computed once by `friction_basis(t, dq)`, sliced to the chunk (`compute(...,
-friction=)`); without it the model's time-free (steady-state) basis is used.
-
-A friction model with a load-dependent column (`friction_terms.load_column`, e.g.
-`coulomb_viscous` with `load_dependent: on`) has there s(dq) per Nm of load; the builder
-multiplies it by |tau_load|, tau_load = Y_rb theta_rb + Ia ddq (N, n) Nm from the rigid-body
-rows it computes anyway and its `load_inertial`, `load_armature` (the robot's nominal inertial
-parameters and rotor inertia, i.e. its RNEA, until `with_load` sets fitted ones): no measured
-torque, no extra Pinocchio call. A coupled motor has no load term (the load of its two joints
-is shared): its fL column is zero, so that parameter is not identified.
+- Nonlinear friction parameters: the columns are taken at the builder's values (`nonlinear`,
+  (n, m); `with_nonlinear` for others). A sequential model needs the whole recording: pass its
+  basis from `friction_basis(t, dq)`, sliced to the chunk (`compute(..., friction=)`); without
+  it the steady-state basis is used.
+- Load-dependent friction (`friction_terms.load_column`): the column s(dq) is multiplied by
+  |tau_load|, tau_load = Y_rb theta_rb + Ia ddq (Nm) from the rigid-body rows, at
+  `load_inertial`, `load_armature` (the nominal model until `with_load` sets fitted ones); no
+  measured torque. A coupled motor's fL column is zero (not identified).
 
 `regressor_builder(config, robot)` is the regressor a run's config asks for: friction plugin,
 rotor inertia, offsets, coupled motors (`robot.coupled_joints`).

@@ -1,28 +1,19 @@
 """Exact distributed identification: `mode=factor` (map) and `mode=combine` (reduce).
 
-A factor job reads its part of the source's recording (`distributed.part` of
-`distributed.parts`, equal numbers of samples in time order, or one file of a list) with
-`distributed.halo_s` of recording on either side, preprocesses it as the whole recording's
-preprocessing would (`read_part`, below), and reduces the part's own samples to
-sufficient statistics (`statistics.npz`, `identify/sufficient_statistics.py`). The combine
-step merges the statistics of all parts and solves as the single-process run does: the same
-base parameters, estimator and training fit. Quadratic estimators only (ls, wls, consistent);
-friction models with nonlinear parameters and recursive estimators need the samples
-themselves.
+A factor job reads part `distributed.part` of `distributed.parts` of the source's recording,
+preprocesses it as the whole recording would be, and reduces its own samples to sufficient
+statistics (`statistics.npz`, `identify/sufficient_statistics.py`). The combine step merges
+the statistics of all parts and solves as the single-process run does (the same base
+parameters, estimator and training fit). Quadratic estimators only (ls, wls, consistent).
 
-Which samples a factor job reduces (`read_part`), read from as little of the recording as it
-can: its part, preprocessed as the whole recording's preprocessing would preprocess it.
+Parts (`read_part`):
+- one CSV file: equal numbers of samples in time order, each parsed from its byte range with
+  `distributed.halo_s` s on either side and preprocessed with the whole recording's step;
+- several CSV files (`source.path` a list or glob): part k is file k (`distributed.parts` =
+  the number of files), each preprocessed whole;
+- any other source (e.g. rosbag): read whole, then cut as one file.
 
-- One CSV file, `distributed.part` of `distributed.parts`: the job streams the file's time
-  column (the row count, the part's rows and the recording's sample step), parses only its
-  part's rows plus `distributed.halo_s` on either side from their byte range, preprocesses
-  that window with the sample step of the whole recording (its median step differs from a
-  window's in the last digits) and keeps the part's own samples: the halo absorbs the
-  filters' edge transients.
-- Several CSV files (`source.path` a list or glob): part k is file k (`distributed.parts`
-  must be the number of files), preprocessed whole, as the single run preprocesses each file
-  of a list as a recording of its own.
-- Any other source (e.g. rosbag): the whole recording is read, then cut as for one file.
+Rationale: docs/design.md#distributed-identification
 """
 
 from __future__ import annotations

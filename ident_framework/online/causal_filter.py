@@ -1,21 +1,14 @@
 """Causal smoothing and differentiation with a known, exact delay: a sliding local polynomial.
 
-At every new sample k the last M samples (M odd, M = 2h + 1) of each channel are fitted by one
-least-squares polynomial of degree d in time, using the recorded timestamps (jittery logs are
-fitted as they are, not as if uniform), and the fit is evaluated at the window's centre, sample
-k - h. Only past samples are used, so the output is causal; it refers to the instant t_{k-h}
-exactly, i.e. the filter's delay is h samples (h·dt s), the same for every channel and every
-derivative. At a uniform rate this is a Savitzky-Golay filter read at its centre: linear phase,
-no phase distortion, only that pure delay.
+At every new sample k the last M = 2h + 1 samples of each channel are fitted by one
+least-squares polynomial of degree d in the recorded time (s), evaluated at the window's
+centre, sample k - h. q (rad), dq (rad/s), ddq (rad/s²) and the smoothed torque (Nm) all
+refer to t_{k-h}: a pure delay of h samples, the same for every channel and derivative (at a
+uniform rate, a Savitzky-Golay filter read at its centre). The torque as recorded at that
+sample (`raw`) is returned as well, for scoring. The fit's operator is cached while the time
+offsets in the window do not change.
 
-Delay compensation on the torque: the torque is passed through the *same* filter (its fit's
-value at the centre) and paired with the positions, velocities and accelerations of the same
-centre sample, so regressor and torque carry the same lag and the same smoothing. The torque as
-recorded at that sample (`raw`) is returned as well, for scoring: predictions are compared with
-the torque as recorded, never with a smoothed copy.
-
-Per sample the cost is one (d+1)×M by M×c product (c channels at once); the fit's operator is
-recomputed only when the time offsets in the window change (a jittery log), else cached.
+Rationale: docs/design.md#online-causal-filter
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
 """Change detection on the a-priori residual: a two-sided CUSUM per joint, in sigma units.
 
-Per joint j and sample k, the a-priori residual e (measured minus predicted before the update,
-Nm) is normalised by its running standard deviation: z = e / sigma_j, where sigma_j² is an
-exponentially weighted mean of e² with time constant `sigma_window_s`. The statistics
+Per joint and sample, the a-priori residual e (Nm, measured minus predicted before the update)
+is normalised by its running standard deviation sigma (exponentially weighted, time constant
+`sigma_window_s` s):
 
-    S+ = max(0, S+ + z - k),    S- = max(0, S- - z - k)
+    z = e / sigma,    S+ = max(0, S+ + z - k),    S- = max(0, S- - z - k)
 
-accumulate evidence of a shift of the residual's mean beyond the allowance k; an alarm fires
-when either exceeds h (`threshold_sigma`). Both k and h are in units of sigma, so the detector
-does not depend on the joint's torque scale. While a joint's statistic is above a tenth of h
-its sigma is frozen: a change must not raise the yardstick it is measured with before it is
-detected. No alarm during the first `warmup_s` s (sigma settles) nor within `holdoff_s` s of
-the last alarm (the estimator re-converges after its response); the statistics restart at 0
-after an alarm. A joint slower than `min_speed` (rad/s) is not updated at all (statistics and
-sigma held): near rest the joint friction is outside any sign-based model (MuJoCo's and a real
-joint's stiction regime), and the residual there says nothing about a change of the robot. A
-change that happens while a joint stands still is therefore seen once it moves.
-All per-joint work is vectorised: constant time per sample.
+An alarm fires when either exceeds h (`threshold_sigma`; k and h in sigma). No alarm during
+the first `warmup_s` s nor within `holdoff_s` s of the last alarm; the statistics restart at 0
+after one. sigma is frozen while a joint's statistic is above h/10; a joint slower than
+`min_speed` (rad/s) is not updated at all. Vectorised over joints: constant time per sample.
+
+Rationale: docs/design.md#online-drift-detection
 """
 
 from __future__ import annotations

@@ -1,18 +1,15 @@
-"""The per-sample estimators of mode=online behind one small interface (`online.estimator.method`).
+"""The per-sample estimators of mode=online behind one interface (`online.estimator.method`).
 
 - `rls`: recursive least squares with forgetting (`identify/recursive.RecursiveLeastSquares`,
   `update(phi, y)`), P0 = alpha I around the starting parameters;
 - `sliding_ls`: least squares over the last `online.estimator.window_s` s, re-solved at every
-  sample (`sliding_ls.py`), with a ridge 1/alpha towards the starting parameters.
+  sample (`sliding_ls.py`), with a ridge 1/alpha toward the starting parameters.
 
-Both give the a-priori error of each update, the current estimate and its standard
-deviations, and the two drift responses in their own terms:
-- `forget()` (response reset_covariance): rls: P <- 1000 P, the estimate kept (the directions
-  the data had pinned down become adaptive again, in the proportions the data gave them);
-  sliding_ls: the window restarts empty, the estimate kept as its prior;
-- `shorten_memory(True/False)` (response lower_forgetting): rls: forgetting
-  `drift.response_forgetting` instead of `estimator.forgetting`; sliding_ls: a window of the
-  same memory, 1 / (1 - response_forgetting) samples.
+Both give the a-priori error of each update (Nm), the estimate and its standard deviations,
+and the two drift responses: `forget()` (reset_covariance; rls: P <- 1000 P; sliding_ls: the
+window restarts with the estimate as its prior) and `shorten_memory(True/False)`
+(lower_forgetting; rls: forgetting `drift.response_forgetting`; sliding_ls: a window of
+1 / (1 - response_forgetting) samples). Both keep the estimate.
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
 """`online/run.mcap` of mode=online with `mcap=true`: what the service saw, written as it runs.
 
-The estimator process sends its rows with the dashboard frames (`recording_buffer.py`); the
-web process's frame reader hands them to `McapRecording.put`, and a writer thread of its own
-encodes and writes them, so neither the estimator nor the frame reader waits for JSON
-encoding, compression or the disk. Channels (schemas and message layout from
-`reports/mcap_export.py`, the same as a batch run's run.mcap):
+`McapRecording.put` takes the rows the estimator process sends with the dashboard frames
+(`recording_buffer.py`); a writer thread of its own encodes, compresses and writes them.
+Channels (the layout of `reports/mcap_export.py`, as a batch run's run.mcap); log time is the
+source time in ns (events without one: the latest sample's):
 
-- `/online/joint_states`: every sample as received (source time; q rad, dq rad/s, effort = the
-  torque Nm);
-- `/online/torque`: every processed sample (the filter's centre sample): `measured` (as
-  recorded), `predicted` (the streaming estimate's a-priori prediction, before this sample's
-  update) and `residual` (measured − predicted), Nm per joint;
-- `/online/events`: every event of online/events.jsonl; `/online/drift`: the drift alarms.
+- `/online/joint_states`: every sample as received (q rad, dq rad/s, effort = the torque Nm);
+- `/online/torque`: every processed sample (the filter's centre sample): `measured`,
+  `predicted` (a priori) and `residual` (measured - predicted), Nm per joint;
+- `/online/events`: the events of online/events.jsonl; `/online/drift`: the drift alarms.
 
-Log times are the source time in ns (events without one: the latest sample's). The mcap
-writer keeps one chunk (1 MiB, zstd-compressed) in memory and a small index entry per chunk:
-memory does not grow with the duration. `close()` writes the summary section; a run killed
-before that leaves a readable file without it (`mcap recover` restores the index).
+Memory is bounded (one 1 MiB zstd chunk plus an index entry per chunk). `close()` writes the
+summary section; a file without it (a killed run) is readable, `mcap recover` restores it.
 """
 
 from __future__ import annotations

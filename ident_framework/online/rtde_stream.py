@@ -1,19 +1,15 @@
 """Listening to a running UR robot over RTDE (source=rtde in mode=online; nothing is commanded).
 
-The same reception as a recording (`rtde/recorder.py`, `SegmentRecorder`): `ur_rtde`'s receive
-interface polled for new controller timestamps, each row read consistently, the torque
-(`actual_current_as_torque`) joined from a second RTDE connection of our own when the binding
-has no getter, or the currents times `source.current_to_torque`. Every complete row is
-written to `online/recording.csv` (the CSV contract: identify it later with `source=csv`) and
-handed to the estimator; `arrival` is the instant the row was complete. The receive interface
-keeps only the newest package: the packages a late poll missed are written from our own
-second connection, which receives every package (`recorder.py`; `samples_filled` in the
-summary). Samples no connection received (the controller skipped them) and rows without a
-torque count as skipped updates.
-A lost connection is re-established up to `source.reconnect_attempts` times. Reception runs in
-its own thread (it polls every 0.25 ms whatever the estimator does), handing rows over through
-a queue; the estimator process's thread switch interval is lowered to 0.2 ms so that the poller
-never waits long for the interpreter.
+Reception as in a recording (`rtde/recorder.py`): rows of q (rad), dq (rad/s) and the torque
+(Nm: `actual_current_as_torque`, or the currents times `source.current_to_torque`), each
+written to `online/recording.csv` (identify it later with `source=csv`) and handed to the
+estimator; `arrival` is the instant the row was complete. Packages the receive interface
+missed come from a second connection (`samples_filled` in the summary); samples no connection
+received and rows without a torque count as skipped updates. A lost connection is
+re-established up to `source.reconnect_attempts` times. Reception runs in its own thread
+(polling every 0.25 ms) and hands rows over through a queue.
+
+Rationale: docs/design.md#rtde-reception
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
-"""How the estimator thread of mode=online asks the kernel to be woken on time.
+"""How the estimator thread of mode=online asks the kernel to be woken on time (a sample is due
+every 2 ms at 500 Hz).
 
-A sample is due every 2 ms (500 Hz); the estimator sleeps until then. When both cores are busy
-(the dashboard's clients, other programs), the latency to its updated estimate is mostly the
-time the woken thread waits for a CPU, not its computation. Two remedies:
-
-- `online.realtime_priority` (SCHED_FIFO): it preempts every normal task at once; needs root,
+- `online.realtime_priority` (SCHED_FIFO): preempts every normal task at once; needs root,
   CAP_SYS_NICE or an rtprio limit (`ulimit -r`).
 - `online.scheduler_slice_ms` (default 0.1): a short time slice for a normal (SCHED_OTHER)
-  thread, which Linux's EEVDF scheduler (kernel 6.12 and later) honours without privileges: a
-  task with a short slice gets an earlier virtual deadline, so when it wakes it preempts a
-  running task with the default slice (~3 ms) instead of waiting for that slice to end. It asks
-  for no more CPU (the slice is how long it may run before others get their turn; the estimator
-  needs ~0.3 ms per sample). Set with sched_setattr(2) (`sched_runtime`) through ctypes: Python
-  has no wrapper. Older kernels accept and ignore it.
+  thread, set with sched_setattr(2) (`sched_runtime`) through ctypes; honoured without
+  privileges by Linux's EEVDF scheduler (kernel 6.12 and later), ignored by older kernels.
+
+Rationale: docs/design.md#online-scheduling
 """
 
 from __future__ import annotations

@@ -1,17 +1,15 @@
 """mode=online: the service. Binds the port, starts the estimator process, serves the dashboard.
 
-Order: the listening socket first (a port in use fails at once, before any slow setup); the
-estimator process (`estimator_process.py`, spawned: its own interpreter) builds the model and
-the stream and reports `ready` (or a user error, which ends the run with exit code 2); then the
-URL is printed and uvicorn serves the app (`web_app.py`) on that socket. A reader thread moves
-frames from the estimator into `ServiceState`; a broadcaster task samples them
-`dashboard.publish_hz` times per second into every client's queue (`client_queues.py`).
-Once the estimator is started, this process lowers its own priority (nice +5): under CPU
-contention the estimator comes first.
+Order: the listening socket (a port in use fails at once); the estimator process
+(`estimator_process.py`, spawned) builds the model and the stream and reports `ready` (or a
+user error: exit code 2); the URL is printed and uvicorn serves the app (`web_app.py`) on that
+socket. A reader thread moves the estimator's frames into `ServiceState`; a broadcaster task
+samples them `dashboard.publish_hz` times per second into every client's queue
+(`client_queues.py`). Once the estimator runs, this process lowers its priority (nice +5).
 
-Shutdown: Ctrl-C or SIGTERM (uvicorn's handlers), `POST /api/stop`, the end of
-`online.duration_s` or of a replayed recording. The estimator is told to stop, saves its files
-(`run_logs.py`, a last twin fit) and reports `final`; the summary is printed.
+Shutdown: Ctrl-C or SIGTERM, `POST /api/stop`, the end of `online.duration_s` or of a replayed
+recording. The estimator saves its files (`run_logs.py`, a last twin fit) and reports `final`;
+the summary is printed.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
-"""Sliding-window least squares, re-solved at every sample (the source study's second option).
+"""Sliding-window least squares, re-solved at every sample (`online.estimator.method=sliding_ls`).
 
-At sample k the estimate is the least-squares solution over the samples of the last
-`window` samples (each sample: n regressor rows phi (n, r), n torques y (n,) in Nm), with a
-ridge of weight `ridge` towards `prior` (the starting parameters; it matters only in
-directions the window does not excite, as P0 = alpha I does for rls with ridge = 1/alpha):
+Each sample brings n regressor rows phi (n, r) and n torques y (n,) in Nm. At sample k:
 
     theta_k = argmin  sum_{i in window} ||y_i - phi_i theta||²  +  ridge ||theta - prior||²
 
-The normal equations (A = sum phi^T phi, b = sum phi^T y) are kept per block of `block`
-samples: the current block is accumulated sample by sample, and when it is full it joins the
-list of completed blocks, the oldest leaving; the window's sums are the completed blocks' sums
-(recomputed from them when a block completes: never by subtraction, so no round-off builds up
-over an unbounded run) plus the current block's. The window therefore holds between `window`
-and `window + block` samples. Per sample: one rank-n update of A, one Cholesky solve of the
-r x r system (LAPACK dposv), a few r x r additions.
+over the last `window` to `window + block` samples, `prior` being the starting parameters (the
+ridge acts only in directions the window does not excite). `restart_window` drops every block
+and keeps the estimate as the prior (the window's covariance reset); `shorten(blocks)` uses
+only the newest blocks for a while (a shorter memory).
 
-Forgetting the past (the drift response): `restart_window` drops every block and keeps the
-current estimate as the prior (the window's equivalent of a covariance reset);
-`shorten(blocks)` uses only the newest blocks for a while (a temporarily shorter memory).
+Rationale: docs/design.md#sliding-window-least-squares
 """
 
 from __future__ import annotations

@@ -1,25 +1,19 @@
-"""The per-sample work of mode=online: filter, regressor, a-priori prediction, RLS update,
-sliding fit, change detection.
+"""The per-sample work of mode=online: filter, regressor, a-priori prediction, estimator update,
+sliding metrics, change detection.
 
-For each incoming sample (t, q, dq, tau):
-1. the causal local-polynomial filter (`causal_filter.py`) gives q, dq, ddq and the smoothed
-   torque of the sample `delay` back (the same filter on all of them: aligned);
+For each incoming sample (t s, q rad, dq rad/s, tau Nm):
+1. the causal filter (`causal_filter.py`): q, dq, ddq and the smoothed torque of the sample
+   `delay` back, all aligned;
 2. the base regressor rows phi (n, r) of that sample (`sample_regressor.py`);
 3. the a-priori prediction tau_pred = phi theta_{k-1}, before the update (latency measured);
-4. the estimator's update on the smoothed torque (`estimators.py`: rls with forgetting, or
-   the sliding-window LS; latency measured), from the rows of the joints moving at least
-   `estimator.min_speed_rad_s`: a slower joint is in the stiction regime, where the friction
-   model is wrong by up to its Coulomb value (below the dead band its sign column is 0 while
-   the joint still sticks). Fitting those rows pulled the other parameters towards them, and
-   the error came back as a residual of many sigma once the joint sped up again (false drift
-   alarms after every rest point of a looped excitation). A sample with no moving joint
-   leaves the estimator as it is (no forgetting either); `held_rows` counts the rows left out;
-5. sliding RMSE and R² per joint of the prediction against the torque *as recorded* at that
-   sample (`sliding_metrics.py`);
-6. the CUSUM detector on the a-priori residual (`drift.py`); an alarm triggers the response:
-   a covariance reset (P <- alpha I, the estimate kept) or a lower forgetting factor for a
-   while.
-Everything but Pinocchio's regressor call is a handful of small vectorised operations.
+4. the estimator's update on the smoothed torque (`estimators.py`; latency measured), from the
+   rows of the joints moving at least `estimator.min_speed_rad_s`; a sample with no moving
+   joint leaves the estimator as it is; `held_rows` counts the rows left out;
+5. sliding RMSE and R² per joint against the torque as recorded (`sliding_metrics.py`);
+6. the CUSUM detector on the a-priori residual (`drift.py`); an alarm triggers the response
+   (a covariance reset with the estimate kept, or a lower forgetting factor for a while).
+
+Rationale: docs/design.md#online-service-why-the-low-speed-rows-are-left-out
 """
 
 from __future__ import annotations

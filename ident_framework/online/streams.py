@@ -1,19 +1,12 @@
 """Sample streams for mode=online: a simulated robot in (scaled) real time and a CSV replay.
 
-A stream yields `Sample`s in source-time order. `arrival` is the instant (time.perf_counter,
-s) the sample became available to the service: for the simulated robot and the replay, the
-instant it is *due* (source time / time_factor after the start), so the time spent catching up
-after a hiccup counts as latency, as it would with a real robot's packets waiting in a socket.
-Each sample is prepared before it is due and released at its due time (the simulation's own
-work is not counted as the service's latency). time_factor: 1 real time, 10 ten times faster,
-None as fast as possible (each sample is then due when it was produced).
-
-When the service falls more than `max_lag_s` behind the source, samples are skipped to catch up
-(counted in `skipped`, reported as skipped updates) rather than growing an unbounded queue.
-
-`time_factor` is the stream's (None: as fast as possible; 1 for a robot). `cpu_s` is the CPU
-time (s) the stream itself used in the estimator process (the simulated
-robot's physics; RTDE reception), so that the estimator's own CPU share can be told apart.
+A stream yields `Sample`s in source-time order. `arrival` (time.perf_counter, s) is when the
+sample became available: for the simulated robot and the replay, when it is due (source time /
+`time_factor` after the start), so catching up after a hiccup counts as latency; each sample is
+prepared before it is due. `time_factor`: 1 real time, 10 ten times faster, None as fast as
+possible (due when produced). More than `max_lag_s` s behind the source, samples are skipped
+(`skipped`, reported as skipped updates). `cpu_s` is the CPU time (s) the stream used in the
+estimator process (physics, RTDE reception).
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
 """The dashboard's web application (Starlette; served by uvicorn in `service.py`).
 
-Routes (contract in DESIGN.md):
-- `GET /` the dashboard page; `GET /static/...` its scripts, styles and uPlot (package data:
-  nothing is loaded from the internet);
-- `GET /events` server-sent events: one `data:` JSON per frame (~25 per second) with at least
-  `t` (s, source time), `tau_meas`, `tau_pred` (per joint, Nm), `rmse`, `r2` (sliding, per
-  joint), `events` (since the previous frame), plus `seq`, `trace` (the samples since the
-  previous frame), counters, latencies;
+Routes:
+- `GET /` the dashboard page; `GET /static/...` its scripts, styles and uPlot (package data);
+- `GET /events` server-sent events: one `data:` JSON per frame (~25 per second) with `t` (s,
+  source time), `tau_meas`, `tau_pred` (Nm per joint), `rmse`, `r2` (sliding, per joint),
+  `events` (since the previous frame), `seq`, `trace` (the samples since the previous frame),
+  counters, latencies;
 - `GET /api/state` the latest of the same with `updates`, `skipped_updates`,
-  `samples_received`; `GET /api/history?seconds=S` the kept past; `GET /api/panels` the panel
-  list; `GET /api/info` the service's description;
-- `POST /api/reset`, `/api/snapshot`, `/api/stop`: state-changing. They need the header
+  `samples_received`; `GET /api/history?seconds=S`; `GET /api/panels`; `GET /api/info`;
+- `POST /api/reset`, `/api/snapshot`, `/api/stop`: they need the header
   `X-Requested-With: ident-online` (a cross-site form cannot send it) and, when the service
   listens beyond loopback, `X-Token: <the token printed at start>`.
 """

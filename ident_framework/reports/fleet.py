@@ -1,18 +1,16 @@
-"""The fleet report: per robot and joint the identified Coulomb and viscous friction and rotor
-inertia with their standard deviations (from that robot's fit: the estimator's covariance of
-the base parameters, s² (RᵀR)⁻¹ with s² its residual variance, mapped to each parameter that is
-identifiable on its own; empty where it is identified only in combination), the payload-like
-parameters of the last link (mass, first moments m·c; those identifiable alone, with their
-std), the fit on each robot's held-out data, and flags a maintenance engineer acts on.
+"""The fleet report: per robot and joint, the identified friction and rotor inertia, the last
+link's payload-like parameters, the held-out fit, and flags a maintenance engineer acts on.
 
-Outliers against the fleet: a joint whose Coulomb friction fc lies more than k σ above the
-fleet's median for that joint (latest log of each robot; σ = 1.4826 × the median absolute
-deviation, at least `min_spread` × the median, so the estimation noise of a fleet of identical
-robots is not read as wear). Trend: a joint whose fc rose by more than k σ since the same
-robot's earliest log. Written: fleet.csv, fleet.md and fleet.png (fc per joint and robot, the
-median and the k σ limit, each robot's ±2 std as error bars, flagged joints marked). The flags
-use the fleet σ only: a robot's own std (0.4–3.7 % of fc on a 20 s excitation, at most 0.3
-fleet σ in benchmarks/bench_fleet.py) would change no flag if added to it.
+Per robot and joint: Coulomb fc (Nm) and viscous fv (Nm·s/rad) friction and rotor inertia
+(kg·m²) with their standard deviations (s² (RᵀR)⁻¹ of the base parameters, mapped to each
+parameter identifiable on its own; empty otherwise); the last link's mass (kg) and first moments
+m·c (kg·m) where identifiable alone. Flags: an outlier, fc more than k σ above the fleet's
+median for that joint (latest log of each robot; σ = 1.4826 × the median absolute deviation,
+at least `min_spread` × the median); a trend, fc risen by more than k σ since the robot's
+earliest log. Written: fleet.csv, fleet.md and fleet.png (fc per joint and robot, the median,
+the k σ limit, ±2 std error bars, flagged joints marked).
+
+Rationale: docs/design.md#fleet-flags
 """
 
 from __future__ import annotations

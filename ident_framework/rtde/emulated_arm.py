@@ -1,21 +1,16 @@
 """The simulated robot behind the RTDE emulator: a MuJoCo arm stepped in real time.
 
-The robot is the same seeded "real" robot as the `mujoco` data source (`perturb_robot` of
-simulation/perturbed_robot.py on the nominal model with default `PerturbationParams`), so a
-recording made through the emulator can be identified and checked against known truth. The
-controller is the one of `simulate` (simulation/tracking.py): computed-torque feed-forward of
-the nominal model (precomputed for the whole reference) plus joint PD feedback, explicit Euler
-at `sim_rate_hz`, motors clamped at the effort limits.
+The robot is the `mujoco` data source's seeded "real" robot (`perturb_robot` with default
+`PerturbationParams`), so a recording made through the emulator has a known truth. The
+controller is `simulate`'s (simulation/tracking.py): nominal computed-torque feed-forward plus
+joint PD, explicit Euler at `sim_rate_hz`, motors clamped at the effort limits.
 
-`advance()` runs one controller period (sim steps per RTDE sample) and returns the RTDE output
-fields of the state at its start, as `simulate` records a row: `actual_q` (quantised to the
-encoder resolution), `actual_qd`, `actual_current_as_torque` = the joint torque the motors
-applied during that step (MuJoCo's qfrc_actuator: rigid body + rotor inertia + joint
-friction) + Gaussian noise, `actual_current` = that torque / motor constant (A), the reference
-as `target_q/qd/qdd`, `target_moment` = the controller's model torque (nominal feed-forward,
-Nm), `target_current` = feed-forward / motor constant, `joint_control_output` = the commanded
-torque (feed-forward + PD) / motor constant (A), `joint_temperatures` (°C, a first-order
-thermal model of the I²R heating), TCP pose and speed of the last link (base frame, axis-angle).
+`advance()` runs one controller period and returns the RTDE fields of the state at its start:
+`actual_q` (rad, quantised to the encoder), `actual_qd` (rad/s), `actual_current_as_torque`
+(Nm: MuJoCo's qfrc_actuator + Gaussian noise), `actual_current` (that torque / motor constant,
+A), `target_q/qd/qdd`, `target_moment` (nominal feed-forward, Nm), `target_current`,
+`joint_control_output` (feed-forward + PD, A), `joint_temperatures` (°C, first-order I²R
+model), TCP pose and speed of the last link (base frame, axis-angle).
 """
 
 from __future__ import annotations

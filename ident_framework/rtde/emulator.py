@@ -1,27 +1,21 @@
 """An RTDE controller emulator for tests without a robot:
 `python -m ident_framework.rtde.emulator --host 127.0.0.1 [--robot ur12e] [--port 30004]`.
 
-A TCP server speaking the part of Universal Robots' RTDE protocol (version 2, see
-`protocol.py`) that `ur_rtde`'s receive interface uses: protocol version, controller
-version (`--controller-version`, default 5.23.0; an older one answers NOT_FOUND for
-`actual_current_as_torque` as a real controller does), output recipe setup (each field answered
-with its RTDE type, NOT_FOUND for unknown ones), start and pause, and data packages at the
-recipe frequency (at most 500 Hz). Behind it a MuJoCo simulation of the robot (`emulated_arm.py`:
-the same seeded "real" robot as `source=mujoco source.seed=`) follows a trajectory: by
-default a slow periodic motion about the home pose, looping; `--trajectory FILE` follows a
-run's trajectory.yaml or a CSV of joint positions instead.
+A TCP server speaking the part of UR's RTDE protocol version 2 (`protocol.py`) that `ur_rtde`'s
+receive interface uses: protocol and controller version (`--controller-version`, default
+5.23.0; an older one answers NOT_FOUND for `actual_current_as_torque`), output recipe setup
+(NOT_FOUND for unknown fields), start, pause, and data packages at the recipe frequency (at
+most 500 Hz, real time; when behind, only the newest package is sent, as a real controller
+does). Behind it a MuJoCo robot (`emulated_arm.py`, the robot of `source=mujoco source.seed=`)
+loops a slow periodic motion about the home pose, or follows `--trajectory FILE` (a run's
+trajectory.yaml or a CSV of joint positions).
 
-The simulation runs in real time: its clock is locked to the wall clock and a package is due
-every 2 ms. When the process falls behind, the simulation catches up and only the newest
-package is sent (a real controller short of time skips packages the same way).
-
-Fault injection, per connection that started synchronisation (the first `--drops` of them):
-`--drop-after N` packages or `--drop-after-s S` seconds close the connection (after a
-TEXT_MESSAGE); `--delay-ms D` holds every `--delay-every`-th package back D ms (later packages
-queue behind it, as on TCP); `--nan-after N` sends NaN in every joint vector of `--nan-count`
-packages from package N on. Several emulators run at once on different loopback addresses
-(127.0.0.2, 127.0.0.3, ...: `ur_rtde` always uses port 30004). SIGTERM or SIGINT shut it down
-cleanly (connections closed, a summary on stderr, exit code 0).
+Fault injection, on the first `--drops` connections that start synchronisation:
+`--drop-after N` packages or `--drop-after-s S` s close the connection (after a TEXT_MESSAGE);
+`--delay-ms D` holds every `--delay-every`-th package back D ms; `--nan-after N` sends NaN
+joint vectors in `--nan-count` packages from package N on. Run several at once on 127.0.0.2,
+127.0.0.3, ... (`ur_rtde` always uses port 30004). SIGTERM or SIGINT: connections closed, a
+summary on stderr, exit code 0.
 """
 
 from __future__ import annotations

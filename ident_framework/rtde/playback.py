@@ -1,21 +1,15 @@
-"""What a UR robot (or the RTDE emulator) plays, and how: trajectories read from files, a slow
-default motion, and the stream of a trajectory to the robot through `ur_rtde`'s control
-interface.
+"""What a UR robot (or the RTDE emulator) plays, and how: trajectories from files, a slow default
+motion, and streaming a trajectory through `ur_rtde`'s control interface.
 
-`load_trajectory` reads
-- a YAML description written by a run (`trajectory.yaml`: a `fourier` or `point_to_point`
-  trajectory as its `describe()` wrote it), or
-- a CSV of samples (`timestamp` in s and joint positions in rad: `target_q_j`, else
-  `actual_q_j`, else `q_j`), interpolated by a cubic spline (velocities and accelerations
-  are the spline's derivatives).
-`default_motion` is the emulator's (and the online service's simulated robot's) slow, safe,
-periodic motion about a home pose.
-
-`play` moves to the trajectory's start pose with a slow moveJ, then sends one servoJ per period
-(default 500 Hz) with the control interface's initPeriod/waitPeriod timing, and always ends
-with servoStop and stopScript: after the last point, on any exception, on Ctrl-C
-(KeyboardInterrupt) and when `abort()` reports a reason (e.g. the recording lost its
-connection). `control` is anything with the API of `rtde_control.RTDEControlInterface`.
+- `load_trajectory` reads a run's `trajectory.yaml` (`fourier` or `point_to_point`), or a CSV
+  of `timestamp` (s) and joint positions (rad: `target_q_j`, else `actual_q_j`, else `q_j`),
+  interpolated by a cubic spline (dq, ddq its derivatives).
+- `default_motion`: the emulator's (and the online simulated robot's) slow periodic motion
+  about a home pose.
+- `play(control, ...)`: moveJ to the start pose, then one servoJ per period (default 500 Hz)
+  with initPeriod/waitPeriod; always ends with servoStop and stopScript (after the last point,
+  on any exception, on Ctrl-C, and when `abort()` returns a reason). `control` has the API of
+  `rtde_control.RTDEControlInterface`.
 """
 
 from __future__ import annotations

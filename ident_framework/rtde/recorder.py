@@ -1,31 +1,22 @@
 """Live recording from `ur_rtde`'s receive interface to a CSV in the contract, sample by sample.
 
-`LiveRecording` polls the interface (every ~0.3 ms), and writes each new controller sample
-(a new `timestamp`) as one row through `data/csv_log.CsvLogWriter`, which flushes at least every
-0.1 s: a crash loses at most that much. A row is read consistently: the timestamp is read
-before and after two full reads of the other fields, and the row is read again unless both
-reads agree and the timestamp did not change (ur_rtde updates the fields one by one while it
-parses a package). Rows with non-finite values (a controller glitch) or that never read
-consistently are not written and are counted as invalid.
+`LiveRecording` polls the interface (every ~0.3 ms) and writes each new controller sample (a
+new `timestamp`, s) as one row through `data/csv_log.CsvLogWriter`, flushed at least every
+0.1 s. A row is read consistently (the timestamp unchanged across two agreeing reads of the
+other fields); rows with non-finite values or never read consistently are counted as invalid,
+not written.
 
-`actual_current_as_torque` (PolyScope >= 5.23) has no getter in `ur_rtde` 1.6.5's Python
-binding (the C++ class has one). When the binding lacks it, the field comes from a side
-channel joined to the rows by the controller timestamp: a second RTDE connection of our own
-(`torque_stream.TorqueStream`, every package), or, when the controller refuses that,
-`ur_rtde`'s own C++ file recorder (`startFileRecording`, a side file read as it grows and
-removed at the end; its timer misses ~10 % of the packages). A row whose torque the side
-channel missed is not written and is counted (`torque_missing`).
+`actual_current_as_torque` (Nm, PolyScope >= 5.23), when the binding has no getter, comes from
+a side channel joined by the controller timestamp: a second RTDE connection
+(`torque_stream.TorqueStream`), or, when the controller refuses it, `ur_rtde`'s C++ file
+recorder; rows it missed are counted (`torque_missing`). Packages the poller missed are written
+from the second connection (`filled`), in controller-time order.
 
-The receive interface keeps only the newest package: a poll more than 2 ms late (the thread
-descheduled on a busy computer, or waiting for the GIL) never sees the packages in between.
-Our own connection receives every package complete (TCP queues what a late read has not taken
-yet), so a package the poller passed without seeing is written from there (`filled`); the
-rows stay in controller-time order. What neither connection received, the controller never
-sent (a controller, or the emulator, short of time skips packages).
+A lost connection (reported, or no new sample for `timeout_s` s) ends the segment; what was
+written stays valid. `run` reconnects up to `reconnect_attempts` times (a new segment of the
+same file), else raises `RecordingLost`.
 
-Connection loss (the interface reports it, or no new sample for `timeout_s`) ends the current
-segment: what was written stays valid on disk. `run` then reconnects up to
-`reconnect_attempts` times (a new segment continues the same file) or raises `RecordingLost`.
+Rationale: docs/design.md#rtde-reception
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
-"""Every package of the controller over a second RTDE connection of our own (the torque, and
-the rows `ur_rtde`'s receive interface missed).
+"""Every package of the controller over a second RTDE connection of our own: the torque, and the
+rows `ur_rtde`'s receive interface missed.
 
-`ur_rtde` 1.6.5's Python binding has no getter for `actual_current_as_torque` (PolyScope >=
-5.23), and its C++ file recorder samples on a timer of its own (a `waitPeriod` loop reading the
-newest state, not every package) that misses ~10 % of the 500 Hz packages. Its receive
-interface keeps only the newest package, so a poll that comes more than one period (2 ms) late
-loses the packages in between. An RTDE controller serves several clients at once, so this
-module opens its own output recipe with every recorded field (`recorder.receive_variables`) on
-the same port, and a background thread keeps every package it receives (TCP loses none: a
-late read only finds more of them queued), as a complete row in the CSV column order of
-`recorder.column_groups`, keyed by the controller timestamp (µs). `recorder.py` joins the
-torque to the rows `ur_rtde` delivers and writes the rows `ur_rtde` never showed from here. It
-speaks the same RTDE protocol version 2 as `ur_rtde` (messages of `protocol.py`): protocol
-version, output setup, start, data packages, pause.
+Opens an output recipe with every recorded field (`recorder.receive_variables`) on the same
+port, in RTDE protocol version 2 (`protocol.py`: version, output setup, start, data packages,
+pause). A background thread keeps every package as a complete row in the CSV column order of
+`recorder.column_groups`, keyed by the controller timestamp (µs); `recorder.py` joins the
+torque (Nm) to the rows `ur_rtde` delivers and writes the rows it never showed from here.
+
+Rationale: docs/design.md#rtde-reception
 """
 
 from __future__ import annotations

@@ -1,32 +1,24 @@
 """Built-in data source `rtde`: a real UR e-Series robot through `ur_rtde` (`source=rtde
 source.host=192.168.x.x`).
 
-What `acquire` does, in order:
-1. It connects `rtde_receive.RTDEReceiveInterface(host, 500 Hz, fields)` (an unreachable host
-   fails at once with a hint).
-2. The motion safety verdict (`model/motion_safety.motion_verdict`), the same in a dry
-   run and a confirmed run: the robot's current pose is read from the receive interface, and
-   the whole motion (the moveJ from that pose to the trajectory's start, then the trajectory:
-   the engine's excitation, or `trajectory_path`) is checked against the robot's position,
-   velocity, acceleration and torque limits and the workspace (`workspace`, which follows
-   `trajectory.workspace`: floor, base column, boxes, half-spaces, with a clearance); a summary
-   is printed and a violating motion is refused with the same message in both modes (a dry run
-   adds that nothing was sent and a confirmed run would refuse it too).
-3. It records timestamp, actual_q, actual_qd, actual_current, target_current, target_moment,
-   joint temperatures, targets and, when the controller offers it (PolyScope >= 5.23),
-   actual_current_as_torque, streaming every sample to a CSV in the contract
-   (`rtde/recorder.py`).
-4. Only with `confirm_motion=true` the robot moves: the rehearsal gate (when required and
-   available), moveJ to the start pose, then servoJ at 500 Hz while recording
-   (`rtde/playback.py`), servoStop + stopScript on any exception, Ctrl-C or lost
-   connection. Without it (the default) it is a dry run: nothing is sent to the control
-   interface; the receive interface still records for the trajectory's duration (or
-   `duration_s`), i.e. whatever the robot does meanwhile.
-5. The CSV is read back (`csv_log.read_csv_log`); the dataset's metadata["acquisition"] holds
-   the achieved rate and the dropped samples, which the run's metrics report.
+`acquire`, in order:
+1. connects the receive interface at 500 Hz (an unreachable host fails at once, with a hint);
+2. checks the whole motion (moveJ from the current pose to the start, then the trajectory or
+   `trajectory_path`) against the position, velocity, acceleration and torque limits and
+   `workspace` (`model/motion_safety.motion_verdict`), prints a summary, and refuses a
+   violating motion with the same message in a dry run and a confirmed run;
+3. records timestamp, actual_q, actual_qd, currents, target_moment, joint temperatures,
+   targets and (PolyScope >= 5.23) actual_current_as_torque to a CSV in the contract
+   (`rtde/recorder.py`);
+4. only with `confirm_motion=true` moves the robot: rehearsal gate, moveJ, servoJ at 500 Hz
+   (`rtde/playback.py`), servoStop + stopScript on any exception, Ctrl-C or lost connection.
+   Otherwise (the default, a dry run) nothing is sent; it records for the trajectory's
+   duration (or `duration_s`) whatever the robot does;
+5. reads the CSV back (`csv_log.read_csv_log`); metadata["acquisition"] holds the achieved
+   rate and the dropped samples.
 
-The recording stays on disk whatever happens (`recording_path`, default the run directory),
-and can be identified again later with `source=csv source.path=<the recording>`.
+The recording stays on disk (`recording_path`, default the run directory): identify it again
+with `source=csv source.path=<the recording>`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
-"""A simulated recording in which the payload changes part-way through (drift study).
+"""A simulated recording in which the payload changes part-way through (drift study), used by
+`experiments/drift_payload.py` and its test.
 
-Used by `experiments/drift_payload.py` and its test: does a recursive estimator with forgetting
-follow a change of the robot that a batch fit over the whole recording averages away?
-
-`simulate_payload_change` runs the MuJoCo twin twice along consecutive pieces of one reference
-motion: first the true robot with the payload before the change, then the same true robot
-(same perturbation seed: same links, friction and rotor inertia) with the payload after it,
-starting where the first piece ends, and joins the two recordings. The controller knows only
-the nominal model in both pieces, as a real one would.
-
-The second piece continues from the exact simulated state of the first piece's last row
-(`simulation/tracking.simulate(initial_state=...)`), so the motion is continuous across the change;
-`state_jump_rad` (the largest |q| difference between the two rows at the change, only encoder
-quantisation) checks it.
+`simulate_payload_change` runs the MuJoCo twin along consecutive pieces of one reference
+motion: the true robot with the payload before the change, then the same true robot (same
+perturbation seed) with the payload after it, continuing from the exact simulated state of the
+first piece's last row (`simulation/tracking.simulate(initial_state=...)`), and joins the two
+recordings. The controller knows only the nominal model. `state_jump_rad` (rad, the largest |q|
+difference across the change: encoder quantisation only) checks the continuity.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """Per fold, the triangular factor of every candidate column at once.
 
-For one preprocessing of the identification data, the rows of each fold are streamed once
-through the regressor. Every column any candidate may use is in the factor: the rigid-body
-columns, and per joint the joint's own candidates (friction columns of every friction shape,
-rotor inertia, offset), then two right-hand sides: the low-passed torque (what the estimator
-fits) and the torque as recorded (what held-out error is measured against). A candidate is a
-subset of the columns: the factor of that subset over any union of folds is the QR of the
-stacked column slices of the folds' factors, exact and small (`cross_validation.py`); nothing
-is refactored from the data.
+For one preprocessing of the identification data the rows are streamed once through the
+regressor into one QR factor per cell (`folds.FoldPlan.cells`; a row, one joint's equation at
+one sample, goes to that joint's cell). The columns: the rigid-body ones, each joint's
+candidates (every friction shape, rotor inertia, offset), then the low-passed torque (what the
+estimator fits) and the torque as recorded (what held-out error is scored against), Nm. A fold
+(`folds.FoldLayout`) is a union of cells; a candidate's factor over any folds is the QR of the
+stacked column slices (`cross_validation.py`), never refactored from the data.
 
-The row groups are cells (`folds.FoldPlan.cells`): a time block (or recording) crossed with a
-kind of motion when folds by kind are used. A row is one joint's equation at one sample and is
-grouped by that joint's own cell, so a cell's factor is the QR of its rows of every joint; a
-fold (`folds.FoldLayout`) is a union of cells, merged exactly like any other.
+Rationale: docs/design.md#tuning-by-cross-validation
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """Held-out error of one candidate (a column set and regularisers) from the folds' factors.
 
-For fold k the training factor of the candidate's columns S is the QR of the slice
-T_k[:, S + tau_filtered] of the fold's training factor over every column (the other folds'
-factors merged once per column space, `FoldFactors.training`; exact: QR factors of row blocks
-merge, and R of A[:, S] is R of R_A[:, S]), the base
-parameters are those of all folds together (structural: the same for every fold), the
-estimate is the spectral solve of `triangular.py` (least squares, ridge toward
-the nominal parameters, truncated SVD), and the held-out sum of squares is
-`|R_k[:, S + tau_recorded] [theta; -1]|²` against the torque as recorded.
+For fold k: the training factor of the candidate's columns S is the QR of the slice
+`T_k[:, S + tau_filtered]` of the other cells' merged factor (`FoldFactors.training`); the base
+parameters are those of all folds together; the estimate is the spectral solve of
+`triangular.py` (least squares, ridge toward the nominal parameters, truncated SVD); the
+held-out sum of squares (Nm²) is `|R_k[:, S + tau_recorded] [theta; -1]|²`, against the torque
+as recorded. With a time and a kind partition the CV error (Nm) is the root of the mean of the two
+partitions' mean squares; each fold's RMSE is kept for `rules.py`.
 
-A fold is a union of cells (`folds.FoldLayout`; its training factor: the other cells'). With
-a time and a kind partition every row is held out once in each; the CV error is the root of
-the mean of the two partitions' mean squares, and each fold's own RMSE is kept for the
-one-standard-error rule and the stability of the choice (`rules.py`).
+Rationale: docs/design.md#tuning-by-cross-validation
 """
 
 from __future__ import annotations

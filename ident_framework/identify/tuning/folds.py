@@ -1,25 +1,15 @@
 """Folds of time-blocked cross-validation: contiguous parts of the motion, never a shuffle.
 
-With at least `n_folds` recordings each recording is one fold. Otherwise every recording is
-cut into `n_folds` contiguous time blocks and fold k holds the k-th block of each: with two
-or three recordings, one fold per recording would train each fold on half or two thirds of
-the data (measured on the KUKA LWR4+ logs 1+2: leave-one-recording-out chose a ridge 10x
-weaker and predicted measurement 3 at 1.033 Nm; blocks of both, 0.703 Nm, better than
-measurement 1 alone). When a recording's motion repeats (a periodic excitation, detected
-from q), its blocks are cut in the phase of its period instead, so a held-out block is a part
-of the motion no training block shows again (a block of the clock would be repeated by the
-next period).
-Samples within `guard_s` of a block boundary belong to no fold: the zero-phase filters spread
-each sample over its neighbours, which would otherwise leak across the boundary.
+- With at least `n_folds` recordings, each recording is one fold. Otherwise each recording is
+  cut into `n_folds` contiguous time blocks and fold k holds the k-th block of each; a
+  recording whose motion repeats (detected from q) is cut in the phase of its period.
+- Samples within `guard_s` s of a block boundary belong to no fold.
+- Folds by kind of motion (`tuning.partitions` with `kind`): per joint, the rows where it is at
+  rest, creeping, slow or turning round (`motion_kinds`), one kind per fold, trained on every
+  other row. Rows are grouped in cells (time block x kind) whose factors both partitions merge
+  exactly; no guard band separates kinds.
 
-Folds by kind of motion (`tuning.partitions` with `kind`): blocks of one periodic excitation
-are repeats of one kind of motion, so they rank options by how well they fit that motion, not
-by how they carry to slow moves, holds and reversals. The kind partition holds out, per joint,
-the rows where that joint is at rest, creeping, slow or turning round (`motion_kinds`), one
-kind per fold, and trains on every other row. The rows are grouped in cells (time block x
-kind) whose QR factors both partitions merge exactly. No guard band separates kinds (their
-boundaries are everywhere in a slow motion): a held-out row's filtered neighbours may be in
-training, a leak the time partition's guards avoid.
+Rationale: docs/design.md#tuning-by-cross-validation
 """
 
 from __future__ import annotations

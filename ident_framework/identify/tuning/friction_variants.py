@@ -2,21 +2,15 @@
 
 A friction plugin may offer variants of its settings (`FrictionModel.tuning_variants`, the
 simplest first; e.g. LuGre with `stribeck: auto`: without, then with its Stribeck curve). Each
-variant gets the whole selection of `selection.select_options` on the same folds, at its own
-shape fitted to the identification data (the pipeline's `prepare`); the first, the simplest,
-is kept unless another beats it by more than the standard error of their per-fold difference
-(`rules.choose` with `one_se_paired`, as `tuning.friction_models` compares whole models).
+variant gets the whole selection of `selection.select_options` on the same folds, with its own
+shape fitted to the identification data; its per-fold mean square is multiplied by
+(N + p) / (N - p) (p fitted nonlinear parameters, N torque rows). The simplest is kept unless
+another beats it by more than the paired standard error (`rules.choose`, `one_se_paired`).
+The chosen variant goes on through `friction_models.select_friction_model`; its settings are
+in the tuned config and in `tuning.chosen` (applied by `mode=predict`), the comparison heads
+the `friction_models` table. Models without variants (the built-ins) skip this step.
 
-The shape is fitted to all the identification rows, so the folds hold out the linear
-parameters only: a variant with more nonlinear parameters fits every fold's noise a little,
-and with noise alone it would win every fold by a hair (a planted LuGre without a Stribeck
-curve: 1.4e-5 Nm better with the curve, paired SE 5e-6). Each variant's per-fold mean square
-is therefore taken times Akaike's final prediction error factor (N + p) / (N - p) of its p
-fitted nonlinear parameters on the N torque rows they were fitted to before the comparison.
-The chosen variant then goes through `friction_models.select_friction_model` as the configured
-model. Its settings are in the tuned config (the final fit uses them) and in `tuning.chosen`
-(`mode=predict` applies them); the comparison heads the selection's `friction_models` table.
-A model without variants goes to `select_friction_model` directly (the built-ins).
+Rationale: docs/design.md#tuning-by-cross-validation
 """
 
 from __future__ import annotations

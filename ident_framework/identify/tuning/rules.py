@@ -1,25 +1,21 @@
 """How a stage of the search picks among its candidates, and how stable the pick is.
 
-rule "min": the lowest CV RMSE (the incumbent, listed first, wins ties). rule "one_se": the
-simplest candidate whose CV RMSE is within one standard error of the lowest (the SE of the
-best candidate: the standard deviation of its per-fold RMSE over sqrt(folds), Breiman et al.
-1984, Hastie et al. ESL 7.10); among equally simple ones the lowest CV RMSE. rule
-"one_se_paired": the same with each candidate's own SE of its difference to the best, fold by
-fold (std over folds of RMSE_k(candidate) - RMSE_k(best), over sqrt(folds)): folds that differ
-in kind (a rest fold, a fast block) spread one candidate's per-fold RMSE far more than they
-spread the difference between two candidates, which the plain SE then mistakes for noise.
+Rules: "min", the lowest CV RMSE (the incumbent, listed first, wins ties); "one_se", the
+simplest candidate whose CV RMSE is within one standard error of the lowest (SE: the std of the
+best candidate's per-fold RMSE over sqrt(folds)), then the lowest CV RMSE; "one_se_paired", the
+same with each candidate's SE of its per-fold difference to the best.
 
-"Simpler" (`complexity`, compared as a tuple, smaller is simpler; within one stage only the
-options of that stage differ):
-1. fewer columns: rotor inertia, torque offset, the temperature and load terms and each
-   joint's Stribeck term count one each;
-2. fewer joints with a tanh friction shape (the dead-band sign is simpler than any tanh);
+"Simpler" (`complexity`, a tuple, smaller is simpler):
+1. fewer columns (rotor inertia, offset, temperature and load terms, each Stribeck term);
+2. fewer joints with a tanh friction shape;
 3. no Coulomb dead band (0 rad/s) over a dead band;
-4. stronger regularisation: a larger ridge or truncation share (none is the least simple);
+4. stronger regularisation (larger ridge or truncation share; none is the least simple);
 5. the configured preprocessing over any other cut-off or velocity source.
 
-Stability: per fold, the candidate that fold alone would pick (its lowest RMSE); how many
-folds agree with the stage's pick, and the pick's rank per fold.
+Stability: per fold, the candidate that fold alone would pick; how many folds agree with the
+stage's pick, and the pick's rank per fold.
+
+Rationale: docs/design.md#tuning-by-cross-validation
 """
 
 from __future__ import annotations

@@ -1,17 +1,14 @@
 """The candidates the selection tries, in stages, and the table of their CV RMSE.
 
-Coordinate search, each stage keeping the best candidate so far: on the configured
-preprocessing the column options are chosen greedily (`search_columns`): regressor columns
-(rotor inertia, offset), the Coulomb dead band (`coulomb_viscous`), each joint's friction
-shape (dead-band sign, tanh or saturated sign of a width, or the Stribeck shape of a velocity:
-`tuning.stribeck_velocities`; `sweeps` passes over the joints), the friction's
-temperature term on or off (when the recordings have joint temperatures), its load-dependent
-term on or off (`coulomb_viscous`, `load_dependent: auto`; scored with tau_load from the
-nominal robot model, where the final fit iterates it: `identify/load_friction.py`), then the
-estimator's regularisation (ridge toward the nominal parameters, truncated SVD; `ls` only).
-Then every preprocessing candidate (low-pass cut-off x velocity source; each needs one pass
-of the regressor over the rows the cross-validation uses) is scored with those options; when
-another preprocessing wins, the column options are searched again on it.
+Coordinate search, each stage keeping the best candidate so far. On the configured
+preprocessing the column options are chosen greedily (`search_columns`): rotor inertia and
+offset columns, the Coulomb dead band, each joint's friction shape (dead-band sign, tanh or
+saturated sign of a width, Stribeck of `tuning.stribeck_velocities`; `sweeps` passes), the
+temperature term, the load-dependent term (`load_dependent: auto`, scored with the nominal
+model's tau_load; the final fit iterates it, `identify/load_friction.py`), then the
+regularisation (ridge, truncated SVD; `ls` only). Then every preprocessing candidate (low-pass
+cut-off x velocity source) is scored with those options; when another wins, the column
+options are searched again on it.
 """
 
 from __future__ import annotations

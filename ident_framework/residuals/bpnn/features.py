@@ -1,19 +1,18 @@
 """Input features of the `bpnn` residual learner's per-joint networks, chosen by name
 (`residual.features`), from `hookspecs.ResidualInputs`.
 
-position (rad), velocity (rad/s), acceleration (rad/s²): the joint state; sin_position,
-cos_position: sin q and cos q of a revolute joint (an encoding that is the same at q and
-q + 2π, so a correction learnt at one turn of the joint applies at the next; meaningless for
-a prismatic joint); load (Nm): the physical model's whole torque; gravity, inertial, friction
-(Nm): its parts. With `inputs:
-joint` network j sees joint j's features only (friction-like residuals are functions of a
-joint's own motion and load); with `inputs: full` every network sees every joint's features
-(feature-major per joint: joint 0's features, then joint 1's, ...).
+- position (rad), velocity (rad/s), acceleration (rad/s²): the joint state;
+- sin_position, cos_position: sin q and cos q of a revolute joint (the same at q and q + 2π;
+  meaningless for a prismatic joint);
+- load (Nm): the physical model's whole torque; gravity, inertial, friction (Nm): its parts.
 
-`residual.features: auto` (`per_candidate`, `choose_features`): every candidate feature set
-trained in one batch as extra "joints" on the same folds, then per joint the set whose worst
-held-out fold improved most kept (the other candidates' networks and figures dropped). Functions
-of the learner (`BpnnResidual`), whose fitted state they read and reshape."""
+With `inputs: joint` network j sees joint j's features only; with `inputs: full` every network
+sees every joint's (joint 0's features, then joint 1's, ...). `residual.features: auto`
+(`per_candidate`, `choose_features`): every candidate set trains in one batch on the same
+folds, and each joint keeps the set whose worst held-out fold improved most.
+
+Rationale: docs/design.md#residual-learner-bpnn
+"""
 
 from __future__ import annotations
 
