@@ -14,7 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from ident_framework.testing.online import CHROMIUM, CHROMIUM_ARGS, running_service
+from ident_framework.testing.online import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    running_service,
+    wait_for_page,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -27,16 +32,6 @@ def chromium_or_skip() -> None:
             "CI: /usr/bin/chromium is missing (apt-get install -y chromium chromium-driver)"
         )
     pytest.skip("no /usr/bin/chromium (apt-get install -y chromium chromium-driver)")
-
-
-def wait_for(page, expression: str, timeout_s: float = 30.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = page.evaluate(expression)
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {expression}")
 
 
 def test_dashboard_in_headless_chromium(tmp_path):
@@ -65,8 +60,8 @@ def test_dashboard_in_headless_chromium(tmp_path):
         with running_service(tmp_path / "run", *overrides) as service:
             port = service.url.rsplit(":", 1)[1].rstrip("/")
             page.goto(service.url)
-            t0 = wait_for(page, "window.identDashboard && window.identDashboard.latestT()")
-            r2_shown = wait_for(page, "document.querySelector('#fit-now').textContent")
+            t0 = wait_for_page(page, "window.identDashboard && window.identDashboard.latestT()")
+            r2_shown = wait_for_page(page, "document.querySelector('#fit-now').textContent")
             time.sleep(3)
             t1 = page.evaluate("window.identDashboard.latestT()")
             assert t1 > t0 + 1.0  # traces move
@@ -89,14 +84,16 @@ def test_dashboard_in_headless_chromium(tmp_path):
             assert page.inner_text("#mode") == "LIVE"
             # reload: the history comes back at once
             page.reload()
-            wait_for(
+            wait_for_page(
                 page, "window.identDashboard && window.identDashboard.store.trace.t.length > 500"
             )
             # drift event shown (payload change at 12 s of source time)
-            wait_for(page, "window.identDashboard.store.events.some(e => e.kind === 'drift')", 60)
-            wait_for(page, "document.querySelector('#panel-events .tag.drift') !== null")
+            drift = "window.identDashboard.store.events.some(e => e.kind === 'drift')"
+            wait_for_page(page, drift, 60)
+            wait_for_page(page, "document.querySelector('#panel-events .tag.drift') !== null")
             # the twin's last update is shown (one fit every 6 s)
-            wait_for(page, "document.querySelector('#twin-age').textContent.includes('updated')")
+            twin_age = "document.querySelector('#twin-age').textContent.includes('updated')"
+            wait_for_page(page, twin_age)
             time.sleep(1.0)
             page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
             # click the drift event: the view pauses around it
@@ -113,10 +110,10 @@ def test_dashboard_in_headless_chromium(tmp_path):
             page.keyboard.press("l")
             assert page.inner_text("#mode") == "LIVE"
         # service stopped: the page notices, then reconnects to a new service on the same port
-        wait_for(page, "window.identDashboard.connection !== 'live'", 30)
+        wait_for_page(page, "window.identDashboard.connection !== 'live'", 30)
         with running_service(tmp_path / "run2", f"online.port={port}", "online.twin.every_s=null"):
-            wait_for(page, "window.identDashboard.connection === 'live'", 60)
-            t_new = wait_for(page, "window.identDashboard.latestT()", 30)
+            wait_for_page(page, "window.identDashboard.connection === 'live'", 60)
+            t_new = wait_for_page(page, "window.identDashboard.latestT()", 30)
             assert t_new < 30  # the new service's own clock
             assert page.inner_text("#connection") == "connected"
         context.close()

@@ -18,7 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from ident_framework.testing.online import CHROMIUM, CHROMIUM_ARGS, running_service
+from ident_framework.testing.online import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    running_service,
+    wait_for_page,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 OVERRIDES = (
@@ -26,16 +31,6 @@ OVERRIDES = (
     "online.drift.warmup_s=3",
     "online.payload_change={t_s: 20.0, mass_kg: 3.5}",
 )
-
-
-def wait_for(page, expression: str, timeout_s: float = 60.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = page.evaluate(expression)
-        if value:
-            return value
-        time.sleep(0.2)
-    raise TimeoutError(f"timed out waiting for {expression}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,11 +53,13 @@ def main(argv: list[str] | None = None) -> None:
             with running_service(Path(tmp) / "run", *OVERRIDES) as service:
                 print(f"dashboard at {service.url}", file=sys.stderr)
                 page.goto(service.url)
-                wait_for(page, "window.identDashboard && window.identDashboard.latestT()")
-                wait_for(page, f"window.identDashboard.latestT() > {args.wait_s}", 300)
-                wait_for(page, "window.identDashboard.store.events.some(e => e.kind === 'drift')")
-                wait_for(
-                    page, "document.querySelector('#twin-age').textContent.includes('updated')"
+                wait_for_page(page, "window.identDashboard && window.identDashboard.latestT()", 60)
+                wait_for_page(page, f"window.identDashboard.latestT() > {args.wait_s}", 300)
+                wait_for_page(
+                    page, "window.identDashboard.store.events.some(e => e.kind === 'drift')", 60
+                )
+                wait_for_page(
+                    page, "document.querySelector('#twin-age').textContent.includes('updated')", 60
                 )
                 time.sleep(1.0)
                 args.out.parent.mkdir(parents=True, exist_ok=True)

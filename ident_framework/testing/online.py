@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # a quick excitation search: the online service's start-up is not what these tests measure
 FAST = (
@@ -35,6 +36,18 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--disable-background-timer-throttling",
 ]
+
+
+def wait_for_page(page: Any, expression: str, timeout_s: float = 30.0) -> Any:
+    """The first truthy value of the JavaScript `expression` on a Playwright `page`, polled
+    every 0.2 s for up to `timeout_s` s (AssertionError after that)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = page.evaluate(expression)
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {expression}")
 
 
 @dataclass
