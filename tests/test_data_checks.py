@@ -151,7 +151,7 @@ def test_disabled_checks_change_nothing():
     data = recording()
     processed = preprocess(data, PreprocessingParams())
     assert drop_untrusted(data, processed, None, CheckParams(enabled=False)) is processed
-    mapped = trusted_at(data, np.ones(data.n_samples, bool), processed)
+    mapped = trusted_at(data, np.ones(data.n_samples, bool), processed.timestamp)
     assert mapped.all() and mapped.shape == (processed.n_samples,)
 
 

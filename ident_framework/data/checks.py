@@ -232,8 +232,7 @@ def drop_untrusted(
     for (index, rows), (trusted, found) in zip(parts, checked, strict=True):
         part = recorded.select(rows)
         mine = processed_index == index
-        own = processed if len(parts) == 1 else processed.select(mine)  # one: no copy
-        keep[mine] = trusted_at(part, trusted, own)
+        keep[mine] = trusted_at(part, trusted, processed.timestamp[mine])
         report = {**found, "rows_in": int(mine.sum()), "excluded_rows": int((~keep[mine]).sum())}
         reports.append({"path": names[index], **report} if len(names) > 1 else report)
     report = reports[0] if len(reports) == 1 else combined_report(reports)
@@ -284,11 +283,11 @@ def combined_report(reports: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def trusted_at(recorded: Dataset, trusted: np.ndarray, rows: Dataset) -> np.ndarray:
-    """(M,) bool over the rows of `rows` (the preprocessed data, at recorded or resampled
-    times): trusted when the recorded samples at or on either side of its time are."""
+def trusted_at(recorded: Dataset, trusted: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """(M,) bool over `times` (s; the preprocessed data's rows, at recorded or resampled
+    times): trusted when the recorded samples at or on either side of that time are."""
     t = np.asarray(recorded.timestamp, dtype=float)
-    at = np.asarray(rows.timestamp, dtype=float)
+    at = np.asarray(times, dtype=float)
     before = np.clip(np.searchsorted(t, at, side="right") - 1, 0, len(t) - 1)
     after = np.clip(np.searchsorted(t, at, side="left"), 0, len(t) - 1)
     return trusted[before] & trusted[after]

@@ -211,7 +211,7 @@ def _fold_rows(
     recorded = data.recorded.tau  # preprocessing keeps recorded rows: their torque as recorded
     labels = plan.cells(index, data.timestamp, recording.q.shape[1])
     if trusted is not None and not trusted.all():
-        labels[~trusted_at(recording, trusted, data)] = -1
+        labels[~trusted_at(recording, trusted, data.timestamp)] = -1
     return FoldRows(data, recorded, labels)
 
 
@@ -229,7 +229,7 @@ def _excerpt_rows(
     labels = plan.cells(excerpt.recording, data.timestamp, recording.q.shape[1])
     labels[~excerpt.own(data.timestamp)] = -1
     if trusted is not None and not trusted.all():
-        labels[~trusted_at(recording, trusted, data)] = -1
+        labels[~trusted_at(recording, trusted, data.timestamp)] = -1
     return FoldRows(data, data.recorded.tau, labels)
 
 
