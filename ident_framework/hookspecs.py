@@ -93,11 +93,33 @@ ConditionObjective = Callable[[np.ndarray, np.ndarray, np.ndarray], float]
 
 
 class TrajectoryGenerator(Protocol):
-    """Designs a motion for the robot, e.g. an optimised excitation."""
+    """Designs a motion for the robot, e.g. an optimised excitation.
+
+    Optional (defaults in `TrajectoryGeneratorDefaults`): `rebuild(description)`, the
+    trajectory whose `describe()` gave `description` (a run's `trajectory.yaml`, whose
+    `generator` key names the option), and `slow_motion(robot, amplitude_rad, period_s)`, a
+    slow periodic motion about a home pose (what the RTDE emulator plays by default)."""
 
     def generate(
         self, robot: RobotModel, objective: ConditionObjective | None, seed: int
     ) -> Trajectory: ...
+
+
+class TrajectoryGeneratorDefaults:
+    """The optional members of `TrajectoryGenerator`, with their defaults."""
+
+    def rebuild(self, description: dict[str, Any]) -> Trajectory:
+        """Not available: the generator cannot read back its trajectories."""
+        raise UserError(
+            f"The trajectory generator {description.get('generator')!r} cannot rebuild a "
+            "described trajectory; give a CSV of samples instead."
+        )
+
+    def slow_motion(self, robot: RobotModel, amplitude_rad: float, period_s: float) -> Trajectory:
+        """Not available: the generator has no slow motion."""
+        raise UserError(
+            "This trajectory generator has no slow motion; give the motion as a file instead."
+        )
 
 
 class DataSource(Protocol):
@@ -471,6 +493,7 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
         TrajectoryGenerator,
         "trajectory",
         ("ident_framework.trajectories.fourier", "ident_framework.trajectories.point_to_point"),
+        TrajectoryGeneratorDefaults,
     ),
     ExtensionPoint(
         "friction",

@@ -29,7 +29,7 @@ import pytest
 from ident_framework.errors import UserError
 from ident_framework.model.motion_safety import APPROACH, TRAJECTORY, motion_verdict
 from ident_framework.model.robot import load_robot
-from ident_framework.rtde.playback import UR_HOME
+from ident_framework.model.ur_description import UR_HOME
 from ident_framework.sources.rtde import RtdeSource, RtdeSourceParams, refusal_ending, safety_limits
 from ident_framework.trajectories.fourier.series import FourierTrajectory
 from ident_framework.trajectories.fourier.series import constraint_basis as _constraint_basis

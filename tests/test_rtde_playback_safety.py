@@ -11,8 +11,10 @@ import re
 
 import numpy as np
 import pytest
+import yaml
 
 from ident_framework.data.csv_log import CsvLogWriter, read_csv_log
+from ident_framework.errors import UserError
 from ident_framework.model.motion_safety import (
     JointMove,
     SafetyLimits,
@@ -20,13 +22,14 @@ from ident_framework.model.motion_safety import (
     motion_verdict,
 )
 from ident_framework.model.robot import load_robot
+from ident_framework.model.ur_description import UR_HOME
 from ident_framework.model.workspace import Workspace, WorkspaceParams
 from ident_framework.rtde import protocol as rtde
 from ident_framework.rtde.playback import (
-    UR_HOME,
     PlaybackAborted,
     ServoSettings,
     default_motion,
+    load_trajectory,
     play,
 )
 from ident_framework.testing.rtde import RecordingControl
@@ -44,6 +47,29 @@ def test_default_motion_is_safe_and_slow(robot):
     assert np.all(report.velocity_peak < 0.3)  # rad/s: slow
     assert report.min_floor_clearance_m > 0.15 and report.min_margin_m > 0.0
     assert len(report.lines()) == 2 + robot.n_joints
+
+
+@pytest.mark.parametrize("name", ["fourier", "point_to_point"])
+def test_trajectories_are_rebuilt_through_the_registry(robot, name, tmp_path):
+    """Every built-in generator's slow motion is safe and at rest at its ends, and its
+    `trajectory.yaml` reads back, through the registry, to the same motion."""
+    from ident_framework.config.registry import get_registry
+
+    info = get_registry().get("trajectory", name)
+    motion = info.create(info.schema()).slow_motion(robot, 0.2, 8.0)
+    assert check_trajectory(robot, motion, SafetyLimits()).safe
+    t = np.linspace(0.0, motion.duration, 801)
+    q, dq, _ = motion.evaluate(t)
+    assert np.allclose(q[0], UR_HOME) and np.allclose(q[-1], UR_HOME)
+    assert np.abs(dq[[0, -1]]).max() < 1e-9 and np.abs(q - UR_HOME).max() <= 0.2 * 1.001
+    path = tmp_path / "trajectory.yaml"
+    path.write_text(yaml.safe_dump(motion.describe()))
+    rebuilt = load_trajectory(str(path), robot.n_joints)
+    assert type(rebuilt) is type(motion)
+    assert np.array_equal(rebuilt.evaluate(t)[0], q)
+    path.write_text(yaml.safe_dump({**motion.describe(), "generator": "spline"}))
+    with pytest.raises(UserError, match=r"generator 'spline'; readable are \['fourier'"):
+        load_trajectory(str(path), robot.n_joints)
 
 
 def test_violations_name_joint_time_and_excess(robot):

@@ -14,8 +14,8 @@ from ident_framework.model.base_parameters import TriangularAccumulator, conditi
 from ident_framework.model.motion_safety import SafetyLimits, check_trajectory, motion_verdict
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
+from ident_framework.model.ur_description import UR_HOME
 from ident_framework.model.workspace import Workspace, WorkspaceBox, WorkspaceParams
-from ident_framework.rtde.playback import UR_HOME
 from ident_framework.sources.rtde import RtdeSourceParams, safety_limits
 from ident_framework.trajectories.fourier import (
     FourierGenerator,

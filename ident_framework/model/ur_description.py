@@ -26,6 +26,16 @@ UR_JOINTS = (
     "wrist_2_joint",
     "wrist_3_joint",
 )
+UR_HOME = (0.0, -math.pi / 2, math.pi / 2, -math.pi / 2, -math.pi / 2, 0.0)  # rad, arm up
+
+
+def home_pose(joint_names: list[str], position_limits: np.ndarray) -> np.ndarray:
+    """A safe rest pose (rad): `UR_HOME` on a UR arm, else the middle of each joint's
+    (n, 2) range."""
+    if tuple(joint_names) == UR_JOINTS:
+        return np.array(UR_HOME)
+    return position_limits.mean(axis=1)
+
 _LINKS = ("shoulder", "upper_arm", "forearm", "wrist_1", "wrist_2", "wrist_3")
 
 

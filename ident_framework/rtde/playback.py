@@ -14,7 +14,6 @@ motion, and streaming a trajectory through `ur_rtde`'s control interface.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable
@@ -25,17 +24,9 @@ import numpy as np
 import yaml
 
 from ident_framework.errors import UserError
-from ident_framework.hookspecs import Trajectory
+from ident_framework.hookspecs import Trajectory, TrajectoryGenerator
 from ident_framework.model.robot import RobotModel
-from ident_framework.model.ur_description import UR_JOINTS
-from ident_framework.trajectories.fourier.series import (
-    FourierTrajectory,
-    constraint_basis,
-    fourier_basis,
-)
-from ident_framework.trajectories.point_to_point import PointToPointTrajectory
 
-UR_HOME = (0.0, -math.pi / 2, math.pi / 2, -math.pi / 2, -math.pi / 2, 0.0)  # rad
 _POSITION_GROUPS = ("target_q", "actual_q", "q")
 
 
@@ -100,15 +91,16 @@ def _from_yaml(path: str, where: str) -> Trajectory:
         description = yaml.safe_load(handle)
     if not isinstance(description, dict):
         raise ValueError("the YAML is not a mapping")
+    from ident_framework.config.registry import get_registry
+
     generator = description.get("generator")
-    if generator == "fourier":
-        return FourierTrajectory.from_description(description)
-    if generator == "point_to_point":
-        return PointToPointTrajectory.from_description(description)
-    raise UserError(
-        f"{where} describes a trajectory of generator {generator!r}; readable are 'fourier' "
-        "and 'point_to_point' (the trajectory.yaml of a run), or a CSV of samples."
-    )
+    readable = get_registry().names("trajectory")
+    if generator not in readable:
+        raise UserError(
+            f"{where} describes a trajectory of generator {generator!r}; readable are "
+            f"{readable} (the trajectory.yaml of a run), or a CSV of samples."
+        )
+    return _generator(generator).rebuild(description)
 
 
 def _from_csv(path: str, n_joints: int, where: str) -> SampledTrajectory:
@@ -134,33 +126,19 @@ def _from_csv(path: str, n_joints: int, where: str) -> SampledTrajectory:
 
 def default_motion(
     robot: RobotModel, amplitude_rad: float = 0.25, period_s: float = 12.0
-) -> FourierTrajectory:
-    """A slow, safe, periodic motion about a home pose (UR: arm up, UR_HOME; other arms: the
-    middle of each joint's range): three harmonics per joint, peak excursion `amplitude_rad`
-    per joint, one period of `period_s` s, at rest at its start and end (loops smoothly)."""
-    n = robot.n_joints
-    if tuple(robot.joint_names) == UR_JOINTS:
-        q0 = np.array(UR_HOME)
-    else:
-        q0 = robot.limits.position.mean(axis=1)
-    n_harmonics = 3
-    basis = constraint_basis(n_harmonics)  # (2L, 2L - 3) coefficients at rest at t = 0
-    omega = 2.0 * math.pi / period_s
-    grid = np.linspace(0.0, period_s, 400)
-    position, _, _ = fourier_basis(grid, omega, n_harmonics)
-    coefficients = np.empty((n, 2 * n_harmonics))
-    for joint in range(n):
-        angle = 2.0 * math.pi * joint / n
-        vector = basis @ np.array([math.cos(angle), math.sin(angle), 0.5])[: basis.shape[1]]
-        excursion = np.abs(position @ vector).max()
-        coefficients[joint] = vector * amplitude_rad / excursion
-    return FourierTrajectory(
-        q0=q0,
-        a=coefficients[:, :n_harmonics],
-        b=coefficients[:, n_harmonics:],
-        base_frequency_hz=1.0 / period_s,
-        info={"purpose": "RTDE emulator default motion"},
-    )
+) -> Trajectory:
+    """A slow, safe, periodic motion about a home pose (UR: arm up, `UR_HOME`; other arms: the
+    middle of each joint's range), peak excursion `amplitude_rad` per joint, one period of
+    `period_s` s, at rest at its start and end: the `fourier` option's `slow_motion`."""
+    return _generator("fourier").slow_motion(robot, amplitude_rad, period_s)
+
+
+def _generator(name: str) -> TrajectoryGenerator:
+    """The trajectory generator `name`, with its default settings, from the plugin registry."""
+    from ident_framework.config.registry import get_registry
+
+    info = get_registry().get("trajectory", name)
+    return info.create(info.schema())
 
 
 class PlaybackAborted(Exception):

@@ -27,6 +27,7 @@ from ident_framework.errors import UserError
 from ident_framework.hookspecs import ConditionObjective, hookimpl
 from ident_framework.model.motion_safety import SafetyLimits, check_trajectory
 from ident_framework.model.robot import RobotModel
+from ident_framework.model.ur_description import home_pose
 from ident_framework.model.workspace import Workspace, WorkspaceParams, position_limit_pairs
 from ident_framework.params import Params, param
 
@@ -163,6 +164,19 @@ class PointToPointGenerator:
 
     def __init__(self, params: PointToPointParams):
         self.params = params
+
+    def rebuild(self, description: dict[str, Any]) -> PointToPointTrajectory:
+        """The trajectory of a `describe()` (a run's `trajectory.yaml`)."""
+        return PointToPointTrajectory.from_description(description)
+
+    def slow_motion(
+        self, robot: RobotModel, amplitude_rad: float = 0.25, period_s: float = 12.0
+    ) -> PointToPointTrajectory:
+        """From `home_pose` every joint moves by `amplitude_rad` and back, then by
+        -`amplitude_rad` and back: four rest-to-rest moves of `period_s` / 4 s each."""
+        home = home_pose(robot.joint_names, robot.limits.position)
+        waypoints = [home, home + amplitude_rad, home, home - amplitude_rad, home]
+        return PointToPointTrajectory(np.linspace(0.0, period_s, 5), waypoints, [True] * 4)
 
     def generate(
         self, robot: RobotModel, objective: ConditionObjective | None, seed: int

@@ -30,8 +30,13 @@ import numpy as np
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import ConditionObjective, hookimpl
 from ident_framework.model.robot import RobotModel
+from ident_framework.model.ur_description import home_pose
 from ident_framework.trajectories.fourier.params import FourierParams
-from ident_framework.trajectories.fourier.series import FourierTrajectory
+from ident_framework.trajectories.fourier.series import (
+    FourierTrajectory,
+    constraint_basis,
+    fourier_basis,
+)
 
 if TYPE_CHECKING:
     from ident_framework.trajectories.fourier.search import SearchProblem
@@ -98,6 +103,34 @@ class FourierGenerator:
             else float(objective(*problem.states(q0, z)))
         )
         return self._finish(problem, q0, z, objective, cond_search, seed)
+
+    def rebuild(self, description: dict[str, Any]) -> FourierTrajectory:
+        """The trajectory of a `describe()` (a run's `trajectory.yaml`)."""
+        return FourierTrajectory.from_description(description)
+
+    def slow_motion(
+        self, robot: RobotModel, amplitude_rad: float = 0.25, period_s: float = 12.0
+    ) -> FourierTrajectory:
+        """A slow periodic motion about `home_pose`: three harmonics per joint, peak
+        excursion `amplitude_rad` per joint, one period of `period_s` s, at rest at its start
+        and end (loops smoothly)."""
+        q0 = home_pose(robot.joint_names, robot.limits.position)
+        n_harmonics = 3
+        basis = constraint_basis(n_harmonics)  # (2L, 2L - 3) coefficients at rest at t = 0
+        omega = 2.0 * math.pi / period_s
+        position, _, _ = fourier_basis(np.linspace(0.0, period_s, 400), omega, n_harmonics)
+        coefficients = np.empty((robot.n_joints, 2 * n_harmonics))
+        for joint in range(robot.n_joints):
+            angle = 2.0 * math.pi * joint / robot.n_joints
+            vector = basis @ np.array([math.cos(angle), math.sin(angle), 0.5])[: basis.shape[1]]
+            coefficients[joint] = vector * amplitude_rad / np.abs(position @ vector).max()
+        return FourierTrajectory(
+            q0=q0,
+            a=coefficients[:, :n_harmonics],
+            b=coefficients[:, n_harmonics:],
+            base_frequency_hz=1.0 / period_s,
+            info={"purpose": "RTDE emulator default motion"},
+        )
 
     def _finish(
         self,
