@@ -1,9 +1,7 @@
 """The validated form of a composed Hydra config: every plugin resolved, every value checked.
 
-`validate_config` runs before any job starts (see `preflight.py`) and again inside each job; a
-bad value fails with the config key that holds it, a required value left unset (`???` in a
-YAML, e.g. `robot=urdf` without `robot.path`) with which option needs which key and an example
-command giving it.
+`validate_config` runs before any job starts (`preflight.py`) and again inside each job; a bad
+value fails with its config key, a required value left unset (`???`) with an example command.
 """
 
 from __future__ import annotations
@@ -28,10 +26,7 @@ from ident_framework.params import Params, param
 
 __all__ = ["PLUGIN_GROUPS", "RunConfig", "SelectedPlugin", "validate_config"]
 SPLIT = "split"  # the validation option that holds out the tail of the identification data
-# identify: the pipeline; predict: apply a saved run to data; rehearse: the pipeline on the robot
-# model with planted changes, checked against them (modes/rehearsal/); online: the streaming
-# service beside the robot (online/); factor / combine: exact distributed identification
-# (`DistributedSettings`)
+# what a run does: modes/pipeline.py, predict.py, rehearsal/, online/, distributed.py (both)
 MODES = ("identify", "predict", "rehearse", "online", "factor", "combine")
 LOOP_DESIGNS = ("seeded", "aimed")  # how the closed loop's later rounds design their excitation
 
@@ -77,12 +72,10 @@ class SplitSettings(Params):
 
 @dataclass
 class LoopSettings(Params):
-    """Closed identification loop. iterations: identification rounds (1: a single run); each
-    further round designs a new excitation, records it and identifies on all recordings so
-    far. target_r2: stop as soon as the validation R² reaches it (None: run every round).
-    design: how later rounds search their excitation: seeded (the configured search with a new
-    seed) or aimed (with a new seed, minimising cond of the base regressor of all recordings so
-    far plus the candidate: it fills in the directions the earlier ones excited least)."""
+    """Closed identification loop (`modes/closed_loop.py`). iterations: identification rounds
+    (1: a single run); target_r2: stop once the validation R² reaches it (None: every round);
+    design: seeded (the configured search, a new seed) or aimed (also minimising cond of the
+    base regressor of all recordings so far plus the candidate)."""
 
     iterations: int = param(1, ge=1)
     target_r2: float | None = param(None, gt=0, lt=1, note="an R² to reach")
@@ -107,18 +100,11 @@ def _part_of_parts(settings: DistributedSettings) -> None:
 
 @dataclass
 class DistributedSettings(Params):
-    """The `distributed:` section: exact distributed identification as map and reduce
-    (`modes/distributed.py`). `mode=factor` (one job per part; a sweep over `distributed.part`
-    on any Hydra launcher) reduces part `part` of `parts` of the source's recording to
-    sufficient statistics; `mode=combine` merges the statistics of `inputs` and solves.
-
-    part: the part this factor job reduces (0 .. parts-1, equal numbers of samples in time
-    order); parts: how many parts the recording is split into; halo_s: s of recording on each
-    side of a part that are preprocessed with it but not identified on (None: four times the
-    low-pass filter's default trim plus the Savitzky-Golay window, enough for the filters'
-    edge transients to decay below rounding, so the parts' preprocessed samples equal the whole
-    recording's); inputs: mode=combine: factor job folders, statistics files or glob patterns
-    (a sweep folder: all its jobs)."""
+    """Exact distributed identification (`modes/distributed.py`): `mode=factor` reduces part
+    `part` (0 .. parts-1, equal numbers of samples in time order) of `parts` of the recording
+    to sufficient statistics; `mode=combine` merges those of `inputs` (job folders, statistics
+    files or globs) and solves. halo_s: s on each side of a part preprocessed with it but not
+    identified on (None: long enough for the filters' edge transients to decay)."""
 
     part: int = param(0, ge=0)
     parts: int = param(1, ge=1)
@@ -255,33 +241,21 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
     for group, kind in PLUGIN_GROUPS.items():
         if group not in cfg:
             raise UserError(f"The config has no '{group}' group; pick one with {group}=<option>.")
-        info, params = validate_plugin_config(
-            group_values(cfg[group], group), kind, group, registry
-        )
-        plugins[group] = SelectedPlugin(info, params)
+        plugins[group] = _plugin(group_values(cfg[group], group), kind, group, registry)
     plugins["friction"].create()  # a friction model that lacks what the engine calls fails here
 
-    validation_values = _section(cfg, "validation")
-    if validation_values.get("plugin") == SPLIT:
-        validation_values.pop("plugin")
-        validation = ValidationChoice(
-            split=build_params(
-                SplitSettings, validation_values, "validation", "validation=split", name_owner=False
-            )
-        )
+    values = _section(cfg, "validation")
+    if values.get("plugin") == SPLIT:
+        values.pop("plugin")
+        owner = f"validation={SPLIT}"
+        split = build_params(SplitSettings, values, "validation", owner, name_owner=False)
+        validation = ValidationChoice(split=split)
     else:
-        trajectory_values = validation_values.pop("trajectory", None)
-        info, params = validate_plugin_config(
-            validation_values, "data_source", "validation", registry
-        )
-        trajectory = None
-        if trajectory_values is not None:
-            trajectory = SelectedPlugin(
-                *validate_plugin_config(
-                    trajectory_values, "trajectory", "validation.trajectory", registry
-                )
-            )
-        validation = ValidationChoice(source=SelectedPlugin(info, params), trajectory=trajectory)
+        trajectory = values.pop("trajectory", None)
+        validation = ValidationChoice(source=_plugin(values, "data_source", "validation", registry))
+        if trajectory is not None:
+            key = "validation.trajectory"
+            validation.trajectory = _plugin(trajectory, "trajectory", key, registry)
 
     mode = str(cfg.get("mode", "identify"))
     if mode not in MODES:
@@ -331,6 +305,10 @@ def _flag(cfg: DictConfig, key: str) -> bool:
     if not isinstance(value, bool):
         raise UserError(f"{key} must be true or false, got {value!r}.")
     return value
+
+
+def _plugin(values: dict[str, Any], kind: str, key: str, registry: PluginRegistry) -> Any:
+    return SelectedPlugin(*validate_plugin_config(values, kind, key, registry))
 
 
 def _check_loop(loop: LoopSettings, mode: str, source: SelectedPlugin) -> None:
