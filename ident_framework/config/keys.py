@@ -1,12 +1,10 @@
-"""The keys each config section accepts, and the message for a key that does not exist (a
-misspelt one): the section's valid keys and the closest match. (Required values left unset,
-`???` in a YAML: `run_config.py`.)
+"""The keys each config section accepts, and the message for a key that does not exist: the
+section's valid keys and the closest match.
 
-A section's keys are those of its composed YAML plus the fields of its schema dataclass: a core
-section's (`run_config.SECTION_SCHEMAS`) or, for a plugin group, the schema the selected
-plugin registered. A schema field the YAML does not list, and an entry of an open mapping
-(e.g. `source.true_friction.parameters`), are added with Hydra's `+key=value`: only then is
-`+` the right advice.
+A section's keys are those of its composed YAML plus the fields of its schema (a core section's
+or the selected plugin's). A schema field the YAML does not list, and an entry of an open
+mapping (`source.true_friction.parameters`), are added with `+key=value`: only then is `+` the
+right advice.
 """
 
 from __future__ import annotations
@@ -34,9 +32,8 @@ _FOLLOWS = re.compile(r"^\$\{(?:oc\.select:)?([A-Za-z_][\w.]*)(?:,[^}]*)?\}$")
 
 @dataclass(frozen=True)
 class SectionKeys:
-    """What a config section accepts: `listed` (in its composed YAML), `schema` (fields of its
-    schema dataclass; None when it has none), `owner` (for messages), `open_mapping` (no
-    fixed keys: every entry is added with +)."""
+    """What a config section accepts: `listed` (in its YAML), `schema` (its schema's fields, or
+    None), `owner` (for messages), `open_mapping` (no fixed keys: every entry is added with +)."""
 
     path: str
     listed: tuple[str, ...]
@@ -111,9 +108,8 @@ def _select(cfg: DictConfig, path: str) -> Any:
 
 
 def unknown_key_message(cfg: DictConfig, key: str, override: str, registry: PluginRegistry) -> str:
-    """One sentence or three about an override `key` (given as `override`) that `cfg` (the
-    config composed without it) has no place for: the section's valid keys and the closest
-    one, or, where a key is legitimately added, the `+` form."""
+    """The message for an override `key` (given as `override`) that `cfg` (composed without it)
+    has no place for: the section's valid keys and the closest one, or the `+` form."""
     parts = key.split(".")
     followed = _followed_section(cfg, parts, override)
     if followed is not None:
@@ -186,9 +182,8 @@ def _unknown_entries(node: Any, override: str) -> list[str]:
 
 
 def _followed_section(cfg: DictConfig, parts: list[str], override: str) -> str | None:
-    """The message for a key inside a section that is an interpolation of another one
-    (`source.workspace: ${oc.select:trajectory.workspace,null}`): set the followed section's
-    key instead. None when no section on the key's path is one."""
+    """The message for a key inside a section that interpolates another one
+    (`source.workspace: ${oc.select:trajectory.workspace,null}`); None when there is none."""
     node: Any = OmegaConf.to_container(cfg, resolve=False)
     for depth, part in enumerate(parts[:-1]):
         if not isinstance(node, dict) or part not in node:

@@ -1,9 +1,6 @@
-"""Compose and validate every job's config before any job runs.
-
-Hydra composes each job's config only when that job starts, so a bad value in the third job
-of a sweep would surface after two jobs ran. Here the command line is expanded the way the
-basic sweeper expands it, each job config is composed with Hydra's compose API and validated
-against the plugins' schemas; any problem becomes a `UserError` (exit code 2).
+"""Compose and validate every job's config before any job runs (a bad value in a sweep's third
+job would otherwise surface after two ran): the command line is expanded as the basic sweeper
+does, each job's config composed and validated; any problem becomes a `UserError`.
 """
 
 from __future__ import annotations
@@ -49,11 +46,9 @@ def _job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
 
 
 def _interval_ends(override: str, parser: OverridesParser) -> str:
-    """`key=a,b` for `key=interval(a,b)` (which the basic sweeper cannot expand), else the
-    override unchanged."""
+    """`key=a,b` for `key=interval(a,b)` (which the basic sweeper cannot expand)."""
     parsed = parser.parse_override(override)
-    value = parsed.value()
-    if not isinstance(value, IntervalSweep):
+    if not isinstance(value := parsed.value(), IntervalSweep):
         return override
     ends = [value.start, value.end]
     if "int" in value.tags:
@@ -74,10 +69,8 @@ def check_command_line(argv: list[str]) -> list[RunConfig]:
 def prepare_command_line(
     argv: list[str], task_function: Callable[..., Any] | None = None
 ) -> tuple[list[RunConfig], SingleRun | None]:
-    """(validated configs of every job, the composed run of a plain one-job command line).
-    With `task_function` (the `@hydra.main` function of the command) a plain run is composed
-    once, as `@hydra.main` would, for `single_run.run` (`single_run.py`); otherwise (and for
-    sweeps) the second item is None and the command goes through `@hydra.main`."""
+    """(validated configs of every job, the composed run of a plain one-job command line for
+    `single_run.run`, given the command's `@hydra.main` `task_function`; else None)."""
     args = get_args_parser().parse_args(argv)
     if any(getattr(args, flag, None) for flag in _INFO_FLAGS):
         return [], None
@@ -96,7 +89,8 @@ def prepare_command_line(
         with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
             configs = []
             for job in _job_overrides(list(args.overrides), bool(args.multirun)):
-                cfg = _compose_job([o for o in job if _is_job_override(o)], registry, _compose)
+                overrides = [o for o in job if _is_job_override(o)]
+                cfg = _compose_job(overrides, registry, lambda o: compose(CONFIG_NAME, overrides=o))
                 configs.append(validate_config(cfg, registry))
             return configs, None
     except MissingConfigException as error:
@@ -109,10 +103,6 @@ def prepare_command_line(
     finally:
         if not ready:
             GlobalHydra.instance().clear()
-
-
-def _compose(overrides: list[str]) -> DictConfig:
-    return compose(CONFIG_NAME, overrides=overrides)
 
 
 def _unknown_key(error: ConfigCompositionException, overrides: list[str]) -> str | None:
@@ -128,9 +118,8 @@ def _unknown_key(error: ConfigCompositionException, overrides: list[str]) -> str
 def _compose_job(
     overrides: list[str], registry: PluginRegistry, compose_job: Callable[[list[str]], DictConfig]
 ) -> DictConfig:
-    """The job's composed config. An override of a key that does not exist gets, instead of
-    Hydra's advice to add it with +, the valid keys of its section and the closest one: the
-    config is composed again without it (and any further unknown one) to know them."""
+    """The job's composed config. An override of a key that does not exist gets the valid keys
+    of its section and the closest one (the config composed again without it to know them)."""
     remaining, unknown = list(overrides), []
     while True:
         try:

@@ -1,13 +1,9 @@
 """One job (no `-m`): its config composed once, then run through Hydra's own job runner.
 
-`@hydra.main` composes a plain command line's config twice (once to read `hydra.mode`, once
-to run), and the preflight check (`preflight.py`) composed it a third time to validate it;
-each composition of this project's config takes about 0.25 s. For the plain case the
-preflight composes it once with the Hydra object `@hydra.main` would build (same search path,
-task name, run mode), validates it, and `run` then does what `Hydra.run` does with that
-config: callbacks, `hydra.core.utils.run_job` (run directory, `.hydra/` files, job logging,
-the working directory), the job's return value. Anything else on the command line (`-m`,
-`--cfg`, `--info`, `-cp`/`-cn`/`-cd`, `hydra.mode=`, ...) goes through `@hydra.main` as before.
+`@hydra.main` would compose it twice more (each ~0.25 s): the preflight composes it with the
+Hydra object `@hydra.main` would build, validates it, and `run` does what `Hydra.run` does
+(callbacks, `run_job`: run directory, `.hydra/`, logging). Anything else (`-m`, `--cfg`,
+`--info`, `-cp`/`-cn`/`-cd`, `hydra.mode=`, ...) goes through `@hydra.main`.
 """
 
 from __future__ import annotations
@@ -34,8 +30,7 @@ _OTHER_SOURCES = ("config_path", "config_name", "config_dir", "experimental_reru
 
 
 def is_plain_run(args: argparse.Namespace) -> bool:
-    """Whether Hydra's parsed command line is one job from the packaged config (the case
-    composed once here)."""
+    """Whether Hydra's parsed command line is one job from the packaged config."""
     if any(getattr(args, flag, None) for flag in _OTHER_COMMANDS + _OTHER_SOURCES):
         return False
     return not any(o.lstrip("+~").startswith("hydra.mode") for o in args.overrides)
@@ -43,8 +38,7 @@ def is_plain_run(args: argparse.Namespace) -> bool:
 
 @dataclass
 class SingleRun:
-    """A composed plain run: the Hydra object, the config name and the config with its
-    `hydra` node (`config`, set by `compose_run` in RUN mode)."""
+    """A plain run: the Hydra object, the config name and the composed config (with `hydra`)."""
 
     hydra: Hydra
     config_name: str
@@ -70,9 +64,8 @@ def hydra_for(task_function: Callable[..., Any], config_module: str) -> Hydra:
 
 
 def compose_run(run: SingleRun, overrides: list[str]) -> DictConfig:
-    """The config of `overrides` in RUN mode, with Hydra's logging configured (as `Hydra.run`
-    composes it; `hydra.mode=RUN` added as `@hydra.main` adds it when the config sets no
-    mode)."""
+    """The config of `overrides` in RUN mode, with Hydra's logging configured, as `Hydra.run`
+    composes it."""
     return run.hydra.compose_config(
         config_name=run.config_name,
         overrides=[*overrides, "hydra.mode=RUN"],
@@ -82,8 +75,7 @@ def compose_run(run: SingleRun, overrides: list[str]) -> DictConfig:
 
 
 def run(single: SingleRun, task_function: Callable[[DictConfig], Any]) -> Any:
-    """Run the composed job as `Hydra.run` does; the job's return value (its exception is
-    raised again, as Hydra does)."""
+    """Run the composed job as `Hydra.run` does; the job's return value."""
     cfg = single.config
     assert cfg is not None, "compose the run first"
     try:

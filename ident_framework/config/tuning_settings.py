@@ -1,8 +1,6 @@
-"""Settings of the model-selection step (`tuning=cv` / `tuning=none`, conf/tuning/*.yaml).
-
-Candidate grids (a list per option; the configured value is always tried too), the number of
-folds and how many rows the cross-validation uses. What is chosen and how: see
-`identify/tuning/`.
+"""Settings of the model-selection step (`tuning=cv` / `tuning=none`): candidate grids (the
+configured value is always tried too), folds and rows used. Every key with its unit:
+conf/tuning/cv.yaml; what is chosen and how: `identify/tuning/`.
 """
 
 from __future__ import annotations
@@ -25,33 +23,8 @@ def _increasing_speed_bands(settings: TuningSettings) -> None:
 
 @dataclass
 class TuningSettings(Params):
-    """method: cv (choose by time-blocked cross-validation) | none (use the config as given).
-    sources: the data sources (source=...) whose identification data are tuned (recorded
-    logs by default; add mujoco to tune a simulated robot's data too).
-    folds: blocks of one recording
-    (several recordings: one fold each). guard_s: s around block boundaries left out of every
-    fold. max_samples: rows the cross-validation uses at most (every k-th row beyond).
-    The candidates (plural names; the configured value is tried too): cutoffs_hz
-    (preprocessing.lowpass_hz), velocity_sources (preprocessing.use_measured_velocity),
-    armature_columns, offset_columns (regressor.*), dead_bands, tanh_widths, saturation_widths
-    (rad/s, friction.* of coulomb_viscous; each joint's shape and width), acceleration_leads
-    (s, friction.acceleration_lead, one for every joint: chosen after the preprocessing; [] or
-    [0]: not tuned), stribeck_velocities (rad/s, friction.stribeck_velocity per joint, none
-    a candidate too), ridges, truncations (estimator.* of ls),
-    prior_weights (estimator.weight of geometric, chosen last, on the chosen columns).
-    sweeps: passes over the joints when choosing each joint's friction shape.
-    rule: how a stage picks among its candidates: min (lowest CV RMSE) | one_se (the simplest
-    within one standard error of the lowest) | one_se_paired (within the SE of each
-    candidate's per-fold difference to the lowest); `identify/tuning/rules.py`.
-    partitions: the folds, time (blocks or recordings, `folds.plan_folds`) and/or kind (per
-    joint, its rows at rest / creeping / slow / turning round held out in turn,
-    `folds.motion_kinds`; both: the CV error averages the two partitions' mean squares);
-    shape_partitions: the same for the stages of each joint's Coulomb shape and the lead.
-    friction_models: friction plugins whose whole selection is compared on the same folds, the
-    configured one kept unless another wins by more than one paired standard error
-    (`identify/tuning/friction_models.py`); empty: the configured model only.
-    speed_bands: rad/s, the upper limits of rest, creep and slow. turn_s: s, the longest
-    turn-round that is a reversal (a longer passage through low speed is a hold)."""
+    """method: cv (choose by cross-validation) | none (use the config as given); the plural
+    names are candidate lists of the option they tune (conf/tuning/cv.yaml)."""
 
     method: str = param("cv", choices=METHODS)
     sources: list[str] = field(default_factory=lambda: ["csv", "rtde", "rosbag"])
