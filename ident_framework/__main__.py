@@ -18,8 +18,12 @@ import hydra
 from omegaconf import DictConfig
 
 import ident_framework.command_environment  # noqa: F401  (before anything imports MuJoCo)
-from ident_framework.config import single_run
-from ident_framework.config.preflight import CONFIG_MODULE, CONFIG_NAME, prepare_command_line
+from ident_framework.config.preflight import (
+    CONFIG_MODULE,
+    CONFIG_NAME,
+    prepare_command_line,
+    run_single,
+)
 from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.errors import RehearsalFailed, UserError
 from ident_framework.reports.sweep import (
@@ -73,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     except UserError as error:
         fail(error)
     if single is not None:  # one job: composed once above, run as Hydra runs it
-        single_run.run(single, run_job.__wrapped__)
+        run_single(single, run_job.__wrapped__)
         exit_promptly(0)
         return
     sys.argv = [sys.argv[0], *argv]
@@ -92,12 +96,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def exit_promptly(code: int) -> None:
-    """End a finished one-job command now: the exit handlers run (logging's flush and close,
-    multiprocessing's cleanup), the output streams are flushed, and the process ends without
-    the interpreter's teardown of ~900 modules and of the run's arrays, which the operating
-    system frees at once (0.2-0.3 s of a 4 s identification at 10⁵ samples, measured). Only
-    from the command line (`python -m ident_framework`; `main()` called from Python returns)
-    and only when no other non-daemon thread runs (a normal exit would wait for it)."""
+    """End a finished one-job command now: exit handlers run and streams are flushed, but the
+    interpreter's teardown is skipped (docs/design.md#process-settings). Only from the command
+    line (`main()` called from Python returns) and when no other non-daemon thread runs."""
     others = [t for t in threading.enumerate() if t is not threading.main_thread()]
     if not _COMMAND_LINE or any(t.is_alive() and not t.daemon for t in others):
         return

@@ -1,8 +1,6 @@
-"""What reaches the user as a message instead of a traceback: `UserError` (exit code 2) and
-`RehearsalFailed` (exit code 3), and the helpers such messages share: the closest name to a
-misspelt one (`did_you_mean`, for config keys and CSV columns), the check every per-joint list
-of a config or file needs (`per_joint_values`: one value, or one row, per joint of the robot,
-with one message saying which key, how many values, how many joints) and that of a data
+"""What reaches the user as a message instead of a traceback: `UserError` (exit code 2),
+`RehearsalFailed` (exit code 3), and the checks such messages share: the closest name to a
+misspelt one (`did_you_mean`), one value or row per joint (`per_joint_values`), a data
 source's motor constants (`motor_constants`)."""
 
 from __future__ import annotations

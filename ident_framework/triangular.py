@@ -36,9 +36,8 @@ def qr_r_in_place(stacked: np.ndarray) -> np.ndarray:
 
 def stacked_r(blocks: list[np.ndarray]) -> np.ndarray:
     """``np.linalg.qr(np.vstack(blocks), mode="r")`` of the row blocks (m_i, n): R (n, n)
-    when m = sum m_i >= n, stacked straight into the Fortran order LAPACK works in (one copy
-    fewer, no wrapper: the tuning's cross-validation calls it some 400 times on small
-    factors); the (m, n) upper trapezoid of NumPy's QR when m < n."""
+    when m = sum m_i >= n (stacked straight into Fortran order, one copy fewer); the (m, n)
+    upper trapezoid of NumPy's QR when m < n."""
     rows = sum(len(block) for block in blocks)
     if rows < blocks[0].shape[1]:
         return np.linalg.qr(np.vstack(blocks), mode="r")
@@ -51,8 +50,7 @@ def stacked_r(blocks: list[np.ndarray]) -> np.ndarray:
 
 
 def qr_r_into(stacked: np.ndarray, out: np.ndarray) -> None:
-    """`qr_r_in_place` written into `out` (n, n) (a streaming accumulator's R, overwritten at
-    each update): no new array for R."""
+    """`qr_r_in_place` written into `out` (n, n): no new array for R."""
     n = stacked.shape[1]
     qr_in_place(stacked)
     out[...] = stacked[:n]

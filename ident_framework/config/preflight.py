@@ -1,33 +1,49 @@
 """Compose and validate every job's config before any job runs (a bad value in a sweep's third
 job would otherwise surface after two ran): the command line is expanded as the basic sweeper
 does, each job's config composed and validated; any problem becomes a `UserError`.
+
+A plain one-job command line is composed once, with the Hydra object `@hydra.main` would build,
+and run by `run_single` as `Hydra.run` runs it (`@hydra.main` would compose it twice more, each
+~0.25 s); anything else (`-m`, `--cfg`, `-cp`, `hydra.mode=`, ...) goes through `@hydra.main`.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from hydra import compose, initialize_config_module
+from hydra._internal.callbacks import Callbacks
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-from hydra._internal.utils import get_args_parser
+from hydra._internal.hydra import Hydra
+from hydra._internal.utils import (
+    create_automatic_config_search_path,
+    detect_calling_file_or_module_from_task_function,
+    detect_task_name,
+    get_args_parser,
+)
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import IntervalSweep
+from hydra.core.utils import run_job
 from hydra.errors import ConfigCompositionException, HydraException, MissingConfigException
-from omegaconf import DictConfig
+from hydra.types import HydraContext, RunMode
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from ident_framework.config.keys import unknown_key_message
 from ident_framework.config.registry import PluginRegistry, get_registry
 from ident_framework.config.run_config import RunConfig, validate_config
-from ident_framework.config.single_run import SingleRun, compose_run, hydra_for, is_plain_run
 from ident_framework.errors import UserError
 
 CONFIG_MODULE = "ident_framework.conf"
 CONFIG_NAME = "config"
 _INFO_FLAGS = ("help", "hydra_help", "info", "shell_completion")
+_OTHER_COMMANDS = ("multirun", "cfg", "info", "shell_completion", "help", "hydra_help")
+_OTHER_SOURCES = ("config_path", "config_name", "config_dir", "experimental_rerun")
 
 
 def _one_paragraph(text: str) -> str:
@@ -70,7 +86,7 @@ def prepare_command_line(
     argv: list[str], task_function: Callable[..., Any] | None = None
 ) -> tuple[list[RunConfig], SingleRun | None]:
     """(validated configs of every job, the composed run of a plain one-job command line for
-    `single_run.run`, given the command's `@hydra.main` `task_function`; else None)."""
+    `run_single`, given the command's `@hydra.main` `task_function`; else None)."""
     args = get_args_parser().parse_args(argv)
     if any(getattr(args, flag, None) for flag in _INFO_FLAGS):
         return [], None
@@ -78,11 +94,16 @@ def prepare_command_line(
     GlobalHydra.instance().clear()
     ready = False  # a composed single run keeps its Hydra object (the global one) for the run
     try:
-        if task_function is not None and is_plain_run(args):
-            single = SingleRun(hydra_for(task_function, CONFIG_MODULE), CONFIG_NAME)
-            single.config = _compose_job(
-                list(args.overrides), registry, lambda o: compose_run(single, o)
+        if task_function is not None and _is_plain_run(args):
+            hydra = _hydra_for(task_function)
+            config = _compose_job(  # as Hydra.run composes it (hydra.mode as @hydra.main)
+                list(args.overrides),
+                registry,
+                lambda o: hydra.compose_config(
+                    CONFIG_NAME, [*o, "hydra.mode=RUN"], RunMode.RUN, with_log_configuration=True
+                ),
             )
+            single = SingleRun(hydra, config)
             configs = [validate_config(single.job_config(), registry)]
             ready = True
             return configs, single
@@ -153,3 +174,58 @@ def _unknown_option_message(error: MissingConfigException) -> str:
             f"Pick one with {group}=<option>, or install the plugin that provides '{option}'."
         )
     return f"Bad command line or config: {_one_paragraph(text)}"
+
+
+def _is_plain_run(args: argparse.Namespace) -> bool:
+    """Whether Hydra's parsed command line is one job from the packaged config."""
+    if any(getattr(args, flag, None) for flag in _OTHER_COMMANDS + _OTHER_SOURCES):
+        return False
+    return not any(o.lstrip("+~").startswith("hydra.mode") for o in args.overrides)
+
+
+@dataclass
+class SingleRun:
+    """A plain run: the Hydra object and the composed config (with its `hydra` node)."""
+
+    hydra: Hydra
+    config: DictConfig
+
+    def job_config(self) -> DictConfig:
+        """The job's part of the config (without the `hydra` node), as the job sees it."""
+        return OmegaConf.masked_copy(self.config, [k for k in self.config if k != "hydra"])
+
+
+def _hydra_for(task_function: Callable[..., Any]) -> Hydra:
+    """The Hydra object `@hydra.main(config_path="pkg://<CONFIG_MODULE>")` builds for
+    `task_function` (same task name and search path), made the global one."""
+    calling_file, calling_module = detect_calling_file_or_module_from_task_function(task_function)
+    search_path = create_automatic_config_search_path(
+        calling_file, calling_module, f"pkg://{CONFIG_MODULE}"
+    )
+    GlobalHydra.instance().clear()
+    return Hydra.create_main_hydra2(
+        task_name=detect_task_name(calling_file, calling_module), config_search_path=search_path
+    )
+
+
+def run_single(single: SingleRun, task_function: Callable[[DictConfig], Any]) -> Any:
+    """Run the composed job as `Hydra.run` does; the job's return value."""
+    cfg = single.config
+    try:
+        if cfg.hydra.mode is None:
+            cfg.hydra.mode = RunMode.RUN
+        callbacks = Callbacks(cfg)
+        callbacks.on_run_start(config=cfg, config_name=CONFIG_NAME)
+        context = HydraContext(config_loader=single.hydra.config_loader, callbacks=callbacks)
+        result = run_job(
+            hydra_context=context,
+            task_function=task_function,
+            config=cfg,
+            job_dir_key="hydra.run.dir",
+            job_subdir_key=None,
+            configure_logging=True,
+        )
+        callbacks.on_run_end(config=cfg, config_name=CONFIG_NAME, job_return=result)
+        return result.return_value
+    finally:
+        GlobalHydra.instance().clear()

@@ -14,8 +14,6 @@ from omegaconf import DictConfig, OmegaConf
 from ident_framework.config.online_settings import OnlineSettings, online_settings
 from ident_framework.config.plugin_config import build_params, group_values, validate_plugin_config
 from ident_framework.config.registry import PluginInfo, PluginRegistry
-from ident_framework.config.rehearsal_settings import RehearsalSettings, check_rehearsal_sources
-from ident_framework.config.tuning_settings import TuningSettings
 from ident_framework.data.checks import CheckParams
 from ident_framework.data.preprocessing import PreprocessingParams
 from ident_framework.errors import UserError, did_you_mean
@@ -111,6 +109,146 @@ class DistributedSettings(Params):
     halo_s: float | None = param(None, ge=0, unit="s")
     inputs: list[str] | None = param(None, convert=_strings)
     rules = (_part_of_parts,)
+
+
+# tuning=cv / tuning=none: every key with its unit in conf/tuning/cv.yaml; `identify/tuning/`
+TUNING_METHODS = ("cv", "none")
+VELOCITY_SOURCES = ("measured", "differentiated")
+TUNING_RULES = ("min", "one_se", "one_se_paired")  # identify/tuning/rules.py
+PARTITIONS = ("time", "kind")  # identify/tuning/folds.py
+
+
+def _increasing_speed_bands(settings: TuningSettings) -> None:
+    bands = settings.speed_bands
+    if not bands[0] < bands[1] < bands[2]:
+        raise ValueError(f"speed_bands must be 3 increasing speeds > 0 rad/s, got {bands}")
+
+
+@dataclass
+class TuningSettings(Params):
+    """method: cv (choose by cross-validation) | none (use the config as given); the plural
+    names are candidate lists of the option they tune (conf/tuning/cv.yaml)."""
+
+    method: str = param("cv", choices=TUNING_METHODS)
+    sources: list[str] = field(default_factory=lambda: ["csv", "rtde", "rosbag"])
+    folds: int = param(5, ge=2, le=50)
+    guard_s: float = param(0.1, ge=0, unit="s")
+    max_samples: int = param(20000, ge=100)
+    cutoffs_hz: list[float] = param(
+        factory=lambda: [5.0, 10.0, 20.0, 40.0, 80.0], each=True, gt=0, unit="Hz"
+    )
+    velocity_sources: list[str] = param(
+        factory=lambda: list(VELOCITY_SOURCES), each=True, choices=VELOCITY_SOURCES
+    )
+    armature_columns: list[bool] = field(default_factory=lambda: [True, False])
+    offset_columns: list[bool] = field(default_factory=lambda: [False, True])
+    dead_bands: list[float] = param(factory=lambda: [0.01, 0.0], each=True, ge=0, unit="rad/s")
+    tanh_widths: list[float] = param(
+        factory=lambda: [0.001, 0.003, 0.01, 0.03, 0.1], each=True, gt=0, unit="rad/s"
+    )
+    saturation_widths: list[float] = param(factory=list, each=True, gt=0, unit="rad/s")
+    acceleration_leads: list[float] = param(factory=list, each=True, ge=0, unit="s")
+    stribeck_velocities: list[float] = param(
+        factory=lambda: [0.002, 0.005, 0.01, 0.03, 0.1], each=True, gt=0, unit="rad/s"
+    )
+    ridges: list[float] = param(factory=lambda: [1e-5, 1e-4, 1e-3, 1e-2], each=True, ge=0)
+    truncations: list[float] = param(factory=lambda: [1e-4, 1e-3, 1e-2], each=True, ge=0, lt=1)
+    prior_weights: list[float] = param(
+        factory=lambda: [1.0, 10.0, 100.0, 1e3, 1e4, 1e5], each=True, gt=0
+    )
+    sweeps: int = param(2, ge=1)
+    rule: str = param("min", choices=TUNING_RULES)
+    partitions: list[str] = param(
+        factory=lambda: ["time"], each=True, nonempty=True, choices=PARTITIONS
+    )
+    shape_partitions: list[str] = param(
+        factory=lambda: ["time"], each=True, nonempty=True, choices=PARTITIONS
+    )
+    friction_models: list[str] = field(default_factory=list)
+    speed_bands: list[float] = param(
+        factory=lambda: [0.01, 0.05, 0.2], each=True, length=3, gt=0, unit="rad/s"
+    )
+    turn_s: float = param(0.5, gt=0, unit="s")
+    rules = (_increasing_speed_bands,)
+
+    @property
+    def active(self) -> bool:
+        return self.method == "cv"
+
+
+# mode=rehearse: what it plants and the tolerances it must meet (keys: conf/config.yaml)
+REHEARSAL_SOURCE = "mujoco"  # the data source a rehearsal simulates the planted robot with
+
+
+def _plants_a_change(settings: RehearsalSettings) -> None:
+    joint = [settings.viscous_added, settings.coulomb_added, settings.armature_added]
+    joint_added = any(any(v > 0 for v in values) for values in joint if values is not None)
+    defaults_used = any(values is None for values in joint) and settings.joint_dynamics_added > 0
+    scaled = settings.link_scale != 1.0 and settings.scaled_links != []
+    if not (settings.payload_mass_kg > 0 or scaled or joint_added or defaults_used):
+        raise ValueError(
+            "the rehearsal plants no change (payload_mass_kg 0, link_scale 1, no joint "
+            "dynamics added), and a rehearsal that recovers unchanged parameters proves "
+            "nothing: plant at least one change"
+        )
+
+
+@dataclass
+class RehearsalSettings(Params):
+    """Planted changes (applied to the robot model to make the rehearsal's "real" robot) and
+    the tolerances of the recovery checks (percent unless said otherwise). The payload's
+    centre of mass is in the last link's frame (UR: the flange frame); scaled_links are
+    1-based (link k is moved by joint k); registry_dir: where passed rehearsals are recorded
+    (None: ~/.ident_framework/rehearsals)."""
+
+    payload_mass_kg: float = param(2.0, ge=0, unit="kg")
+    payload_position_m: list[float] = param(
+        factory=lambda: [0.0, 0.0, 0.05], each=True, length=3, finite=True, unit="m"
+    )
+    payload_radius_m: float = param(0.03, ge=0, unit="m")
+    link_scale: float = param(1.1, gt=0)
+    scaled_links: list[int] | None = param(None, each=True, ge=1, note="1-based link numbers")
+    joint_dynamics_added: float = param(0.5, ge=0)
+    viscous_added: list[float] | None = param(None, each=True, ge=0, note="one per joint")
+    coulomb_added: list[float] | None = param(None, each=True, ge=0, note="one per joint")
+    armature_added: list[float] | None = param(None, each=True, ge=0, note="one per joint")
+
+    min_validation_r2: float = param(0.99, le=1)
+    base_max_relative_std_percent: float = param(0.25, gt=0, unit="%")
+    base_relative_error_percent: float = param(5.0, gt=0, unit="%")
+    base_norm_error_percent: float = param(5.0, gt=0, unit="%")
+    friction_relative_error_percent: float = param(10.0, gt=0, unit="%")
+    change_torque_error_percent: float = param(10.0, gt=0, unit="%")
+    payload_relative_error_percent: float = param(5.0, gt=0, unit="%")
+    change_relative_error_percent: float = param(20.0, gt=0, unit="%")
+    armature_relative_error_percent: float = param(35.0, gt=0, unit="%")
+
+    registry_dir: str | None = None
+    rules = (_plants_a_change,)
+
+
+def check_rehearsal_sources(source: Any, validation: Any) -> None:
+    """mode=rehearse simulates the planted robot: the identification source must be the
+    simulator, without a model file of its own, and so must a validation source."""
+    options = {
+        "source": "source=mujoco",
+        "validation": "validation=mujoco, mujoco_fourier or split",
+    }
+    for key, plugin in {"source": source, "validation": validation.source}.items():
+        if plugin is None:
+            continue
+        if plugin.info.name != REHEARSAL_SOURCE:
+            raise UserError(
+                f"mode=rehearse simulates the robot model with planted changes, but {key} is "
+                f"'{plugin.info.name}'. Use {options[key]} for the rehearsal; the real robot's "
+                "data are for the run after it."
+            )
+        if plugin.params.model_path is not None:  # the mujoco source's
+            raise UserError(
+                f"mode=rehearse builds the simulated robot from the robot model with planted "
+                f"changes, so {key}.model_path is not used: remove it. To rehearse on a twin "
+                "from an earlier run, give it as the robot: robot=mjcf robot.path=twin.xml."
+            )
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,13 @@ parameters cannot pass: the changes must be detected, not only the truth matched
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ident_framework.config.rehearsal_settings import RehearsalSettings
+from ident_framework.config.run_config import RehearsalSettings
 from ident_framework.data.dataset import Dataset
 from ident_framework.identify.linear_problem import chunk_slices, recording_friction
 from ident_framework.identify.result import IdentificationResult
@@ -51,20 +52,9 @@ class Check:
         return self.error <= self.tolerance if self.limit == "max" else self.error >= self.tolerance
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "quantity": self.quantity,
-            "unit": self.unit,
-            "model": self.model,
-            "planted": self.planted,
-            "identified": self.identified,
-            "error": self.error,
-            "error_unit": self.error_unit,
-            "tolerance": self.tolerance,
-            "limit": self.limit,
-            "passed": self.passed,
-            "note": self.note,
-        }
+        fields = dataclasses.asdict(self)
+        note = fields.pop("note")
+        return {**fields, "passed": self.passed, "note": note}
 
 
 def relative_percent(identified: float, planted: float) -> float:

@@ -89,10 +89,7 @@ def markdown_report(report: dict[str, Any]) -> str:
 
 
 def write_rehearsal_outputs(staging: Path, report: dict[str, Any], planted_mjcf: str) -> None:
-    """rehearsal.json, rehearsal.md, the planted robot's MJCF. (The twin written back from the
-    identification, a model of the planted robot and not of any real one, is written as
-    rehearsal_twin.xml / .urdf — `run.TWIN_PREFIX` — so no tool takes it for the robot's
-    twin.)"""
+    """rehearsal.json, rehearsal.md, the planted robot's MJCF."""
     (staging / run_files.REHEARSAL_JSON).write_text(json.dumps(report, indent=2))
     (staging / run_files.REHEARSAL_MARKDOWN).write_text(markdown_report(report))
     (staging / run_files.REHEARSAL_ROBOT).write_text(planted_mjcf)

@@ -1,15 +1,10 @@
 """mode=rehearse: the whole identification chain on the robot model with planted changes.
 
-`python -m ident_framework mode=rehearse [robot=... trajectory/estimator/friction options]`
-builds the rehearsal robot from the robot model (nominal UR model, or a twin from an earlier
-run: robot=mjcf robot.path=twin.xml) with the known changes of the `rehearsal:` config
-(`planting.py`), simulates it with the MuJoCo data source along the configured
-excitation and validation motions, identifies it with the configured estimator
-(`modes/pipeline.run_pipeline`) and checks that the planted values are recovered
-(`checks.py`). Outputs (`report.py`): the usual run directory plus rehearsal.json, rehearsal.md
-and rehearsal_robot.xml (the planted robot). On pass the rehearsal is recorded for the robot
-(`rtde/rehearsal_gate.py`); on a failed check the outputs stay and the command exits with
-code 3.
+`python -m ident_framework mode=rehearse [robot=... options]` plants the `rehearsal:` changes
+in the robot model (`planting.py`), simulates it with the MuJoCo source, identifies it
+(`run_pipeline`) and checks the planted values are recovered (`checks.py`). Outputs: the run
+directory plus rehearsal.json, rehearsal.md and rehearsal_robot.xml (`report.py`). A pass is
+recorded for the robot (`rtde/rehearsal_gate.py`); a failed check exits with code 3.
 """
 
 from __future__ import annotations
@@ -148,9 +143,8 @@ def rehearsal_report(
 
 
 def run_rehearsal_job(config: RunConfig, cfg: DictConfig, run_dir: Path) -> float:
-    """One `mode=rehearse` job: outputs written all or nothing; the gate recorded on pass;
-    RehearsalFailed (exit code 3) after writing when a check failed. Returns the validation
-    RMSE (Nm)."""
+    """One `mode=rehearse` job: outputs written, the gate recorded on pass, RehearsalFailed
+    when a check failed; the validation RMSE (Nm)."""
     with staged_outputs(run_dir) as staging:
         outcome = run_rehearsal(config)
         write_run_directory(staging, outcome.result, cfg, TWIN_PREFIX)
