@@ -81,11 +81,8 @@ def load(package: str, source: str, signatures: Signatures) -> ctypes.CDLL | Non
                 for name, (restype, argtypes) in signatures.items():
                     function = getattr(library, name)
                     function.restype, function.argtypes = restype, list(argtypes)
-            except NoCompiler as error:
-                _warn_once(str(error))
-                library = None
             except (BuildError, OSError, AttributeError) as error:
-                _warn_once(f"{source}: {error}")
+                _warn_once(str(error) if isinstance(error, NoCompiler) else f"{source}: {error}")
                 library = None
             _libraries[key] = library
         return _libraries[key]

@@ -92,12 +92,9 @@ def forked_pool(
     work: Callable[[_Item], _Result], batch: int
 ) -> Iterator[Callable[[Sequence[_Item], int], Iterator[_Result]]]:
     """A map kept open for a whole block: `map(items, chunk)` yields work(item) for each
-    item, in order, on workers forked once at entry (they inherit `work` and whatever it
-    closes over, as of then; each call's items are sent to them) and in this process, which
-    takes tasks from the same queue. For many small batches, e.g. one generation of an
-    evolution strategy at a time, where forking per batch would cost more than the work.
-    `batch`: the fewest items a call gets (no more processes than that); `chunk` is
-    ignored (tasks are taken one at a time). Serial where `forked_map` is."""
+    item, in order, on workers forked once at entry (they inherit `work` as of then; each
+    call's items are sent to them) and in this process. `batch`: the fewest items a call gets
+    (no more processes than that); `chunk` is ignored. Serial where `forked_map` is."""
     workers = worker_count(batch)
     if workers == 1:
         yield lambda items, chunk: map(work, items)

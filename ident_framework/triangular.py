@@ -1,12 +1,9 @@
 """Triangular factors and solves on numpy's own LAPACK (no scipy.linalg import).
 
 - `qr_r_in_place`, `qr_r_into`, `stacked_r`: the R factor of a QR (LAPACK dgeqrf through
-  ``numpy.linalg.lapack_lite``, SciPy's where that module is missing).
-- `solve_upper(r, b)`: back substitution, as ``scipy.linalg.solve_triangular``.
-- `spectral_solve`: regularised least squares from a triangular factor R_w = U S Vᵀ,
-  ``beta = prior + V diag(f_i / s_i) Uᵀ (rhs − R_w prior)`` with f_i = s_i² / (s_i² + λ²) for
-  ridge (λ = `ridge` × s_max) and f_i = [s_i ≥ `truncate` × s_max] for truncated SVD;
-  ridge = truncate = 0 is ordinary least squares.
+  ``numpy.linalg.lapack_lite``); `solve_upper(r, b)`: back substitution.
+- `spectral_solve`: ridge or truncated-SVD least squares from a triangular factor R_w = U S Vᵀ,
+  ``beta = prior + V diag(f_i / s_i) Uᵀ (rhs − R_w prior)``.
 - `one_blas_thread()`: context manager limiting BLAS to one thread, cheap to enter often.
 
 Rationale: docs/design.md#triangular-factors-without-scipy

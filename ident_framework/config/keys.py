@@ -19,13 +19,12 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ident_framework.config.registry import PluginRegistry
-from ident_framework.config.run_config import SECTION_SCHEMAS, SPLIT, SplitSettings
+from ident_framework.config.run_config import COMMAND, SECTION_SCHEMAS, SPLIT, SplitSettings
 from ident_framework.errors import UserError, closest
-from ident_framework.hookspecs import DISTRIBUTION, PLUGIN_GROUPS, POINTS
+from ident_framework.hookspecs import PLUGIN_GROUPS, POINTS
 
 # section path -> extension point of the plugin named by its `plugin` key (besides the groups)
 NESTED_PLUGINS = {"source.true_friction": "friction", "validation.trajectory": "trajectory"}
-COMMAND = "python -m ident_framework"
 # an interpolation of another section: ${a.b} or ${oc.select:a.b,default}
 _FOLLOWS = re.compile(r"^\$\{(?:oc\.select:)?([A-Za-z_][\w.]*)(?:,[^}]*)?\}$")
 
@@ -35,7 +34,6 @@ class SectionKeys:
     """What a config section accepts: `listed` (in its YAML), `schema` (its schema's fields, or
     None), `owner` (for messages), `open_mapping` (no fixed keys: every entry is added with +)."""
 
-    path: str
     listed: tuple[str, ...]
     schema: tuple[str, ...] | None
     owner: str
@@ -61,8 +59,7 @@ def _plugin_schema(
         info = registry.get(kind, str(name))
     except UserError:
         return None, f"the {label} config (plugin '{name}' is not installed)"
-    origin = "" if info.distribution == DISTRIBUTION else f" from {info.distribution}"
-    return ("plugin", *_fields(info.schema)), f"the {label} plugin '{info.name}'{origin}"
+    return ("plugin", *_fields(info.schema)), info.owner
 
 
 def section_keys(cfg: DictConfig, path: str, registry: PluginRegistry) -> SectionKeys:
@@ -88,7 +85,7 @@ def section_keys(cfg: DictConfig, path: str, registry: PluginRegistry) -> Sectio
             schema = ("plugin", "parameters", *(schema or ()))
             owner = f"source.true_friction ({owner})"
     open_mapping = schema is None and isinstance(node, DictConfig) and not listed
-    return SectionKeys(path, listed, schema, owner, open_mapping)
+    return SectionKeys(listed, schema, owner, open_mapping)
 
 
 def _all_keys(node: Any, prefix: str = "") -> Iterable[str]:

@@ -17,7 +17,7 @@ from omegaconf.errors import MissingMandatoryValue
 
 from ident_framework.config.registry import PluginInfo, PluginRegistry
 from ident_framework.errors import UserError, closest
-from ident_framework.hookspecs import DISTRIBUTION, POINTS
+from ident_framework.hookspecs import POINTS
 from ident_framework.params import Params, declares_checks, validate
 
 
@@ -43,18 +43,15 @@ def validate_plugin_config(
     values: dict[str, Any], kind: str, key: str, registry: PluginRegistry
 ) -> tuple[PluginInfo, Any]:
     """(plugin, params instance) for a group config dict such as {'plugin': 'ls', ...}."""
-    label = POINTS[kind].label
     values = dict(values)
     name = values.pop("plugin", None)
     if not name:
         raise UserError(
             f"The config '{key}' names no implementation: add 'plugin: <name>' to its YAML. "
-            f"Installed {label} plugins: {registry.names(kind)}."
+            f"Installed {POINTS[kind].label} plugins: {registry.names(kind)}."
         )
     info = registry.get(kind, str(name))
-    origin = "" if info.distribution == DISTRIBUTION else f" from {info.distribution}"
-    owner = f"the {label} plugin '{info.name}'{origin}"
-    return info, build_params(info.schema, values, key, owner)
+    return info, build_params(info.schema, values, key, info.owner)
 
 
 def build_params(

@@ -52,6 +52,12 @@ class PluginInfo:
     distribution: str
     version: str
 
+    @property
+    def owner(self) -> str:
+        """How messages name it: "the friction plugin 'stribeck'" (" from <distribution>")."""
+        origin = "" if self.distribution == DISTRIBUTION else f" from {self.distribution}"
+        return f"the {POINTS[self.kind].label} plugin '{self.name}'{origin}"
+
     def create(self, params: Any) -> Any:
         """The plugin's object for validated `params`, checked against its protocol and given
         the defaults of the optional members it leaves out (`hookspecs.conform`)."""
