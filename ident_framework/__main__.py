@@ -38,29 +38,19 @@ EXIT_USER_ERROR = 2
 EXIT_REHEARSAL_FAILED = 3
 
 
-def fail(error: UserError) -> None:
-    print(f"error: {error}", file=sys.stderr)
-    sys.exit(EXIT_USER_ERROR)
-
-
 @hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name=CONFIG_NAME, version_base="1.3")
 def run_job(cfg: DictConfig) -> float | None:
     from ident_framework.job import run_one_job
 
     try:
         return run_one_job(cfg)
-    except UserError as error:
-        if in_sweep():
-            print(f"error: {error}", file=sys.stderr)
-            record_failed_job(error, EXIT_USER_ERROR)
-            return None
-        fail(error)
-    except RehearsalFailed as failure:
-        print(f"rehearsal FAILED: {failure}", file=sys.stderr)
-        if in_sweep():
-            record_failed_job(failure, EXIT_REHEARSAL_FAILED)
-            return None
-        sys.exit(EXIT_REHEARSAL_FAILED)
+    except (UserError, RehearsalFailed) as error:
+        user = isinstance(error, UserError)
+        print(f"{'error' if user else 'rehearsal FAILED'}: {error}", file=sys.stderr)
+        code = EXIT_USER_ERROR if user else EXIT_REHEARSAL_FAILED
+        if not in_sweep():
+            sys.exit(code)
+        record_failed_job(error, code)
     except Exception as error:
         if not in_sweep():
             raise
@@ -75,7 +65,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _, single = prepare_command_line(argv, run_job)
     except UserError as error:
-        fail(error)
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(EXIT_USER_ERROR)
     if single is not None:  # one job: composed once above, run as Hydra runs it
         run_single(single, run_job.__wrapped__)
         exit_promptly(0)

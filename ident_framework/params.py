@@ -75,25 +75,23 @@ class Check:
         if not self.each and self.choices is None and not _is_number(value, self.integer):
             if value is not None or not self.null:
                 return one
-        bound = self.bound()
-        detail = " ".join(p for p in (bound, self.unit if bound else f"in {self.unit}") if p)
-        detail = detail if self.unit or bound else ""
+        bound, unit = self.bound(), self.unit
+        detail = f"{bound} {unit}".strip() if bound else (f"in {unit}" if unit else "")
         if self.choices is not None:
             single, items = f"one of {list(self.choices)}", f"values from {list(self.choices)}"
         else:
             finite = "an integer" if self.integer else "a finite number"
             single = detail if bound else f"{finite} {detail}".rstrip()
             items = f"{many} {detail}".rstrip()
+        null = " or null" if self.null else ""
         if self.one_or_list:
             core = f"an integer {detail}" if self.integer and bound else single
-            text = f"{core}, one value or a list of them" + (", or null" if self.null else "")
-            return text + (f" ({self.note})" if self.note else "")
-        if self.each:
+            text = f"{core}, one value or a list of them" + (f",{null}" if null else "")
+        elif self.each:
             size = f"{self.length} " if self.length is not None else ""
-            text = f"{'a non-empty' if self.nonempty else 'a'} list of {size}{items}"
+            text = f"{'a non-empty' if self.nonempty else 'a'} list of {size}{items}{null}"
         else:
-            text = single
-        text += " or null" if self.null else ""
+            text = single + null
         return text + (f" ({self.note})" if self.note else "")
 
     def accepts(self, value: Any) -> bool:
