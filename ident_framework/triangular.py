@@ -39,11 +39,7 @@ def stacked_r(blocks: list[np.ndarray]) -> np.ndarray:
     if rows < blocks[0].shape[1]:
         return np.linalg.qr(np.vstack(blocks), mode="r")
     stacked = np.empty((rows, blocks[0].shape[1]), order="F")
-    row = 0
-    for block in blocks:
-        stacked[row : row + len(block)] = block
-        row += len(block)
-    return qr_r_in_place(stacked)
+    return qr_r_in_place(np.concatenate(blocks, out=stacked))
 
 
 def qr_r_into(stacked: np.ndarray, out: np.ndarray) -> None:

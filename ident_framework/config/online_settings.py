@@ -107,7 +107,10 @@ class OnlineSettings:
 
     @property
     def loopback(self) -> bool:
-        return is_loopback(self.host)
+        try:
+            return self.host == "localhost" or ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
 
 
 TRAJECTORIES = ("excitation", "default_motion", "validation_motion")
@@ -118,15 +121,6 @@ _SUBSECTIONS = {
     "twin": TwinSettings,
     "dashboard": DashboardSettings,
 }
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def online_settings(values: dict[str, Any]) -> OnlineSettings:
@@ -160,7 +154,7 @@ def _check(settings: OnlineSettings) -> None:
     def bad(key: str, message: str) -> UserError:
         return UserError(f"Bad value for config key 'online.{key}': {message}.")
 
-    if not isinstance(settings.port, int) or not 0 <= settings.port <= 65535:
+    if not 0 <= settings.port <= 65535:  # (an int: `build_params`)
         raise bad(
             "port", f"a TCP port in [0, 65535] is needed (0: a free one), got {settings.port}"
         )
