@@ -89,7 +89,7 @@ def build_params(
     except (ValueError, TypeError) as error:
         text = str(error).rstrip(".")
         qualified = _qualify(text, fields, key)
-        if qualified == text and f"{prefix}" not in text:  # the message names no key
+        if qualified == text and prefix not in text:  # the message names no key
             raise UserError(f"Bad value in {owner} ({key or schema.__name__}): {text}.") from None
         raise UserError(f"{qualified}{note}.") from None
 
@@ -104,9 +104,7 @@ def _qualify(message: str, fields: Iterable[str], key: str) -> str:
     first = "|".join(re.escape(name) for name in names)
     message = re.sub(rf"^({first})(?!\w)", rf"{key}.\1", message)
     named = "|".join(re.escape(name) for name in names if "_" in name)
-    if not named:
-        return message
-    return re.sub(rf"(?<![\w.])({named})(?!\w)", rf"{key}.\1", message)
+    return re.sub(rf"(?<![\w.])({named})(?!\w)", rf"{key}.\1", message) if named else message
 
 
 def _check_type(
