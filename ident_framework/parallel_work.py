@@ -75,10 +75,8 @@ def forked_map(
 
 
 def forked_imap(work: Callable[[_Item], _Result], items: Sequence[_Item]) -> Iterator[_Result]:
-    """work(item) for each item, in order, each as soon as it and those before it are done,
-    on forked workers when that helps (as `forked_map`): this process takes tasks too, from
-    the same queue, and what it does with the first results overlaps the workers' work on the
-    next ones. Consume it to the end (or close it: the workers are then stopped)."""
+    """work(item) for each item, in order, as soon as it and those before it are done (as
+    `forked_map`; this process takes tasks too). Consume it to the end, or close it."""
     workers = worker_count(len(items))
     if workers == 1:
         yield from map(work, items)
