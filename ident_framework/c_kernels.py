@@ -26,7 +26,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -213,15 +213,12 @@ def _machine() -> str:
     """This machine's architecture and CPU (-march=native builds for it): the first core's
     /proc/cpuinfo entry where there is one."""
     lines = [platform.machine(), platform.processor()]
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
-            for line in info:
-                if not line.strip():
-                    break
-                if line.split(":")[0].strip().lower() not in _CPU_NOISE:
-                    lines.append(line.strip())
-    except OSError:
-        pass
+    with suppress(OSError), open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+        for line in info:
+            if not line.strip():
+                break
+            if line.split(":")[0].strip().lower() not in _CPU_NOISE:
+                lines.append(line.strip())
     return "\n".join(lines)
 
 

@@ -18,7 +18,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
 import numpy as np
@@ -203,10 +203,8 @@ class _Team:
     def close(self) -> None:
         """Let the workers leave and wait for them."""
         for process, connection in self.workers:
-            try:
+            with suppress(OSError):  # a worker that ended
                 connection.send(None)
-            except (BrokenPipeError, OSError):
-                pass
             connection.close()
             process.join()
 

@@ -5,6 +5,7 @@ path; registered in code, not by the `hydra_plugins` scan (broken by some editab
 from __future__ import annotations
 
 import importlib.util
+from contextlib import suppress
 
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.plugins import Plugins
@@ -19,11 +20,9 @@ def plugin_conf_packages() -> list[str]:
     for entry_point in plugin_entry_points():
         top = entry_point.module.split(".")[0]
         candidate = f"{top}.conf"
-        try:
+        with suppress(ImportError, ValueError):
             if candidate not in packages and importlib.util.find_spec(candidate) is not None:
                 packages.append(candidate)
-        except (ImportError, ValueError):
-            pass
     return packages
 
 
