@@ -161,6 +161,7 @@ def _compose_job(
     while True:
         try:
             cfg = compose_job(remaining)
+            break
         except ConfigCompositionException as error:
             override = _unknown_key(error, remaining)
             if override is None:
@@ -170,8 +171,6 @@ def _compose_job(
                 break
             unknown.append(override)
             remaining.remove(override)
-            continue
-        break
     if unknown:
         raise UserError(
             " ".join(unknown_key_message(cfg, o.split("=", 1)[0], o, registry) for o in unknown)
