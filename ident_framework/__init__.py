@@ -1,22 +1,11 @@
 """ident_framework: identify the dynamic parameters of a serial robot arm from joint data and
 keep a MuJoCo digital twin consistent with it; every stage is a plugin.
 
-What plugin authors and users import, from here or from the module named beside it:
-
-- writing a plugin: from `hookspecs`, the one declaration of the extension points: `hookimpl`,
-  the protocols each plugin object follows and the classes with the defaults of their optional
-  members, `EXTENSION_POINTS` (hook, config groups, protocol of each); `UserError` (`errors`);
-- data and models: `Dataset` (`data.dataset`), `read_csv_log` / `write_csv_log`
-  (`data.csv_log`), `RobotModel` / `load_robot` (`model.robot`), `RegressorBuilder`
-  (`model.regressor`);
-- running: `main` (`__main__`: the command line, `main(["friction=none", ...])`),
-  `check_command_line` (`config.preflight`: the validated `RunConfig` of every job of a
-  command line), `run_pipeline` (`modes.pipeline`: one identification, an
-  `IdentificationResult` from `identify.result`), `get_registry` (`config.registry`: every
-  installed plugin).
-
-The names are imported on first use, so `import ident_framework` (and `python -m
-ident_framework --help`) loads none of Pinocchio, MuJoCo, SciPy or PyTorch for them.
+The public face (`_EXPORTS`: each name and the module that defines it): for plugin authors
+`hookspecs`' extension points, protocols and `hookimpl`, and `UserError`; for users `Dataset`,
+the CSV log reader and writer, `RobotModel` / `load_robot`, `RegressorBuilder`, `main` (the
+command line), `check_command_line`, `run_pipeline` and `get_registry`. The names are imported
+on first use, so `import ident_framework` loads none of Pinocchio, MuJoCo, SciPy or PyTorch.
 """
 
 from __future__ import annotations

@@ -18,8 +18,12 @@ import hydra
 from omegaconf import DictConfig
 
 import ident_framework.command_environment  # noqa: F401  (before anything imports MuJoCo)
-from ident_framework.config import single_run
-from ident_framework.config.preflight import CONFIG_MODULE, CONFIG_NAME, prepare_command_line
+from ident_framework.config.preflight import (
+    CONFIG_MODULE,
+    CONFIG_NAME,
+    prepare_command_line,
+    run_single,
+)
 from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.errors import RehearsalFailed, UserError
 from ident_framework.reports.sweep import (
@@ -34,29 +38,19 @@ EXIT_USER_ERROR = 2
 EXIT_REHEARSAL_FAILED = 3
 
 
-def fail(error: UserError) -> None:
-    print(f"error: {error}", file=sys.stderr)
-    sys.exit(EXIT_USER_ERROR)
-
-
 @hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name=CONFIG_NAME, version_base="1.3")
 def run_job(cfg: DictConfig) -> float | None:
     from ident_framework.job import run_one_job
 
     try:
         return run_one_job(cfg)
-    except UserError as error:
-        if in_sweep():
-            print(f"error: {error}", file=sys.stderr)
-            record_failed_job(error, EXIT_USER_ERROR)
-            return None
-        fail(error)
-    except RehearsalFailed as failure:
-        print(f"rehearsal FAILED: {failure}", file=sys.stderr)
-        if in_sweep():
-            record_failed_job(failure, EXIT_REHEARSAL_FAILED)
-            return None
-        sys.exit(EXIT_REHEARSAL_FAILED)
+    except (UserError, RehearsalFailed) as error:
+        user = isinstance(error, UserError)
+        print(f"{'error' if user else 'rehearsal FAILED'}: {error}", file=sys.stderr)
+        code = EXIT_USER_ERROR if user else EXIT_REHEARSAL_FAILED
+        if not in_sweep():
+            sys.exit(code)
+        record_failed_job(error, code)
     except Exception as error:
         if not in_sweep():
             raise
@@ -71,9 +65,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _, single = prepare_command_line(argv, run_job)
     except UserError as error:
-        fail(error)
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(EXIT_USER_ERROR)
     if single is not None:  # one job: composed once above, run as Hydra runs it
-        single_run.run(single, run_job.__wrapped__)
+        run_single(single, run_job.__wrapped__)
         exit_promptly(0)
         return
     sys.argv = [sys.argv[0], *argv]
@@ -92,12 +87,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def exit_promptly(code: int) -> None:
-    """End a finished one-job command now: the exit handlers run (logging's flush and close,
-    multiprocessing's cleanup), the output streams are flushed, and the process ends without
-    the interpreter's teardown of ~900 modules and of the run's arrays, which the operating
-    system frees at once (0.2-0.3 s of a 4 s identification at 10⁵ samples, measured). Only
-    from the command line (`python -m ident_framework`; `main()` called from Python returns)
-    and only when no other non-daemon thread runs (a normal exit would wait for it)."""
+    """End a finished one-job command now: exit handlers run and streams are flushed, but the
+    interpreter's teardown is skipped (docs/design.md#process-settings). Only from the command
+    line (`main()` called from Python returns) and when no other non-daemon thread runs."""
     others = [t for t in threading.enumerate() if t is not threading.main_thread()]
     if not _COMMAND_LINE or any(t.is_alive() and not t.daemon for t in others):
         return

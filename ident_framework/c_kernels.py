@@ -3,14 +3,11 @@ cached per user, loaded with ctypes; numba runs the same loops where no compiler
 
     library = load("ident_framework.model", "rigid_body_kernel.c", {name: (restype, argtypes)})
 
-returns the ctypes library of that source (package data beside the numba kernel it stands in
-for, signatures set), the same object on every call of the process; or None when no C compiler
-works (the caller then runs its numba kernel; one warning line per process).
-IDENT_FRAMEWORK_NATIVE=0 asks for the numba kernels. The compiler is `$CC` or the first of cc,
-gcc, clang on PATH; builds are cached in `$XDG_CACHE_HOME/ident_framework/native/` (default
-~/.cache/...), keyed by source, flags, compiler, machine and CPU, with a private temp folder
-when that one cannot be used. `numba_for_fallback()` imports numba for the fallback kernels
-(`data/zero_phase_kernel.py`, `model/rigid_body_kernel.py`), set up fork-safe.
+is the ctypes library of that source (one per process), or None when no C compiler works (the
+caller runs its numba kernel; one warning per process) or IDENT_FRAMEWORK_NATIVE=0. The
+compiler is `$CC` or the first of cc, gcc, clang; builds are cached in
+`$XDG_CACHE_HOME/ident_framework/native/` (else a private temp folder), keyed by source, flags,
+compiler and CPU. `numba_for_fallback()` imports numba, fork-safe, for the fallback kernels.
 
 Rationale (flags, numba set-up, cost): docs/design.md#compiled-kernels
 """
@@ -29,7 +26,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -71,9 +68,8 @@ def compiler_found() -> bool:
 
 
 def load(package: str, source: str, signatures: Signatures) -> ctypes.CDLL | None:
-    """The library of C file `source` of `package`, built or taken from the cache, its
-    functions typed by `signatures`; None where the C kernels are switched off or cannot be
-    built (then warned once per process)."""
+    """The library of C file `source` of `package`, its functions typed by `signatures`; None
+    where the C kernels are switched off or cannot be built (see the module doc)."""
     if not enabled():
         return None
     with _lock:
@@ -85,11 +81,8 @@ def load(package: str, source: str, signatures: Signatures) -> ctypes.CDLL | Non
                 for name, (restype, argtypes) in signatures.items():
                     function = getattr(library, name)
                     function.restype, function.argtypes = restype, list(argtypes)
-            except NoCompiler as error:
-                _warn_once(str(error))
-                library = None
             except (BuildError, OSError, AttributeError) as error:
-                _warn_once(f"{source}: {error}")
+                _warn_once(str(error) if isinstance(error, NoCompiler) else f"{source}: {error}")
                 library = None
             _libraries[key] = library
         return _libraries[key]
@@ -109,9 +102,9 @@ def _warn_once(reason: str) -> None:
 
 
 def _build_and_load(name: str, source: bytes) -> ctypes.CDLL:
-    """The library of `source`: loaded from the first cache folder that has it (built with
-    `FLAGS`, or with `PORTABLE_FLAGS` where the compiler refused -march=native), else built into
-    the first folder that can take it."""
+    """The library of `source`: loaded from the first cache folder that has it, else built
+    (with `FLAGS`, or `PORTABLE_FLAGS` where -march=native is refused) into the first that can
+    take it."""
     command, version = _compiler()
     files = [(flags, f"{name}-{_key(source, command, flags, version)}.so") for flags in VARIANTS]
     problems = []
@@ -166,7 +159,7 @@ def _ensure_folder(folder: Path) -> None:
 def _compile(command: list[str], flags: tuple[str, ...], source: bytes, path: Path) -> None:
     """Compile C `source` into the shared library `path` (a temporary file renamed into
     place). OSError: the folder cannot be written; BuildError: the compiler failed."""
-    import subprocess  # here: a command that builds nothing need not import it (~2 ms)
+    import subprocess  # here: a command that builds nothing need not import it
 
     handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".so", dir=path.parent)
     os.close(handle)
@@ -220,15 +213,12 @@ def _machine() -> str:
     """This machine's architecture and CPU (-march=native builds for it): the first core's
     /proc/cpuinfo entry where there is one."""
     lines = [platform.machine(), platform.processor()]
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
-            for line in info:
-                if not line.strip():
-                    break
-                if line.split(":")[0].strip().lower() not in _CPU_NOISE:
-                    lines.append(line.strip())
-    except OSError:
-        pass
+    with suppress(OSError), open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+        for line in info:
+            if not line.strip():
+                break
+            if line.split(":")[0].strip().lower() not in _CPU_NOISE:
+                lines.append(line.strip())
     return "\n".join(lines)
 
 
@@ -243,8 +233,7 @@ if hasattr(os, "register_at_fork"):
 
 @functools.cache
 def numba_for_fallback() -> Any:
-    """The numba module, set up for the fallback kernels (see the module doc): import the
-    kernels' numba from here, in a module imported when its numba loop is first called."""
+    """The numba module, set up for the fallback kernels (see the module doc)."""
     with _scipy_hidden():  # numba's import checks SciPy's version when it finds one
         import numba
 

@@ -1,11 +1,9 @@
 """Process settings of the command line, applied on import, before MuJoCo is imported.
 
-- ``MUJOCO_GL`` is set to ``disable`` when unset (the command renders nothing); set
-  ``MUJOCO_GL=egl`` (or glfw, osmesa) for a plugin that renders.
-- With glibc, freed memory is kept for reuse: blocks below 32 MB come from the heap
-  (``M_MMAP_THRESHOLD``) and the heap is trimmed only above 1 GB free (``M_TRIM_THRESHOLD``).
-  The environment variables ``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_`` take
-  precedence when set.
+- ``MUJOCO_GL`` is set to ``disable`` when unset (``egl``, glfw or osmesa for a plugin that
+  renders).
+- With glibc, freed memory is kept for reuse (heap below 32 MB blocks, trimmed only above 1 GB
+  free) unless ``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_TRIM_THRESHOLD_`` is set.
 
 Rationale: docs/design.md#process-settings
 """

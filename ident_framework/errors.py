@@ -1,8 +1,6 @@
-"""What reaches the user as a message instead of a traceback: `UserError` (exit code 2) and
-`RehearsalFailed` (exit code 3), and the helpers such messages share: the closest name to a
-misspelt one (`did_you_mean`, for config keys and CSV columns), the check every per-joint list
-of a config or file needs (`per_joint_values`: one value, or one row, per joint of the robot,
-with one message saying which key, how many values, how many joints) and that of a data
+"""What reaches the user as a message instead of a traceback: `UserError` (exit code 2),
+`RehearsalFailed` (exit code 3), and the checks such messages share: the closest name to a
+misspelt one (`did_you_mean`), one value or row per joint (`per_joint_values`), a data
 source's motor constants (`motor_constants`)."""
 
 from __future__ import annotations
@@ -18,17 +16,13 @@ CUTOFF = 0.6  # difflib similarity below which a name is not offered as "did you
 
 
 class UserError(Exception):
-    """A problem the user can fix: a bad config value, a bad data file, a missing plugin.
-
-    The message is one paragraph saying what is wrong, where (file, column, row or config key)
-    and what to do. The command line prints it and exits with code 2.
-    """
+    """A problem the user can fix (bad config value or data file, missing plugin): one paragraph
+    saying what is wrong, where (file, column, row or config key) and what to do."""
 
 
 class RehearsalFailed(Exception):
     """A rehearsal (`mode=rehearse`) ran to the end, but some planted change was not recovered
-    within its tolerance. Its outputs are kept; the command line prints the message (the
-    failed checks) and exits with code 3."""
+    within its tolerance (its outputs are kept)."""
 
 
 def closest(name: str, candidates: Iterable[str], cutoff: float = CUTOFF) -> str | None:

@@ -1,14 +1,12 @@
 """How many cores to use, and independent CPU-bound tasks on forked worker processes.
 
 - `worker_limit()`: the processes to use (IDENT_FRAMEWORK_WORKERS caps it).
-- `forked_map(work, items)` (and `forked_imap`): runs tasks on forked workers and in this
-  process, results sent back by pickle.
-- `forked_pool`: keeps forked workers for many small batches (a CMA-ES generation at a time).
+- `forked_map(work, items)` (and `forked_imap`): tasks on forked workers and in this process.
+- `forked_pool`: forked workers kept for many small batches (a CMA-ES generation at a time).
 - `shared_zeros`: an array the workers write into and the parent reads (large results).
 
-Serial where forking is not possible or not wise: one usable core, a single task, no `fork`
-start method (not Linux), inside a daemonic process, inside a task of a map, or when
-IDENT_FRAMEWORK_WORKERS=1.
+Serial with one usable core or task, without the `fork` start method, inside a daemonic
+process or a task of a map, or with IDENT_FRAMEWORK_WORKERS=1.
 
 Rationale: docs/design.md#parallel-work
 """
@@ -19,8 +17,8 @@ import mmap
 import multiprocessing
 import multiprocessing.connection
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
 import numpy as np
@@ -42,9 +40,8 @@ def usable_cores() -> int:
 
 
 def worker_limit() -> int:
-    """Worker processes to use at most: the usable cores, capped by
-    IDENT_FRAMEWORK_WORKERS when it is set to a positive integer (1 inside a forked worker,
-    and in this process while it takes tasks of a forked map: the cores are shared already)."""
+    """Worker processes to use at most: the usable cores, capped by IDENT_FRAMEWORK_WORKERS
+    (1 inside a forked worker, and here while this process takes tasks of a forked map)."""
     if _in_worker or _work is not None:
         return 1
     cap = os.environ.get("IDENT_FRAMEWORK_WORKERS", "")
@@ -54,12 +51,11 @@ def worker_limit() -> int:
 
 def worker_count(tasks: int) -> int:
     """Workers `forked_map` uses for `tasks` tasks (1: it runs them in this process)."""
-    count = min(worker_limit(), tasks)
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
-    if multiprocessing.current_process().daemon or _work is not None:  # no nested pools
+    if multiprocessing.current_process().daemon:  # no nested pools
         return 1
-    return max(1, count)
+    return max(1, min(worker_limit(), tasks))  # 1 inside a map's task
 
 
 def forked_map(
@@ -70,29 +66,23 @@ def forked_map(
     """[work(item) for item in items], on forked workers when that helps; the first error
     of a task is raised here. `work` may be a closure: the workers inherit it by fork.
     `done(i)` is called here as item i's result arrives, in order (e.g. a progress bar)."""
-    return _collect(forked_imap(work, items), done)
+    results = []
+    for i, result in enumerate(forked_imap(work, items)):
+        results.append(result)
+        if done is not None:
+            done(i)
+    return results
 
 
 def forked_imap(work: Callable[[_Item], _Result], items: Sequence[_Item]) -> Iterator[_Result]:
-    """work(item) for each item, in order, each as soon as it and those before it are done,
-    on forked workers when that helps (as `forked_map`): this process takes tasks too, from
-    the same queue, and what it does with the first results overlaps the workers' work on the
-    next ones. Consume it to the end (or close it: the workers are then stopped)."""
+    """work(item) for each item, in order, as soon as it and those before it are done (as
+    `forked_map`; this process takes tasks too). Consume it to the end, or close it."""
     workers = worker_count(len(items))
     if workers == 1:
         yield from map(work, items)
         return
-    global _work
-    _work = work
-    team = _Team(workers - 1, items)
-    try:
+    with _forked(work, workers - 1, items) as team:
         yield from team.run(work, items)
-        team.close()
-    except BaseException:  # a task's error, or the consumer stopped early (GeneratorExit)
-        team.terminate()
-        raise
-    finally:
-        _work = None
 
 
 @contextmanager
@@ -100,27 +90,31 @@ def forked_pool(
     work: Callable[[_Item], _Result], batch: int
 ) -> Iterator[Callable[[Sequence[_Item], int], Iterator[_Result]]]:
     """A map kept open for a whole block: `map(items, chunk)` yields work(item) for each
-    item, in order, on workers forked once at entry (they inherit `work` and whatever it
-    closes over, as of then; each call's items are sent to them) and in this process, which
-    takes tasks from the same queue. For many small batches, e.g. one generation of an
-    evolution strategy at a time, where forking per batch would cost more than the work.
-    `batch`: the fewest items a call gets (no more processes than that); `chunk` is
-    ignored (tasks are taken one at a time). Serial where `forked_map` is."""
+    item, in order, on workers forked once at entry (they inherit `work` as of then; each
+    call's items are sent to them) and in this process. `batch`: the fewest items a call gets
+    (no more processes than that); `chunk` is ignored. Serial where `forked_map` is."""
     workers = worker_count(batch)
     if workers == 1:
         yield lambda items, chunk: map(work, items)
         return
+    with _forked(work, workers - 1, None) as team:
+
+        def mapped(items: Sequence[_Item], chunk: int) -> Iterator[_Result]:
+            team.send(items)
+            return team.run(work, items)
+
+        yield mapped
+
+
+@contextmanager
+def _forked(work: Callable[[Any], Any], count: int, items: Sequence[Any] | None) -> Iterator[_Team]:
+    """`count` workers forked for `work` (a `_Team`): closed at the end, terminated on an
+    error (a task's, or the consumer stopped early: GeneratorExit)."""
     global _work
     _work = work
-    team = _Team(workers - 1, None)
-
-    def mapped(items: Sequence[_Item], chunk: int) -> Iterator[_Result]:
-        del chunk
-        team.send(items)
-        return team.run(work, items)
-
+    team = _Team(count, items)
     try:
-        yield mapped
+        yield team
         team.close()
     except BaseException:
         team.terminate()
@@ -209,10 +203,8 @@ class _Team:
     def close(self) -> None:
         """Let the workers leave and wait for them."""
         for process, connection in self.workers:
-            try:
+            with suppress(OSError):  # a worker that ended
                 connection.send(None)
-            except (BrokenPipeError, OSError):
-                pass
             connection.close()
             process.join()
 
@@ -251,16 +243,6 @@ def _serve(team: _Team, connection: Any, items: Sequence[Any] | None) -> None:
         if items is not None:  # one batch: the inherited items
             break
     connection.close()
-
-
-def _collect(results: Iterable[_Result], done: Callable[[int], object] | None) -> list[_Result]:
-    """The results in order, `done(i)` as result i arrives."""
-    out = []
-    for i, result in enumerate(results):
-        out.append(result)
-        if done is not None:
-            done(i)
-    return out
 
 
 def shared_zeros(shape: tuple[int, ...]) -> np.ndarray:

@@ -1,32 +1,16 @@
-"""Validation declared on the fields of a params dataclass, and the one function that runs it.
-
-A params class (a config section's schema: a plugin's parameters, a core settings section)
-derives from `Params` and declares each field's constraint with `param`:
+"""Validation declared on the fields of a params dataclass (a config section's schema).
 
     @dataclass
     class WlsParams(Params):
         min_sigma: float = param(1e-3, gt=0, unit="Nm")
         solver: str = param("qr", choices=("qr", "svd"))
-        max_trace: float | None = param(None, gt=0)  # a None default: null is allowed
         rules = (_trace_above_sigma,)  # cross-field rules: functions of the instance
 
-`validate` (run by `Params.__post_init__`, so on every construction) checks each declared
-field, then runs the class's `rules` (those of its bases first). A broken constraint raises
-ValueError with one uniform message naming the field, the bound, the unit and the value:
-
-    min_sigma must be > 0 Nm, got 0.0
-    solver must be one of ['qr', 'svd'], got 'lu'
-    folds must be in [2, 50], got 1
-    folds must be an integer, got 2.5
-    speeds must be a list of 2 numbers >= 0 rad/s, got [1.0]
-
-and the plugin config (`config/plugin_config.py`) turns it into the user's message, the field
-written as its config key (`estimator.min_sigma must be > 0 Nm, got 0.0 (the estimator plugin
-'wls').`). A rule is a plain function `rule(params) -> None` that raises ValueError with its
-own message (name the keys it compares); it may also normalise fields (a rule runs after the
-fields are checked, so it may rely on them); `within` and `increasing` make the common ones
-for [lower, upper] bounds. A field's `convert` (a function of the value,
-run before its check) normalises one value: a string path, a scalar-or-list per joint.
+`validate` (run on every construction by `Params.__post_init__`) checks each declared field,
+then the class's `rules` (its bases' first). A broken constraint raises ValueError naming the
+field, the bound, the unit and the value (`min_sigma must be > 0 Nm, got 0.0`), which
+`config/plugin_config.py` turns into the config key's message. A rule raises ValueError with
+its own message and may normalise fields; `within` and `increasing` make the common ones.
 """
 
 from __future__ import annotations
@@ -70,8 +54,7 @@ class Check:
         bounds = (self.gt, self.ge, self.lt, self.le)
         return self.integer or self.finite or any(b is not None for b in bounds)
 
-    def bound(self) -> str:
-        """'> 0', 'in (0, 1]', '' (no bound)."""
+    def bound(self) -> str:  # '> 0', 'in (0, 1]', '' (no bound)
         low, low_open = (self.gt, True) if self.gt is not None else (self.ge, False)
         high, high_open = (self.lt, True) if self.lt is not None else (self.le, False)
         if low is not None and high is not None:
@@ -92,38 +75,32 @@ class Check:
         if not self.each and self.choices is None and not _is_number(value, self.integer):
             if value is not None or not self.null:
                 return one
-        bound = self.bound()
-        detail = " ".join(p for p in (bound, self.unit if bound else f"in {self.unit}") if p)
-        detail = detail if self.unit or bound else ""
+        bound, unit = self.bound(), self.unit
+        detail = f"{bound} {unit}".strip() if bound else (f"in {unit}" if unit else "")
         if self.choices is not None:
             single, items = f"one of {list(self.choices)}", f"values from {list(self.choices)}"
         else:
             finite = "an integer" if self.integer else "a finite number"
             single = detail if bound else f"{finite} {detail}".rstrip()
             items = f"{many} {detail}".rstrip()
+        null = " or null" if self.null else ""
         if self.one_or_list:
             core = f"an integer {detail}" if self.integer and bound else single
-            text = f"{core}, one value or a list of them" + (", or null" if self.null else "")
-            return text + (f" ({self.note})" if self.note else "")
-        if self.each:
+            text = f"{core}, one value or a list of them" + (f",{null}" if null else "")
+        elif self.each:
             size = f"{self.length} " if self.length is not None else ""
-            text = f"{'a non-empty' if self.nonempty else 'a'} list of {size}{items}"
+            text = f"{'a non-empty' if self.nonempty else 'a'} list of {size}{items}{null}"
         else:
-            text = single
-        text += " or null" if self.null else ""
+            text = single + null
         return text + (f" ({self.note})" if self.note else "")
 
     def accepts(self, value: Any) -> bool:
-        if self.one_or_list and not isinstance(value, list | tuple | np.ndarray):
+        if self.one_or_list and not _is_list(value):
             return self._accepts_one(value)
-        if self.one_or_list and len(value) == 0:
-            return False
-        if self.each:
-            if not isinstance(value, list | tuple | np.ndarray):
+        if self.each:  # (set for one_or_list too)
+            if not _is_list(value) or (self.length is not None and len(value) != self.length):
                 return False
-            if self.length is not None and len(value) != self.length:
-                return False
-            if self.nonempty and len(value) == 0:
+            if (self.nonempty or self.one_or_list) and len(value) == 0:
                 return False
             return all(self._accepts_one(item) for item in value)
         return self._accepts_one(value)
@@ -167,20 +144,16 @@ def param(
 ) -> Any:
     """A dataclass field (`default` or `factory`, as `dataclasses.field`) with its constraint:
 
-    - `gt`, `ge`, `lt`, `le`: bounds (>, >=, <, <=); a bounded value must also be a finite
-      number (not a bool); `finite`: a finite number, no bound. A field annotated `int` (or
-      `list[int]`) takes whole numbers only (an integral float such as 3.0 becomes 3), one
-      annotated `bool` true or false only;
+    - `gt`, `ge`, `lt`, `le`: bounds; a bounded value must be a finite number (not a bool);
+      `finite`: a finite number, no bound. An `int` (or `list[int]`) field takes whole numbers
+      only (3.0 becomes 3), a `bool` field true or false only;
     - `choices`: one of these values;
-    - `each`: the constraint holds for every item of a list (`length`: exactly that many
-      items; `nonempty`: at least one); `one_or_list`: one value or a non-empty list of them
-      (e.g. one for all joints or one per joint);
-    - `null`: None is also accepted (the default when `default` is None);
-    - `required`: None, "" and [] are refused ("path is required (<note>)"), e.g. a file
-      path that has no sensible default;
+    - `each`: the constraint holds for every item of a list (`length`: exactly that many;
+      `nonempty`: at least one); `one_or_list`: one value or a non-empty list of them;
+    - `null`: None is accepted too (the default when `default` is None);
+    - `required`: None, "" and [] are refused ("path is required (<note>)");
     - `unit` ("Nm", "rad/s") and `note` (a short explanation) go into the message;
-    - `convert`: a function of the value, run before the check, whose result replaces it
-      (it may raise ValueError with its own message).
+    - `convert`: a function of the value, run before the check, whose result replaces it.
     """
     check = Check(
         gt=gt, ge=ge, lt=lt, le=le, finite=finite,
@@ -189,10 +162,9 @@ def param(
         null=(default is None and not required) if null is None else null,
         required=required, unit=unit, note=note, convert=convert,
     )  # fmt: skip
-    metadata = {CHECK: check}
     if factory is not dataclasses.MISSING:
-        return dataclasses.field(default_factory=factory, metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
+        return dataclasses.field(default_factory=factory, metadata={CHECK: check})
+    return dataclasses.field(default=default, metadata={CHECK: check})
 
 
 def validate(params: Any) -> None:
@@ -229,12 +201,8 @@ def validate(params: Any) -> None:
 
 def rules_of(cls: type) -> list[Callable[[Any], None]]:
     """The rules `cls` and its bases declare (each class's own `rules`), bases first."""
-    found: list[Callable[[Any], None]] = []
-    for klass in reversed(cls.__mro__):
-        for rule in klass.__dict__.get("rules", ()):
-            if rule not in found:
-                found.append(rule)
-    return found
+    rules = (rule for klass in reversed(cls.__mro__) for rule in klass.__dict__.get("rules", ()))
+    return list(dict.fromkeys(rules))
 
 
 def declares_checks(cls: type) -> bool:

@@ -1,11 +1,9 @@
 """What a user sees while waiting: a bar on a terminal, a line every few seconds elsewhere.
 
-`progress(...)` is a tqdm bar when stderr is a terminal; when it is not (a pipe, a log file,
-CI), the same object writes ``desc: 40 % (12 of 30 steps), 4.1 s`` to stderr once FIRST_LINE_S
-have passed, then at most every LINE_EVERY_S seconds while it runs, and ``desc: done, 9.8 s``
-at its end if it wrote any line before. `stage_line(name, seconds)` is the line a pipeline
-step writes when it ends (off a terminal only: there the bars say it). Nothing goes to
-stdout, which carries the run's summary.
+`progress(...)` is a tqdm bar when stderr is a terminal; otherwise it writes
+``desc: 40 % (12 of 30 steps), 4.1 s`` to stderr after FIRST_LINE_S, then at most every
+LINE_EVERY_S, and ``desc: done, 9.8 s`` at its end if it wrote any line. `stage_line` is the line
+of a finished pipeline step (off a terminal only). Nothing goes to stdout (the run's summary).
 """
 
 from __future__ import annotations
@@ -36,9 +34,8 @@ def progress(
     enabled: bool = True,
     **bar_options: Any,
 ) -> Any:
-    """A progress over `iterable` (or `total` units, advanced by `update(n)`): a tqdm bar on a
-    terminal, else lines (module doc); nothing at all when not `enabled`. Use it as tqdm:
-    iterate, `update`, `close`, or as a context manager."""
+    """A progress over `iterable` (or `total` units, advanced by `update(n)`), used as tqdm;
+    nothing at all when not `enabled`."""
     if on_terminal():
         from tqdm import tqdm
 
@@ -89,8 +86,7 @@ class _Lines:
         now = time.perf_counter()
         wait = LINE_EVERY_S if self.written_any else FIRST_LINE_S
         if self.enabled and now - self.last >= wait:
-            self.written_any = True
-            self.last, self.written = now, True
+            self.last, self.written, self.written_any = now, True, True
             units = self.unit if self.unit.endswith("s") else f"{self.unit}s"
             done = f"{self.n:g} {units}"
             if self.total:
@@ -100,8 +96,7 @@ class _Lines:
     def set_postfix(self, *args: Any, **kwargs: Any) -> None:
         """Accepted for tqdm's interface; lines carry no postfix."""
 
-    def set_postfix_str(self, *args: Any, **kwargs: Any) -> None:
-        """Accepted for tqdm's interface; lines carry no postfix."""
+    set_postfix_str = set_postfix
 
     def close(self) -> None:
         if self.enabled and self.written:

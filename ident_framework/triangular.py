@@ -1,12 +1,9 @@
 """Triangular factors and solves on numpy's own LAPACK (no scipy.linalg import).
 
 - `qr_r_in_place`, `qr_r_into`, `stacked_r`: the R factor of a QR (LAPACK dgeqrf through
-  ``numpy.linalg.lapack_lite``, SciPy's where that module is missing).
-- `solve_upper(r, b)`: back substitution, as ``scipy.linalg.solve_triangular``.
-- `spectral_solve`: regularised least squares from a triangular factor R_w = U S Vᵀ,
-  ``beta = prior + V diag(f_i / s_i) Uᵀ (rhs − R_w prior)`` with f_i = s_i² / (s_i² + λ²) for
-  ridge (λ = `ridge` × s_max) and f_i = [s_i ≥ `truncate` × s_max] for truncated SVD;
-  ridge = truncate = 0 is ordinary least squares.
+  ``numpy.linalg.lapack_lite``); `solve_upper(r, b)`: back substitution.
+- `spectral_solve`: ridge or truncated-SVD least squares from a triangular factor R_w = U S Vᵀ,
+  ``beta = prior + V diag(f_i / s_i) Uᵀ (rhs − R_w prior)``.
 - `one_blas_thread()`: context manager limiting BLAS to one thread, cheap to enter often.
 
 Rationale: docs/design.md#triangular-factors-without-scipy
@@ -36,23 +33,17 @@ def qr_r_in_place(stacked: np.ndarray) -> np.ndarray:
 
 def stacked_r(blocks: list[np.ndarray]) -> np.ndarray:
     """``np.linalg.qr(np.vstack(blocks), mode="r")`` of the row blocks (m_i, n): R (n, n)
-    when m = sum m_i >= n, stacked straight into the Fortran order LAPACK works in (one copy
-    fewer, no wrapper: the tuning's cross-validation calls it some 400 times on small
-    factors); the (m, n) upper trapezoid of NumPy's QR when m < n."""
+    when m = sum m_i >= n (stacked straight into Fortran order, one copy fewer); the (m, n)
+    upper trapezoid of NumPy's QR when m < n."""
     rows = sum(len(block) for block in blocks)
     if rows < blocks[0].shape[1]:
         return np.linalg.qr(np.vstack(blocks), mode="r")
     stacked = np.empty((rows, blocks[0].shape[1]), order="F")
-    row = 0
-    for block in blocks:
-        stacked[row : row + len(block)] = block
-        row += len(block)
-    return qr_r_in_place(stacked)
+    return qr_r_in_place(np.concatenate(blocks, out=stacked))
 
 
 def qr_r_into(stacked: np.ndarray, out: np.ndarray) -> None:
-    """`qr_r_in_place` written into `out` (n, n) (a streaming accumulator's R, overwritten at
-    each update): no new array for R."""
+    """`qr_r_in_place` written into `out` (n, n): no new array for R."""
     n = stacked.shape[1]
     qr_in_place(stacked)
     out[...] = stacked[:n]

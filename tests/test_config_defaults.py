@@ -26,9 +26,9 @@ from ident_framework.config.run_config import (
     RobotSettings,
     RunConfig,
     SplitSettings,
+    TuningSettings,
 )
 from ident_framework.config.search_path import plugin_conf_packages
-from ident_framework.config.tuning_settings import TuningSettings
 from ident_framework.hookspecs import POINTS
 
 SELECT = re.compile(r"^\$\{oc\.select:[\w.]+,(.*)\}$")

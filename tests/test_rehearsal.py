@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ident_framework.config.preflight import check_command_line
-from ident_framework.config.rehearsal_settings import RehearsalSettings
+from ident_framework.config.run_config import RehearsalSettings
 from ident_framework.errors import UserError
 from ident_framework.identify.truth import true_standard_parameters
 from ident_framework.model.robot import load_robot

@@ -145,7 +145,7 @@ def test_tuning_on_forked_workers_chooses_and_predicts_as_one_process(
 
 def test_one_job_composed_once_writes_the_run_directory_hydra_main_writes(cli, logs, tmp_path):
     """A plain command line is composed once and run through Hydra's run_job
-    (config/single_run.py); `hydra.mode=RUN` sends it through @hydra.main: the same files."""
+    (config/preflight.py); `hydra.mode=RUN` sends it through @hydra.main: the same files."""
     once, main = tmp_path / "once", tmp_path / "main"
     args = [*_data_args(logs), "tuning=none", "plots=false"]
     assert cli(*args, f"hydra.run.dir={once}").returncode == 0

@@ -1,8 +1,6 @@
-"""The `online:` section of the config (mode=online), validated: one dataclass per subsection.
-
-Flat keys are the service's (host, port, duration, time factor, ...); `filter`, `estimator`,
-`drift`, `twin` and `dashboard` are subsections with their own dataclass, so a bad value names
-its full key (`online.drift.threshold_sigma`). Imports nothing of the web stack.
+"""The `online:` section of the config (mode=online), validated: one dataclass per subsection,
+so a bad value names its full key (`online.drift.threshold_sigma`). Every key with its unit:
+conf/config.yaml. Imports nothing of the web stack.
 """
 
 from __future__ import annotations
@@ -22,9 +20,7 @@ ESTIMATOR_METHODS = ("rls", "sliding_ls")
 
 @dataclass
 class FilterSettings(Params):
-    """Causal local-polynomial filter (see `causal_filter.py`). window_s: length of the
-    window of past samples fitted at each step, s (the delay is half of it); polyorder: degree
-    of the polynomial (>= 2: the acceleration is the derivative of the velocity fit)."""
+    """Causal local-polynomial filter."""
 
     window_s: float = param(0.05, gt=0, unit="s")
     polyorder: int = param(3, ge=2, le=6)
@@ -32,14 +28,7 @@ class FilterSettings(Params):
 
 @dataclass
 class EstimatorSettings(Params):
-    """The per-sample estimator (`estimators.py`). method: rls (recursive least squares with
-    forgetting) | sliding_ls (least squares over the last window_s s, re-solved per sample);
-    forgetting (rls): lambda per sample (memory 1/(1 - lambda) samples: 0.9995 at 500 Hz ~
-    4 s); window_s (sliding_ls): s of data in the window; alpha: rls P0 = alpha I around the
-    starting parameters, sliding_ls a ridge 1/alpha towards them (small alpha: trust them);
-    structural_samples: random states whose regressor defines the base parameters;
-    min_speed_rad_s: the rows of joints slower than this are left out of the update (stiction
-    regime, outside the friction model; 0: every row)."""
+    """The per-sample estimator."""
 
     method: str = param("rls", choices=ESTIMATOR_METHODS)
     forgetting: float = param(0.9995, ge=0.9, le=1)
@@ -51,15 +40,7 @@ class EstimatorSettings(Params):
 
 @dataclass
 class DriftSettings(Params):
-    """Two-sided CUSUM per joint on the a-priori residual normalised by its running sigma
-    (`drift.py`). allowance_sigma: drift allowance k (sigma units); threshold_sigma: alarm
-    level h (sigma units); sigma_window_s: time constant of the residual's running sigma;
-    warmup_s: no alarm before this much data (sigma settles); holdoff_s: no new alarm this long
-    after one (the estimator re-converges); min_speed_rad_s: a joint slower than this is not
-    watched (stiction regime, outside the friction model); response: reset_covariance
-    (forget the past, theta kept: rls P <- 1000 P, sliding_ls the window restarts) |
-    lower_forgetting (for `response_s`: rls forgetting `response_forgetting`, sliding_ls a
-    window of that memory) | none."""
+    """Two-sided CUSUM per joint on the normalised a-priori residual."""
 
     allowance_sigma: float = param(4.0, gt=0)
     threshold_sigma: float = param(200.0, gt=0)
@@ -75,8 +56,7 @@ class DriftSettings(Params):
 @dataclass
 class TwinSettings(Params):
     """Twin re-injection: every `every_s` s of source time the recent `window_s` s (every
-    `decimation`-th sample) are fitted with the physically consistent estimator in a worker
-    process; a valid result is written as a timestamped twin snapshot. every_s null: off."""
+    `decimation`-th sample) are fitted with the physically consistent estimator (null: off)."""
 
     every_s: float | None = param(30.0, gt=0, unit="s", null=True)
     window_s: float = param(20.0, gt=0, unit="s")
@@ -85,11 +65,7 @@ class TwinSettings(Params):
 
 @dataclass
 class DashboardSettings(Params):
-    """publish_hz: frames per second to the web side (~25); trace_hz: samples per second of
-    source time kept for the torque traces; history_s: source seconds of traces the service
-    keeps for a page that (re)loads; client_queue: frames a client may lag behind before the
-    oldest are dropped; client_timeout_s: a client whose queue stays full this long is
-    disconnected."""
+    """What the dashboard is sent, and how long a lagging client is kept."""
 
     publish_hz: float = param(25.0, gt=0, unit="Hz")
     trace_hz: float = param(100.0, gt=0, unit="Hz")
@@ -100,8 +76,7 @@ class DashboardSettings(Params):
 
 @dataclass
 class PayloadChange(Params):
-    """A planted change of the simulated robot's payload (source=mujoco): at source time t_s
-    (s) the payload becomes mass_kg (kg)."""
+    """source=mujoco: at source time t_s (s) the payload becomes mass_kg (kg)."""
 
     t_s: float = param(ge=0, unit="s")
     mass_kg: float = param(ge=0, unit="kg")
@@ -132,7 +107,10 @@ class OnlineSettings:
 
     @property
     def loopback(self) -> bool:
-        return is_loopback(self.host)
+        try:
+            return self.host == "localhost" or ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
 
 
 TRAJECTORIES = ("excitation", "default_motion", "validation_motion")
@@ -143,15 +121,6 @@ _SUBSECTIONS = {
     "twin": TwinSettings,
     "dashboard": DashboardSettings,
 }
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def online_settings(values: dict[str, Any]) -> OnlineSettings:
@@ -185,7 +154,7 @@ def _check(settings: OnlineSettings) -> None:
     def bad(key: str, message: str) -> UserError:
         return UserError(f"Bad value for config key 'online.{key}': {message}.")
 
-    if not isinstance(settings.port, int) or not 0 <= settings.port <= 65535:
+    if not 0 <= settings.port <= 65535:  # (an int: `build_params`)
         raise bad(
             "port", f"a TCP port in [0, 65535] is needed (0: a free one), got {settings.port}"
         )

@@ -1,9 +1,6 @@
-"""Validation of a config group against the schema dataclass of the plugin it names.
-
-A group's config is `plugin: <name>` plus that plugin's parameters. Validation checks the
-names, the types (from the dataclass annotations) and the constraints its fields declare
-(`ident_framework.params`: ranges, choices, cross-field rules; a plain dataclass's own
-`__post_init__` runs too), and returns the dataclass instance the plugin's factory receives.
+"""Validation of a config group (`plugin: <name>` plus its parameters) against the schema
+dataclass of that plugin: names, types (from the annotations) and declared constraints
+(`ident_framework.params`); the result is the instance the plugin's factory receives.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ from omegaconf.errors import MissingMandatoryValue
 
 from ident_framework.config.registry import PluginInfo, PluginRegistry
 from ident_framework.errors import UserError, closest
-from ident_framework.hookspecs import DISTRIBUTION, POINTS
+from ident_framework.hookspecs import POINTS
 from ident_framework.params import Params, declares_checks, validate
 
 
@@ -46,29 +43,24 @@ def validate_plugin_config(
     values: dict[str, Any], kind: str, key: str, registry: PluginRegistry
 ) -> tuple[PluginInfo, Any]:
     """(plugin, params instance) for a group config dict such as {'plugin': 'ls', ...}."""
-    label = POINTS[kind].label
     values = dict(values)
     name = values.pop("plugin", None)
     if not name:
         raise UserError(
             f"The config '{key}' names no implementation: add 'plugin: <name>' to its YAML. "
-            f"Installed {label} plugins: {registry.names(kind)}."
+            f"Installed {POINTS[kind].label} plugins: {registry.names(kind)}."
         )
     info = registry.get(kind, str(name))
-    origin = "" if info.distribution == DISTRIBUTION else f" from {info.distribution}"
-    owner = f"the {label} plugin '{info.name}'{origin}"
-    return info, build_params(info.schema, values, key, owner)
+    return info, build_params(info.schema, values, key, info.owner)
 
 
 def build_params(
     schema: type, values: dict[str, Any], key: str, owner: str, *, name_owner: bool = True
 ) -> Any:
     """Instantiate `schema` from `values`, checking names, types and the schema's own checks.
-
-    `key` is the config path of the section ("" when it has none; a nested schema's is the
-    path of its field, e.g. `trajectory.workspace.boxes[0]`), `owner` what it belongs
-    to in messages ("the friction plugin 'stribeck'"); `name_owner`: say so in value errors
-    (for plugins; a core section's key says enough)."""
+    `key`: the section's config path (`trajectory.workspace.boxes[0]`; "" none); `owner`: what
+    it belongs to in messages ("the friction plugin 'stribeck'"), named in value errors when
+    `name_owner`."""
     fields = {field.name: field for field in dataclasses.fields(schema)}
     prefix = f"{key}." if key else ""
     unknown = sorted(set(values) - set(fields))
@@ -78,8 +70,7 @@ def build_params(
         hint = f" Did you mean '{prefix}{match}'?" if match else ""
         raise UserError(
             f"Unknown config key{'s' if len(unknown) > 1 else ''} {shown} for {owner}.{hint} "
-            "Its keys are: "
-            f"{', '.join(sorted(fields))}."
+            f"Its keys are: {', '.join(sorted(fields))}."
         )
     note = f" ({owner})" if name_owner else ""
     hints = typing.get_type_hints(schema)
@@ -98,44 +89,39 @@ def build_params(
     except (ValueError, TypeError) as error:
         text = str(error).rstrip(".")
         qualified = _qualify(text, fields, key)
-        if qualified == text and f"{prefix}" not in text:  # the message names no key
+        if qualified == text and prefix not in text:  # the message names no key
             raise UserError(f"Bad value in {owner} ({key or schema.__name__}): {text}.") from None
         raise UserError(f"{qualified}{note}.") from None
 
 
 def _qualify(message: str, fields: Iterable[str], key: str) -> str:
-    """`message` with the field names in it written as config keys (`lowpass_hz` ->
-    `preprocessing.lowpass_hz`): the message's first word when it is a field, and any field
-    with an underscore in its name (a plain word such as `device` may be meant as English);
-    names already after a dot are left alone."""
+    """`message` with field names written as config keys (`lowpass_hz` ->
+    `preprocessing.lowpass_hz`): its first word when a field, and any field with an underscore
+    (a plain word such as `device` may be English), unless after a dot."""
     if not key:
         return message
     names = sorted(fields, key=len, reverse=True)
     first = "|".join(re.escape(name) for name in names)
     message = re.sub(rf"^({first})(?!\w)", rf"{key}.\1", message)
     named = "|".join(re.escape(name) for name in names if "_" in name)
-    if not named:
-        return message
-    return re.sub(rf"(?<![\w.])({named})(?!\w)", rf"{key}.\1", message)
+    return re.sub(rf"(?<![\w.])({named})(?!\w)", rf"{key}.\1", message) if named else message
 
 
 def _check_type(
     value: Any, annotation: Any, key: str = "", owner: str = "", name_owner: bool = True
 ) -> Any:
-    """Return value (ints widened to float where a float is expected) or raise TypeError.
-    A nested schema (a dataclass field) is built by `build_params` as the section `key`
-    (e.g. `trajectory.workspace`, `trajectory.workspace.boxes[0]`) of `owner`."""
+    """Return value (ints widened to float where a float is expected) or raise TypeError; a
+    nested schema is built by `build_params` as the section `key` of `owner`."""
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if annotation is Any:
         return value
     if origin in (typing.Union, types.UnionType):
-        errors = []
         for option in args:
             try:
                 return _check_type(value, option, key, owner, name_owner)
-            except TypeError as error:
-                errors.append(str(error))
+            except TypeError:
+                continue
         raise TypeError(f"{value!r} is not {_describe(annotation)}")
     if annotation is type(None):
         if value is None:
@@ -150,22 +136,12 @@ def _check_type(
         if not isinstance(value, dict):
             raise TypeError(f"{value!r} is not a mapping")
         return value
-    if annotation is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise TypeError(f"{value!r} is not a number")
-        return float(value)
-    if annotation is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{value!r} is not an integer")
-        return value
-    if annotation is bool:
-        if not isinstance(value, bool):
-            raise TypeError(f"{value!r} is not true/false")
-        return value
-    if annotation is str:
-        if not isinstance(value, str):
-            raise TypeError(f"{value!r} is not a string")
-        return value
+    if annotation in (float, int, bool, str):  # a bool is no number
+        if not isinstance(value, _SCALARS[annotation]) or (
+            isinstance(value, bool) and annotation is not bool
+        ):
+            raise TypeError(f"{value!r} is not {_describe(annotation)}")
+        return float(value) if annotation is float else value
     if dataclasses.is_dataclass(annotation):
         if not isinstance(value, dict):
             raise TypeError(f"{value!r} is not a mapping")
@@ -175,6 +151,7 @@ def _check_type(
     return value
 
 
+_SCALARS: dict[Any, Any] = {float: (int, float), int: int, bool: bool, str: str}
 _KINDS_OF_VALUE = {
     float: ("a number", "numbers"),
     int: ("an integer", "integers"),

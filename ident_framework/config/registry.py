@@ -1,15 +1,11 @@
-"""Plugin manager: built-ins registered from one list, third parties from entry points.
+"""Plugin manager: built-ins registered from one list (`hookspecs.py`), third parties from
+entry points; built once per process (`get_registry()`: launchers pickle Hydra's singletons,
+not a pluggy manager).
 
-The extension points, their hooks and the built-in modules come from `hookspecs.py`.
-Built lazily once per process (`get_registry()`), because multirun launchers pickle Hydra's
-singletons, not a pluggy manager.
-
-Built-in options are known by name from that list (the option is its module's name:
-`estimator=rls` is `ident_framework.estimators.rls`); a built-in module is imported, and
-registered with the manager, only when its option is first looked up (`get`: the option is
-chosen, or its schema is needed), so a run imports the plugins its options name and no other
-(issue 28). Third-party plugins are imported at start (their entry points name no options)
-and `check_pending` runs then, and again for each built-in when it is registered.
+A built-in option is its module's name (`estimator=rls` is `ident_framework.estimators.rls`);
+the module is imported and registered only when its option is first looked up (chosen, or its
+schema needed). Third-party plugins are imported at start; `check_pending` runs then, and for
+each built-in as it is registered.
 """
 
 from __future__ import annotations
@@ -55,6 +51,12 @@ class PluginInfo:
     schema: type
     distribution: str
     version: str
+
+    @property
+    def owner(self) -> str:
+        """How messages name it: "the friction plugin 'stribeck'" (" from <distribution>")."""
+        origin = "" if self.distribution == DISTRIBUTION else f" from {self.distribution}"
+        return f"the {POINTS[self.kind].label} plugin '{self.name}'{origin}"
 
     def create(self, params: Any) -> Any:
         """The plugin's object for validated `params`, checked against its protocol and given
@@ -134,24 +136,20 @@ class PluginRegistry:
             ) from None
 
     def all(self) -> list[PluginInfo]:
-        """Every installed option, every built-in module imported; per extension point the
-        built-ins first, in the list's order."""
+        """Every installed option (every built-in imported), in the order of `_in_order`."""
         return [self.get(kind, name) for kind in POINTS for name in self._in_order(kind)]
 
     def installed(self) -> list[Installed]:
-        """Every installed option with its distribution and version, in the order of `all`,
-        without importing any module."""
-        found = []
+        """Every installed option as `all` lists it, without importing any module."""
+        own = (DISTRIBUTION, _distribution_version(DISTRIBUTION))  # a built-in not imported
         with self._lock:
-            for kind in POINTS:
-                for name in self._in_order(kind):
-                    info = self._options[kind].get(name)
-                    if info is None:  # a built-in not imported yet
-                        own = _distribution_version(DISTRIBUTION)
-                        found.append(Installed(kind, name, DISTRIBUTION, own))
-                    else:
-                        found.append(Installed(kind, name, info.distribution, info.version))
-        return found
+            return [
+                Installed(kind, name, *own)
+                if (info := self._options[kind].get(name)) is None
+                else Installed(kind, name, info.distribution, info.version)
+                for kind in POINTS
+                for name in self._in_order(kind)
+            ]
 
     def _in_order(self, kind: str) -> list[str]:
         """The options of `kind`: the built-ins in the list's order, then the others in their
@@ -160,8 +158,7 @@ class PluginRegistry:
         return builtins + [name for name in self._options[kind] if name not in builtins]
 
     def _load_builtin(self, module_name: str) -> None:
-        """Import a built-in module, register it with the manager (its hooks checked) and
-        collect the options it registers."""
+        """Import and register a built-in module; collect the options it registers."""
         __import__(module_name)  # not importlib.import_module: -X importtime then lists it
         module = sys.modules[module_name]
         for options in self._unloaded.values():  # its options now arrive through its hooks
@@ -191,8 +188,8 @@ def plugin_entry_points() -> list[importlib.metadata.EntryPoint]:
 
 
 def build_plugin_manager() -> tuple[pluggy.PluginManager, dict[int, tuple[str, str]]]:
-    """A fresh manager with every installed entry point registered; the built-ins (the one
-    list, `BUILTIN_PLUGINS`) are registered by the registry as their options are looked up."""
+    """A fresh manager with every installed entry point registered (the built-ins are
+    registered by the registry as their options are looked up)."""
     manager = pluggy.PluginManager(ENTRY_POINT_GROUP)
     manager.add_hookspecs(hookspecs)
     origins: dict[int, tuple[str, str]] = {}

@@ -1,9 +1,7 @@
 """The validated form of a composed Hydra config: every plugin resolved, every value checked.
 
-`validate_config` runs before any job starts (see `preflight.py`) and again inside each job; a
-bad value fails with the config key that holds it, a required value left unset (`???` in a
-YAML, e.g. `robot=urdf` without `robot.path`) with which option needs which key and an example
-command giving it.
+`validate_config` runs before any job starts (`preflight.py`) and again inside each job; a bad
+value fails with its config key, a required value left unset (`???`) with an example command.
 """
 
 from __future__ import annotations
@@ -16,8 +14,6 @@ from omegaconf import DictConfig, OmegaConf
 from ident_framework.config.online_settings import OnlineSettings, online_settings
 from ident_framework.config.plugin_config import build_params, group_values, validate_plugin_config
 from ident_framework.config.registry import PluginInfo, PluginRegistry
-from ident_framework.config.rehearsal_settings import RehearsalSettings, check_rehearsal_sources
-from ident_framework.config.tuning_settings import TuningSettings
 from ident_framework.data.checks import CheckParams
 from ident_framework.data.preprocessing import PreprocessingParams
 from ident_framework.errors import UserError, did_you_mean
@@ -28,10 +24,7 @@ from ident_framework.params import Params, param
 
 __all__ = ["PLUGIN_GROUPS", "RunConfig", "SelectedPlugin", "validate_config"]
 SPLIT = "split"  # the validation option that holds out the tail of the identification data
-# identify: the pipeline; predict: apply a saved run to data; rehearse: the pipeline on the robot
-# model with planted changes, checked against them (modes/rehearsal/); online: the streaming
-# service beside the robot (online/); factor / combine: exact distributed identification
-# (`DistributedSettings`)
+# what a run does: modes/pipeline.py, predict.py, rehearsal/, online/, distributed.py (both)
 MODES = ("identify", "predict", "rehearse", "online", "factor", "combine")
 LOOP_DESIGNS = ("seeded", "aimed")  # how the closed loop's later rounds design their excitation
 
@@ -77,12 +70,10 @@ class SplitSettings(Params):
 
 @dataclass
 class LoopSettings(Params):
-    """Closed identification loop. iterations: identification rounds (1: a single run); each
-    further round designs a new excitation, records it and identifies on all recordings so
-    far. target_r2: stop as soon as the validation R² reaches it (None: run every round).
-    design: how later rounds search their excitation: seeded (the configured search with a new
-    seed) or aimed (with a new seed, minimising cond of the base regressor of all recordings so
-    far plus the candidate: it fills in the directions the earlier ones excited least)."""
+    """Closed identification loop (`modes/closed_loop.py`). iterations: identification rounds
+    (1: a single run); target_r2: stop once the validation R² reaches it (None: every round);
+    design: seeded (the configured search, a new seed) or aimed (also minimising cond of the
+    base regressor of all recordings so far plus the candidate)."""
 
     iterations: int = param(1, ge=1)
     target_r2: float | None = param(None, gt=0, lt=1, note="an R² to reach")
@@ -107,24 +98,157 @@ def _part_of_parts(settings: DistributedSettings) -> None:
 
 @dataclass
 class DistributedSettings(Params):
-    """The `distributed:` section: exact distributed identification as map and reduce
-    (`modes/distributed.py`). `mode=factor` (one job per part; a sweep over `distributed.part`
-    on any Hydra launcher) reduces part `part` of `parts` of the source's recording to
-    sufficient statistics; `mode=combine` merges the statistics of `inputs` and solves.
-
-    part: the part this factor job reduces (0 .. parts-1, equal numbers of samples in time
-    order); parts: how many parts the recording is split into; halo_s: s of recording on each
-    side of a part that are preprocessed with it but not identified on (None: four times the
-    low-pass filter's default trim plus the Savitzky-Golay window, enough for the filters'
-    edge transients to decay below rounding, so the parts' preprocessed samples equal the whole
-    recording's); inputs: mode=combine: factor job folders, statistics files or glob patterns
-    (a sweep folder: all its jobs)."""
+    """Exact distributed identification (`modes/distributed.py`): `mode=factor` reduces part
+    `part` (0 .. parts-1, equal numbers of samples in time order) of `parts` of the recording
+    to sufficient statistics; `mode=combine` merges those of `inputs` (job folders, statistics
+    files or globs) and solves. halo_s: s on each side of a part preprocessed with it but not
+    identified on (None: long enough for the filters' edge transients to decay)."""
 
     part: int = param(0, ge=0)
     parts: int = param(1, ge=1)
     halo_s: float | None = param(None, ge=0, unit="s")
     inputs: list[str] | None = param(None, convert=_strings)
     rules = (_part_of_parts,)
+
+
+# tuning=cv / tuning=none: every key with its unit in conf/tuning/cv.yaml; `identify/tuning/`
+TUNING_METHODS = ("cv", "none")
+VELOCITY_SOURCES = ("measured", "differentiated")
+TUNING_RULES = ("min", "one_se", "one_se_paired")  # identify/tuning/rules.py
+PARTITIONS = ("time", "kind")  # identify/tuning/folds.py
+
+
+def _increasing_speed_bands(settings: TuningSettings) -> None:
+    bands = settings.speed_bands
+    if not bands[0] < bands[1] < bands[2]:
+        raise ValueError(f"speed_bands must be 3 increasing speeds > 0 rad/s, got {bands}")
+
+
+@dataclass
+class TuningSettings(Params):
+    """method: cv (choose by cross-validation) | none (use the config as given); the plural
+    names are candidate lists of the option they tune (conf/tuning/cv.yaml)."""
+
+    method: str = param("cv", choices=TUNING_METHODS)
+    sources: list[str] = field(default_factory=lambda: ["csv", "rtde", "rosbag"])
+    folds: int = param(5, ge=2, le=50)
+    guard_s: float = param(0.1, ge=0, unit="s")
+    max_samples: int = param(20000, ge=100)
+    cutoffs_hz: list[float] = param(
+        factory=lambda: [5.0, 10.0, 20.0, 40.0, 80.0], each=True, gt=0, unit="Hz"
+    )
+    velocity_sources: list[str] = param(
+        factory=lambda: list(VELOCITY_SOURCES), each=True, choices=VELOCITY_SOURCES
+    )
+    armature_columns: list[bool] = field(default_factory=lambda: [True, False])
+    offset_columns: list[bool] = field(default_factory=lambda: [False, True])
+    dead_bands: list[float] = param(factory=lambda: [0.01, 0.0], each=True, ge=0, unit="rad/s")
+    tanh_widths: list[float] = param(
+        factory=lambda: [0.001, 0.003, 0.01, 0.03, 0.1], each=True, gt=0, unit="rad/s"
+    )
+    saturation_widths: list[float] = param(factory=list, each=True, gt=0, unit="rad/s")
+    acceleration_leads: list[float] = param(factory=list, each=True, ge=0, unit="s")
+    stribeck_velocities: list[float] = param(
+        factory=lambda: [0.002, 0.005, 0.01, 0.03, 0.1], each=True, gt=0, unit="rad/s"
+    )
+    ridges: list[float] = param(factory=lambda: [1e-5, 1e-4, 1e-3, 1e-2], each=True, ge=0)
+    truncations: list[float] = param(factory=lambda: [1e-4, 1e-3, 1e-2], each=True, ge=0, lt=1)
+    prior_weights: list[float] = param(
+        factory=lambda: [1.0, 10.0, 100.0, 1e3, 1e4, 1e5], each=True, gt=0
+    )
+    sweeps: int = param(2, ge=1)
+    rule: str = param("min", choices=TUNING_RULES)
+    partitions: list[str] = param(
+        factory=lambda: ["time"], each=True, nonempty=True, choices=PARTITIONS
+    )
+    shape_partitions: list[str] = param(
+        factory=lambda: ["time"], each=True, nonempty=True, choices=PARTITIONS
+    )
+    friction_models: list[str] = field(default_factory=list)
+    speed_bands: list[float] = param(
+        factory=lambda: [0.01, 0.05, 0.2], each=True, length=3, gt=0, unit="rad/s"
+    )
+    turn_s: float = param(0.5, gt=0, unit="s")
+    rules = (_increasing_speed_bands,)
+
+    @property
+    def active(self) -> bool:
+        return self.method == "cv"
+
+
+# mode=rehearse: what it plants and the tolerances it must meet (keys: conf/config.yaml)
+REHEARSAL_SOURCE = "mujoco"  # the data source a rehearsal simulates the planted robot with
+
+
+def _plants_a_change(settings: RehearsalSettings) -> None:
+    joint = [settings.viscous_added, settings.coulomb_added, settings.armature_added]
+    joint_added = any(any(v > 0 for v in values) for values in joint if values is not None)
+    defaults_used = any(values is None for values in joint) and settings.joint_dynamics_added > 0
+    scaled = settings.link_scale != 1.0 and settings.scaled_links != []
+    if not (settings.payload_mass_kg > 0 or scaled or joint_added or defaults_used):
+        raise ValueError(
+            "the rehearsal plants no change (payload_mass_kg 0, link_scale 1, no joint "
+            "dynamics added), and a rehearsal that recovers unchanged parameters proves "
+            "nothing: plant at least one change"
+        )
+
+
+@dataclass
+class RehearsalSettings(Params):
+    """Planted changes (applied to the robot model to make the rehearsal's "real" robot) and
+    the tolerances of the recovery checks (percent unless said otherwise). The payload's
+    centre of mass is in the last link's frame (UR: the flange frame); scaled_links are
+    1-based (link k is moved by joint k); registry_dir: where passed rehearsals are recorded
+    (None: ~/.ident_framework/rehearsals)."""
+
+    payload_mass_kg: float = param(2.0, ge=0, unit="kg")
+    payload_position_m: list[float] = param(
+        factory=lambda: [0.0, 0.0, 0.05], each=True, length=3, finite=True, unit="m"
+    )
+    payload_radius_m: float = param(0.03, ge=0, unit="m")
+    link_scale: float = param(1.1, gt=0)
+    scaled_links: list[int] | None = param(None, each=True, ge=1, note="1-based link numbers")
+    joint_dynamics_added: float = param(0.5, ge=0)
+    viscous_added: list[float] | None = param(None, each=True, ge=0, note="one per joint")
+    coulomb_added: list[float] | None = param(None, each=True, ge=0, note="one per joint")
+    armature_added: list[float] | None = param(None, each=True, ge=0, note="one per joint")
+
+    min_validation_r2: float = param(0.99, le=1)
+    base_max_relative_std_percent: float = param(0.25, gt=0, unit="%")
+    base_relative_error_percent: float = param(5.0, gt=0, unit="%")
+    base_norm_error_percent: float = param(5.0, gt=0, unit="%")
+    friction_relative_error_percent: float = param(10.0, gt=0, unit="%")
+    change_torque_error_percent: float = param(10.0, gt=0, unit="%")
+    payload_relative_error_percent: float = param(5.0, gt=0, unit="%")
+    change_relative_error_percent: float = param(20.0, gt=0, unit="%")
+    armature_relative_error_percent: float = param(35.0, gt=0, unit="%")
+
+    registry_dir: str | None = None
+    rules = (_plants_a_change,)
+
+
+def check_rehearsal_sources(source: Any, validation: Any) -> None:
+    """mode=rehearse simulates the planted robot: the identification source must be the
+    simulator, without a model file of its own, and so must a validation source."""
+    options = {
+        "source": "source=mujoco",
+        "validation": "validation=mujoco, mujoco_fourier or split",
+    }
+    for key, plugin in {"source": source, "validation": validation.source}.items():
+        if plugin is None:
+            continue
+        if plugin.info.name != REHEARSAL_SOURCE:
+            raise UserError(
+                f"mode=rehearse simulates the robot model with planted changes, but {key} is "
+                f"'{plugin.info.name}'. Use {options[key]} for the rehearsal; the real robot's "
+                "data are for the run after it."
+            )
+        if plugin.params.model_path is not None:  # the mujoco source's
+            raise UserError(
+                f"mode=rehearse builds the simulated robot from the robot model with planted "
+                f"changes, so {key}.model_path is not used: remove it. To rehearse on a twin "
+                "from an earlier run, give it as the robot: robot=mjcf robot.path=twin.xml."
+            )
 
 
 @dataclass(frozen=True)
@@ -255,33 +379,21 @@ def validate_config(cfg: DictConfig, registry: PluginRegistry) -> RunConfig:
     for group, kind in PLUGIN_GROUPS.items():
         if group not in cfg:
             raise UserError(f"The config has no '{group}' group; pick one with {group}=<option>.")
-        info, params = validate_plugin_config(
-            group_values(cfg[group], group), kind, group, registry
-        )
-        plugins[group] = SelectedPlugin(info, params)
+        plugins[group] = _plugin(group_values(cfg[group], group), kind, group, registry)
     plugins["friction"].create()  # a friction model that lacks what the engine calls fails here
 
-    validation_values = _section(cfg, "validation")
-    if validation_values.get("plugin") == SPLIT:
-        validation_values.pop("plugin")
-        validation = ValidationChoice(
-            split=build_params(
-                SplitSettings, validation_values, "validation", "validation=split", name_owner=False
-            )
-        )
+    values = _section(cfg, "validation")
+    if values.get("plugin") == SPLIT:
+        values.pop("plugin")
+        owner = f"validation={SPLIT}"
+        split = build_params(SplitSettings, values, "validation", owner, name_owner=False)
+        validation = ValidationChoice(split=split)
     else:
-        trajectory_values = validation_values.pop("trajectory", None)
-        info, params = validate_plugin_config(
-            validation_values, "data_source", "validation", registry
-        )
-        trajectory = None
-        if trajectory_values is not None:
-            trajectory = SelectedPlugin(
-                *validate_plugin_config(
-                    trajectory_values, "trajectory", "validation.trajectory", registry
-                )
-            )
-        validation = ValidationChoice(source=SelectedPlugin(info, params), trajectory=trajectory)
+        trajectory = values.pop("trajectory", None)
+        validation = ValidationChoice(source=_plugin(values, "data_source", "validation", registry))
+        if trajectory is not None:
+            key = "validation.trajectory"
+            validation.trajectory = _plugin(trajectory, "trajectory", key, registry)
 
     mode = str(cfg.get("mode", "identify"))
     if mode not in MODES:
@@ -331,6 +443,10 @@ def _flag(cfg: DictConfig, key: str) -> bool:
     if not isinstance(value, bool):
         raise UserError(f"{key} must be true or false, got {value!r}.")
     return value
+
+
+def _plugin(values: dict[str, Any], kind: str, key: str, registry: PluginRegistry) -> Any:
+    return SelectedPlugin(*validate_plugin_config(values, kind, key, registry))
 
 
 def _check_loop(loop: LoopSettings, mode: str, source: SelectedPlugin) -> None:

@@ -1,13 +1,11 @@
-"""Adds each plugin package's `conf/` to Hydra's config search path.
-
-A third-party plugin contributes Hydra options by shipping `conf/<group>/<name>.yaml` inside its
-top-level package. This search-path plugin is registered in code (not through the
-`hydra_plugins` namespace scan, which breaks with some editable installs).
+"""Adds each plugin package's `conf/` (`conf/<group>/<name>.yaml` options) to Hydra's search
+path; registered in code, not by the `hydra_plugins` scan (broken by some editable installs).
 """
 
 from __future__ import annotations
 
 import importlib.util
+from contextlib import suppress
 
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.plugins import Plugins
@@ -22,14 +20,9 @@ def plugin_conf_packages() -> list[str]:
     for entry_point in plugin_entry_points():
         top = entry_point.module.split(".")[0]
         candidate = f"{top}.conf"
-        if candidate in packages:
-            continue
-        try:
-            found = importlib.util.find_spec(candidate) is not None
-        except (ImportError, ValueError):
-            found = False
-        if found:
-            packages.append(candidate)
+        with suppress(ImportError, ValueError):
+            if candidate not in packages and importlib.util.find_spec(candidate) is not None:
+                packages.append(candidate)
     return packages
 
 

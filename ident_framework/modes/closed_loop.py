@@ -1,16 +1,12 @@
 """Closed identification loop: identify, validate, and while the validation fit is below the
 target, record a new excitation and identify again on every recording so far.
 
-Round k (k = 0, 1, ...) designs its excitation with the trajectory generator seeded
-`seed + LOOP_SEED_STRIDE * k` (round 0 is exactly the single run of `run_pipeline`); with
-`loop.design=aimed` rounds k >= 1 search for the lowest cond of the base regressor of all
-recordings so far plus the candidate, instead of the candidate's own. Each round records its
-excitation (data-source role `identification` in round 0, `identification_<k+1>` after, so a
-simulated robot draws fresh measurement noise), preprocesses it on its own and stacks it under
-the earlier recordings (`dataset.concatenate`: the regressor is per sample, so this is the
-union). The validation recording is acquired once, in round 0, so every round's R² is comparable.
-The fit judged is the twin's (`validation_fit`): MuJoCo inverse dynamics of the written-back twin on
-the validation recording when the run produced it, else the identified physical model's.
+Round k designs its excitation seeded `seed + LOOP_SEED_STRIDE * k` (round 0 is the single run
+of `run_pipeline`; `loop.design=aimed`: rounds k >= 1 minimise cond of the base regressor of all
+recordings so far plus the candidate), records it in the data-source role `recording_role(k)`
+(fresh simulated noise), preprocesses it on its own and stacks it under the earlier ones. The
+validation recording is acquired once, so every round's R² is comparable; the fit judged is
+the twin's when the run checked one, else the physical model's (`validation_fit`).
 """
 
 from __future__ import annotations
@@ -25,7 +21,6 @@ from ident_framework.config.run_config import RunConfig
 from ident_framework.data.checks import drop_untrusted
 from ident_framework.data.dataset import Dataset, concatenate
 from ident_framework.data.preprocessing import preprocess
-from ident_framework.errors import UserError
 from ident_framework.hookspecs import Trajectory
 from ident_framework.identify.excitation_objective import make_augmented_condition_objective
 from ident_framework.identify.result import IdentificationResult, StepTimer
@@ -43,9 +38,8 @@ LOOP_SEED_STRIDE = 1000  # excitation seed step per round: never the validation 
 
 
 def validation_fit(metrics: dict[str, Any]) -> tuple[float, float, str]:
-    """(validation RMSE in Nm, validation R², source) of the twin when the run checked one
-    (`metrics["twin"]["inverse_dynamics"]`), else of the identified physical model
-    (`metrics["validation"]["physical"]`); source is "twin" or "physical"."""
+    """(validation RMSE in Nm, validation R², "twin" or "physical"): the twin's when the run
+    checked one, else the identified physical model's."""
     twin = (metrics.get("twin") or {}).get("inverse_dynamics") or {}
     if twin.get("r2") is not None:
         return float(twin.get("rmse", math.nan)), float(twin["r2"]), "twin"
@@ -96,19 +90,12 @@ def run_closed_loop(config: RunConfig, progress: bool = True) -> LoopResult:
     timer = StepTimer()  # cumulative over the rounds: the final metrics' timing_s
     with timer("robot"):
         robot, builder = robot_and_regressor(config)
-    source = config.plugins["source"].create()
-    if not source.moves_robot:
-        raise UserError(
-            f"loop.iterations={settings.iterations} records a new excitation each round, but "
-            "the data source (source=...) moves no robot. Use source=mujoco, or "
-            "loop.iterations=1."
-        )
+    source = config.plugins["source"].create()  # one that moves a robot (`validate_config`)
     records: list[dict[str, Any]] = []
     excitations: list[Trajectory] = []
     train: Dataset | None = None
     validation: Dataset | None = None
-    truth = None
-    reached = False
+    truth, reached = None, False
     for k in range(settings.iterations):
         started = time.perf_counter()
         seed = config.seed + LOOP_SEED_STRIDE * k

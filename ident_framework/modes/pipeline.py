@@ -4,9 +4,8 @@ robot model -> excitation trajectory -> data (identification + validation) -> pr
 -> [nonlinear friction fit] -> regressor and base parameters -> estimation -> prediction ->
 residual fusion -> metrics -> truth comparison -> physical check -> twin write-back.
 Each step is one call into the module (or plugin) that does it, in `identify/` (and `twin/`);
-`job.py` writes the result into the run directory (`reports/`). `run_pipeline` is the
-whole flow; `closed_loop.py` repeats its steps (`design_excitation`, `acquire_validation`,
-`identify`) with new excitations until the validation fit is good enough.
+`job.py` writes the result into the run directory. `closed_loop.py` repeats the steps
+(`design_excitation`, `acquire_validation`, `identify`) with new excitations.
 """
 
 from __future__ import annotations
@@ -51,11 +50,6 @@ from ident_framework.model.robot import RobotModel, load_robot
 from ident_framework.twin.write_back import write_back
 
 
-def _split_tail(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:
-    cut = int(round(data.n_samples * (1.0 - fraction)))
-    return data.select(slice(0, cut)), data.select(slice(cut, None))
-
-
 def robot_and_regressor(config: RunConfig) -> tuple[RobotModel, RegressorBuilder]:
     """The robot model and its regressor (friction plugin, rotor inertia, offsets) of a run."""
     robot = load_robot(config.robot.model, config.robot.path, config.robot.acceleration_limits)
@@ -82,8 +76,9 @@ def acquire_validation(
     """(identification data, validation data): the held-out tail of `recorded` with
     validation=split, else `recorded` unchanged and a recording of the validation source
     (moving the robot along its own motion, seeded `config.seed + 1`, when it moves one)."""
-    if config.validation.split is not None:
-        return _split_tail(recorded, config.validation.split.fraction)
+    if config.validation.split is not None:  # its tail
+        cut = int(round(recorded.n_samples * (1.0 - config.validation.split.fraction)))
+        return recorded.select(slice(0, cut)), recorded.select(slice(cut, None))
     validation_source = config.validation.source.create()
     motion = None
     if validation_source.moves_robot and config.validation.trajectory is not None:
@@ -96,7 +91,6 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResu
     with timer("robot"):
         robot, builder = robot_and_regressor(config)
 
-    # Excitation: only when the data source moves a robot.
     source = config.plugins["source"].create()
     excitation = None
     if source.moves_robot:
@@ -108,8 +102,7 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResu
         recorded = source.acquire(robot, excitation, "identification")
         recorded, validation_recorded = acquire_validation(config, robot, recorded)
 
-    # Options the user should not have to guess, chosen on the identification data alone
-    # (the friction's temperature term: decided here or left to the tuning).
+    # Options chosen on the identification data alone (docs/design.md).
     with timer("checks"):  # of the raw recording, once: for the tuning's folds and below
         checked = check_recordings(recorded, robot.limits, config.checks)
     with timer("tuning"):
@@ -138,44 +131,6 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResu
     return identify(config, robot, builder, train, validation, excitation, truth, timer, progress)
 
 
-def fit_model(
-    config: RunConfig,
-    builder: RegressorBuilder,
-    train: Dataset,
-    timer: StepTimer,
-    progress: bool = True,
-) -> tuple[RegressorBuilder, Any, tuple, Any]:
-    """(the builder at the fitted friction and load, the nonlinear friction fit or None,
-    (problem, base, cond, estimator, theta), the load-friction fit or None): the regressor,
-    base parameters and estimation on the identification data."""
-    plugins, chunk_size, settings = config.plugins, config.chunk_size, config.base_parameters
-    # Nonlinear friction parameters first (variable projection); then the usual linear
-    # identification, prediction and validation with the friction at the fitted values.
-    friction_fit = None
-    if friction_terms.is_nonlinear(builder.friction):
-        with timer("friction_fit"):
-            friction_fit = fit_nonlinear_friction(
-                builder, train, chunk_size, settings.tolerance, progress
-            )
-        builder = builder.with_nonlinear(friction_fit.values)
-
-    def fit(builder: RegressorBuilder) -> tuple:
-        with timer("regressor"):
-            problem, base, cond = build_problem(
-                builder, train, chunk_size, settings.tolerance, progress, settings.method
-            )
-        with timer("estimation"):
-            estimator, theta = estimate(plugins["estimator"], problem, base)
-        return problem, base, cond, estimator, theta
-
-    # A load-dependent friction term: refit with tau_load from the fit until it settles; the
-    # model's tau_load is then its own parameters' (the kept rows are of the last fit's).
-    if builder.load_dependent:
-        builder, fitted, load_fit = fit_with_load(builder, fit)
-        return builder, friction_fit, fitted, load_fit
-    return builder, friction_fit, fit(builder), None
-
-
 def identify(
     config: RunConfig,
     robot: RobotModel,
@@ -193,8 +148,32 @@ def identify(
     plugins, chunk_size, settings = config.plugins, config.chunk_size, config.base_parameters
     data = IdentificationData(train, validation, excitation)
     require_samples(train, builder.n_parameters, "identification")
+    # Nonlinear friction parameters first (variable projection); then the linear
+    # identification with the friction at the fitted values.
+    friction_fit = None
+    if friction_terms.is_nonlinear(builder.friction):
+        with timer("friction_fit"):
+            friction_fit = fit_nonlinear_friction(
+                builder, train, chunk_size, settings.tolerance, progress
+            )
+        builder = builder.with_nonlinear(friction_fit.values)
 
-    builder, friction_fit, fitted, load_fit = fit_model(config, builder, train, timer, progress)
+    def fit(builder: RegressorBuilder) -> tuple:
+        with timer("regressor"):
+            problem, base, cond = build_problem(
+                builder, train, chunk_size, settings.tolerance, progress, settings.method
+            )
+        with timer("estimation"):
+            estimator, theta = estimate(plugins["estimator"], problem, base)
+        return problem, base, cond, estimator, theta
+
+    # A load-dependent friction term: refit with tau_load from the fit until it settles (the
+    # kept rows are then the last fit's).
+    load_fit = None
+    if builder.load_dependent:
+        builder, fitted, load_fit = fit_with_load(builder, fit)
+    else:
+        fitted = fit(builder)
     problem, base, cond, estimator, theta = fitted
     kept = None if load_fit is not None else problem.kept_rows
     with timer("prediction"):

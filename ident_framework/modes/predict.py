@@ -1,13 +1,10 @@
 """mode=predict: apply a saved identification to a new recording.
 
 `python -m ident_framework mode=predict run=DIR source=csv source.path=FILE` rebuilds the
-physical model of the run in DIR (its resolved config.yaml with the options `tuning=cv` chose
-for it, `tuning.chosen` in its parameters.yaml, and the standard parameters there) and, when
-that run trained a residual learner, the learner saved in DIR/residual/; it then predicts the
-joint torques of FILE and writes `predictions_<file stem>.csv`, `metrics_<file stem>.json`
-(several files, `source.path` a list or a glob: `predictions_recordings.csv` with a
-`recording` column, `metrics_recordings.json` with `recordings`), `summary.txt` and (with
-`plots`) `plots/validation_torque.png`, `plots/rmse_per_joint.png` into this run's directory.
+model of the run in DIR (its config.yaml with the options its parameters.yaml records as
+chosen, its standard parameters, its residual learner) and writes the predicted torques of
+FILE: `predictions_<stem>.csv`, `metrics_<stem>.json` (several files: stem `recordings`),
+`summary.txt` and plots.
 """
 
 from __future__ import annotations
@@ -75,17 +72,16 @@ def load_saved_model(run_dir: str | Path) -> SavedModel:
     try:
         cfg = OmegaConf.create(_read(folder / run_files.CONFIG, "the run's resolved config"))
         parameters = yaml.safe_load(_read(folder / run_files.PARAMETERS, "identified parameters"))
+        parameters = parameters or {}
     except (yaml.YAMLError, ValueError) as error:
         raise UserError(f"Cannot read the saved run in {folder}: {error}") from None
-    # the options tuning=cv chose for that run (parameters.yaml `tuning.chosen`)
-    # and the friction's temperature term (`temperature.chosen`: on, and its reference) and
-    # load-dependent term (`load_friction.chosen`: on)
+    # what was chosen for that run: tuning=cv's options, the friction's temperature and load terms
     for section in ("tuning", "temperature", "load_friction"):
-        for key, value in (((parameters or {}).get(section) or {}).get("chosen") or {}).items():
+        for key, value in ((parameters.get(section) or {}).get("chosen") or {}).items():
             OmegaConf.update(cfg, key, value, merge=False)
     config = validate_config(cfg, get_registry())
     robot, builder = robot_and_regressor(config)
-    saved = (parameters or {}).get("standard_parameters")
+    saved = parameters.get("standard_parameters")
     if not isinstance(saved, dict) or list(saved) != builder.parameter_names:
         raise UserError(
             f"{folder / run_files.PARAMETERS} holds no physical model matching its config "
@@ -109,7 +105,7 @@ def load_saved_model(run_dir: str | Path) -> SavedModel:
 def _saved_nonlinear(folder: Path, parameters: dict, builder: RegressorBuilder) -> np.ndarray:
     """(n, m) the fitted nonlinear friction values in parameters.yaml (`friction.nonlinear`)."""
     names = list(friction_terms.nonlinear_names(builder.friction))
-    saved = ((parameters or {}).get("friction") or {}).get("nonlinear")
+    saved = (parameters.get("friction") or {}).get("nonlinear")
     joints = list(builder.robot.joint_names)
     try:
         return np.array([[float(saved[joint][name]) for name in names] for joint in joints])
@@ -135,8 +131,7 @@ def run_prediction(config: RunConfig, out_dir: Path) -> dict[str, Any]:
     data = preprocess(recorded, model.config.preprocessing)
     data = drop_untrusted(recorded, data, model.robot.limits, config.checks)
     physical = predict_torque(model.builder, data, model.theta, config.chunk_size)
-    fusion = None
-    plugins = model.config.plugins
+    fusion, plugins = None, model.config.plugins
     measured = data.measured_torque  # as recorded, at the recorded timestamps
     metrics: dict[str, Any] = {
         "run": str(model.run_dir),

@@ -11,12 +11,13 @@ parameters cannot pass: the changes must be detected, not only the truth matched
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ident_framework.config.rehearsal_settings import RehearsalSettings
+from ident_framework.config.run_config import RehearsalSettings
 from ident_framework.data.dataset import Dataset
 from ident_framework.identify.linear_problem import chunk_slices, recording_friction
 from ident_framework.identify.result import IdentificationResult
@@ -51,20 +52,9 @@ class Check:
         return self.error <= self.tolerance if self.limit == "max" else self.error >= self.tolerance
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "quantity": self.quantity,
-            "unit": self.unit,
-            "model": self.model,
-            "planted": self.planted,
-            "identified": self.identified,
-            "error": self.error,
-            "error_unit": self.error_unit,
-            "tolerance": self.tolerance,
-            "limit": self.limit,
-            "passed": self.passed,
-            "note": self.note,
-        }
+        fields = dataclasses.asdict(self)
+        note = fields.pop("note")
+        return {**fields, "passed": self.passed, "note": note}
 
 
 def relative_percent(identified: float, planted: float) -> float:
@@ -233,7 +223,7 @@ def change_checks(
         [result.model.theta - theta_model, result.diagnostics.truth_theta - theta_model, *deltas]
     )
     gram = torque_gram(builder, result.data.train, columns, result.config.chunk_size)
-    planted_norm = np.sqrt(gram[1, 1])
+    planted_norm, samples = np.sqrt(gram[1, 1]), result.data.train.tau.size
     error_norm = np.sqrt(max(gram[0, 0] - 2.0 * gram[0, 1] + gram[1, 1], 0.0))
     checks = [
         Check(
@@ -241,8 +231,8 @@ def change_checks(
             "torque error of the identified change / the planted change (identification motion)",
             "Nm (RMS)",
             0.0,
-            float(planted_norm / np.sqrt(result.data.train.tau.size)),
-            float(np.sqrt(gram[0, 0] / result.data.train.tau.size)),
+            float(planted_norm / np.sqrt(samples)),
+            float(np.sqrt(gram[0, 0] / samples)),
             float(100.0 * error_norm / planted_norm) if planted_norm > 0 else None,
             "%",
             settings.change_torque_error_percent,
@@ -281,11 +271,8 @@ def change_checks(
         )
     names = [change.name for change in rehearsal.changes]
     summary = {
-        "amplitudes": {name: float(a) for name, a in zip(names, amplitudes, strict=True)},
-        "torque_rms_nm": {
-            name: float(s / np.sqrt(result.data.train.tau.size))
-            for name, s in zip(names, sizes, strict=True)
-        },
+        "amplitudes": dict(zip(names, amplitudes.tolist(), strict=True)),
+        "torque_rms_nm": dict(zip(names, (sizes / np.sqrt(samples)).tolist(), strict=True)),
     }
     return checks, summary
 

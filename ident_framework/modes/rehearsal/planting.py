@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pinocchio as pin
 
-from ident_framework.config.rehearsal_settings import RehearsalSettings
+from ident_framework.config.run_config import RehearsalSettings
 from ident_framework.errors import UserError, per_joint_values
 from ident_framework.model.robot import N_INERTIAL, RobotModel
 from ident_framework.simulation.perturbed_robot import (

@@ -1,20 +1,16 @@
 """mode=rehearse: the whole identification chain on the robot model with planted changes.
 
-`python -m ident_framework mode=rehearse [robot=... trajectory/estimator/friction options]`
-builds the rehearsal robot from the robot model (nominal UR model, or a twin from an earlier
-run: robot=mjcf robot.path=twin.xml) with the known changes of the `rehearsal:` config
-(`planting.py`), simulates it with the MuJoCo data source along the configured
-excitation and validation motions, identifies it with the configured estimator
-(`modes/pipeline.run_pipeline`) and checks that the planted values are recovered
-(`checks.py`). Outputs (`report.py`): the usual run directory plus rehearsal.json, rehearsal.md
-and rehearsal_robot.xml (the planted robot). On pass the rehearsal is recorded for the robot
-(`rtde/rehearsal_gate.py`); on a failed check the outputs stay and the command exits with
-code 3.
+`python -m ident_framework mode=rehearse [robot=... options]` plants the `rehearsal:` changes
+in the robot model (`planting.py`), simulates it with the MuJoCo source, identifies it
+(`run_pipeline`) and checks the planted values are recovered (`checks.py`). Outputs: the run
+directory plus rehearsal.json, rehearsal.md and rehearsal_robot.xml. A pass is recorded for the
+robot (`rtde/rehearsal_gate.py`); a failed check exits with code 3.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -30,10 +26,10 @@ from ident_framework.model.robot import load_robot
 from ident_framework.modes.pipeline import run_pipeline
 from ident_framework.modes.rehearsal.checks import Check, recovery_checks
 from ident_framework.modes.rehearsal.planting import RehearsalRobot, plant_changes
-from ident_framework.modes.rehearsal.report import summary_lines, write_rehearsal_outputs
 from ident_framework.plain_data import to_plain
 from ident_framework.reports import run_files
 from ident_framework.reports.run_report import print_summary, staged_outputs, write_run_directory
+from ident_framework.reports.tables import format_cell, markdown_table
 from ident_framework.rtde.rehearsal_gate import (
     record_passed_rehearsal,
     registry_directory,
@@ -148,13 +144,14 @@ def rehearsal_report(
 
 
 def run_rehearsal_job(config: RunConfig, cfg: DictConfig, run_dir: Path) -> float:
-    """One `mode=rehearse` job: outputs written all or nothing; the gate recorded on pass;
-    RehearsalFailed (exit code 3) after writing when a check failed. Returns the validation
-    RMSE (Nm)."""
+    """One `mode=rehearse` job: outputs written, the gate recorded on pass, RehearsalFailed
+    when a check failed; the validation RMSE (Nm)."""
     with staged_outputs(run_dir) as staging:
         outcome = run_rehearsal(config)
         write_run_directory(staging, outcome.result, cfg, TWIN_PREFIX)
-        write_rehearsal_outputs(staging, outcome.report, outcome.rehearsal.robot.mjcf)
+        (staging / run_files.REHEARSAL_JSON).write_text(json.dumps(outcome.report, indent=2))
+        (staging / run_files.REHEARSAL_MARKDOWN).write_text(markdown_report(outcome.report))
+        (staging / run_files.REHEARSAL_ROBOT).write_text(outcome.rehearsal.robot.mjcf)
     print_summary(outcome.result, run_dir, TWIN_PREFIX)
     print("\n".join(summary_lines(outcome.checks)))
     if outcome.result.twin.model is not None:
@@ -170,3 +167,105 @@ def run_rehearsal_job(config: RunConfig, cfg: DictConfig, run_dir: Path) -> floa
     path = record_passed_rehearsal(robot, outcome.report, gate_directory(config))
     print(f"rehearsal PASSED ({len(outcome.checks)} checks); recorded {path}")
     return float(outcome.result.metrics["validation"]["physical"]["rmse"])
+
+
+BASE_PREFIX = "base_parameter_"  # the one-by-one base parameter checks
+CHECK_COLUMNS = (
+    "check", "quantity", "unit", "model", "planted", "identified", "error", "tolerance", "result",
+)  # fmt: skip
+BASE_COLUMNS = (
+    "name", "model", "planted", "identified", "relative std %", "relative error %", "checked",
+)  # fmt: skip
+BASE_KEYS = ("model", "planted", "identified", "relative_std_percent", "relative_error_percent")
+
+
+def _number(value: Any) -> str:
+    return format_cell(value, ".6g", missing="n/a")
+
+
+def _limit(check: Check) -> str:
+    unit = " %" if check.error_unit.startswith("%") else ""
+    return f"{'≤' if check.limit == 'max' else '≥'} {check.tolerance:g}{unit}"
+
+
+def _check_row(check: dict[str, Any]) -> list[str]:
+    """One check of rehearsal.json as a row of the checks table."""
+    unit = " %" if check["error_unit"].startswith("%") else ""
+    error = format_cell(check["error"], ".4g", "n/a") + ("" if check["error"] is None else unit)
+    limit = "≤" if check["limit"] == "max" else "≥"
+    result = "pass" if check["passed"] else "**FAIL**"
+    note = f" ({check['note']})" if check["note"] and not check["passed"] else ""
+    return [
+        check["name"],
+        check["quantity"],
+        check["unit"],
+        *(_number(check[key]) for key in ("model", "planted", "identified")),
+        error,
+        f"{limit} {check['tolerance']:g}{unit}",
+        f"{result}{note}",
+    ]
+
+
+def markdown_report(report: dict[str, Any]) -> str:
+    """rehearsal.md: verdict, planted changes, every check, every base parameter."""
+    robot = report["robot"]
+    verdict = "PASSED" if report["passed"] else "FAILED"
+    lines = [
+        f"# Rehearsal {verdict}: {robot['name']}",
+        "",
+        f"- robot: `{robot['model']}`"
+        + (f" (`{robot['path']}`)" if robot["path"] else "")
+        + f", fingerprint `{robot['fingerprint'][:16]}`",
+        "- plugins: " + ", ".join(f"{k}={v}" for k, v in report["plugins"].items()),
+        f"- planted: {report['planted']['origin']}",
+    ]
+    if report["failed_checks"]:
+        lines.append("- failed checks: " + ", ".join(report["failed_checks"]))
+    lines += ["", "## Checks", ""]
+    lines += markdown_table(CHECK_COLUMNS, [_check_row(check) for check in report["checks"]])
+    base = report["details"]["base_parameters"]
+    lines += [
+        "",
+        f"## Base parameters ({base['method']}; {base['n_checked']} of {base['n_base']} checked: "
+        f"relative std below {base['max_relative_std_percent']:g} %)",
+        "",
+    ]
+    rows = [
+        [
+            p["name"],
+            *(_number(p[key]) for key in BASE_KEYS),
+            "yes" if p["checked"] else "",
+        ]
+        for p in base["parameters"]
+    ]
+    lines += markdown_table(BASE_COLUMNS, rows)
+    for note in report["details"]["notes"]:
+        lines.append(f"\n- {note}")
+    return "\n".join(lines) + "\n"
+
+
+def check_line(check: Check) -> str:
+    """One check as a line of the printed summary."""
+    verdict = "pass" if check.passed else "FAIL"
+    if check.limit == "min":
+        return f"  {verdict}  {check.name:<24} {_number(check.identified)} {_limit(check)}"
+    unit = " %" if check.error_unit.startswith("%") and check.error is not None else ""
+    return (
+        f"  {verdict}  {check.name:<24} {_number(check.model)} -> {_number(check.planted)} "
+        f"{check.unit}, identified {_number(check.identified)}: error "
+        f"{_number(check.error)}{unit} {_limit(check)}"
+    )
+
+
+def summary_lines(checks: list[Check]) -> list[str]:
+    """Every check except the base parameters one by one (those as their worst case)."""
+    lines = ["rehearsal checks (model -> planted, identified: error, tolerance):"]
+    base = [c for c in checks if c.name.startswith(BASE_PREFIX)]
+    lines += [check_line(c) for c in checks if not (c.name.startswith(BASE_PREFIX) and c.passed)]
+    if base:
+        worst = max(base, key=lambda c: c.error if c.error is not None else float("inf"))
+        lines.append(
+            f"  {len(base)} well-determined base parameters: worst {worst.name} "
+            f"{_number(worst.error)} % {_limit(worst)}"
+        )
+    return lines
