@@ -3,7 +3,7 @@ logs in one command, in parallel through the configured Hydra launcher, then wri
 report (`reports/fleet.py`).
 
     python -m ident_framework.fleet LOGS... [--manifest FILE] [--pattern REGEX] [--out DIR]
-        [--k 3] [--min-spread 0.1] [-- OVERRIDES...]
+        [--k 3] [--min-spread 0.1] [fleet.strict=true] [-- OVERRIDES...]
 
 LOGS: folders (every .csv, .mcap, .db3, .bag in them) or files. Robot and date come from a
 manifest (CSV with columns path, robot and optionally model, date) or from the file name
@@ -12,13 +12,17 @@ manifest (CSV with columns path, robot and optionally model, date) or from the f
 `hydra/launcher=joblib hydra.launcher.n_jobs=2`, `validation=split`, the default). Every log
 is identified with the same options (`tuning=none` unless overridden: parameters chosen with
 different model options are not comparable). One sweep per robot model and log format; each
-log is one job, validated on its held-out tail.
+log is one job, validated on its held-out tail. A log that cannot be identified is listed in
+the report with the reason and the others go on. Exit codes: 0 the report is written (logs
+left out are also named on stderr); 2 a user error (no logs, a bad manifest, no log identified)
+or, with `fleet.strict=true`, any log left out (after the report is written); 1 a crash.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import re
 import subprocess
 import sys
@@ -29,7 +33,7 @@ import yaml
 
 from ident_framework.errors import UserError
 from ident_framework.reports import run_files
-from ident_framework.reports.fleet import RobotRun, write_fleet_report
+from ident_framework.reports.fleet import LeftOut, RobotRun, write_fleet_report
 
 LOG_SOURCES = {".csv": "csv", ".mcap": "rosbag", ".db3": "rosbag", ".bag": "rosbag"}
 DEFAULT_PATTERN = r"^(?P<robot>.+?)_(?P<date>\d{4}-\d{2}-\d{2})$"
@@ -90,12 +94,24 @@ def _from_manifest(manifest: Path) -> list[FleetLog]:
     return logs
 
 
-def run_sweeps(logs: list[FleetLog], overrides: list[str], out: Path) -> dict[Path, Path]:
-    """One `-m` sweep per (model, format); returns log path -> its job's run directory."""
+def _log_path(overrides: list[str]) -> Path | None:
+    """The log a sweep job identified: its `source.path=` override."""
+    for override in overrides:
+        if override.startswith("source.path="):
+            return Path(override.split("=", 1)[1].strip("'\""))
+    return None
+
+
+def run_sweeps(
+    logs: list[FleetLog], overrides: list[str], out: Path
+) -> tuple[dict[Path, Path], dict[Path, str]]:
+    """One `-m` sweep per (model, format); returns (log path -> its job's run directory,
+    log path -> why it was left out)."""
     groups: dict[tuple[str | None, str], list[FleetLog]] = {}
     for log in logs:
         groups.setdefault((log.model, LOG_SOURCES.get(log.path.suffix, "rosbag")), []).append(log)
     done: dict[Path, Path] = {}
+    reasons: dict[Path, str] = {}
     for (model, source), members in groups.items():
         sweep = out / "runs" / f"{model or 'robot'}_{source}"
         paths = ",".join(f"'{log.path}'" for log in members)
@@ -103,18 +119,35 @@ def run_sweeps(logs: list[FleetLog], overrides: list[str], out: Path) -> dict[Pa
                    f"source.path={paths}", "validation=split", *FLEET_DEFAULTS, *overrides,
                    *([f"robot={model}"] if model else []), f"hydra.sweep.dir={sweep}"]  # fmt: skip
         result = subprocess.run(command, text=True, capture_output=True)
-        if result.returncode not in (0, 2) or not sweep.is_dir():
-            raise UserError(f"fleet: the sweep in {sweep} failed: {result.stderr[-1500:]}")
-        for job in sorted(p for p in sweep.iterdir() if (p / run_files.METRICS).exists()):
+        for job in sorted(sweep.iterdir()) if sweep.is_dir() else []:
             overrides_file = job / run_files.HYDRA_FOLDER / run_files.HYDRA_OVERRIDES
-            for override in yaml.safe_load(overrides_file.read_text()):
-                if override.startswith("source.path="):
-                    done[Path(override.split("=", 1)[1].strip("'\""))] = job
-    return done
+            if (job / run_files.METRICS).exists() and overrides_file.exists():
+                done[_log_path(yaml.safe_load(overrides_file.read_text()))] = job
+            elif (job / run_files.FAILED_JOB).exists():
+                failure = json.loads((job / run_files.FAILED_JOB).read_text())
+                reasons[_log_path(failure["overrides"])] = failure["error"]
+        tail = " ".join(result.stderr.strip().splitlines()[-3:]) or f"exit {result.returncode}"
+        for log in members:
+            if log.path not in done:
+                reasons.setdefault(log.path, f"no result from the sweep in {sweep}: {tail}")
+    return done, reasons
+
+
+def _strict(argv: list[str]) -> tuple[list[str], bool]:
+    """(argv without `fleet.strict=...`, its value; False when not given)."""
+    values = [a.split("=", 1)[1].lower() for a in argv if a.startswith("fleet.strict=")]
+    if any(v not in ("true", "false") for v in values):
+        raise UserError(f"fleet.strict must be true or false, got {values}.")
+    return [a for a in argv if not a.startswith("fleet.strict=")], values[-1:] == ["true"]
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        argv, strict = _strict(argv)
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
     overrides = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
     parser = argparse.ArgumentParser(prog="python -m ident_framework.fleet")
@@ -129,20 +162,29 @@ def main(argv: list[str] | None = None) -> None:
         logs = find_logs(args.logs, args.manifest, args.pattern)
         out = Path(args.out).resolve()
         out.mkdir(parents=True, exist_ok=True)
-        done = run_sweeps(logs, overrides, out)
+        done, reasons = run_sweeps(logs, overrides, out)
         runs = [RobotRun.read(log.robot, log.date, done[log.path]) for log in logs
                 if log.path in done]  # fmt: skip
+        left_out = [LeftOut(log.robot, log.date, log.path, reasons[log.path]) for log in logs
+                    if log.path not in done]  # fmt: skip
         if not runs:
-            raise UserError(f"fleet: no log was identified; see the sweeps in {out / 'runs'}.")
-        rows = write_fleet_report(out, runs, args.k, args.min_spread)
+            why = "; ".join(f"{item.path}: {item.reason}" for item in left_out)
+            raise UserError(f"fleet: no log was identified ({why}). The sweeps: {out / 'runs'}.")
+        rows = write_fleet_report(out, runs, args.k, args.min_spread, left_out)
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
-    failed = [str(log.path) for log in logs if log.path not in done]
     flagged = [f"{r['robot']} {r['joint']}" for r in rows if r["outlier"] or r["trend"]]
-    print(f"fleet report of {len(runs)} logs: {out / 'fleet.md'}; flagged: {flagged or 'none'}")
-    if failed:
-        print(f"error: {len(failed)} logs could not be identified: {failed}", file=sys.stderr)
+    print(
+        f"fleet report of {len(runs)} of {len(logs)} logs: {out / 'fleet.md'}; "
+        f"flagged: {flagged or 'none'}"
+    )
+    for item in left_out:
+        print(f"{'error' if strict else 'warning'}: left out {item.path}: {item.reason}",
+              file=sys.stderr)  # fmt: skip
+    if left_out and strict:
+        print(f"error: {len(left_out)} of {len(logs)} logs could not be identified "
+              "(fleet.strict=true)", file=sys.stderr)  # fmt: skip
         sys.exit(2)
 
 

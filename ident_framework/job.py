@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 from ident_framework.config.registry import get_registry
 from ident_framework.config.run_config import validate_config
 from ident_framework.modes.pipeline import run_pipeline
+from ident_framework.reports.run_files import SUMMARY
 from ident_framework.reports.run_report import (
     print_summary,
     staged_outputs,
@@ -60,7 +61,10 @@ def run_one_job(cfg: DictConfig) -> float:
         with staged_outputs(run_dir) as staging:
             outcome = run(config, cfg, staging)
             lines = distributed_summary(config.mode, outcome)
-            write_summary(staging, lines)
+            if config.mode == "factor":  # combine writes a single run's summary.txt
+                write_summary(staging, lines)
+            else:
+                lines += (staging / SUMMARY).read_text().splitlines()
         print("\n".join([*lines, f"outputs in {run_dir}"]))
         validation = outcome.get("validation", outcome.get("train", {})).get("physical", {})
         return float(validation.get("rmse", math.nan))

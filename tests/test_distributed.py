@@ -5,6 +5,7 @@ single-process run's base parameters (1e-10)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -200,3 +201,72 @@ def test_what_the_statistics_cannot_serve_is_refused(logs, tmp_path):
     assert other_robot.returncode == 2 and "were factored with robot" in other_robot.stderr
     nothing = run_cli("mode=combine", "validation=split", f"hydra.run.dir={tmp_path / 'n'}")
     assert nothing.returncode == 2 and "needs distributed.inputs" in nothing.stderr
+
+
+def _leaves(value, path=""):
+    """(path, leaf) of every leaf of a nested dict/list document."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, f"{path}/{key}")
+    elif isinstance(value, list) and value and isinstance(value[0], (dict, list)):
+        for k, item in enumerate(value):
+            yield from _leaves(item, f"{path}[{k}]")
+    else:
+        yield path, value
+
+
+def _tiny(text: str) -> str:
+    """`text` with numbers below 1e-10 in magnitude written as 0."""
+    return re.sub(r"-?\d+(\.\d+)?e-(1[0-9]|[2-9]\d)", "0", text)
+
+
+def _same(one, other, skip=()):
+    """Same leaves (paths) and values: numbers within 1e-9 relative, the rest equal."""
+    a = {p: v for p, v in _leaves(one) if not p.startswith(skip)}
+    b = {p: v for p, v in _leaves(other) if not p.startswith(skip)}
+    assert sorted(a) == sorted(b), set(a) ^ set(b)
+    for path, value in a.items():
+        if isinstance(value, float) or (isinstance(value, list) and value
+                                        and isinstance(value[0], float)):  # fmt: skip
+            np.testing.assert_allclose(b[path], value, rtol=1e-9, atol=1e-12, err_msg=path)
+        elif isinstance(value, list) and value and isinstance(value[0], str):  # e.g. 1e-14
+            assert [_tiny(t) for t in b[path]] == [_tiny(t) for t in value], path
+        elif path.endswith("/combination"):  # terms of equal |coefficient|: either order
+            assert sorted(b[path].split()) == sorted(value.split()), path
+        else:
+            assert b[path] == value, path
+
+
+@pytest.mark.slow
+def test_combined_run_directory_is_the_single_runs(logs, tmp_path):
+    """mode=combine writes the files of a single run on the same data, the same keys in
+    parameters.yaml and metrics.json (plus `combine`), values within 1e-9: per-joint friction
+    and rotor inertia, stds, relative stds, physical validity, the summary."""
+    ident, val = logs
+    common = ["robot=ur10e", "estimator=ls", "tuning=none", "source=csv", f"source.path={ident}",
+              "validation=csv", f"validation.path={val}"]  # fmt: skip
+    single = tmp_path / "single"
+    assert run_cli(*common, f"hydra.run.dir={single}").returncode == 0
+    sweep = tmp_path / "factors"
+    factor = run_cli(
+        "-m", *common, "mode=factor", "distributed.parts=3", "distributed.part=range(3)",
+        f"hydra.sweep.dir={sweep}",
+    )  # fmt: skip
+    assert factor.returncode == 0, factor.stderr[-3000:]
+    combined = tmp_path / "combined"
+    combine = run_cli(
+        *common, "mode=combine", f"distributed.inputs=[{sweep}]", f"hydra.run.dir={combined}"
+    )
+    assert combine.returncode == 0, combine.stderr[-3000:]
+
+    def files(run: Path) -> set[str]:
+        return {str(p.relative_to(run)) for p in run.rglob("*") if p.is_file()}
+
+    assert files(combined) == files(single), files(combined) ^ files(single)
+    one, merged = (yaml.safe_load((r / "parameters.yaml").read_text()) for r in (single, combined))
+    _same(one, merged)
+    one, merged = (json.loads((r / "metrics.json").read_text()) for r in (single, combined))
+    assert set(merged) - set(one) == {"combine"} and merged["combine"]["parts"] == 3
+    _same(one, merged, skip=("/timing_s", "/combine", "/train/physical/slow"))
+    summary = (combined / "summary.txt").read_text()
+    assert _tiny(summary) == _tiny((single / "summary.txt").read_text())

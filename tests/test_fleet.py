@@ -69,3 +69,34 @@ def test_fleet_report_flags_worn_joints_only(tmp_path: Path):
     assert "_std" in (out / "fleet_payload.csv").read_text().splitlines()[0]
     assert (out / "fleet.png").stat().st_size > 10_000
     assert "## Flagged joints (3)" in (out / "fleet.md").read_text()  # r05: both flags, one row
+
+
+def test_a_corrupt_log_is_listed_and_the_others_identified(tmp_path: Path):
+    """Two robots and a corrupt log: exit 0, fleet.md lists all three logs and why the
+    corrupt one was left out; with fleet.strict=true the same report and exit 2."""
+    robot = load_robot("ur10e")
+    motion = FourierGenerator(FourierParams(n_candidates=1, n_refine=0, progress=False)).generate(
+        robot, None, 21
+    )
+    nominal = default_joint_dynamics(robot)["coulomb"]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(2):
+        _log(robot, motion, 200 + i, nominal, logs / f"r{i}_2026-11-01.csv")
+    (logs / "r9_2026-11-01.csv").write_text("timestamp,actual_q_0\nnot,a number\n")
+    for strict, code in (("false", 0), ("true", 2)):
+        out = tmp_path / f"fleet_{strict}"
+        result = subprocess.run(
+            [sys.executable, "-m", "ident_framework.fleet", str(logs), "--out", str(out),
+             f"fleet.strict={strict}", "--", "robot=ur10e", "plots=false"],
+            capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+        assert result.returncode == code, result.stderr[-3000:]
+        assert f"left out {logs / 'r9_2026-11-01.csv'}" in result.stderr
+        text = (out / "fleet.md").read_text()
+        assert text.startswith("# Fleet report: 2 robots, 2 of 3 logs identified, 1 left out")
+        logs_section = text[text.index("## Logs (3 given, 1 left out)") :]
+        assert logs_section.count("| identified |") == 2
+        assert f"| r9 | 2026-11-01 | left out: {logs / 'r9_2026-11-01.csv'} |" in logs_section
+        with open(out / "fleet.csv") as handle:
+            assert {row["robot"] for row in csv.DictReader(handle)} == {"r0", "r1"}

@@ -49,12 +49,16 @@ def test_run_mcap_holds_what_the_run_directory_holds(tmp_path: Path):
                 jsonschema.validate(body, json.loads(schema.data))
             messages.setdefault(channel.topic, []).append((message.log_time, body))
     assert set(messages) == {
-        "/identification/joint_states", "/identification/torque",
-        "/validation/joint_states", "/validation/torque",
+        "/identification/joint_states_filtered", "/identification/torque",
+        "/validation/joint_states_filtered", "/validation/torque",
     }  # fmt: skip
+    schemas = {c.topic: summary.schemas[c.schema_id] for c in summary.channels.values()}
+    filtered = json.loads(schemas["/validation/joint_states_filtered"].data)
+    assert "filtered" in filtered["description"] and "low-passed" in filtered["description"]
     assert summary is not None and len(summary.channels) == 4
     torque = messages["/validation/torque"]
-    assert len(torque) == len(table) == len(messages["/validation/joint_states"])
+    states = messages["/validation/joint_states_filtered"]
+    assert len(torque) == len(table) == len(states)
     joints = list(robot.joint_names)
     for kind, first in (("measured", 1), ("physical", 7), ("fused", 13)):
         values = np.array([[body[kind][j] for j in joints] for _, body in torque])
@@ -63,5 +67,8 @@ def test_run_mcap_holds_what_the_run_directory_holds(tmp_path: Path):
     np.testing.assert_allclose(times, table[:, 0], atol=1e-8)
     residual = np.array([[body["residual"][j] for j in joints] for _, body in torque])
     np.testing.assert_allclose(residual, table[:, 1:7] - table[:, 13:19], atol=1e-7)
-    state = messages["/validation/joint_states"][0][1]
+    state = states[0][1]
     assert state["name"] == joints and len(state["position"]) == 6
+    # effort is the low-passed torque (the fit's), not the recorded one: it differs from it
+    effort = np.array([body["effort"] for _, body in states])
+    assert 0 < np.abs(effort - table[:, 1:7]).max() < 0.5 * np.abs(table[:, 1:7]).max()

@@ -43,18 +43,36 @@ from ident_framework.identify.linear_problem import (
     project_to_base,
     standard_model,
 )
-from ident_framework.identify.metrics import fit_metrics, identifiability_metrics
-from ident_framework.identify.result import TorquePredictions
+from ident_framework.identify.load_friction import resolve_load
+from ident_framework.identify.metrics import (
+    data_metrics,
+    estimator_metrics,
+    fit_metrics,
+    identifiability_metrics,
+    preprocessing_counts,
+)
+from ident_framework.identify.result import (
+    Diagnostics,
+    IdentificationData,
+    IdentificationResult,
+    IdentifiedModel,
+    StepTimer,
+    TorquePredictions,
+)
 from ident_framework.identify.sufficient_statistics import (
     SufficientStatistics,
     merge,
     statistics_of,
 )
+from ident_framework.identify.temperature import temperature_mode, with_temperature
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model import friction_terms
+from ident_framework.model.physical_consistency import physical_check
 from ident_framework.modes.pipeline import robot_and_regressor
-from ident_framework.plain_data import config_yaml_text, to_plain, yaml_text
+from ident_framework.plain_data import config_yaml_text, to_plain
 from ident_framework.reports import run_files
+from ident_framework.reports.run_report import write_run_directory
+from ident_framework.twin.write_back import write_back
 
 STATISTICS, FACTOR_SUMMARY = run_files.STATISTICS, run_files.FACTOR_SUMMARY
 
@@ -179,14 +197,16 @@ def _no_samples():
 
 
 def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, Any]:
-    """mode=combine: merge the statistics, solve, write metrics.json, parameters.yaml and
-    config.yaml (a run directory `mode=predict run=DIR` can apply); returns the metrics."""
-    started = time.perf_counter()
-    files = statistics_files(config.distributed.inputs)
-    parts = [SufficientStatistics.load(path) for path in files]
-    loaded = time.perf_counter()
-    total = merge(parts, [str(path) for path in files])
-    robot, builder = robot_and_regressor(config)
+    """mode=combine: merge the statistics, solve, validate and write the run directory a
+    single run writes (`reports.run_report.write_run_directory`: metrics.json, parameters.yaml,
+    predictions, summary, plots, twin); returns the metrics."""
+    timer = StepTimer()
+    with timer("data"):
+        files = statistics_files(config.distributed.inputs)
+        parts = [SufficientStatistics.load(path) for path in files]
+        total = merge(parts, [str(path) for path in files])
+    with timer("robot"):
+        robot, builder = robot_and_regressor(config)
     _require_linear(builder, "mode=combine")
     expected = _compatibility(config, robot, builder)
     for key in ("robot", "joint_names", "parameter_names", "friction", "regressor"):
@@ -197,73 +217,140 @@ def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, 
                 "and regressor settings of the factor jobs."
             )
     settings = config.base_parameters
-    base, base_factors, cond = project_to_base(
-        total.joint_factors, builder.parameter_names, settings.tolerance, settings.method
-    )
-    problem = LinearProblem(
-        base_factors, total.n_samples, base.names, _no_samples,
-        standard_model(builder, total.joint_factors, base),
-    )  # fmt: skip
-    estimator, theta = estimate(config.plugins["estimator"], problem, base)
-    metrics: dict[str, Any] = {
-        "identifiability": identifiability_metrics(
-            base, cond, estimator, settings.warn_relative_std_percent
-        ),
-        "train": {
-            "physical": total.fit(theta),
-            "against_filtered_torque": {
-                "note": "against the low-passed torque estimation fitted, not as recorded",
-                "physical": total.fit(theta, filtered=True),
-            },
-        },
-    }
-    if config.validation.source is not None:
+    with timer("regressor"):
+        base, base_factors, cond = project_to_base(
+            total.joint_factors, builder.parameter_names, settings.tolerance, settings.method
+        )
+        problem = LinearProblem(
+            base_factors, total.n_samples, base.names, _no_samples,
+            standard_model(builder, total.joint_factors, base),
+        )  # fmt: skip
+    with timer("estimation"):
+        estimator, theta = estimate(config.plugins["estimator"], problem, base)
+    if config.validation.source is None:
+        raise UserError(
+            "mode=combine needs a validation recording (validation=csv validation.path=FILE, "
+            "validation=rosbag or validation=mujoco): the statistics keep no samples, so there "
+            "is no held-out tail for validation=split."
+        )
+    with timer("data"):
         source = config.validation.source.create()
         motion = None
         if source.moves_robot and config.validation.trajectory is not None:
             motion = config.validation.trajectory.create().generate(robot, None, config.seed + 1)
         recorded = source.acquire(robot, motion, "validation")
+    with timer("preprocessing"):
         validation = preprocess(recorded, config.preprocessing)
+    with timer("checks"):
         validation = drop_untrusted(recorded, validation, robot.limits, config.checks)
+    with timer("prediction"):
         predicted = TorquePredictions(predict_torque(builder, validation, theta, config.chunk_size))
-        metrics["validation"] = fit_metrics(validation, predicted, robot.limits.velocity)
-    metrics["data"] = {"train_samples": total.n_samples, "parts": len(parts)}
-    metrics["timing_s"] = {"load": loaded - started, "combine": time.perf_counter() - loaded}
+    metrics: dict[str, Any] = {
+        "identifiability": identifiability_metrics(
+            base, cond, estimator, settings.warn_relative_std_percent
+        ),
+        "train": _train_metrics(total, parts, theta),
+        "validation": fit_metrics(validation, predicted, robot.limits.velocity),
+        **estimator_metrics(estimator),
+    }
+    physical = physical_check(
+        theta, problem.standard, robot, base, from_base_parameters=estimator.standard_coef_ is None
+    )
+    metrics["identifiability"]["physically_consistent"] = physical.valid
+    twin, twin_section = write_back(
+        robot, builder, theta, physical.mass_share, validation, predicted.physical, timer
+    )
+    metrics.update(twin_section)
+    metrics["data"] = _data_metrics(total, parts, validation)
+    metrics["timing_s"] = timer.seconds
     metrics["combine"] = {
+        "parts": len(parts),
+        "inputs": [str(f) for f in files],
         "peak_memory_mb": _peak_memory_mb(),
         "cpu_time_s": _cpu_time_s(),
-        "inputs": [str(f) for f in files],
     }
-    document = _parameters(config, robot, builder, base, estimator, theta, total)
-    (staging / run_files.METRICS).write_text(json.dumps(to_plain(metrics), indent=2))
-    (staging / run_files.PARAMETERS).write_text(yaml_text(document))
-    (staging / run_files.CONFIG).write_text(config_yaml_text(cfg))
+    if temperature_mode(config) == "auto":  # auto: off in distributed identification
+        config = with_temperature(config, "off", None)
+    result = IdentificationResult(
+        resolve_load(config, tuned=False),
+        IdentifiedModel(robot, builder, base, estimator, theta),
+        IdentificationData(None, validation),
+        {"validation": predicted},
+        metrics,
+        Diagnostics(cond, None, physical.violations, timer.seconds),
+        twin,
+    )
+    write_run_directory(staging, result, cfg)
     return metrics
 
 
-def _parameters(config, robot, builder, base, estimator, theta, total) -> dict[str, Any]:
-    std = estimator.coef_std_
-    combos = base.combinations()
-    rows = []
-    for i, name in enumerate(base.names):
-        row = {"name": name, "value": float(estimator.coef_[i]), "combination": combos[i]}
-        if std is not None:
-            row["std"] = float(std[i])
-        rows.append(row)
-    plugins = {g: {"plugin": config.plugins[g].info.name} for g in ("friction", "estimator")}
-    return to_plain(
-        {
-            "robot": {
-                "name": robot.name,
-                "model": config.robot.model,
-                "joint_names": list(robot.joint_names),
-            },  # fmt: skip
-            "plugins": plugins,
-            "base_parameters": rows,
-            "standard_parameters": dict(zip(builder.parameter_names, theta.tolist(), strict=True)),
-            "statistics": {"samples": total.n_samples, "parts": total.info.get("parts")},
-        }
-    )
+def _train_metrics(total: SufficientStatistics, parts: list, theta: np.ndarray) -> dict:
+    """metrics.json `train` from the statistics: the fit against the torque as recorded, per
+    recording (a file given as several files: one part each) and against the low-passed
+    torque; `slow` is not served (it needs the samples' velocities)."""
+    physical = total.fit(theta)
+    sources = {p.info["part"].get("file", p.info["part"]["source"]) for p in parts}
+    pieces = [(next(iter(sources)), total)] if len(sources) == 1 else [
+        (p.info["part"]["file"], p) for p in parts
+    ]  # fmt: skip
+    return {
+        "physical": physical,
+        "samples": total.n_samples,
+        "recordings": [
+            {"path": path, "samples": stats.n_samples, "physical": stats.fit(theta)}
+            for path, stats in pieces
+        ],
+        "against_filtered_torque": {
+            "note": "against the low-passed torque estimation fitted, not the torque as recorded",
+            "physical": {k: v for k, v in total.fit(theta, filtered=True).items() if "_" not in k},
+        },
+    }
+
+
+def _summed(values: list) -> Any:
+    """The parts' reports as one: numbers summed (floats: the largest), lists joined, dicts
+    key by key, anything else the first part's."""
+    first = values[0]
+    if isinstance(first, bool) or first is None or isinstance(first, str):
+        return first
+    if isinstance(first, int):
+        return sum(values)
+    if isinstance(first, float):
+        return max(values)
+    if isinstance(first, list):
+        return [item for value in values for item in value]
+    return {key: _summed([v[key] for v in values if key in v]) for key in first}
+
+
+def _data_metrics(total: SufficientStatistics, parts: list, validation: Dataset) -> dict:
+    """metrics.json `data`: the training part from the parts' own rows (preprocessing counts
+    and data checks of the windows summed, the recorded and kept rows of the parts' own), the
+    validation part as a single run gives it."""
+    infos = [p.info["part"] for p in parts]
+    recorded = sum(i["rows"][1] - i["rows"][0] for i in infos)
+    kept = sum(i["kept_rows"] for i in infos)
+    counts = _summed([i["preprocessing"] for i in infos])
+    counts.update(recorded_samples=recorded, edge_samples_dropped=recorded - kept)
+    per_file: dict[str, list] = {}
+    for entry in counts.get("recordings", []):  # a file's windows: one recording
+        per_file.setdefault(entry["path"], []).append(entry)
+    counts["recordings"] = [_summed(entries) for entries in per_file.values()]
+    if len(per_file) == 1:
+        own = {"n_samples_in": recorded, "n_samples_out": kept}
+        counts["recordings"][0].update(own, edge_samples_dropped=recorded - kept)
+    checks = _summed([i["checks"] for i in infos])
+    checks.update(n_samples=recorded, rows_in=kept, excluded_rows=kept - total.n_samples)
+    held_out = data_metrics(validation, validation)
+    times = [t for i in infos for t in i["kept_time_s"]]
+    return {
+        "train_samples": total.n_samples,
+        "validation_samples": validation.n_samples,
+        "train_duration_s": max(times) - min(times),
+        "validation_duration_s": validation.duration,
+        "train_preprocessing": counts,
+        "validation_preprocessing": held_out["validation_preprocessing"],
+        "checks": {"train": checks, "validation": held_out["checks"]["validation"]},
+    }
 
 
 def _tuning_note(config: RunConfig) -> str | None:
@@ -289,16 +376,10 @@ def summary_lines(mode: str, outcome: dict[str, Any]) -> list[str]:
             f"{outcome['wall_time_s']:.2f} s, peak memory {outcome['peak_memory_mb']:.0f} MB",
             *([f"note: {outcome['tuning']}"] if outcome.get("tuning") else []),
         ]
-    ident, train = outcome["identifiability"], outcome["train"]["physical"]
-    lines = [
-        f"combined {outcome['data']['parts']} parts, {outcome['data']['train_samples']} samples: "
-        f"{ident['n_base']} base parameters of {ident['n_standard']}, cond {ident['cond']:.4g}",
-        f"     train physical RMSE {train['rmse']:.4g} Nm  R² {train['r2']:.5f}",
+    return [
+        f"combined {outcome['combine']['parts']} parts, {outcome['data']['train_samples']} "
+        "samples (mode=combine); the run's summary:"
     ]
-    if "validation" in outcome:
-        val = outcome["validation"]["physical"]
-        lines.append(f"validation physical RMSE {val['rmse']:.4g} Nm  R² {val['r2']:.5f}")
-    return lines
 
 
 ROW_READER = ("recording_files", "timestamps", "acquire_rows")  # what a source needs for it
@@ -378,6 +459,7 @@ def _window(
             f"distributed.halo_s={settings.halo_s} is shorter than preprocessing trims "
             f"({trim} samples): part {settings.part} would lose samples. Leave halo_s null."
         )
+    preprocessing = preprocessing_counts(data)
     data = drop_untrusted(window, data, robot.limits, config.checks)
     keep = (data.timestamp >= times[first]) & (data.timestamp < upper)
     where = {
@@ -389,8 +471,17 @@ def _window(
         "halo_samples": halo,
         "samples": int(keep.sum()),
         "time_s": [float(times[first]), float(times[last - 1])],
+        "kept_rows": expected,
+        "kept_time_s": _span(data.timestamp[keep]),
+        "preprocessing": preprocessing,
+        "checks": data.metadata.get("checks"),
     }
     return data.select(keep), where
+
+
+def _span(times: np.ndarray) -> list[float]:
+    """[first, last] time (s) of the samples kept, [] when none."""
+    return [float(times[0]), float(times[-1])] if len(times) else []
 
 
 def _file(
@@ -406,8 +497,10 @@ def _file(
             f"'distributed.part=range({len(files)})', or one file with any number of parts."
         )
     recorded = source.acquire_rows(robot, files[settings.part])
-    data = drop_untrusted(recorded, preprocess(recorded, config.preprocessing), robot.limits,
-                          config.checks)  # fmt: skip
+    data = preprocess(recorded, config.preprocessing)
+    preprocessing = preprocessing_counts(data)
+    kept = data.n_samples
+    data = drop_untrusted(recorded, data, robot.limits, config.checks)
     times = recorded.timestamp
     where = {
         "source": " + ".join(files),
@@ -419,5 +512,9 @@ def _file(
         "halo_samples": 0,
         "samples": data.n_samples,
         "time_s": [float(times[0]), float(times[-1])],
+        "kept_rows": kept,
+        "kept_time_s": _span(data.timestamp),
+        "preprocessing": preprocessing,
+        "checks": data.metadata.get("checks"),
     }
     return data, where

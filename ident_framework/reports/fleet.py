@@ -3,12 +3,14 @@ link's payload-like parameters, the held-out fit, and flags a maintenance engine
 
 Per robot and joint: Coulomb fc (Nm) and viscous fv (Nm·s/rad) friction and rotor inertia
 (kg·m²) with their standard deviations (s² (RᵀR)⁻¹ of the base parameters, mapped to each
-parameter identifiable on its own; empty otherwise); the last link's mass (kg) and first moments
+parameter identifiable on its own; fv, Ia and their std are empty where the parameter is
+identified only in combination with others); the last link's mass (kg) and first moments
 m·c (kg·m) where identifiable alone. Flags: an outlier, fc more than k σ above the fleet's
 median for that joint (latest log of each robot; σ = 1.4826 × the median absolute deviation,
 at least `min_spread` × the median); a trend, fc risen by more than k σ since the robot's
-earliest log. Written: fleet.csv, fleet.md and fleet.png (fc per joint and robot, the median,
-the k σ limit, ±2 std error bars, flagged joints marked).
+earliest log. Written: fleet.csv, fleet.md (also every log given, and why any was left out)
+and fleet.png (fc per joint and robot, the median, the k σ limit, ±2 std error bars, flagged
+joints marked; one panel per joint).
 
 Rationale: docs/design.md#fleet-flags
 """
@@ -32,6 +34,16 @@ QUANTITIES = ("fc", "fv", "Ia")  # Nm, Nm·s/rad, kg·m²
 PAYLOAD = ("m", "mx", "my", "mz")  # last link: kg, kg·m (mass times centre of mass)
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """A log the fleet was given but could not identify, and why."""
+
+    robot: str
+    date: str
+    path: Path
+    reason: str
+
+
 @dataclass
 class RobotRun:
     """One identified log: robot id, date (ISO text, may be ""), its run directory."""
@@ -45,6 +57,7 @@ class RobotRun:
     validation_r2: float | None = None
     stds: dict[str, np.ndarray] = field(default_factory=dict)  # quantity -> (n,), NaN: none
     payload: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> value, std
+    alone: dict[str, np.ndarray] = field(default_factory=dict)  # quantity -> (n,) identifiable
 
     @classmethod
     def read(cls, robot: str, date: str, run_dir: Path) -> RobotRun:
@@ -60,6 +73,7 @@ class RobotRun:
 
         values = {q: per_joint(q, "value") for q in QUANTITIES}
         stds = {q: per_joint(q, "std") for q in QUANTITIES}
+        alone = {q: per_joint(q, "identifiable_alone") != 0 for q in QUANTITIES}  # absent: yes
         physical = metrics["validation"]["physical"]
         standard = parameters.get("standard_parameters") or {}
         standard_std = parameters.get("standard_parameter_std") or {}
@@ -69,7 +83,7 @@ class RobotRun:
             if standard_std.get(name) is not None and name in standard
         }
         return cls(robot, date, run_dir, [row["joint"] for row in rows], values,
-                   physical["rmse"], physical["r2"], stds, payload)  # fmt: skip
+                   physical["rmse"], physical["r2"], stds, payload, alone)  # fmt: skip
 
 
 def fleet_flags(runs: list[RobotRun], k: float, min_spread: float) -> list[dict[str, Any]]:
@@ -93,7 +107,8 @@ def fleet_flags(runs: list[RobotRun], k: float, min_spread: float) -> list[dict[
             rows.append({
                 "robot": run.robot, "date": run.date, "joint": joint,
                 **{key: value for q in QUANTITIES for key, value in (
-                    (q, float(run.values[q][j])), (f"{q}_std", _cell(run.stds.get(q), j)))},
+                    (q, _cell(run.values[q], j, run.alone.get(q), q == "fc")),
+                    (f"{q}_std", _cell(run.stds.get(q), j)))},
                 "fleet_median_fc": float(median[j]), "fleet_sigma_fc": float(spread[j]),
                 "fc_sigmas_above_median": float((value - median[j]) / spread[j]),
                 "fc_rise_since_first": float(rise) if run is not first else None,
@@ -104,8 +119,11 @@ def fleet_flags(runs: list[RobotRun], k: float, min_spread: float) -> list[dict[
     return rows
 
 
-def _cell(values: np.ndarray | None, j: int) -> float | None:
-    return None if values is None or np.isnan(values[j]) else float(values[j])
+def _cell(values, j: int, alone=None, always: bool = False) -> float | None:
+    """values[j], None when absent (NaN) or identified only in combination (`alone` False;
+    its value is a minimum-norm share, not the joint's own) unless `always`."""
+    hidden = alone is not None and not alone[j] and not always
+    return None if values is None or np.isnan(values[j]) or hidden else float(values[j])
 
 
 def payload_rows(runs: list[RobotRun]) -> list[dict[str, Any]]:
@@ -119,8 +137,11 @@ def payload_rows(runs: list[RobotRun]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_fleet_report(folder: Path, runs: list[RobotRun], k: float, min_spread: float) -> list:
-    """fleet.csv, fleet.md and fleet.png into `folder`; returns the rows."""
+def write_fleet_report(
+    folder: Path, runs: list[RobotRun], k: float, min_spread: float, left_out: list[LeftOut] = ()
+) -> list:
+    """fleet.csv, fleet.md and fleet.png into `folder`; `left_out`: the logs given that could
+    not be identified (listed in fleet.md with the reason); returns the rows."""
     rows = fleet_flags(runs, k, min_spread)
     with open(folder / FLEET_CSV, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
@@ -135,22 +156,30 @@ def write_fleet_report(folder: Path, runs: list[RobotRun], k: float, min_spread:
     columns = ["robot", "date", "joint", "fc", "fc_std", "fv", "fv_std", "Ia", "Ia_std",
                "fc_sigmas_above_median", "validation_rmse", "validation_r2"]  # fmt: skip
     flagged = [r for r in rows if r["outlier"] or r["trend"]]
+    given = len(runs) + len(left_out)
+    logs = [[run.robot, run.date, "identified", str(run.run_dir)] for run in runs] + [
+        [item.robot, item.date, f"left out: {item.path}", item.reason] for item in left_out
+    ]
+    cell = {c: COMPACT for c in columns} | {"validation_r2": ".5f"}
     lines = [
-        f"# Fleet report: {len({r['robot'] for r in rows})} robots, {len(runs)} logs",
+        f"# Fleet report: {len({r['robot'] for r in rows})} robots, {len(runs)} of {given} logs "
+        "identified" + (f", {len(left_out)} left out (below)" if left_out else ""),
         "",
         f"Flags: Coulomb friction fc more than {k:g} σ above the fleet median of its joint "
         f"(outlier, latest log per robot) or risen by more than {k:g} σ since the robot's first "
         f"log (trend); σ = 1.4826 MAD, at least {min_spread:g} × median. fc, fv, Ia in Nm, "
         "Nm·s/rad, kg·m²; `_std`: the standard deviation of that robot's estimate (its fit's "
-        "covariance; empty where the parameter is identified only in combination with others); "
-        "validation on each log's held-out tail.",
+        "covariance). fv, Ia and their std are empty where the parameter is identified only in "
+        "combination with others (the first joints' Ia with the link inertia Izz: the value is "
+        "a minimum-norm share, not comparable between robots); validation on each log's "
+        "held-out tail.",
         "",
         f"## Flagged joints ({len(flagged)})",
         "",
         *markdown_table(
             [*columns, "flag"],
             [
-                [format_cell(r[c], COMPACT) for c in columns]
+                [format_cell(r[c], cell[c]) for c in columns]
                 + [", ".join(f for f in ("outlier", "trend") if r[f])]
                 for r in flagged
             ],
@@ -160,7 +189,14 @@ def write_fleet_report(folder: Path, runs: list[RobotRun], k: float, min_spread:
         "",
         "## Every robot and joint",
         "",
-        *markdown_table(columns, [[format_cell(r[c], COMPACT) for c in columns] for r in rows]),
+        *markdown_table(columns, [[format_cell(r[c], cell[c]) for c in columns] for r in rows]),
+        "",
+        f"## Logs ({given} given, {len(left_out)} left out)",
+        "",
+        *markdown_table(
+            ["robot", "date", "log", "run directory or reason"],
+            [[text.replace("|", "\\|").replace("\n", " ") for text in row] for row in logs],
+        ),
         "",
         "## Payload-like parameters of the last link",
         "",
@@ -178,9 +214,11 @@ def write_fleet_report(folder: Path, runs: list[RobotRun], k: float, min_spread:
     return rows
 
 
-def plot_fleet(rows: list[dict[str, Any]], k: float, path: Path) -> None:
-    """fc of each robot (latest log) per joint, the fleet median and its k σ limit; flagged
-    joints in red."""
+def plot_fleet(rows: list[dict[str, Any]], k: float, path: Path) -> list[float]:
+    """fc of each robot (latest log), one panel per joint, each showing the fleet median ±
+    (k+1) σ so each robot's ±2 std bar is visible beside the fleet's spread (values beyond
+    are drawn at the edge, labelled with robot and fc); the k σ limit; flagged joints in red.
+    Returns the drawn ±2 std bars' heights in pixels."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -190,30 +228,47 @@ def plot_fleet(rows: list[dict[str, Any]], k: float, path: Path) -> None:
     for row in sorted(rows, key=lambda r: r["date"]):
         latest[(row["robot"], row["joint"])] = row
     joints = list(dict.fromkeys(row["joint"] for row in rows))
-    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(joints)), 4.8))
+    fig, axes = plt.subplots(1, len(joints), figsize=(max(8, 2.2 * len(joints)), 4.8))
     rng = np.random.default_rng(0)
-    for j, joint in enumerate(joints):
+    bars = []
+    for ax, joint in zip(np.atleast_1d(axes), joints, strict=True):
         points = [r for (_, name), r in latest.items() if name == joint]
         median, sigma = points[0]["fleet_median_fc"], points[0]["fleet_sigma_fc"]
-        ax.hlines([median, median + k * sigma], j - 0.35, j + 0.35, colors=["k", "tab:orange"],
-                  linestyles=["-", "--"])  # fmt: skip
-        x = j + rng.uniform(-0.25, 0.25, len(points))
+        ax.axhline(median, color="k", lw=1)
+        ax.axhline(median + k * sigma, color="tab:orange", ls="--", lw=1)
+        x = rng.uniform(-0.3, 0.3, len(points))
         flagged = np.array([r["outlier"] or r["trend"] for r in points])
-        values = np.array([r["fc"] for r in points])
-        errors = np.array([2 * (r["fc_std"] or 0.0) for r in points])
-        ax.errorbar(x, values, yerr=errors, fmt="none", ecolor="0.4", elinewidth=0.8, capsize=2)
-        ax.scatter(x[~flagged], values[~flagged], s=14, color="tab:blue")
-        ax.scatter(x[flagged], values[flagged], s=40, color="tab:red", marker="^")
-        for xi, r in zip(x[flagged], [p for p, f in zip(points, flagged, strict=True) if f],
-                         strict=True):  # fmt: skip
-            ax.annotate(r["robot"], (xi, r["fc"]), fontsize=7, xytext=(3, 3),
+        fc = np.array([r["fc"] for r in points])
+        lo, hi = median - (k + 1) * sigma, median + (k + 1) * sigma
+        values = np.clip(fc, lo, hi)
+        beyond = values != fc
+        errors = np.array([2 * (r["fc_std"] or 0.0) for r in points]) * ~beyond
+        ax.errorbar(x, values, yerr=errors, fmt="none", ecolor="0.2", elinewidth=1.2, capsize=4,
+                    zorder=3)  # fmt: skip
+        ax.scatter(x[~flagged], values[~flagged], s=10, color="tab:blue", zorder=2)
+        ax.scatter(x[flagged], values[flagged], s=40, color="tab:red", marker="^", zorder=2)
+        for i in np.flatnonzero(flagged | beyond):
+            label = f"{points[i]['robot']}" + (f" {fc[i]:.3g}" if beyond[i] else "")
+            ax.annotate(label, (x[i], values[i]), fontsize=7, xytext=(3, -9 if beyond[i] else 3),
                         textcoords="offset points")  # fmt: skip
-    ax.set_xticks(range(len(joints)), [name.replace("_joint", "") for name in joints])
-    ax.set_ylabel("Coulomb friction fc [Nm]")
-    ax.set_title(
-        f"Fleet: fc per joint (latest log per robot, ±2 std); median (black), +{k:g} σ (orange)"
+        ax.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+        ax.set_xlim(-0.5, 0.5)
+        ax.set_xticks([])
+        ax.set_xlabel(joint.replace("_joint", ""))
+        ax.grid(axis="y", alpha=0.3)
+        bars.append((ax, values, errors))
+    np.atleast_1d(axes)[0].set_ylabel("Coulomb friction fc [Nm]")
+    fig.suptitle(
+        f"Fleet: fc per joint (latest log per robot, ±2 std of its fit); median (black), "
+        f"+{k:g} σ (orange)"
     )
-    ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    heights = [
+        float(abs(np.diff(ax.transData.transform([[0, v - e], [0, v + e]])[:, 1])[0]))
+        for ax, values, errors in bars
+        for v, e in zip(values, errors, strict=True)
+        if e > 0
+    ]
     plt.close(fig)
+    return heights

@@ -4,12 +4,12 @@ encoding, the encodings both tools read natively).
 
 Per data set (`identification`, `validation`), one message per sample at the sample's time:
 
-- `/<set>/joint_states`: like sensor_msgs/msg/JointState: `header.stamp` {sec, nsec},
-  `name`, `position` (rad), `velocity` (rad/s), `effort` (the measured torque as recorded, Nm,
-  as in predictions_validation.csv: not the low-passed torque the fit used);
-- `/<set>/torque`: `measured`, `physical` (identified model), `fused` (physical + residual
-  learner; equals physical without one) and `residual` (measured − fused), each an object of
-  joint name → Nm, so every joint is a plottable field of its own.
+- `/<set>/joint_states_filtered`: the preprocessed samples the fit used, as
+  sensor_msgs/msg/JointState: `header.stamp` {sec, nsec}, `name`, `position` (rad) and
+  `velocity` (rad/s) filtered, `effort` the low-passed torque (Nm);
+- `/<set>/torque`: `measured` (as recorded, as in predictions_validation.csv), `physical`
+  (identified model), `fused` (physical + residual learner; equals physical without one) and
+  `residual` (measured − fused), each an object of joint name → Nm.
 
 The schemas and message builders are shared with the online service's recording
 (`online/mcap_recording.py`). Log and publish times are in ns:
@@ -37,10 +37,18 @@ _STAMP = {
 _ARRAY = {"type": "array", "items": {"type": "number"}}
 
 
-def joint_state_schema() -> dict:
+RAW_STATES = "Joint states as received (sensor_msgs/msg/JointState fields): rad, rad/s, Nm"
+FILTERED_STATES = (
+    "Joint states as preprocessed for the fit (sensor_msgs/msg/JointState fields): position "
+    "rad and velocity rad/s filtered, effort the low-passed torque Nm (the torque as recorded: "
+    "`measured` of the torque topic)"
+)
+
+
+def joint_state_schema(description: str = RAW_STATES, title: str = "JointState") -> dict:
     return {
-        "title": "ident_framework.JointState",
-        "description": "Joint states (sensor_msgs/msg/JointState fields): rad, rad/s, Nm",
+        "title": f"ident_framework.{title}",
+        "description": description,
         "type": "object",
         "properties": {
             "header": {
@@ -166,7 +174,8 @@ def write_run_mcap(
 
 def _write_set(writer, name: str, data: Dataset, physical: np.ndarray, fused: np.ndarray) -> None:
     joints = tuple(data.joint_names)
-    states = json_channel(writer, f"/{name}/joint_states", joint_state_schema())
+    schema = joint_state_schema(FILTERED_STATES, "JointStateFiltered")
+    states = json_channel(writer, f"/{name}/joint_states_filtered", schema)
     torques = json_channel(writer, f"/{name}/torque", torque_schema(joints))
     origin = int(data.metadata.get("time_origin_ns", 0))
     times = origin + np.round(np.asarray(data.timestamp) * 1e9).astype(np.int64)
@@ -174,7 +183,7 @@ def _write_set(writer, name: str, data: Dataset, physical: np.ndarray, fused: np
     for k, at in enumerate(times.tolist()):
         measured = recorded[k]
         state = joint_state_message(
-            stamp(at), list(joints), data.q[k].tolist(), data.dq[k].tolist(), measured.tolist()
+            stamp(at), list(joints), data.q[k].tolist(), data.dq[k].tolist(), data.tau[k].tolist()
         )
         torque = torque_message(
             stamp(at),

@@ -68,14 +68,29 @@ def collect_rows(sweep_dir: Path, jobs: list[tuple[str, list[str]]] | None = Non
     return rows
 
 
+FACTOR_COLUMNS = (
+    "run", "status", "overrides", "part", "source", "rows", "samples", "time_s",
+    "statistics_kb", "wall_time_s", "peak_memory_mb",
+)  # fmt: skip
+
+
 def _factor_row(run: Path, overrides: list[str] | None) -> dict[str, Any]:
-    """A `mode=factor` job: its part and time, no fit (the combine step has that)."""
+    """A `mode=factor` job: its part (index of count, rows, samples, time span s), its
+    statistics file (kB), wall time (s) and peak memory (MB); no fit (combine has that)."""
     summary = json.loads((run / run_files.FACTOR_SUMMARY).read_text())
+    span = summary.get("time_s") or [None, None]
     return {
         "run": run.name,
         "status": "ok",
         "overrides": " ".join(overrides or []),
+        "part": f"{summary.get('index')} of {summary.get('count')}",
+        "source": summary.get("file") or summary.get("source"),
+        "rows": "..".join(map(str, summary.get("rows") or [])),
+        "samples": summary.get("samples"),
+        "time_s": f"{span[0]:.3f}..{span[1]:.3f}" if None not in span else None,
+        "statistics_kb": summary.get("statistics_file_bytes", 0) / 1024,
         "wall_time_s": summary.get("wall_time_s"),
+        "peak_memory_mb": summary.get("peak_memory_mb"),
     }
 
 
@@ -141,10 +156,15 @@ def write_comparison(
     into sweep_dir; `jobs`: the expected jobs (`expected_jobs`)."""
     rows = collect_rows(sweep_dir, jobs)
     results = [row for row in rows if row["status"] == "ok" and "joint_names" in row]
+    factor = any("part" in row for row in rows) and not results
     with open(sweep_dir / run_files.COMPARISON_CSV, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
+        columns = FACTOR_COLUMNS if factor else COLUMNS
+        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
+    if factor:
+        (sweep_dir / run_files.COMPARISON_MARKDOWN).write_text(factor_table(sweep_dir, rows))
+        return rows
     ranked = sorted(
         rows, key=lambda r: (r["status"] != "ok", r.get("validation_rmse") or 0.0, _order(r["run"]))
     )
@@ -164,6 +184,27 @@ def write_comparison(
     if results:
         plot_rmse_per_joint(results, sweep_dir / run_files.COMPARISON_PLOT)
     return rows
+
+
+def factor_table(sweep_dir: Path, rows: list[dict[str, Any]]) -> str:
+    """comparison.md of a factor sweep: what it is, its parts in order, how to combine them."""
+    done = sum(row["status"] == "ok" for row in rows)
+    cells = [
+        [format_cell(row.get(c), COMPACT).replace("|", "\\|") for c in FACTOR_COLUMNS]
+        for row in rows
+    ]
+    return "\n".join([
+        f"# Factor sweep (mode=factor): {done} of {len(rows)} parts reduced",
+        "",
+        "Each job reduced one part of the recording to the sufficient statistics of the "
+        f"least-squares problem ({run_files.STATISTICS}); parts are not fitted or validated on "
+        "their own, so there is nothing to rank. Merge, solve and validate them with "
+        f"`python -m ident_framework mode=combine distributed.inputs=[{sweep_dir}]` (the same "
+        "robot, friction and regressor options; docs/modes/distributed.md).",
+        "",
+        *markdown_table(FACTOR_COLUMNS, cells),
+        "",
+    ])  # fmt: skip
 
 
 TIE_NOTE = (
