@@ -1,12 +1,9 @@
 """Estimator side of the view: frames of the latest state, ~25 per second of wall time.
 
-The estimator calls `add(result)` per processed sample (constant time: it keeps one trace
-point per 1/trace_hz s of source time) and `due()` is checked per sample; when a frame is due
-`frame(...)` builds it and `send` puts it on the queue to the web process without blocking.
-If that queue is full (the web side is behind) the frame's traces are kept for the next one
-and the miss is counted (`frames_deferred`): the view loses frames, the estimator never
-waits. When the estimator itself is behind the source, it `skip`s frames (counted in
-`frames_skipped`; the traces wait for the next frame) to catch up sooner.
+`add(result)` per processed sample keeps one trace point per 1/trace_hz s of source time;
+`send` puts a due frame on the queue without blocking. A full queue defers the frame (its
+traces wait for the next one; `frames_deferred`); an estimator behind the source `skip`s
+frames (`frames_skipped`).
 """
 
 from __future__ import annotations
@@ -75,7 +72,7 @@ class Publisher:
 
     def send(self, frame: dict[str, Any]) -> bool:
         """Queue `frame` (with the traces and events so far); False when deferred."""
-        self._next_wall = max(self._next_wall + self.period, time.perf_counter())
+        self.wait()
         frame["seq"] = self.seq
         frame["trace"] = self.trace()
         frame["events"] = list(self.events)

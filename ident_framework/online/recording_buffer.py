@@ -1,11 +1,7 @@
-"""Estimator side of the online MCAP recording (`mcap=true`): every sample and every processed
-step, kept between two dashboard frames and sent with the next frame to the web process, which
-writes them (`mcap_recording.py`) off the estimator's critical path.
-
-Per sample the estimator only appends references to a list (no copy, no encoding); the arrays
-are stacked once per frame (~20 samples at 500 Hz and 25 frames/s). When frames cannot go out
-(the web side is behind) the rows wait for the next one; beyond `max_rows` the oldest are
-dropped and counted (`dropped_samples`, `dropped_steps`), so memory stays bounded.
+"""Estimator side of the online MCAP recording (`mcap=true`): every sample and processed step,
+kept (as references, stacked once per frame) until a dashboard frame carries them to the web
+process (`mcap_recording.py`). Beyond `max_rows` waiting rows the oldest are dropped and
+counted (`dropped_samples`, `dropped_steps`).
 """
 
 from __future__ import annotations
@@ -43,15 +39,10 @@ class RecordingBuffer:
 
     def rows(self) -> dict[str, np.ndarray]:
         """The rows kept so far: `samples` (k, 1 + 3n) and `steps` (m, 1 + 2n)."""
-        n = self.n
-        samples = np.empty((len(self._samples), 1 + 3 * n))
-        for k, (t, q, dq, tau) in enumerate(self._samples):
-            samples[k, 0], samples[k, 1 : 1 + n], samples[k, 1 + n : 1 + 2 * n] = t, q, dq
-            samples[k, 1 + 2 * n :] = tau
-        steps = np.empty((len(self._steps), 1 + 2 * n))
-        for k, (t, tau_meas, tau_pred) in enumerate(self._steps):
-            steps[k, 0], steps[k, 1 : 1 + n], steps[k, 1 + n :] = t, tau_meas, tau_pred
-        return {"samples": samples, "steps": steps}
+        return {
+            "samples": _stack(self._samples, 1 + 3 * self.n),
+            "steps": _stack(self._steps, 1 + 2 * self.n),
+        }
 
     def sent(self, rows: dict[str, Any]) -> None:
         """The rows of `rows()` reached the web process: forget them."""
@@ -59,3 +50,11 @@ class RecordingBuffer:
         self.steps += len(rows["steps"])
         del self._samples[: len(rows["samples"])]
         del self._steps[: len(rows["steps"])]
+
+
+def _stack(rows: list[tuple], width: int) -> np.ndarray:
+    """Rows (t, arrays...) as one (len(rows), width) array."""
+    out = np.empty((len(rows), width))
+    for k, (t, *arrays) in enumerate(rows):
+        out[k, 0], out[k, 1:] = t, np.concatenate(arrays)
+    return out

@@ -1,11 +1,8 @@
 """Sliding-window RMSE and R² per joint, constant time per sample.
 
 Over the last `window` samples, per joint j: RMSE_j = sqrt(mean e²) and
-R²_j = 1 - Σ e² / Σ (τ - mean_j τ)², each joint about its own mean (DESIGN.md's definition, per
-joint; a global mean would flatter the fit). The pooled R² uses the same per-joint means:
-1 - Σ_j Σ e² / Σ_j Σ (τ - mean_j τ)². Running sums are updated by adding the new sample and
-subtracting the one leaving the window, and recomputed exactly once per window length so that
-round-off cannot accumulate over an unbounded run.
+R²_j = 1 - Σ e² / Σ (τ - mean_j τ)², about each joint's own mean (the pooled R² too). Running
+sums are recomputed exactly once per window length so that round-off cannot accumulate.
 """
 
 from __future__ import annotations
@@ -35,10 +32,6 @@ class SlidingFit:
         if self._since_exact >= self.window:
             self._sums = self._buffer.to_array().sum(axis=0)
             self._since_exact = 0
-
-    @property
-    def count(self) -> int:
-        return len(self._buffer)
 
     def _parts(self) -> tuple[np.ndarray, np.ndarray]:
         n, m = self.n, max(len(self._buffer), 1)

@@ -1,13 +1,9 @@
-"""Twin re-injection in a worker process: physically consistent parameters from recent data.
+"""Twin re-injection in a worker process (low priority): physically consistent parameters.
 
-Every `online.twin.every_s` s the estimator hands the recent window (every `decimation`-th
-filtered sample: t, q, dq, ddq, tau) to `fit_twin` in a separate process (a
-`ProcessPoolExecutor` of one worker at low priority), so the conic solve (cvxpy, ~1 s) never
-holds the estimator's interpreter. The worker builds the least-squares problem of that window
-(`identify/linear_problem.build_problem`), solves the `consistent` estimator on it (the run's
-`estimator.*` settings when estimator=consistent, else its defaults), and, when every link is
-physically valid (`twin/export.twin_problems`), writes the twin: `online/twins/twin_<t>.xml`
-(t: source time, s) and `twin.xml` in the run directory (replaced atomically).
+`fit_twin` solves the `consistent` estimator (the run's `estimator.*` settings when
+estimator=consistent, else its defaults) on a recent window of filtered samples and, when
+every link is physically valid, writes `online/twins/twin_<t>.xml` (t: source time, s) and
+replaces `twin.xml` in the run directory.
 """
 
 from __future__ import annotations
@@ -39,19 +35,9 @@ def init_worker(cfg_container: dict, run_dir: str) -> None:
     _worker.update(config=config, robot=robot, builder=builder, run_dir=Path(run_dir))
 
 
-def _consistent_estimator(config: Any) -> Any:
-    """The `consistent` estimator from the plugin registry, with the run's `estimator.*`
-    settings when estimator=consistent, else its defaults."""
-    from ident_framework.config.registry import get_registry
-
-    consistent = get_registry().get("estimator", "consistent")
-    selected = config.plugins["estimator"]
-    params = selected.params if selected.info.name == "consistent" else consistent.schema()
-    return consistent.create(params)
-
-
 def fit_twin(t_end: float, rows: np.ndarray) -> dict[str, Any]:
     """Consistent fit of `rows` ((m, 1 + 4n): t, q, dq, ddq, tau) and the twin snapshot."""
+    from ident_framework.config.registry import get_registry
     from ident_framework.data.dataset import Dataset
     from ident_framework.errors import UserError
     from ident_framework.identify.linear_problem import build_problem
@@ -66,20 +52,18 @@ def fit_twin(t_end: float, rows: np.ndarray) -> dict[str, Any]:
     config, robot, builder = _worker["config"], _worker["robot"], _worker["builder"]
     n = robot.n_joints
     start = time.perf_counter()
-    data = Dataset(
-        timestamp=rows[:, 0].copy(),
-        q=rows[:, 1 : 1 + n].copy(),
-        dq=rows[:, 1 + n : 1 + 2 * n].copy(),
-        ddq=rows[:, 1 + 2 * n : 1 + 3 * n].copy(),
-        tau=rows[:, 1 + 3 * n : 1 + 4 * n].copy(),
-        joint_names=tuple(robot.joint_names),
-    )
+    q, dq, ddq, tau = (rows[:, 1 + k * n : 1 + (k + 1) * n].copy() for k in range(4))
+    joints = tuple(robot.joint_names)
+    data = Dataset(rows[:, 0].copy(), q, dq, tau, joints, ddq=ddq)
     result: dict[str, Any] = {"kind": "twin", "t": float(t_end), "samples": len(rows)}
     try:
         problem, _, cond = build_problem(
             builder, data, config.chunk_size, config.base_parameters.tolerance, progress=False
         )
-        estimator = _consistent_estimator(config).fit(problem)
+        consistent = get_registry().get("estimator", "consistent")
+        selected = config.plugins["estimator"]
+        params = selected.params if selected.info.name == "consistent" else consistent.schema()
+        estimator = consistent.create(params).fit(problem)
     except (UserError, ValueError, np.linalg.LinAlgError) as error:
         return {
             **result,
