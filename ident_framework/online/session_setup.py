@@ -91,7 +91,6 @@ def open_stream(
             online.time_factor,
             online.max_lag_s,
             online.payload_change,
-            say,
         )
     if name == "csv":
         from ident_framework.online.streams import CsvStream
