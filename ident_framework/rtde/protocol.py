@@ -1,8 +1,7 @@
 """The part of Universal Robots' RTDE wire protocol (version 2) that an output-only client uses.
 
-Every message is a header (uint16 size of the whole message incl. the header, uint8 command),
-big-endian, then a payload (UR's "Real-Time Data Exchange (RTDE) Guide"; the same layout as
-UR's Python client `rtde/serialize.py` and `ur_rtde`'s `rtde.cpp`):
+Every message: a big-endian header (uint16 size of the whole message, uint8 command), then a
+payload (UR's "Real-Time Data Exchange (RTDE) Guide", as UR's `rtde/serialize.py`):
 
 - REQUEST_PROTOCOL_VERSION 'V': client uint16 version; server uint8 accepted.
 - GET_URCONTROL_VERSION 'v': server uint32 major, minor, bugfix, build.
@@ -13,9 +12,8 @@ UR's Python client `rtde/serialize.py` and `ur_rtde`'s `rtde.cpp`):
 - DATA_PACKAGE 'U': uint8 recipe id + the recipe's values, packed by their RTDE types.
 - TEXT_MESSAGE 'M' (v2): uint8 length + message, uint8 length + source, uint8 level.
 
-`OUTPUT_TYPES` lists the controller's output fields with their RTDE types (the field list of
-UR's client library `data_package.cpp`, plus `actual_current_as_torque`), and `MIN_VERSION`
-the controller versions that introduced some of them.
+`OUTPUT_TYPES`: the controller's output fields and their RTDE types; `MIN_VERSION`: the
+controller versions that introduced some of them.
 """
 
 from __future__ import annotations

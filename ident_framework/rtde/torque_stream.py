@@ -1,11 +1,9 @@
 """Every package of the controller over a second RTDE connection of our own: the torque, and the
 rows `ur_rtde`'s receive interface missed.
 
-Opens an output recipe with every recorded field (`recorder.receive_variables`) on the same
-port, in RTDE protocol version 2 (`protocol.py`: version, output setup, start, data packages,
-pause). A background thread keeps every package as a complete row in the CSV column order of
-`recorder.column_groups`, keyed by the controller timestamp (µs); `recorder.py` joins the
-torque (Nm) to the rows `ur_rtde` delivers and writes the rows it never showed from here.
+A background thread keeps every package of an output recipe with every recorded field, as a
+row in the CSV column order of `recorder.column_groups`, keyed by the controller timestamp
+(µs); `recorder.py` joins the torque (Nm) to the rows `ur_rtde` delivers and fills the others.
 
 Rationale: docs/design.md#rtde-reception
 """
@@ -23,8 +21,7 @@ import numpy as np
 from ident_framework.rtde import protocol as rtde
 
 TORQUE_FIELD = "actual_current_as_torque"
-# the recipe: the timestamp, the recorded fields in CSV column order (q, qd, torque, then the
-# rest, as recorder.column_groups), each a 6-vector
+# the recipe: the timestamp, then the recorded fields in CSV column order, each a 6-vector
 _TIMESTAMP = struct.Struct(">d")  # after the recipe id
 FIELDS = (
     "timestamp", "actual_q", "actual_qd", TORQUE_FIELD, "actual_current", "target_current",
@@ -37,10 +34,8 @@ class TorqueStreamError(RuntimeError):
 
 
 class TorqueStream:
-    """Every package of the controller at `host`, received by a background thread. rows:
-    {timestamp µs: the package's payload, decoded by `row` into the complete CSV row}, oldest
-    first; latest_us: newest timestamp received. The interface of
-    `recorder.TorqueSideChannel` (`pop` gives the torque), plus `take_unseen` (full_rows)."""
+    """Every package of the controller at `host`. rows: {timestamp µs: payload (`row` decodes
+    it)}, oldest first. The interface of `recorder.TorqueSideChannel`, plus `take_unseen`."""
 
     full_rows = True
 
