@@ -26,8 +26,7 @@ from ident_framework.config.run_config import RunConfig, validate_config
 from ident_framework.errors import UserError
 from ident_framework.modes.pipeline import robot_and_regressor
 from ident_framework.online.estimators import single_threaded
-from ident_framework.online.publisher import Publisher
-from ident_framework.online.recording_buffer import RecordingBuffer
+from ident_framework.online.publisher import Publisher, RecordingBuffer
 from ident_framework.online.run_logs import (
     EventLog,
     ParametersLog,

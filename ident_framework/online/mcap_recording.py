@@ -1,5 +1,5 @@
 """`online/run.mcap` of mode=online with `mcap=true`, written by a thread of its own from the
-rows the estimator sends with the frames (`recording_buffer.py`). Log time: source time, ns.
+rows the estimator sends with the frames (`publisher.RecordingBuffer`). Log time: source, ns.
 
 - `/online/joint_states`: every sample as received (q rad, dq rad/s, effort = the torque Nm);
 - `/online/torque`: every processed sample: `measured`, `predicted` (a priori), `residual`, Nm;

@@ -22,9 +22,8 @@ from ident_framework.config.online_settings import OnlineSettings
 from ident_framework.online.causal_filter import CausalPolynomialFilter, window_samples
 from ident_framework.online.drift import CusumDetector
 from ident_framework.online.estimators import OnlineEstimator, online_estimator
-from ident_framework.online.latency import LatencyStats
 from ident_framework.online.sample_regressor import SampleRegressor
-from ident_framework.online.sliding_metrics import SlidingFit
+from ident_framework.online.sliding_metrics import LatencyStats, SlidingFit
 from ident_framework.online.streams import Sample
 
 LATENCY_RECENT_S = 10.0  # s of samples behind the live latency median / p99
