@@ -155,11 +155,7 @@ def run_online(config: RunConfig, cfg: DictConfig, run_dir: Path) -> dict[str, A
     app = web_app.build_app(state, clients, link.commands.put, token)
     server = uvicorn.Server(
         uvicorn.Config(
-            app,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=3,
+            app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=3
         )
     )
     reader = threading.Thread(target=_read_frames, args=(link, state, recording), daemon=True)

@@ -75,16 +75,8 @@ class ServiceState:
                 )
                 self.trace.extend(rows)
             if frame.get("t") is not None:
-                self.fit.append(
-                    np.concatenate(
-                        [
-                            [frame["t"]],
-                            _floats(frame["rmse"]),
-                            _floats(frame["r2"]),
-                            [_float(frame["pooled_r2"])],
-                        ]
-                    )
-                )
+                rmse, r2, pooled = _floats(frame["rmse"]), _floats(frame["r2"]), frame["pooled_r2"]
+                self.fit.append(np.array([frame["t"], *rmse, *r2, _float(pooled)]))
                 if frame.get("theta") is not None:
                     self.theta.append(np.concatenate([[frame["t"]], frame["theta"]]))
             self.events.extend(frame["events"])

@@ -84,13 +84,8 @@ def command_endpoint(state: ServiceState, send_command, token: str | None) -> An
         if name not in COMMANDS:
             return JSONResponse({"error": f"unknown command {name}"}, status_code=404)
         if request.headers.get(CSRF_HEADER[0]) != CSRF_HEADER[1]:
-            return JSONResponse(
-                {
-                    "error": f"state-changing requests need the header {CSRF_HEADER[0]}: "
-                    f"{CSRF_HEADER[1]}"
-                },
-                status_code=403,
-            )
+            error = f"state-changing requests need the header {CSRF_HEADER[0]}: {CSRF_HEADER[1]}"
+            return JSONResponse({"error": error}, status_code=403)
         if token is not None and not hmac.compare_digest(request.headers.get("x-token", ""), token):
             return JSONResponse({"error": "missing or wrong X-Token"}, status_code=401)
         if state.status != "running":

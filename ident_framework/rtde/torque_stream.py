@@ -10,6 +10,7 @@ Rationale: docs/design.md#rtde-reception
 
 from __future__ import annotations
 
+import itertools
 import socket
 import struct
 import threading
@@ -141,13 +142,9 @@ class TorqueStream:
     def take_unseen(self, before_us: float, keep: set[int] | dict) -> list[tuple[int, np.ndarray]]:
         """The rows older than `before_us` except those in `keep`, oldest first, forgotten here:
         the packages `ur_rtde`'s receive interface did not show (its poller passed them)."""
-        taken = []
         with self._lock:
-            for stamp in self.rows:
-                if stamp >= before_us:
-                    break
-                if stamp not in keep:
-                    taken.append(stamp)
+            older = itertools.takewhile(lambda stamp: stamp < before_us, self.rows)
+            taken = [stamp for stamp in older if stamp not in keep]
             bodies = [(stamp, self.rows.pop(stamp)) for stamp in taken]
         return [(stamp, self.row(body)) for stamp, body in bodies]
 
