@@ -29,17 +29,9 @@ class ParametersLog:
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / ONLINE_PARAMETERS_CSV
         self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
-        header = [
-            "t_s",
-            "updates",
-            "samples_received",
-            "skipped_updates",
-            "pooled_rmse_Nm",
-            "pooled_r2",
-            *[f"r2_{j + 1}" for j in range(n_joints)],
-            *[f"rmse_{j + 1}_Nm" for j in range(n_joints)],
-            *names,
-        ]
+        header = "t_s updates samples_received skipped_updates pooled_rmse_Nm pooled_r2".split()
+        header += [f"r2_{j + 1}" for j in range(n_joints)]
+        header += [f"rmse_{j + 1}_Nm" for j in range(n_joints)] + list(names)
         self._file.write(",".join(header) + "\n")
         self._file.flush()
         self.rows = 0

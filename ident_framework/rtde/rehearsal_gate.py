@@ -29,15 +29,12 @@ def registry_directory(directory: Path | str | None = None) -> Path:
 
 def robot_fingerprint(robot: RobotModel) -> str:
     """SHA-256 (hex) of the robot's MJCF text, joint names and joint limits."""
-    limits = robot.limits
     content = {
         "mjcf": robot.mjcf,
         "joint_names": list(robot.joint_names),
         "limits": {
-            "position": limits.position.tolist(),
-            "velocity": limits.velocity.tolist(),
-            "acceleration": limits.acceleration.tolist(),
-            "effort": limits.effort.tolist(),
+            kind: getattr(robot.limits, kind).tolist()
+            for kind in ("position", "velocity", "acceleration", "effort")
         },
     }
     text = json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=True)
