@@ -87,7 +87,7 @@ class OnlineSession:
 
     def __init__(self, cfg: dict, run_dir: Path, outbox: Any):
         self.started = False
-        self.cfg, self.run_dir, self.outbox = cfg, run_dir, outbox
+        self.run_dir, self.outbox = run_dir, outbox
         self.config: RunConfig = validate_config(OmegaConf.create(cfg), get_registry())
         config = self.config
         self.settings = online = config.online

@@ -62,7 +62,6 @@ class Client:
     address: str
     inbox: bytearray = field(default_factory=bytearray)
     outbox: bytearray = field(default_factory=bytearray)
-    protocol: int = 1
     names: list[str] = field(default_factory=list)
     types: list[str] = field(default_factory=list)
     packer: struct.Struct | None = None
@@ -188,8 +187,6 @@ class Emulator:
         if command == rtde.REQUEST_PROTOCOL_VERSION:
             (requested,) = struct.unpack(">H", payload[:2])
             accepted = requested == rtde.PROTOCOL_VERSION
-            if accepted:
-                client.protocol = requested
             self._send(client, command, bytes([int(accepted)]))
         elif command == rtde.GET_URCONTROL_VERSION:
             self._send(client, command, struct.pack(">IIII", *self.version))
