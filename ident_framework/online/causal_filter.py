@@ -1,12 +1,9 @@
 """Causal smoothing and differentiation with a known, exact delay: a sliding local polynomial.
 
-At every new sample k the last M = 2h + 1 samples of each channel are fitted by one
-least-squares polynomial of degree d in the recorded time (s), evaluated at the window's
-centre, sample k - h. q (rad), dq (rad/s), ddq (rad/s²) and the smoothed torque (Nm) all
-refer to t_{k-h}: a pure delay of h samples, the same for every channel and derivative (at a
-uniform rate, a Savitzky-Golay filter read at its centre). The torque as recorded at that
-sample (`raw`) is returned as well, for scoring. The fit's operator is cached while the time
-offsets in the window do not change.
+At every new sample k the last M = 2h + 1 samples of each channel are fitted by a
+least-squares polynomial of degree d in the recorded time (s), evaluated (value, derivative)
+at the window's centre, sample k - h: a pure delay of h samples for every channel (at a uniform
+rate, a Savitzky-Golay filter). The operator is cached while the time offsets do not change.
 
 Rationale: docs/design.md#online-causal-filter
 """
@@ -37,9 +34,7 @@ def window_samples(window_s: float, rate_hz: float, polyorder: int) -> int:
 
 
 class CausalPolynomialFilter:
-    """Sliding local-polynomial fit over the last `window` samples of `n_channels` channels.
-
-    `push(t, x)` adds one sample (t in s, strictly increasing; x (c,)) and returns the
+    """`push(t, x)` adds one sample (t in s, strictly increasing; x (c,)) and returns the
     `FilteredSample` of the sample `delay_samples` back once the window is full, else None."""
 
     def __init__(self, n_channels: int, window: int, polyorder: int):

@@ -1,12 +1,8 @@
 """Fan-out of dashboard frames to the connected clients, each through its own small queue.
 
-Each client has an `asyncio.Queue` of at most `dashboard.client_queue` frames. When it is full
-the oldest frame is dropped (counted per client and in total): a slow client sees fewer
-frames, it never holds up the others nor the estimator (which is in another process anyway).
-A client whose queue stays full for `dashboard.client_timeout_s` (it stopped reading) is
-closed and forgotten; the SSE response's send timeout ends a send that blocks that long.
-Frames carry a sequence number, so a client can tell that frames were dropped and refetch the
-history.
+Each client's `asyncio.Queue` holds at most `dashboard.client_queue` frames; when full, its
+oldest frame is dropped (counted): a slow client never holds up the others. A client whose
+queue stays full for `dashboard.client_timeout_s` (it stopped reading) is closed and forgotten.
 """
 
 from __future__ import annotations
@@ -58,7 +54,6 @@ class ClientQueues:
                 elif now - client.stalled_since > self.timeout_s:
                     self.clients_timed_out += 1
                     self.remove(client)
-                    queue.put_nowait(None) if not queue.full() else None
                     continue
                 queue.get_nowait()
                 client.dropped += 1

@@ -1,15 +1,10 @@
 """Change detection on the a-priori residual: a two-sided CUSUM per joint, in sigma units.
 
-Per joint and sample, the a-priori residual e (Nm, measured minus predicted before the update)
-is normalised by its running standard deviation sigma (exponentially weighted, time constant
-`sigma_window_s` s):
-
-    z = e / sigma,    S+ = max(0, S+ + z - k),    S- = max(0, S- - z - k)
-
-An alarm fires when either exceeds h (`threshold_sigma`; k and h in sigma). No alarm during
-the first `warmup_s` s nor within `holdoff_s` s of the last alarm; the statistics restart at 0
-after one. sigma is frozen while a joint's statistic is above h/10; a joint slower than
-`min_speed` (rad/s) is not updated at all. Vectorised over joints: constant time per sample.
+Per joint, the a-priori residual e (Nm) over its running standard deviation sigma (EWMA, time
+constant `sigma_window_s` s): z = e / sigma, S+ = max(0, S+ + z - k), S- = max(0, S- - z - k).
+An alarm fires when either exceeds h (k, h in sigma); none during the first `warmup_s` s nor
+within `holdoff_s` s of the last one, after which the statistics restart at 0. sigma is frozen
+while a joint's statistic is above h/10; a joint slower than `min_speed` (rad/s) is held.
 
 Rationale: docs/design.md#online-drift-detection
 """
@@ -45,7 +40,6 @@ class CusumDetector:
         self.s_neg = np.zeros(n_joints)
         self._t0: float | None = None
         self._last_alarm = -math.inf
-        self.alarms = 0
 
     @property
     def sigma(self) -> np.ndarray:
@@ -89,6 +83,5 @@ class CusumDetector:
         fired = np.flatnonzero((self.s_pos > self.h) | (self.s_neg > self.h))
         if fired.size:
             self._last_alarm = t
-            self.alarms += 1
             self.reset_statistics()
         return fired

@@ -1,12 +1,9 @@
 """The estimator process of mode=online: source, streaming identification, run files, frames.
 
-It runs apart from the web server (its own interpreter: the view can never take the
-estimator's GIL) and talks to it through two multiprocessing queues: frames out (~25 per
-second, never blocking: `publisher.py`), commands in (reset, snapshot, stop; read at frame
-time). It ignores SIGINT (Ctrl-C reaches the whole process group): the web process stops it
-through `stop`, and it then saves everything. It also stops when the web process disappears.
-The twin fit runs in a third process (`twin_schedule.py`, `twin_worker.py`); the set-up
-before the first sample is `session_setup.py`.
+Its own interpreter (the web view never takes its GIL), linked to the web process by two
+queues: frames out (~25 per second, never blocking: `publisher.py`), commands in (reset,
+snapshot, stop; read at frame time). It ignores SIGINT: the web process stops it through
+`stop` (or by ending), and it then saves everything. Twin fits run in a third process.
 """
 
 from __future__ import annotations
@@ -29,8 +26,7 @@ from ident_framework.config.run_config import RunConfig, validate_config
 from ident_framework.errors import UserError
 from ident_framework.modes.pipeline import robot_and_regressor
 from ident_framework.online.estimators import single_threaded
-from ident_framework.online.publisher import Publisher
-from ident_framework.online.recording_buffer import RecordingBuffer
+from ident_framework.online.publisher import Publisher, RecordingBuffer
 from ident_framework.online.run_logs import (
     EventLog,
     ParametersLog,
@@ -54,9 +50,8 @@ from ident_framework.online.twin_schedule import TwinSchedule
 from ident_framework.plain_data import to_plain
 from ident_framework.reports.run_files import ONLINE_FOLDER
 
-# behind the source by more than this share of online.max_lag_s (source time from a sample's
-# arrival to its processing): dashboard frames are skipped (one a second still goes out,
-# saying so), long before max_lag_s skips estimator updates
+# behind the source (s of source time from a sample's arrival to its processing) by more than
+# this share of online.max_lag_s: dashboard frames are skipped (one a second still goes out)
 BEHIND_SHARE = 0.1
 BEHIND_FRAME_EVERY_S = 1.0
 CAUGHT_UP_S = 5.0  # s of source time below half that lag before it counts as caught up
@@ -88,17 +83,16 @@ def estimator_main(cfg: dict, run_dir: str, outbox: Any, commands: Any, stop: An
 
 
 class OnlineSession:
-    """Everything the estimator process owns (see the module docstring)."""
+    """Everything the estimator process owns."""
 
     def __init__(self, cfg: dict, run_dir: Path, outbox: Any):
         self.started = False
-        self.cfg, self.run_dir, self.outbox = cfg, run_dir, outbox
-        config: RunConfig = validate_config(OmegaConf.create(cfg), get_registry())
-        self.config = config
-        online = config.online
-        self.settings = online
-        robot, builder = robot_and_regressor(config)
-        self.robot, self.builder = robot, builder
+        self.run_dir, self.outbox = run_dir, outbox
+        self.config: RunConfig = validate_config(OmegaConf.create(cfg), get_registry())
+        config = self.config
+        self.settings = online = config.online
+        self.robot, self.builder = robot, builder = robot_and_regressor(config)
+        n = robot.n_joints
         check_streamable(builder, config.plugins["friction"].info.name)
         check_source(config)
         say("structural base parameters from random states within the limits")
@@ -126,9 +120,8 @@ class OnlineSession:
             self.stream.rate_hz,
         )
         folder = run_dir / ONLINE_FOLDER
-        self.parameters_log = ParametersLog(folder, self.base.names, robot.n_joints)
+        self.parameters_log = ParametersLog(folder, self.base.names, n)
         self.events = EventLog(folder)
-        n = robot.n_joints
         self.publisher = Publisher(
             outbox, online.dashboard.publish_hz, online.dashboard.trace_hz, n
         )
@@ -272,8 +265,7 @@ class OnlineSession:
         self.publisher.event(event)
 
     def _drift(self, result: StepResult) -> None:
-        identifier = self.identifier
-        sigma = identifier.drift.sigma
+        sigma = self.identifier.drift.sigma
         for joint in result.drift_joints.tolist():
             event = {
                 "kind": "drift",
@@ -312,9 +304,8 @@ class OnlineSession:
     # ------------------------------------------------------------------ frames
     def _send_frame(self) -> None:
         """The next dashboard frame, with the recording's rows since the last one (mcap=true;
-        they wait for the next frame when this one cannot go out). None before the first
-        sample: a frame's `t` is source time (the contract), and there is none yet; the events
-        so far wait for the first frame."""
+        they wait when it cannot go out). None before the first sample (a frame's `t` is source
+        time); the events so far wait for the first frame."""
         if self.publisher.latest is None:
             self.publisher.wait()
             return
@@ -339,7 +330,7 @@ class OnlineSession:
 
     def frame(self) -> dict[str, Any]:
         identifier, fit = self.identifier, self.identifier.fit
-        latest = self.publisher.latest
+        latest = self.publisher.latest  # not None: see _send_frame
         wall = time.perf_counter()
         last_wall, last_cpu = self._cpu_mark
         if wall - last_wall >= 1.0:
@@ -352,9 +343,9 @@ class OnlineSession:
         send_theta = self.publisher.seq % 5 == 0
         return {
             "kind": "frame",
-            "t": None if latest is None else latest.t,
-            "tau_meas": None if latest is None else latest.tau_meas.tolist(),
-            "tau_pred": None if latest is None else latest.tau_pred.tolist(),
+            "t": latest.t,
+            "tau_meas": latest.tau_meas.tolist(),
+            "tau_pred": latest.tau_pred.tolist(),
             "rmse": fit.rmse.tolist(),
             "r2": fit.r2.tolist(),
             "pooled_rmse": fit.pooled_rmse,
@@ -435,29 +426,22 @@ class OnlineSession:
         self.events.close()
         self._send_last_record()
         if self.recording is not None:
-            summary["mcap"] = {
-                "samples": self.recording.samples,
-                "steps": self.recording.steps,
-                "dropped_samples": self.recording.dropped_samples,
-                "dropped_steps": self.recording.dropped_steps,
-            }
+            counts = ("samples", "steps", "dropped_samples", "dropped_steps")
+            summary["mcap"] = {key: getattr(self.recording, key) for key in counts}
         write_summary(self.run_dir, summary)
         return summary
 
     def parameters_document(self) -> dict[str, Any]:
-        """The `parameters.yaml` written when the run ends: the streaming estimate's base
-        parameters (with their standard deviations where the estimator has them), the standard
-        parameters B·beta, the robot, the plugins, and the last valid twin's physical
-        parameters."""
-        estimator, base = self.identifier.estimator, self.base
+        """`parameters.yaml` at the end: the base parameters (with their standard deviations
+        where the estimator has them), the standard ones B·beta, the last valid twin's."""
+        estimator, base, est = self.identifier.estimator, self.base, self.settings.estimator
         theta, std = estimator.coef_, estimator.coef_std_
         combos = base.combinations()
-        entries = []
-        for i, name in enumerate(base.names):
-            entry = {"name": name, "value": float(theta[i]), "combination": combos[i]}
-            if std is not None:
-                entry["std"] = float(std[i])
-            entries.append(entry)
+        entries = [
+            {"name": name, "value": float(theta[i]), "combination": combos[i]}
+            | ({} if std is None else {"std": float(std[i])})
+            for i, name in enumerate(base.names)
+        ]
         standard = base.to_standard(theta)
         plugins = {
             group: {
@@ -477,7 +461,11 @@ class OnlineSession:
             "plugins": plugins,
             "online": {
                 "estimator": f"{estimator.method} (streaming, per sample)",
-                **estimator_settings(self.settings.estimator),
+                **(
+                    {"window_s": est.window_s, "ridge": 1.0 / est.alpha}
+                    if est.method == "sliding_ls"
+                    else {"forgetting": est.forgetting, "alpha": est.alpha}
+                ),
                 "initial": self.initial,
                 "updates": self.identifier.updates,
                 "t_end_s": self.identifier.time_,
@@ -502,8 +490,7 @@ class OnlineSession:
         return usage.ru_utime + usage.ru_stime, float(self.stream.cpu_s)
 
     def _cpu_shares(self, wall: float) -> dict[str, float | None]:
-        """Shares of one core over the run: the process, the stream, the estimator (the
-        difference: filter, regressor, update, fit, drift, frames)."""
+        """Shares of one core over the run: the process, the stream, the estimator (the rest)."""
         if wall <= 0:
             return {"cpu_share_of_one_core": None}
         process = (self._cpu_end[0] - self._cpu0[0]) / wall
@@ -513,10 +500,3 @@ class OnlineSession:
             "source_cpu_share": source,
             "estimator_cpu_share": process - source,
         }
-
-
-def estimator_settings(est: Any) -> dict[str, float]:
-    """The streaming estimator's settings as parameters.yaml lists them."""
-    if est.method == "sliding_ls":
-        return {"window_s": est.window_s, "ridge": 1.0 / est.alpha}
-    return {"forgetting": est.forgetting, "alpha": est.alpha}

@@ -1,21 +1,17 @@
 """The per-sample estimators of mode=online behind one interface (`online.estimator.method`).
 
-- `rls`: recursive least squares with forgetting (`identify/recursive.RecursiveLeastSquares`,
-  `update(phi, y)`), P0 = alpha I around the starting parameters;
-- `sliding_ls`: least squares over the last `online.estimator.window_s` s, re-solved at every
-  sample (`sliding_ls.py`), with a ridge 1/alpha toward the starting parameters.
+- `rls`: recursive least squares with forgetting, P0 = alpha I around the starting parameters;
+- `sliding_ls`: least squares over the last `online.estimator.window_s` s (`sliding_ls.py`),
+  with a ridge 1/alpha toward the starting parameters.
 
-Both give the a-priori error of each update (Nm), the estimate and its standard deviations,
-and the two drift responses: `forget()` (reset_covariance; rls: P <- 1000 P; sliding_ls: the
-window restarts with the estimate as its prior) and `shorten_memory(True/False)`
-(lower_forgetting; rls: forgetting `drift.response_forgetting`; sliding_ls: a window of
-1 / (1 - response_forgetting) samples). Both keep the estimate.
+`update` returns the a-priori error (Nm). Drift responses, both keeping the estimate:
+`forget()` (rls: P <- 1000 P; sliding_ls: the window restarts) and `shorten_memory(bool)`
+(forgetting `drift.response_forgetting`, or a window of 1 / (1 - that) samples).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Protocol
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -28,22 +24,36 @@ RESET_GAIN = 1.0e3  # rls: covariance inflation of the drift response
 SLIDING_BLOCKS = 50  # sliding_ls: blocks per window (the window moves a block at a time)
 
 
-class OnlineEstimator(Protocol):
+class OnlineEstimator:
+    """Both estimators: the update, estimate, standard deviations and time of the wrapped
+    `inner` estimator, and the drift responses (see the module docstring)."""
+
     method: str
+    inner: RecursiveLeastSquares | SlidingWindowLeastSquares
 
-    def update(self, phi: np.ndarray, y: np.ndarray, t: float) -> np.ndarray: ...
-    def restart(self) -> None: ...
-    def forget(self) -> None: ...
-    def shorten_memory(self, shorter: bool) -> None: ...
+    def update(self, phi: np.ndarray, y: np.ndarray, t: float) -> np.ndarray:
+        return self.inner.update(phi, y, t)
+
+    def restart(self) -> None:
+        raise NotImplementedError
+
+    def forget(self) -> None:
+        raise NotImplementedError
+
+    def shorten_memory(self, shorter: bool) -> None:
+        raise NotImplementedError
 
     @property
-    def coef_(self) -> np.ndarray: ...
+    def coef_(self) -> np.ndarray:
+        return self.inner.coef_
+
     @property
-    def coef_std_(self) -> np.ndarray | None: ...
+    def coef_std_(self) -> np.ndarray | None:
+        return self.inner.coef_std_
+
     @property
-    def time_(self) -> float | None: ...
-    @property
-    def memory_s(self) -> float: ...
+    def time_(self) -> float | None:
+        return self.inner.time_
 
 
 def memory_samples(forgetting: float) -> float:
@@ -51,7 +61,7 @@ def memory_samples(forgetting: float) -> float:
     return math.inf if forgetting >= 1.0 else 1.0 / (1.0 - forgetting)
 
 
-class RlsOnline:
+class RlsOnline(OnlineEstimator):
     """`rls` with forgetting, started from `theta0`."""
 
     method = "rls"
@@ -60,7 +70,7 @@ class RlsOnline:
         est = settings.estimator
         self.rate_hz, self.forgetting = rate_hz, est.forgetting
         self.response_forgetting = settings.drift.response_forgetting
-        self.rls = RecursiveLeastSquares(
+        self.inner = self.rls = RecursiveLeastSquares(
             RecursiveLeastSquaresParams(
                 forgetting=est.forgetting,
                 alpha=est.alpha,
@@ -72,9 +82,6 @@ class RlsOnline:
         self.theta0 = np.asarray(theta0, dtype=float).copy()
         self.rls.set_state(self.theta0)
 
-    def update(self, phi: np.ndarray, y: np.ndarray, t: float) -> np.ndarray:
-        return self.rls.update(phi, y, t)
-
     def restart(self) -> None:
         self.rls.set_state(self.theta0)
 
@@ -85,23 +92,11 @@ class RlsOnline:
         self.rls.params.forgetting = self.response_forgetting if shorter else self.forgetting
 
     @property
-    def coef_(self) -> np.ndarray:
-        return self.rls.coef_
-
-    @property
-    def coef_std_(self) -> np.ndarray | None:
-        return self.rls.coef_std_
-
-    @property
-    def time_(self) -> float | None:
-        return self.rls.time_
-
-    @property
     def memory_s(self) -> float:
         return memory_samples(self.rls.params.forgetting) / self.rate_hz
 
 
-class SlidingLsOnline:
+class SlidingLsOnline(OnlineEstimator):
     """`sliding_ls` over `online.estimator.window_s` s, started from `theta0`."""
 
     method = "sliding_ls"
@@ -112,12 +107,9 @@ class SlidingLsOnline:
         block = max(window // SLIDING_BLOCKS, 1)
         self.rate_hz = rate_hz
         self.theta0 = np.asarray(theta0, dtype=float).copy()
-        self.ls = SlidingWindowLeastSquares(self.theta0, window, block, 1.0 / est.alpha)
+        self.inner = self.ls = SlidingWindowLeastSquares(self.theta0, window, block, 1 / est.alpha)
         short = memory_samples(settings.drift.response_forgetting)
         self._short_blocks = max(int(math.ceil(short / block)), 1)
-
-    def update(self, phi: np.ndarray, y: np.ndarray, t: float) -> np.ndarray:
-        return self.ls.update(phi, y, t)
 
     def restart(self) -> None:
         self.ls.restart(self.theta0)
@@ -127,18 +119,6 @@ class SlidingLsOnline:
 
     def shorten_memory(self, shorter: bool) -> None:
         self.ls.shorten(self._short_blocks if shorter else None)
-
-    @property
-    def coef_(self) -> np.ndarray:
-        return self.ls.coef_
-
-    @property
-    def coef_std_(self) -> np.ndarray | None:
-        return self.ls.coef_std_
-
-    @property
-    def time_(self) -> float | None:
-        return self.ls.time_
 
     @property
     def memory_s(self) -> float:

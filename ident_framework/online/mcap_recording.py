@@ -1,17 +1,11 @@
-"""`online/run.mcap` of mode=online with `mcap=true`: what the service saw, written as it runs.
-
-`McapRecording.put` takes the rows the estimator process sends with the dashboard frames
-(`recording_buffer.py`); a writer thread of its own encodes, compresses and writes them.
-Channels (the layout of `reports/mcap_export.py`, as a batch run's run.mcap); log time is the
-source time in ns (events without one: the latest sample's):
+"""`online/run.mcap` of mode=online with `mcap=true`, written by a thread of its own from the
+rows the estimator sends with the frames (`publisher.RecordingBuffer`). Log time: source, ns.
 
 - `/online/joint_states`: every sample as received (q rad, dq rad/s, effort = the torque Nm);
-- `/online/torque`: every processed sample (the filter's centre sample): `measured`,
-  `predicted` (a priori) and `residual` (measured - predicted), Nm per joint;
+- `/online/torque`: every processed sample: `measured`, `predicted` (a priori), `residual`, Nm;
 - `/online/events`: the events of online/events.jsonl; `/online/drift`: the drift alarms.
 
-Memory is bounded (one 1 MiB zstd chunk plus an index entry per chunk). `close()` writes the
-summary section; a file without it (a killed run) is readable, `mcap recover` restores it.
+A file without the summary section of `close()` (a killed run) is readable; `mcap recover`.
 """
 
 from __future__ import annotations

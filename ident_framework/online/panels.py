@@ -1,12 +1,9 @@
 """The dashboard's panels, in one list: the page builds itself from it (`GET /api/panels`).
 
-A panel is one ES module in `static/panels/`, exporting `create(element, ctx)` that returns
-`{ render(view) }`, optionally with `resize()` and `maxFps` (the most it is redrawn per
-second; default: at every new frame). `ctx` holds the kept history (`store`: trace, fit,
-theta, events), the newest frame (`latest`), the service's description (`info`: robot, joints,
-parameter names, stream, settings) and uPlot; `view` is the shared time window (`live`,
-`tStart`, `tEnd`, `width`). `static/app.js` exports helpers (`markerPlugin`, `timeRange`,
-`axisStyle`, `JOINT_COLORS`). To add a panel: write its module and add one `Panel` line below.
+A panel is an ES module in `static/panels/` exporting `create(element, ctx)` -> `{ render(view)
+}` (optional: `resize()`, `maxFps`). `ctx`: `store` (trace, fit, theta, events), `latest`
+(frame), `info`, uPlot; `view`: the shared time window (`live`, `tStart`, `tEnd`, `width`).
+Helpers are in `static/app.js`. To add a panel: write its module and add a `Panel` below.
 """
 
 from __future__ import annotations

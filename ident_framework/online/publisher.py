@@ -1,12 +1,11 @@
 """Estimator side of the view: frames of the latest state, ~25 per second of wall time.
 
-The estimator calls `add(result)` per processed sample (constant time: it keeps one trace
-point per 1/trace_hz s of source time) and `due()` is checked per sample; when a frame is due
-`frame(...)` builds it and `send` puts it on the queue to the web process without blocking.
-If that queue is full (the web side is behind) the frame's traces are kept for the next one
-and the miss is counted (`frames_deferred`): the view loses frames, the estimator never
-waits. When the estimator itself is behind the source, it `skip`s frames (counted in
-`frames_skipped`; the traces wait for the next frame) to catch up sooner.
+`add(result)` per processed sample keeps one trace point per 1/trace_hz s of source time;
+`send` puts a due frame on the queue without blocking. A full queue defers the frame (its
+traces wait for the next one; `frames_deferred`); an estimator behind the source `skip`s
+frames (`frames_skipped`). With `mcap=true`, `RecordingBuffer` keeps every sample and step
+until a frame carries them to the web process (`mcap_recording.py`), dropping the oldest (and
+counting them) beyond `max_rows`.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ident_framework.online.streaming_estimator import StepResult
+from ident_framework.online.streams import Sample
 
 
 class Publisher:
@@ -75,7 +75,7 @@ class Publisher:
 
     def send(self, frame: dict[str, Any]) -> bool:
         """Queue `frame` (with the traces and events so far); False when deferred."""
-        self._next_wall = max(self._next_wall + self.period, time.perf_counter())
+        self.wait()
         frame["seq"] = self.seq
         frame["trace"] = self.trace()
         frame["events"] = list(self.events)
@@ -90,3 +90,49 @@ class Publisher:
         self._trace.clear()
         self.events.clear()
         return True
+
+
+class RecordingBuffer:
+    """Rows since the last frame: samples (t, q, dq, tau as received) and steps (t, tau as
+    recorded, tau predicted a priori) of the filter's centre sample."""
+
+    def __init__(self, n_joints: int, max_rows: int):
+        self.n, self.max_rows = n_joints, max_rows
+        self._samples: list[tuple[float, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._steps: list[tuple[float, np.ndarray, np.ndarray]] = []
+        self.dropped_samples = self.dropped_steps = 0
+        self.samples = self.steps = 0  # sent so far
+
+    def sample(self, sample: Sample) -> None:
+        self._samples.append((sample.t, sample.q, sample.dq, sample.tau))
+        if len(self._samples) > self.max_rows:
+            del self._samples[0]
+            self.dropped_samples += 1
+
+    def step(self, result: StepResult) -> None:
+        self._steps.append((result.t, result.tau_meas, result.tau_pred))
+        if len(self._steps) > self.max_rows:
+            del self._steps[0]
+            self.dropped_steps += 1
+
+    def rows(self) -> dict[str, np.ndarray]:
+        """The rows kept so far: `samples` (k, 1 + 3n) and `steps` (m, 1 + 2n)."""
+        return {
+            "samples": _stack(self._samples, 1 + 3 * self.n),
+            "steps": _stack(self._steps, 1 + 2 * self.n),
+        }
+
+    def sent(self, rows: dict[str, Any]) -> None:
+        """The rows of `rows()` reached the web process: forget them."""
+        self.samples += len(rows["samples"])
+        self.steps += len(rows["steps"])
+        del self._samples[: len(rows["samples"])]
+        del self._steps[: len(rows["steps"])]
+
+
+def _stack(rows: list[tuple], width: int) -> np.ndarray:
+    """Rows (t, arrays...) as one (len(rows), width) array."""
+    out = np.empty((len(rows), width))
+    for k, (t, *arrays) in enumerate(rows):
+        out[k, 0], out[k, 1:] = t, np.concatenate(arrays)
+    return out

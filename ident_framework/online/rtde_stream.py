@@ -1,13 +1,9 @@
 """Listening to a running UR robot over RTDE (source=rtde in mode=online; nothing is commanded).
 
-Reception as in a recording (`rtde/recorder.py`): rows of q (rad), dq (rad/s) and the torque
-(Nm: `actual_current_as_torque`, or the currents times `source.current_to_torque`), each
-written to `online/recording.csv` (identify it later with `source=csv`) and handed to the
-estimator; `arrival` is the instant the row was complete. Packages the receive interface
-missed come from a second connection (`samples_filled` in the summary); samples no connection
-received and rows without a torque count as skipped updates. A lost connection is
-re-established up to `source.reconnect_attempts` times. Reception runs in its own thread
-(polling every 0.25 ms) and hands rows over through a queue.
+A reception thread records as `rtde/recorder.py` does, to `online/recording.csv`, and hands
+each row (q rad, dq rad/s, torque Nm) to the estimator; `arrival` is when the row was complete.
+Samples no connection received and rows without a torque count as skipped updates. A lost
+connection is re-established up to `source.reconnect_attempts` times.
 
 Rationale: docs/design.md#rtde-reception
 """
@@ -31,6 +27,7 @@ from ident_framework.errors import UserError
 from ident_framework.online.streams import Sample
 from ident_framework.rtde.recorder import (
     ConnectionLost,
+    RecordingReport,
     Segment,
     SegmentRecorder,
     TorqueSideChannel,
@@ -57,8 +54,7 @@ class _ForwardingWriter:
 
 
 class RtdeStream:
-    """Samples of a running robot (see the module docstring); iterate until `stop()`.
-    `source`: the source=rtde object, made through the plugin registry."""
+    """Samples of a running robot; iterate until `stop()`. `source`: the source=rtde object."""
 
     def __init__(self, source: Any, n_joints: int, recording: Path, max_lag_s: float, log=print):
         self.source, self.n, self.log = source, n_joints, log
@@ -223,21 +219,12 @@ class RtdeStream:
             self.receive.disconnect()
         except RuntimeError:
             pass
-        expected = sum(s.expected(self.rate_hz) for s in self.segments)
-        written = sum(s.written for s in self.segments)
-        return {
-            "samples_expected": expected,
-            "samples_written": written,
-            # recorded but never given to the estimator, which had stopped (duration reached,
-            # a stop): rows still queued, or resolved by the recording's end (their torque was
-            # still on its way from our own connection)
-            "samples_undelivered": written - self.received,
-            "dropped_samples": expected - written,
-            "dropped_fraction": (expected - written) / expected if expected else None,
-            "samples_filled": sum(s.filled for s in self.segments),
-            "samples_missed": expected - sum(s.received for s in self.segments),
-            "invalid_samples": sum(s.invalid for s in self.segments),
-            "torque_missing_samples": sum(s.torque_missing for s in self.segments),
-            "reconnects": max(len(self.segments) - 1, 0),
-            "recording": str(self.path),
-        }
+        summary = RecordingReport(str(self.path), self.rate_hz, "", self.segments).summary()
+        # undelivered: recorded after the estimator had stopped (still queued, or torque late)
+        summary["samples_undelivered"] = summary["samples_written"] - self.received
+        keys = (
+            "samples_expected", "samples_written", "samples_undelivered", "dropped_samples",
+            "dropped_fraction", "samples_filled", "samples_missed", "invalid_samples",
+            "torque_missing_samples", "reconnects",
+        )  # fmt: skip
+        return {**{key: summary[key] for key in keys}, "recording": str(self.path)}

@@ -1,15 +1,7 @@
-"""What mode=online leaves in its run directory, written as the run goes (the names are in
-`reports/run_files.py`):
-
-- `online/parameters.csv`: one row per parameter snapshot (every `online.parameters_every_s`
-  s of source time): t_s, updates, samples_received, skipped_updates, pooled RMSE (Nm) and R²
-  of the sliding window, the same per joint (r2_1..r2_n, rmse_1_Nm..rmse_n_Nm), then every
-  base parameter;
-- `online/events.jsonl`: one JSON object per event (drift, response, twin, reset, start, end);
-- at the end `parameters.yaml` (base parameters with their RLS standard deviations, the
-  standard parameters B·beta, the last valid twin's physical parameters) and
-  `online/summary.json` (counters, latencies, drift events, twin updates).
-Files are flushed as they are written: an interrupted run keeps what it logged.
+"""What mode=online writes in its run directory (names: `reports/run_files.py`), flushed as it
+goes: `online/parameters.csv` (a row every `online.parameters_every_s` s of source time:
+counters, sliding RMSE (Nm) and R², base parameters), `online/events.jsonl` (one JSON object
+per event), and at the end `parameters.yaml` and `online/summary.json`.
 """
 
 from __future__ import annotations
@@ -32,27 +24,14 @@ from ident_framework.reports.run_files import (
 )
 
 
-def clean(value: Any) -> Any:
-    """JSON-ready: numpy to lists, non-finite floats to None."""
-    return to_plain(value)
-
-
 class ParametersLog:
     def __init__(self, folder: Path, names: list[str], n_joints: int):
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / ONLINE_PARAMETERS_CSV
         self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
-        header = [
-            "t_s",
-            "updates",
-            "samples_received",
-            "skipped_updates",
-            "pooled_rmse_Nm",
-            "pooled_r2",
-            *[f"r2_{j + 1}" for j in range(n_joints)],
-            *[f"rmse_{j + 1}_Nm" for j in range(n_joints)],
-            *names,
-        ]
+        header = "t_s updates samples_received skipped_updates pooled_rmse_Nm pooled_r2".split()
+        header += [f"r2_{j + 1}" for j in range(n_joints)]
+        header += [f"rmse_{j + 1}_Nm" for j in range(n_joints)] + list(names)
         self._file.write(",".join(header) + "\n")
         self._file.flush()
         self.rows = 0
@@ -80,7 +59,7 @@ class EventLog:
         self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
 
     def write(self, event: dict[str, Any]) -> None:
-        self._file.write(json.dumps(clean(event)) + "\n")
+        self._file.write(json.dumps(to_plain(event)) + "\n")
         self._file.flush()
 
     def close(self) -> None:
@@ -90,12 +69,12 @@ class EventLog:
 def write_parameters_yaml(run_dir: Path, document: dict[str, Any]) -> Path:
     path = run_dir / PARAMETERS
     partial = path.with_suffix(".yaml.partial")
-    partial.write_text(yaml.safe_dump(clean(document), sort_keys=False))
+    partial.write_text(yaml.safe_dump(to_plain(document), sort_keys=False))
     partial.replace(path)
     return path
 
 
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:
     path = run_dir / ONLINE_FOLDER / ONLINE_SUMMARY_JSON
-    path.write_text(json.dumps(clean(summary), indent=2))
+    path.write_text(json.dumps(to_plain(summary), indent=2))
     return path

@@ -1,15 +1,8 @@
 """One sample's base regressor rows, and the base parameters of a stream known in advance.
 
-A stream has no recording to take the SVD of, so its base parameters are the *structural*
-ones: the identifiable subspace of the regressor over random states within the robot's limits
-(positions, velocities, accelerations), which is what any rich enough excitation identifies
-(52 of 78 for a UR12e with Coulomb-viscous friction and rotor inertia). They come from the
-same accumulation and projection as a batch run (`identification.accumulate_joint_factors`,
-`project_to_base`).
-
-Per sample the only heavy call is Pinocchio's joint torque regressor (one compiled call); the
-friction, rotor-inertia and offset columns are placed with precomputed indices and the product
-with the base basis is one (n, p) @ (p, r) matrix product.
+A stream has no recording to take the SVD of: its base parameters are the *structural* ones,
+the identifiable subspace of the regressor over random states within the robot's limits (what
+any rich enough excitation identifies), by a batch run's accumulation and projection.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""How the estimator thread of mode=online asks the kernel to be woken on time (a sample is due
-every 2 ms at 500 Hz).
+"""How the estimator thread of mode=online asks the kernel to be woken on time.
 
-- `online.realtime_priority` (SCHED_FIFO): preempts every normal task at once; needs root,
-  CAP_SYS_NICE or an rtprio limit (`ulimit -r`).
-- `online.scheduler_slice_ms` (default 0.1): a short time slice for a normal (SCHED_OTHER)
-  thread, set with sched_setattr(2) (`sched_runtime`) through ctypes; honoured without
-  privileges by Linux's EEVDF scheduler (kernel 6.12 and later), ignored by older kernels.
+- `online.realtime_priority` (SCHED_FIFO): needs root, CAP_SYS_NICE or an rtprio limit.
+- `online.scheduler_slice_ms`: a short time slice of a normal (SCHED_OTHER) thread through
+  sched_setattr(2) (`sched_runtime`); honoured by Linux's EEVDF scheduler (kernel >= 6.12).
 
 Rationale: docs/design.md#online-scheduling
 """
@@ -36,8 +33,7 @@ class _SchedAttr(ctypes.Structure):
 
 
 def realtime_scheduling(priority: int, say) -> str:
-    """Real-time scheduling (SCHED_FIFO) of the calling thread: the OS then wakes it on time
-    even on a loaded machine. Needs root or CAP_SYS_NICE / an rtprio limit; else a note."""
+    """SCHED_FIFO for the calling thread (else a note); the scheduling, as a phrase."""
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
     except (PermissionError, OSError) as error:
@@ -50,8 +46,7 @@ def realtime_scheduling(priority: int, say) -> str:
 
 
 def short_time_slice(slice_ms: float, say) -> str:
-    """A time slice of `slice_ms` ms for the calling thread under normal scheduling (see the
-    module docstring); the scheduling it runs with, as a phrase for summary.json."""
+    """A time slice of `slice_ms` ms for the calling thread; the scheduling, as a phrase."""
     number = _SCHED_SETATTR.get(platform.machine())
     if os.name != "posix" or platform.system() != "Linux" or number is None:
         return "normal (SCHED_OTHER)"

@@ -1,15 +1,11 @@
 """mode=online: the service. Binds the port, starts the estimator process, serves the dashboard.
 
-Order: the listening socket (a port in use fails at once); the estimator process
-(`estimator_process.py`, spawned) builds the model and the stream and reports `ready` (or a
-user error: exit code 2); the URL is printed and uvicorn serves the app (`web_app.py`) on that
-socket. A reader thread moves the estimator's frames into `ServiceState`; a broadcaster task
-samples them `dashboard.publish_hz` times per second into every client's queue
-(`client_queues.py`). Once the estimator runs, this process lowers its priority (nice +5).
-
-Shutdown: Ctrl-C or SIGTERM, `POST /api/stop`, the end of `online.duration_s` or of a replayed
-recording. The estimator saves its files (`run_logs.py`, a last twin fit) and reports `final`;
-the summary is printed.
+The socket first (a port in use fails at once), then the spawned estimator process, which
+reports `ready` (or a user error: exit code 2); then uvicorn serves `web_app.py`. A reader
+thread moves the estimator's frames into `ServiceState`; a broadcaster task merges them into
+every client's queue `dashboard.publish_hz` times a second. This process runs at nice +5.
+Shutdown (Ctrl-C, SIGTERM, `POST /api/stop`, the end of the stream): the estimator saves its
+files and reports `final`.
 """
 
 from __future__ import annotations
@@ -103,9 +99,6 @@ class EstimatorLink:
         self.error: str | None = None
         self.internal = False
 
-    def start(self) -> None:
-        self.process.start()
-
     def wait_ready(self) -> dict[str, Any]:
         deadline = time.monotonic() + _READY_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -142,8 +135,11 @@ def run_online(config: RunConfig, cfg: DictConfig, run_dir: Path) -> dict[str, A
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
     link = EstimatorLink(cfg, run_dir)
-    link.start()
-    _yield_to_the_estimator()
+    link.process.start()
+    try:  # below the estimator's priority: under contention the kernel favours it
+        os.nice(WEB_NICE)
+    except OSError:
+        pass
     try:
         info = link.wait_ready()
     except BaseException:
@@ -159,11 +155,7 @@ def run_online(config: RunConfig, cfg: DictConfig, run_dir: Path) -> dict[str, A
     app = web_app.build_app(state, clients, link.commands.put, token)
     server = uvicorn.Server(
         uvicorn.Config(
-            app,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=3,
+            app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=3
         )
     )
     reader = threading.Thread(target=_read_frames, args=(link, state, recording), daemon=True)
@@ -211,16 +203,6 @@ def run_online(config: RunConfig, cfg: DictConfig, run_dir: Path) -> dict[str, A
     if link.final is None:
         raise RuntimeError("the estimator process ended without its final summary")
     return link.final
-
-
-def _yield_to_the_estimator() -> None:
-    """Lower this (web) process's priority once the estimator process has been started (it
-    keeps the normal one): under CPU contention the kernel then favours the estimator over
-    serving the dashboard. Needs no privilege (raising a priority would)."""
-    try:
-        os.nice(WEB_NICE)
-    except OSError:
-        pass
 
 
 class _Stop(Exception):

@@ -1,10 +1,8 @@
-"""Web side of mode=online: what the estimator process last reported, and a bounded history.
+"""Web side of mode=online: the estimator's latest frame and a bounded history.
 
-A reader thread (`service.py`) hands every frame from the estimator process to `ingest`; the
-broadcaster takes the frames that arrived since its last tick (`take_pending`) and merges them
-into one (`merge_frames`). The history (torque traces, sliding fit, parameters, events) lives
-in ring buffers of `dashboard.history_s` s, so a page that (re)loads gets the recent past at
-once (`history`) and memory stays bounded however long the service runs.
+A reader thread `ingest`s every frame; the broadcaster merges those since its last tick
+(`take_pending`, `merge_frames`). The history (traces, fit, parameters, events) is kept in ring
+buffers of `dashboard.history_s` s for a page that (re)loads (`history`).
 """
 
 from __future__ import annotations
@@ -53,9 +51,8 @@ class ServiceState:
     def __init__(self, info: dict[str, Any], settings: DashboardSettings):
         self.info = info
         self.settings = settings
-        n = len(info["joint_names"])
+        self.n = n = len(info["joint_names"])
         r = len(info["parameter_names"])
-        self.n = n
         self._lock = threading.Lock()
         history = settings.history_s
         self.trace = RingBuffer(int(history * settings.trace_hz) + 1, 1 + 2 * n)
@@ -78,16 +75,8 @@ class ServiceState:
                 )
                 self.trace.extend(rows)
             if frame.get("t") is not None:
-                self.fit.append(
-                    np.concatenate(
-                        [
-                            [frame["t"]],
-                            _floats(frame["rmse"]),
-                            _floats(frame["r2"]),
-                            [_float(frame["pooled_r2"])],
-                        ]
-                    )
-                )
+                rmse, r2, pooled = _floats(frame["rmse"]), _floats(frame["r2"]), frame["pooled_r2"]
+                self.fit.append(np.array([frame["t"], *rmse, *r2, _float(pooled)]))
                 if frame.get("theta") is not None:
                     self.theta.append(np.concatenate([[frame["t"]], frame["theta"]]))
             self.events.extend(frame["events"])

@@ -85,13 +85,7 @@ def open_stream(
         else:
             trajectory = default_motion(robot)
         return MujocoStream(
-            robot,
-            trajectory,
-            params,
-            online.time_factor,
-            online.max_lag_s,
-            online.payload_change,
-            say,
+            robot, trajectory, params, online.time_factor, online.max_lag_s, online.payload_change
         )
     if name == "csv":
         from ident_framework.online.streams import CsvStream

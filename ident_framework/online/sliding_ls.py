@@ -1,13 +1,9 @@
 """Sliding-window least squares, re-solved at every sample (`online.estimator.method=sliding_ls`).
 
-Each sample brings n regressor rows phi (n, r) and n torques y (n,) in Nm. At sample k:
-
-    theta_k = argmin  sum_{i in window} ||y_i - phi_i theta||²  +  ridge ||theta - prior||²
-
-over the last `window` to `window + block` samples, `prior` being the starting parameters (the
-ridge acts only in directions the window does not excite). `restart_window` drops every block
-and keeps the estimate as the prior (the window's covariance reset); `shorten(blocks)` uses
-only the newest blocks for a while (a shorter memory).
+With phi (n, r) regressor rows and y (n,) torques in Nm per sample:
+theta_k = argmin sum_{i in window} ||y_i - phi_i theta||² + ridge ||theta - prior||², over the
+last `window` to `window + block` samples. `restart_window` drops every block and keeps the
+estimate as the prior; `shorten(blocks)` uses only the newest blocks (a shorter memory).
 
 Rationale: docs/design.md#sliding-window-least-squares
 """
@@ -30,16 +26,9 @@ class SlidingWindowLeastSquares:
         self.window, self.block, self.ridge = int(window), int(block), float(ridge)
         self.max_blocks = max(math.ceil(self.window / self.block), 1)
         self.active_blocks = self.max_blocks
-        r = len(prior)
-        self.r = r
+        self.r = len(prior)
         self._blocks: deque[tuple[np.ndarray, np.ndarray, float, int, int]] = deque()
-        self._sum_a = np.zeros((r, r))
-        self._sum_b = np.zeros(r)
-        self._sum_yy = 0.0
-        self._sum_samples = self._sum_rows = 0
         self.time_: float | None = None
-        self.n_updates_ = 0
-        self.n_fallbacks_ = 0  # solves that needed lstsq (A + ridge I not positive definite)
         self.restart(prior)
 
     # ------------------------------------------------------------------ state
@@ -100,23 +89,18 @@ class SlidingWindowLeastSquares:
             self._resum()
         self._theta = self._solve()
         self.time_ = float(t)
-        self.n_updates_ += 1
         return error
 
     def _normal_equations(self) -> tuple[np.ndarray, np.ndarray]:
-        a = self._sum_a + self._a
-        b = self._sum_b + self._b
-        return a, b
+        return self._sum_a + self._a, self._sum_b + self._b
 
     def _solve(self) -> np.ndarray:
         a, b = self._normal_equations()
         lhs = a + self.ridge * np.eye(self.r)
         rhs = b + self.ridge * self.prior
         _, x, info = dposv(lhs, rhs, lower=1)
-        if info == 0:
-            return x
-        self.n_fallbacks_ += 1
-        return np.linalg.lstsq(lhs, rhs, rcond=None)[0]
+        # A + ridge I not positive definite: lstsq
+        return x if info == 0 else np.linalg.lstsq(lhs, rhs, rcond=None)[0]
 
     # ------------------------------------------------------------------ results
     @property

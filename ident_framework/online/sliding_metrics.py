@@ -1,11 +1,9 @@
-"""Sliding-window RMSE and R² per joint, constant time per sample.
+"""Running statistics of the streaming step in constant time and memory.
 
-Over the last `window` samples, per joint j: RMSE_j = sqrt(mean e²) and
-R²_j = 1 - Σ e² / Σ (τ - mean_j τ)², each joint about its own mean (DESIGN.md's definition, per
-joint; a global mean would flatter the fit). The pooled R² uses the same per-joint means:
-1 - Σ_j Σ e² / Σ_j Σ (τ - mean_j τ)². Running sums are updated by adding the new sample and
-subtracting the one leaving the window, and recomputed exactly once per window length so that
-round-off cannot accumulate over an unbounded run.
+`SlidingFit`: over the last `window` samples, per joint j, RMSE_j = sqrt(mean e²) and
+R²_j = 1 - Σ e² / Σ (τ - mean_j τ)², about each joint's own mean (the pooled R² too). Running
+sums are recomputed exactly once per window length so that round-off cannot accumulate.
+`LatencyStats`: a log-spaced histogram over the whole run and a ring of the recent values.
 """
 
 from __future__ import annotations
@@ -13,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ident_framework.online.ring_buffer import RingBuffer
+
+_EDGES_S = np.logspace(-6, 1, 701)  # 1 µs .. 10 s, 100 bins per decade (2.3 % wide)
 
 
 class SlidingFit:
@@ -35,10 +35,6 @@ class SlidingFit:
         if self._since_exact >= self.window:
             self._sums = self._buffer.to_array().sum(axis=0)
             self._since_exact = 0
-
-    @property
-    def count(self) -> int:
-        return len(self._buffer)
 
     def _parts(self) -> tuple[np.ndarray, np.ndarray]:
         n, m = self.n, max(len(self._buffer), 1)
@@ -70,3 +66,45 @@ class SlidingFit:
     def pooled_rmse(self) -> float:
         m = len(self._buffer) * self.n
         return float(np.sqrt(max(float(self._parts()[0].sum()), 0.0) / m)) if m else float("nan")
+
+
+class LatencyStats:
+    """`add(seconds)` per sample; `summary()` gives count, median, p99, max (ms)."""
+
+    def __init__(self, recent: int = 5000):
+        self.counts = np.zeros(len(_EDGES_S) + 1, dtype=np.int64)
+        self.maximum = 0.0
+        self._recent = RingBuffer(recent, 1)
+
+    def add(self, seconds: float) -> None:
+        self.counts[int(np.searchsorted(_EDGES_S, seconds))] += 1
+        self._recent.append(seconds)
+        if seconds > self.maximum:
+            self.maximum = seconds
+
+    @property
+    def count(self) -> int:
+        return int(self.counts.sum())
+
+    def quantile(self, q: float) -> float:
+        """q-quantile (s) of the whole run, to the histogram's resolution (upper bin edge)."""
+        total = self.count
+        if not total:
+            return float("nan")
+        index = int(np.searchsorted(np.cumsum(self.counts), q * total, side="left"))
+        return float(_EDGES_S[min(index, len(_EDGES_S) - 1)])
+
+    def recent(self) -> tuple[float, float]:
+        """(median, p99) in s of the most recent values."""
+        values = self._recent.to_array()[:, 0]
+        if not len(values):
+            return float("nan"), float("nan")
+        return float(np.median(values)), float(np.percentile(values, 99))
+
+    def summary(self) -> dict[str, float | int]:
+        return {
+            "count": self.count,
+            "median_ms": 1e3 * self.quantile(0.5),
+            "p99_ms": 1e3 * self.quantile(0.99),
+            "max_ms": 1e3 * self.maximum,
+        }

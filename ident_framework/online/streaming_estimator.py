@@ -1,17 +1,12 @@
-"""The per-sample work of mode=online: filter, regressor, a-priori prediction, estimator update,
-sliding metrics, change detection.
+"""The per-sample work of mode=online. For each sample (t s, q rad, dq rad/s, tau Nm):
 
-For each incoming sample (t s, q rad, dq rad/s, tau Nm):
-1. the causal filter (`causal_filter.py`): q, dq, ddq and the smoothed torque of the sample
-   `delay` back, all aligned;
-2. the base regressor rows phi (n, r) of that sample (`sample_regressor.py`);
-3. the a-priori prediction tau_pred = phi theta_{k-1}, before the update (latency measured);
-4. the estimator's update on the smoothed torque (`estimators.py`; latency measured), from the
-   rows of the joints moving at least `estimator.min_speed_rad_s`; a sample with no moving
-   joint leaves the estimator as it is; `held_rows` counts the rows left out;
-5. sliding RMSE and R² per joint against the torque as recorded (`sliding_metrics.py`);
-6. the CUSUM detector on the a-priori residual (`drift.py`); an alarm triggers the response
-   (a covariance reset with the estimate kept, or a lower forgetting factor for a while).
+1. the causal filter: q, dq, ddq and the smoothed torque of the sample `delay` back;
+2. the base regressor rows phi (n, r) of that sample;
+3. the a-priori prediction tau_pred = phi theta_{k-1} (latency measured);
+4. the estimator's update on the smoothed torque (latency measured), from the rows of the
+   joints moving at least `estimator.min_speed_rad_s` (`held_rows` counts the others);
+5. sliding RMSE and R² per joint against the torque as recorded;
+6. the CUSUM detector on the a-priori residual; an alarm triggers the configured response.
 
 Rationale: docs/design.md#online-service-why-the-low-speed-rows-are-left-out
 """
@@ -27,9 +22,8 @@ from ident_framework.config.online_settings import OnlineSettings
 from ident_framework.online.causal_filter import CausalPolynomialFilter, window_samples
 from ident_framework.online.drift import CusumDetector
 from ident_framework.online.estimators import OnlineEstimator, online_estimator
-from ident_framework.online.latency import LatencyStats
 from ident_framework.online.sample_regressor import SampleRegressor
-from ident_framework.online.sliding_metrics import SlidingFit
+from ident_framework.online.sliding_metrics import LatencyStats, SlidingFit
 from ident_framework.online.streams import Sample
 
 LATENCY_RECENT_S = 10.0  # s of samples behind the live latency median / p99
@@ -61,8 +55,7 @@ class StreamingIdentifier:
         rate_hz: float,
     ):
         n = regressor.n
-        self.n, self.settings, self.regressor = n, settings, regressor
-        self.rate_hz = rate_hz
+        self.n, self.settings, self.regressor, self.rate_hz = n, settings, regressor, rate_hz
         window = window_samples(settings.filter.window_s, rate_hz, settings.filter.polyorder)
         self.filter = CausalPolynomialFilter(3 * n, window, settings.filter.polyorder)
         self.estimator: OnlineEstimator = online_estimator(
@@ -86,18 +79,9 @@ class StreamingIdentifier:
         self.updates = 0
         self.failed_updates = 0
         self.held_rows = 0  # joint rows left out of the update: the joint was too slow
-        self.time_: float | None = None  # s, the last processed sample (the estimator's own
-        # time_ is that of its last update, older when no joint moved since)
+        self.time_: float | None = None  # s, the last processed sample
         self._short_memory_until: float | None = None
         self._buffer = np.empty(3 * n)
-
-    @property
-    def theta(self) -> np.ndarray:
-        return self.estimator.coef_
-
-    @property
-    def delay_s(self) -> float | None:
-        return self.filter.delay_s
 
     def step(self, sample: Sample) -> StepResult | None:
         """Process one sample; None while the filter's window fills."""
@@ -137,19 +121,13 @@ class StreamingIdentifier:
         if self._short_memory_until is not None and out.t >= self._short_memory_until:
             estimator.shorten_memory(False)
             self._short_memory_until = None
-        if fired.size:
-            self.respond_to_drift(out.t)
-        return StepResult(out.t, q, dq, ddq, tau_f, tau_meas, tau_pred, fired)
-
-    def respond_to_drift(self, t: float) -> str:
-        """Apply the configured response (`estimators.py`); returns its name."""
         drift = self.settings.drift
-        if drift.response == "reset_covariance":
-            self.estimator.forget()
-        elif drift.response == "lower_forgetting":
-            self.estimator.shorten_memory(True)
-            self._short_memory_until = t + drift.response_s
-        return drift.response
+        if fired.size and drift.response == "reset_covariance":
+            estimator.forget()
+        elif fired.size and drift.response == "lower_forgetting":
+            estimator.shorten_memory(True)
+            self._short_memory_until = out.t + drift.response_s
+        return StepResult(out.t, q, dq, ddq, tau_f, tau_meas, tau_pred, fired)
 
     def restart(self) -> None:
         """Back to the starting parameters and uncertainty (dashboard's reset)."""

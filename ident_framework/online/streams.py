@@ -1,12 +1,9 @@
 """Sample streams for mode=online: a simulated robot in (scaled) real time and a CSV replay.
 
-A stream yields `Sample`s in source-time order. `arrival` (time.perf_counter, s) is when the
-sample became available: for the simulated robot and the replay, when it is due (source time /
-`time_factor` after the start), so catching up after a hiccup counts as latency; each sample is
-prepared before it is due. `time_factor`: 1 real time, 10 ten times faster, None as fast as
-possible (due when produced). More than `max_lag_s` s behind the source, samples are skipped
-(`skipped`, reported as skipped updates). `cpu_s` is the CPU time (s) the stream used in the
-estimator process (physics, RTDE reception).
+A stream yields `Sample`s in source-time order; `arrival` (perf_counter s) is when a sample is
+due (source time / `time_factor` after the start; None: as fast as possible), so catching up
+counts as latency. Samples more than `max_lag_s` s behind are skipped (`skipped`). `cpu_s`:
+CPU time (s) the stream used in the estimator process.
 """
 
 from __future__ import annotations
@@ -57,11 +54,7 @@ class Pacer:
     def wait(self, t: float) -> tuple[float, bool]:
         """Sleep until sample t is due; (its due time, whether it is too late to process)."""
         due = self.due(t)
-        while True:
-            now = time.perf_counter()
-            ahead = due - now
-            if ahead <= 0:
-                break
+        while (ahead := due - (now := time.perf_counter())) > 0:
             time.sleep(ahead if ahead < 0.0005 else ahead - 0.0002)
         lag = (now - due) * (self.factor or 1.0)  # in source seconds
         return due, self.factor is not None and lag > self.max_lag_s
@@ -80,7 +73,6 @@ class MujocoStream:
         time_factor: float | None,
         max_lag_s: float,
         payload_change: PayloadChange | None = None,
-        log=print,
     ):
         noise = np.asarray(source_params.torque_noise_std, dtype=float)
         settings = SimulatedArmSettings(
@@ -108,8 +100,6 @@ class MujocoStream:
         self.skipped = 0
         self.received = 0
         self.cpu_s = 0.0
-        self.log = log
-        self.nominal = nominal
 
     def describe(self) -> dict[str, Any]:
         return {

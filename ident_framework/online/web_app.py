@@ -1,16 +1,12 @@
 """The dashboard's web application (Starlette; served by uvicorn in `service.py`).
 
-Routes:
-- `GET /` the dashboard page; `GET /static/...` its scripts, styles and uPlot (package data);
-- `GET /events` server-sent events: one `data:` JSON per frame (~25 per second) with `t` (s,
-  source time), `tau_meas`, `tau_pred` (Nm per joint), `rmse`, `r2` (sliding, per joint),
-  `events` (since the previous frame), `seq`, `trace` (the samples since the previous frame),
-  counters, latencies;
-- `GET /api/state` the latest of the same with `updates`, `skipped_updates`,
-  `samples_received`; `GET /api/history?seconds=S`; `GET /api/panels`; `GET /api/info`;
-- `POST /api/reset`, `/api/snapshot`, `/api/stop`: they need the header
-  `X-Requested-With: ident-online` (a cross-site form cannot send it) and, when the service
-  listens beyond loopback, `X-Token: <the token printed at start>`.
+- `GET /` the page; `GET /static/...` its scripts, styles and uPlot;
+- `GET /events` server-sent events: a JSON frame ~25 times a second (`t` s of source time,
+  `tau_meas`, `tau_pred` Nm per joint, sliding `rmse`, `r2`, `events`, `seq`, `trace`, ...);
+- `GET /api/state` (the latest frame and counters), `/api/history?seconds=S`, `/api/panels`,
+  `/api/info`;
+- `POST /api/reset`, `/api/snapshot`, `/api/stop`: need `X-Requested-With: ident-online` and,
+  beyond loopback, `X-Token: <the token printed at start>`.
 """
 
 from __future__ import annotations
@@ -37,23 +33,17 @@ COMMANDS = ("reset", "snapshot", "stop")
 CSRF_HEADER = ("x-requested-with", "ident-online")
 
 
-def static_dir() -> str:
-    return str(resources.files("ident_framework.online") / "static")
-
-
 def encode(document: Any) -> str:
     return json.dumps(to_plain(document), separators=(",", ":"))
 
 
 def sse_frame(document: Any) -> bytes:
-    """`document` as one server-sent event (`data: <JSON>`), encoded once per frame: every
-    client's stream sends these same bytes (no per-client JSON or SSE encoding)."""
+    """`document` as one server-sent event (`data: <JSON>`), encoded once for every client."""
     return ServerSentEvent(data=encode(document)).encode()
 
 
 def events_endpoint(state: ServiceState, clients: ClientQueues) -> Any:
-    """GET /events: each client its own bounded queue (`client_queues.py`); a client that
-    stops reading is dropped after `clients.timeout_s`."""
+    """GET /events: each client its own bounded queue (`client_queues.py`)."""
 
     async def events(request: Request) -> Response:
         client = clients.add()
@@ -94,13 +84,8 @@ def command_endpoint(state: ServiceState, send_command, token: str | None) -> An
         if name not in COMMANDS:
             return JSONResponse({"error": f"unknown command {name}"}, status_code=404)
         if request.headers.get(CSRF_HEADER[0]) != CSRF_HEADER[1]:
-            return JSONResponse(
-                {
-                    "error": f"state-changing requests need the header {CSRF_HEADER[0]}: "
-                    f"{CSRF_HEADER[1]}"
-                },
-                status_code=403,
-            )
+            error = f"state-changing requests need the header {CSRF_HEADER[0]}: {CSRF_HEADER[1]}"
+            return JSONResponse({"error": error}, status_code=403)
         if token is not None and not hmac.compare_digest(request.headers.get("x-token", ""), token):
             return JSONResponse({"error": "missing or wrong X-Token"}, status_code=401)
         if state.status != "running":
@@ -115,7 +100,7 @@ def build_app(
     state: ServiceState, clients: ClientQueues, send_command, token: str | None
 ) -> Starlette:
     """send_command(dict) forwards a command to the estimator process."""
-    static = static_dir()
+    static = str(resources.files("ident_framework.online") / "static")
 
     async def index(request: Request) -> Response:
         return FileResponse(f"{static}/index.html", headers={"Cache-Control": "no-store"})

@@ -1,6 +1,5 @@
-"""Connecting to a UR controller: the `ur_rtde` interfaces (an optional dependency, the `rtde`
-extra) and a quick reachability check of the RTDE port with the message that says what to
-check."""
+"""Connecting to a UR controller: the `ur_rtde` interfaces (the `rtde` extra) and a quick
+reachability check of the RTDE port."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ RTDE_PORT = 30004  # the only port ur_rtde's receive interface talks to
 
 
 def ur_rtde_module(module: str) -> Any:
-    """The `ur_rtde` module `module` (rtde_receive, rtde_control), or a UserError naming the
-    install command."""
+    """The `ur_rtde` module `module`, or a UserError naming the install command."""
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError:
@@ -50,8 +48,7 @@ def unreachable(host: str, detail: str) -> UserError:
 
 
 def check_reachable(host: str, timeout_s: float) -> None:
-    """A plain TCP connection to the RTDE port (ur_rtde would block for minutes on a host
-    that does not answer); UserError when it fails."""
+    """A TCP connection to the RTDE port (ur_rtde blocks for minutes on a silent host)."""
     try:
         with socket.create_connection((host, RTDE_PORT), timeout=timeout_s):
             pass
@@ -69,8 +66,8 @@ def lost_connection_message(
     confirmed: bool,
     reconnect_attempts: int,
 ) -> str:
-    """The message of a recording whose connection to `host` was lost (`error`): whether the
-    robot was told to stop, what was kept (`kept`, the recording's summary) and how to use it."""
+    """The message of a recording whose connection was lost: whether the robot was told to
+    stop, what was kept (`kept`, the recording's summary) and how to use it."""
     stopped = (
         " The robot was told to stop (servoStop, stopScript)."
         if confirmed

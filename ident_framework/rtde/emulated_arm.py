@@ -1,16 +1,10 @@
 """The simulated robot behind the RTDE emulator: a MuJoCo arm stepped in real time.
 
-The robot is the `mujoco` data source's seeded "real" robot (`perturb_robot` with default
-`PerturbationParams`), so a recording made through the emulator has a known truth. The
-controller is `simulate`'s (simulation/tracking.py): nominal computed-torque feed-forward plus
-joint PD, explicit Euler at `sim_rate_hz`, motors clamped at the effort limits.
-
-`advance()` runs one controller period and returns the RTDE fields of the state at its start:
-`actual_q` (rad, quantised to the encoder), `actual_qd` (rad/s), `actual_current_as_torque`
-(Nm: MuJoCo's qfrc_actuator + Gaussian noise), `actual_current` (that torque / motor constant,
-A), `target_q/qd/qdd`, `target_moment` (nominal feed-forward, Nm), `target_current`,
-`joint_control_output` (feed-forward + PD, A), `joint_temperatures` (°C, first-order I²R
-model), TCP pose and speed of the last link (base frame, axis-angle).
+The robot is the `mujoco` data source's seeded "real" robot (a known truth), under
+`simulate`'s controller (nominal computed-torque feed-forward plus joint PD). `advance()` runs
+one controller period and returns the RTDE fields of the state at its start: `actual_q` (rad,
+quantised), `actual_qd` (rad/s), `actual_current_as_torque` (Nm, with noise), `actual_current`
+(A), targets, `joint_temperatures` (°C, first-order I²R model), TCP pose and speed (base frame).
 """
 
 from __future__ import annotations
@@ -41,11 +35,10 @@ _HEATING_C_PER_A2 = 0.8  # steady-state temperature rise per A² of RMS current
 
 @dataclass
 class TwinSettings:
-    """seed: the simulated robot (same seed, same robot as `source=mujoco source.seed=`);
-    noise_seed: measurement noise; torque_noise_std: Nm; encoder_resolution: rad;
-    sim_rate_hz / record_rate_hz: MuJoCo steps and RTDE samples per s; loop: restart a
-    periodic trajectory at its end (others hold their last point); motor_constants: Nm/A per
-    joint (None: UR-like values for UR arms, 10 Nm/A otherwise)."""
+    """seed: the simulated robot (as `source=mujoco source.seed=`); torque_noise_std: Nm;
+    encoder_resolution: rad; sim_rate_hz / record_rate_hz: MuJoCo steps and RTDE samples per
+    s; loop: restart a periodic trajectory at its end; motor_constants: Nm/A per joint (None:
+    UR-like values for UR arms, 10 Nm/A otherwise)."""
 
     seed: int = 0
     noise_seed: int = 1
@@ -103,13 +96,10 @@ class RealTimeTwin:
         self._pin_data = self._pin.createData()
         self._tcp_frame = self._pin.nframes - 1
         self._kp_q, self._kd_dq = np.empty(n), np.empty(n)
-        self.max_tracking_error = np.zeros(n)
 
     def reference_index(self, step: int) -> int:
         """Row of the precomputed reference at sim step `step`."""
-        if self.looping:
-            return step % self.n_steps
-        return min(step, self.n_steps)
+        return step % self.n_steps if self.looping else min(step, self.n_steps)
 
     def advance(self) -> dict[str, object]:
         """One controller period (see the module docstring): RTDE fields of its first step."""
@@ -143,7 +133,6 @@ class RealTimeTwin:
         decay = period / _THERMAL_TIME_CONSTANT_S
         steady = AMBIENT_C + _HEATING_C_PER_A2 * current**2
         self.temperatures += decay * (steady - self.temperatures)
-        self.max_tracking_error = np.maximum(self.max_tracking_error, np.abs(q - self.q_ref[row]))
         pose, speed = self._tcp(q, dq)
         return {
             "timestamp": k0 * self.dt,

@@ -1,21 +1,14 @@
 """An RTDE controller emulator for tests without a robot:
 `python -m ident_framework.rtde.emulator --host 127.0.0.1 [--robot ur12e] [--port 30004]`.
 
-A TCP server speaking the part of UR's RTDE protocol version 2 (`protocol.py`) that `ur_rtde`'s
-receive interface uses: protocol and controller version (`--controller-version`, default
-5.23.0; an older one answers NOT_FOUND for `actual_current_as_torque`), output recipe setup
-(NOT_FOUND for unknown fields), start, pause, and data packages at the recipe frequency (at
-most 500 Hz, real time; when behind, only the newest package is sent, as a real controller
-does). Behind it a MuJoCo robot (`emulated_arm.py`, the robot of `source=mujoco source.seed=`)
-loops a slow periodic motion about the home pose, or follows `--trajectory FILE` (a run's
-trajectory.yaml or a CSV of joint positions).
-
-Fault injection, on the first `--drops` connections that start synchronisation:
-`--drop-after N` packages or `--drop-after-s S` s close the connection (after a TEXT_MESSAGE);
-`--delay-ms D` holds every `--delay-every`-th package back D ms; `--nan-after N` sends NaN
-joint vectors in `--nan-count` packages from package N on. Run several at once on 127.0.0.2,
-127.0.0.3, ... (`ur_rtde` always uses port 30004). SIGTERM or SIGINT: connections closed, a
-summary on stderr, exit code 0.
+Speaks the part of RTDE protocol version 2 (`protocol.py`) that `ur_rtde`'s receive interface
+uses (`--controller-version` below 5.23 answers NOT_FOUND for `actual_current_as_torque`), with
+data packages at the recipe frequency (at most 500 Hz; when behind, only the newest), from a
+MuJoCo robot (`emulated_arm.py`) looping a slow motion or following `--trajectory FILE`.
+Fault injection on the first `--drops` connections: `--drop-after N` packages or
+`--drop-after-s S` s close it; `--delay-ms D` holds every `--delay-every`-th package back;
+`--nan-after N` sends NaN joint vectors in `--nan-count` packages. Run several on 127.0.0.2,
+... (`ur_rtde` always uses port 30004). SIGTERM or SIGINT: a summary on stderr, exit code 0.
 """
 
 from __future__ import annotations
@@ -28,7 +21,7 @@ import socket
 import struct
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -69,7 +62,6 @@ class Client:
     address: str
     inbox: bytearray = field(default_factory=bytearray)
     outbox: bytearray = field(default_factory=bytearray)
-    protocol: int = 1
     names: list[str] = field(default_factory=list)
     types: list[str] = field(default_factory=list)
     packer: struct.Struct | None = None
@@ -136,9 +128,7 @@ class Emulator:
             sample = None
             for _ in range(behind - due + 1):
                 sample = self.twin.advance()
-            skipped = behind - due
-            if skipped:
-                self.stats["skipped_late"] += skipped
+            self.stats["skipped_late"] += behind - due
             self.stats["max_late_ms"] = max(self.stats["max_late_ms"], 1e3 * (now - deadline))
             due = behind + 1
             assert sample is not None
@@ -197,8 +187,6 @@ class Emulator:
         if command == rtde.REQUEST_PROTOCOL_VERSION:
             (requested,) = struct.unpack(">H", payload[:2])
             accepted = requested == rtde.PROTOCOL_VERSION
-            if accepted:
-                client.protocol = requested
             self._send(client, command, bytes([int(accepted)]))
         elif command == rtde.GET_URCONTROL_VERSION:
             self._send(client, command, struct.pack(">IIII", *self.version))
@@ -260,9 +248,7 @@ class Emulator:
 
     def _takes_drop(self) -> bool:
         faults = self.faults
-        if faults.drop_after is None and faults.drop_after_s is None:
-            return False
-        if self.drops_left == 0:
+        if (faults.drop_after is None and faults.drop_after_s is None) or self.drops_left == 0:
             return False
         self.drops_left -= 1
         return True
@@ -302,11 +288,10 @@ class Emulator:
 
     def _drop_due(self, client: Client, now: float) -> bool:
         faults = self.faults
-        if not client.will_drop:
-            return False
-        if faults.drop_after is not None and client.sent >= faults.drop_after:
-            return True
-        return faults.drop_after_s is not None and now - client.started_at >= faults.drop_after_s
+        return client.will_drop and (
+            (faults.drop_after is not None and client.sent >= faults.drop_after)
+            or (faults.drop_after_s is not None and now - client.started_at >= faults.drop_after_s)
+        )
 
     def _pack(self, client: Client, sample: dict[str, Any]) -> bytes:
         values: list[Any] = [client.recipe_id]
@@ -424,15 +409,7 @@ def main(argv: list[str] | None = None) -> int:
             loop=not args.no_loop,
         )
         twin = RealTimeTwin(robot, trajectory, settings)
-        faults = Faults(
-            drop_after=args.drop_after,
-            drop_after_s=args.drop_after_s,
-            drops=args.drops,
-            delay_ms=args.delay_ms,
-            delay_every=args.delay_every,
-            nan_after=args.nan_after,
-            nan_count=args.nan_count,
-        )
+        faults = Faults(**{f.name: getattr(args, f.name) for f in fields(Faults)})
         emulator = Emulator(
             twin, args.host, args.port, version, faults, args.exit_after_s, args.verbose
         )

@@ -1,8 +1,7 @@
 """The part of Universal Robots' RTDE wire protocol (version 2) that an output-only client uses.
 
-Every message is a header (uint16 size of the whole message incl. the header, uint8 command),
-big-endian, then a payload (UR's "Real-Time Data Exchange (RTDE) Guide"; the same layout as
-UR's Python client `rtde/serialize.py` and `ur_rtde`'s `rtde.cpp`):
+Every message: a big-endian header (uint16 size of the whole message, uint8 command), then a
+payload (UR's "Real-Time Data Exchange (RTDE) Guide", as UR's `rtde/serialize.py`):
 
 - REQUEST_PROTOCOL_VERSION 'V': client uint16 version; server uint8 accepted.
 - GET_URCONTROL_VERSION 'v': server uint32 major, minor, bugfix, build.
@@ -13,9 +12,8 @@ UR's Python client `rtde/serialize.py` and `ur_rtde`'s `rtde.cpp`):
 - DATA_PACKAGE 'U': uint8 recipe id + the recipe's values, packed by their RTDE types.
 - TEXT_MESSAGE 'M' (v2): uint8 length + message, uint8 length + source, uint8 level.
 
-`OUTPUT_TYPES` lists the controller's output fields with their RTDE types (the field list of
-UR's client library `data_package.cpp`, plus `actual_current_as_torque`), and `MIN_VERSION`
-the controller versions that introduced some of them.
+`OUTPUT_TYPES`: the controller's output fields and their RTDE types; `MIN_VERSION`: the
+controller versions that introduced some of them.
 """
 
 from __future__ import annotations
@@ -67,54 +65,36 @@ TYPE_FORMATS = {
 TYPE_SIZES = {"VECTOR3D": 3, "VECTOR6D": 6, "VECTOR6INT32": 6, "VECTOR6UINT32": 6}
 
 
-def _output_types() -> dict[str, str]:
-    types = {"timestamp": "DOUBLE"}
-    for name in (
-        "target_q", "target_qd", "target_qdd", "target_current", "target_moment",
-        "actual_q", "actual_qd", "actual_current", "actual_current_window",
-        "joint_control_output", "actual_TCP_pose", "actual_TCP_speed", "actual_TCP_force",
-        "target_TCP_pose", "target_TCP_speed", "joint_temperatures", "actual_joint_voltage",
-        "payload_inertia", "ft_raw_wrench", "tcp_offset", "actual_current_as_torque",
-    ):  # fmt: skip
-        types[name] = "VECTOR6D"
-    for name in ("actual_tool_accelerometer", "elbow_position", "elbow_velocity", "payload_cog"):
-        types[name] = "VECTOR3D"
-    for name in (
-        "actual_execution_time", "speed_scaling", "target_speed_fraction", "actual_momentum",
-        "actual_main_voltage", "actual_robot_voltage", "actual_robot_current",
-        "standard_analog_input0", "standard_analog_input1", "standard_analog_output0",
-        "standard_analog_output1", "io_current", "euromap67_24V_voltage",
-        "euromap67_24V_current", "tool_analog_input0", "tool_analog_input1",
-        "tool_output_current", "tool_temperature", "tcp_force_scalar", "payload",
-        "joint_position_deviation_ratio", "collision_detection_ratio",
-    ):  # fmt: skip
-        types[name] = "DOUBLE"
-    for name in (
-        "runtime_state", "robot_status_bits", "safety_status_bits", "analog_io_types",
-        "euromap67_input_bits", "euromap67_output_bits", "tool_mode",
-        "tool_analog_input_types", "output_bit_registers0_to_31",
-        "output_bit_registers32_to_63", "input_bit_registers0_to_31",
-        "input_bit_registers32_to_63", "script_control_line",
-    ):  # fmt: skip
-        types[name] = "UINT32"
-    for name in ("robot_mode", "safety_mode", "safety_status", "tool_output_voltage"):
-        types[name] = "INT32"
-    types["time_scale_source"] = "INT32"
-    types["joint_mode"] = "VECTOR6INT32"
-    types["actual_digital_input_bits"] = "UINT64"
-    types["actual_digital_output_bits"] = "UINT64"
-    for index in range(128):
-        types[f"output_bit_register_{index}"] = "BOOL"
-        types[f"input_bit_register_{index}"] = "BOOL"
-    for index in range(48):
-        types[f"output_int_register_{index}"] = "INT32"
-        types[f"output_double_register_{index}"] = "DOUBLE"
-        types[f"input_int_register_{index}"] = "INT32"
-        types[f"input_double_register_{index}"] = "DOUBLE"
-    return types
-
-
-OUTPUT_TYPES: dict[str, str] = _output_types()
+_OUTPUT_NAMES = {  # RTDE type: the output fields of that type (registers aside)
+    "DOUBLE": """timestamp actual_execution_time speed_scaling target_speed_fraction
+        actual_momentum actual_main_voltage actual_robot_voltage actual_robot_current
+        standard_analog_input0 standard_analog_input1 standard_analog_output0
+        standard_analog_output1 io_current euromap67_24V_voltage euromap67_24V_current
+        tool_analog_input0 tool_analog_input1 tool_output_current tool_temperature
+        tcp_force_scalar payload joint_position_deviation_ratio collision_detection_ratio""",
+    "VECTOR6D": """target_q target_qd target_qdd target_current target_moment actual_q actual_qd
+        actual_current actual_current_window joint_control_output actual_TCP_pose
+        actual_TCP_speed actual_TCP_force target_TCP_pose target_TCP_speed joint_temperatures
+        actual_joint_voltage payload_inertia ft_raw_wrench tcp_offset actual_current_as_torque""",
+    "VECTOR3D": "actual_tool_accelerometer elbow_position elbow_velocity payload_cog",
+    "UINT32": """runtime_state robot_status_bits safety_status_bits analog_io_types
+        euromap67_input_bits euromap67_output_bits tool_mode tool_analog_input_types
+        output_bit_registers0_to_31 output_bit_registers32_to_63 input_bit_registers0_to_31
+        input_bit_registers32_to_63 script_control_line""",
+    "INT32": "robot_mode safety_mode safety_status tool_output_voltage time_scale_source",
+    "VECTOR6INT32": "joint_mode",
+    "UINT64": "actual_digital_input_bits actual_digital_output_bits",
+}
+_REGISTERS = {"BOOL": ("bit", 128), "INT32": ("int", 48), "DOUBLE": ("double", 48)}
+OUTPUT_TYPES: dict[str, str] = {
+    **{name: kind for kind, names in _OUTPUT_NAMES.items() for name in names.split()},
+    **{
+        f"{io}put_{what}_register_{i}": kind
+        for kind, (what, count) in _REGISTERS.items()
+        for io in ("out", "in")
+        for i in range(count)
+    },
+}
 
 # Fields an e-Series controller (major version 5) offers only from the given version on.
 MIN_VERSION: dict[str, tuple[int, int, int]] = {

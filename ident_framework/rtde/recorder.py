@@ -1,20 +1,13 @@
 """Live recording from `ur_rtde`'s receive interface to a CSV in the contract, sample by sample.
 
-`LiveRecording` polls the interface (every ~0.3 ms) and writes each new controller sample (a
-new `timestamp`, s) as one row through `data/csv_log.CsvLogWriter`, flushed at least every
-0.1 s. A row is read consistently (the timestamp unchanged across two agreeing reads of the
-other fields); rows with non-finite values or never read consistently are counted as invalid,
-not written.
-
-`actual_current_as_torque` (Nm, PolyScope >= 5.23), when the binding has no getter, comes from
-a side channel joined by the controller timestamp: a second RTDE connection
-(`torque_stream.TorqueStream`), or, when the controller refuses it, `ur_rtde`'s C++ file
-recorder; rows it missed are counted (`torque_missing`). Packages the poller missed are written
-from the second connection (`filled`), in controller-time order.
-
-A lost connection (reported, or no new sample for `timeout_s` s) ends the segment; what was
-written stays valid. `run` reconnects up to `reconnect_attempts` times (a new segment of the
-same file), else raises `RecordingLost`.
+`LiveRecording` polls the interface and writes each new controller sample (a new `timestamp`,
+s) as a row (`data/csv_log.CsvLogWriter`). A row is read consistently (two agreeing reads, the
+timestamp unchanged); non-finite or inconsistent rows are counted as invalid, not written.
+`actual_current_as_torque` (Nm), when the binding has no getter, comes from a side channel
+joined by the controller timestamp: a second RTDE connection (`torque_stream.TorqueStream`,
+which also fills the packages the poller missed) or `ur_rtde`'s file recorder. A lost
+connection ends the segment; `run` reconnects up to `reconnect_attempts` times (a new segment
+of the same file), else raises `RecordingLost`.
 
 Rationale: docs/design.md#rtde-reception
 """
@@ -22,6 +15,7 @@ Rationale: docs/design.md#rtde-reception
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -33,10 +27,8 @@ from typing import Any
 import numpy as np
 
 from ident_framework.data.csv_log import CsvLogWriter
-from ident_framework.rtde.file_side_channel import TorqueSideChannel
-from ident_framework.rtde.torque_stream import TorqueStreamError
+from ident_framework.rtde.torque_stream import TORQUE_FIELD, TorqueStreamError
 
-TORQUE_FIELD = "actual_current_as_torque"
 # Recorded fields (RTDE name -> ur_rtde getter), in CSV column order after timestamp, q, dq and
 # (when recorded) the torque.
 GETTERS = {
@@ -96,6 +88,66 @@ class Segment:
         return int(round((self.last - self.first) * rate_hz)) + 1
 
 
+class TorqueSideChannel:
+    """`actual_current_as_torque` through `ur_rtde`'s C++ file recorder (`startFileRecording`):
+    the side channel when the controller refuses our own RTDE connection. The recorder writes
+    the newest package on a timer (it misses ~10 % at 500 Hz); this reads its file as it grows
+    and removes it at the end. The interface of `TorqueStream` without `take_unseen`."""
+
+    full_rows = False  # only the torque: no rows of its own for the packages the poller missed
+
+    def __init__(self, receive: Any, path: str, n_joints: int):
+        self.receive, self.path, self.n = receive, path, n_joints
+        receive.startFileRecording(path, ["timestamp", TORQUE_FIELD])
+        self._handle = None
+        self._partial = ""
+        self.values: dict[int, np.ndarray] = {}
+        self.latest_us = -1
+
+    def poll(self) -> None:
+        """Read what the C++ recorder has written since the last poll."""
+        if self._handle is None:
+            if not os.path.exists(self.path):
+                return
+            self._handle = open(self.path, encoding="utf-8")  # noqa: SIM115
+            self._handle.readline()  # header
+        text = self._partial + self._handle.read()
+        lines = text.split("\n")
+        self._partial = lines.pop()
+        for line in lines:
+            fields = line.split(",")
+            if len(fields) != self.n + 1:
+                continue
+            try:
+                values = np.array([float(v) for v in fields])
+            except ValueError:
+                continue
+            stamp = int(round(values[0] * 1e6))
+            self.values[stamp] = values[1:]
+            self.latest_us = max(self.latest_us, stamp)
+
+    def pop(self, stamp_us: int) -> np.ndarray | None:
+        return self.values.pop(stamp_us, None)
+
+    def discard_before(self, stamp_us: int) -> None:
+        """Forget torques older than `stamp_us` (their rows were written or dropped)."""
+        for stamp in [s for s in self.values if s < stamp_us]:
+            del self.values[stamp]
+
+    def stop(self) -> None:
+        try:
+            self.receive.stopFileRecording()
+        except RuntimeError:
+            pass
+        self.poll()
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+        if os.path.exists(self.path):
+            os.remove(self.path)
+
+
 @dataclass
 class RecordingReport:
     """What a recording achieved (see `summary`)."""
@@ -110,9 +162,8 @@ class RecordingReport:
         return sum(s.written for s in self.segments)
 
     def summary(self) -> dict[str, Any]:
-        """Samples written, expected at the nominal rate, dropped (expected - written, within
-        segments), the achieved rate (written per second of covered time), gaps between
-        segments (reconnections, s)."""
+        """Samples written, expected at the nominal rate, dropped (within segments), the
+        achieved rate, gaps between segments (reconnections, s)."""
         expected = sum(s.expected(self.rate_hz) for s in self.segments)
         covered = sum(
             (s.last - s.first) + 1.0 / self.rate_hz
@@ -317,10 +368,10 @@ class RecordingSettings:
 
 
 class LiveRecording:
-    """A recording to `path`, over one or more connections (see the module docstring).
-
-    connect(): a connected receive interface (raising on failure); torque: "getter", "side"
-    or None (see `SegmentRecorder`)."""
+    """A recording to `path` over one or more connections. connect(): a connected receive
+    interface; torque: "getter", "side" or None (see `SegmentRecorder`); side_channel(): our
+    own connection for torque "side" (`TorqueStream`), else (or when it fails) ur_rtde's file
+    recorder."""
 
     def __init__(
         self,
@@ -334,9 +385,6 @@ class LiveRecording:
         log: Callable[[str], None] = print,
         side_channel: Callable[[], Any] | None = None,
     ):
-        """side_channel(): a source of the torque rows for torque "side" with the interface of
-        `TorqueSideChannel` (e.g. `torque_stream.TorqueStream`); when it is None or fails,
-        ur_rtde's file recorder is used."""
         self.connect, self.receive = connect, receive
         self.side_channel = side_channel
         self.path, self.n, self.torque = path, n_joints, torque
@@ -352,6 +400,7 @@ class LiveRecording:
 
     def _new_recorder(self) -> SegmentRecorder:
         side = self._side_channel() if self.torque == "side" else None
+        lasts = [s.last for s in self.report.segments if s.written and s.last is not None]
         recorder = SegmentRecorder(
             self.receive,
             self.writer,
@@ -359,13 +408,12 @@ class LiveRecording:
             self.torque,
             side,
             self.settings.timeout_s,
-            last_written=self._last_written(),
+            last_written=max(lasts, default=-math.inf),
         )
         self.report.segments.append(recorder.segment)
         return recorder
 
     def _side_channel(self) -> Any:
-        """Our own RTDE connection for the torque when possible, else ur_rtde's recorder."""
         if self.side_channel is not None:
             try:
                 return self.side_channel()
@@ -376,10 +424,6 @@ class LiveRecording:
                 )
         index = len(self.report.segments)
         return TorqueSideChannel(self.receive, f"{self.path}.torque_side_{index}.csv", self.n)
-
-    def _last_written(self) -> float:
-        lasts = [s.last for s in self.report.segments if s.written and s.last is not None]
-        return max(lasts) if lasts else -math.inf
 
     def run(self, duration_s: float, stop: threading.Event | None = None, reconnect=True) -> None:
         """Record for `duration_s` s of wall time (or until `stop` is set). On a lost

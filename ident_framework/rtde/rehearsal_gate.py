@@ -1,11 +1,7 @@
 """The rehearsal gate: a record of a passed rehearsal per robot model, required before a real
-robot is moved.
-
-A robot model is identified by its fingerprint: the SHA-256 of its MJCF text, its joint names
-and its joint limits (position rad, velocity rad/s, acceleration rad/s², effort Nm). A passed
-`mode=rehearse` run writes `<directory>/<fingerprint>.json`; a data source that moves a real
-robot calls `require_passed_rehearsal(robot)` first. Any change to the model file or the limits
-gives a new fingerprint, and so needs a new rehearsal.
+robot is moved. A passed `mode=rehearse` run writes `<directory>/<fingerprint>.json` (the
+fingerprint: SHA-256 of the MJCF text, joint names and limits); a source that moves a real
+robot calls `require_passed_rehearsal(robot)` first.
 """
 
 from __future__ import annotations
@@ -33,15 +29,12 @@ def registry_directory(directory: Path | str | None = None) -> Path:
 
 def robot_fingerprint(robot: RobotModel) -> str:
     """SHA-256 (hex) of the robot's MJCF text, joint names and joint limits."""
-    limits = robot.limits
     content = {
         "mjcf": robot.mjcf,
         "joint_names": list(robot.joint_names),
         "limits": {
-            "position": limits.position.tolist(),
-            "velocity": limits.velocity.tolist(),
-            "acceleration": limits.acceleration.tolist(),
-            "effort": limits.effort.tolist(),
+            kind: getattr(robot.limits, kind).tolist()
+            for kind in ("position", "velocity", "acceleration", "effort")
         },
     }
     text = json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=True)
@@ -51,13 +44,11 @@ def robot_fingerprint(robot: RobotModel) -> str:
 def record_passed_rehearsal(
     robot: RobotModel, report: dict[str, Any], directory: Path | None = None
 ) -> Path:
-    """Write the record of a passed rehearsal of `robot` (its report: the content of
-    rehearsal.json) as `<directory>/<fingerprint>.json`; returns its path. A report that did
-    not pass is refused (ValueError)."""
+    """Write the record of a passed rehearsal of `robot` (`report`: rehearsal.json's content);
+    returns its path. A report that did not pass is refused (ValueError)."""
     if report.get("passed") is not True:
         raise ValueError("only a passed rehearsal can be recorded")
-    folder = registry_directory(directory)
-    fingerprint = robot_fingerprint(robot)
+    folder, fingerprint = registry_directory(directory), robot_fingerprint(robot)
     record = {
         "record_version": RECORD_VERSION,
         "fingerprint": fingerprint,
@@ -88,10 +79,8 @@ def record_passed_rehearsal(
 
 
 def require_passed_rehearsal(robot: RobotModel, directory: Path | None = None) -> dict[str, Any]:
-    """The record of a passed rehearsal of exactly this robot model (MJCF, joints, limits);
-    a UserError telling how to rehearse when there is none."""
-    folder = registry_directory(directory)
-    fingerprint = robot_fingerprint(robot)
+    """The record of a passed rehearsal of exactly this robot model; else a UserError."""
+    folder, fingerprint = registry_directory(directory), robot_fingerprint(robot)
     path = folder / f"{fingerprint}.json"
     try:
         record = json.loads(path.read_text())

@@ -1,17 +1,16 @@
 """Every package of the controller over a second RTDE connection of our own: the torque, and the
 rows `ur_rtde`'s receive interface missed.
 
-Opens an output recipe with every recorded field (`recorder.receive_variables`) on the same
-port, in RTDE protocol version 2 (`protocol.py`: version, output setup, start, data packages,
-pause). A background thread keeps every package as a complete row in the CSV column order of
-`recorder.column_groups`, keyed by the controller timestamp (µs); `recorder.py` joins the
-torque (Nm) to the rows `ur_rtde` delivers and writes the rows it never showed from here.
+A background thread keeps every package of an output recipe with every recorded field, as a
+row in the CSV column order of `recorder.column_groups`, keyed by the controller timestamp
+(µs); `recorder.py` joins the torque (Nm) to the rows `ur_rtde` delivers and fills the others.
 
 Rationale: docs/design.md#rtde-reception
 """
 
 from __future__ import annotations
 
+import itertools
 import socket
 import struct
 import threading
@@ -23,8 +22,7 @@ import numpy as np
 from ident_framework.rtde import protocol as rtde
 
 TORQUE_FIELD = "actual_current_as_torque"
-# the recipe: the timestamp, the recorded fields in CSV column order (q, qd, torque, then the
-# rest, as recorder.column_groups), each a 6-vector
+# the recipe: the timestamp, then the recorded fields in CSV column order, each a 6-vector
 _TIMESTAMP = struct.Struct(">d")  # after the recipe id
 FIELDS = (
     "timestamp", "actual_q", "actual_qd", TORQUE_FIELD, "actual_current", "target_current",
@@ -37,10 +35,8 @@ class TorqueStreamError(RuntimeError):
 
 
 class TorqueStream:
-    """Every package of the controller at `host`, received by a background thread. rows:
-    {timestamp µs: the package's payload, decoded by `row` into the complete CSV row}, oldest
-    first; latest_us: newest timestamp received. The interface of
-    `recorder.TorqueSideChannel` (`pop` gives the torque), plus `take_unseen` (full_rows)."""
+    """Every package of the controller at `host`. rows: {timestamp µs: payload (`row` decodes
+    it)}, oldest first. The interface of `recorder.TorqueSideChannel`, plus `take_unseen`."""
 
     full_rows = True
 
@@ -146,13 +142,9 @@ class TorqueStream:
     def take_unseen(self, before_us: float, keep: set[int] | dict) -> list[tuple[int, np.ndarray]]:
         """The rows older than `before_us` except those in `keep`, oldest first, forgotten here:
         the packages `ur_rtde`'s receive interface did not show (its poller passed them)."""
-        taken = []
         with self._lock:
-            for stamp in self.rows:
-                if stamp >= before_us:
-                    break
-                if stamp not in keep:
-                    taken.append(stamp)
+            older = itertools.takewhile(lambda stamp: stamp < before_us, self.rows)
+            taken = [stamp for stamp in older if stamp not in keep]
             bodies = [(stamp, self.rows.pop(stamp)) for stamp in taken]
         return [(stamp, self.row(body)) for stamp, body in bodies]
 

@@ -1,13 +1,10 @@
 """Built-in data source `csv`: recordings in the CSV contract (see `csv_log.read_csv_log`).
 
-Serves `source=csv` (`source.path=FILE`) and `validation=csv` (`validation.path=FILE`). The
-path may also be a list (`source.path=[a.csv,b.csv]`) or a glob (`source.path='logs/*.csv'`,
-sorted by name), or a list of both: each file is read and checked on its own and the
-recordings are stacked in that order (`dataset.concatenate`: preprocessing then filters each
-one alone, and metrics are given per recording). `sample:NAME` names a recording that ships
-with the package (`data/samples.py`, e.g. `source.path=sample:ident`). A relative path is
-taken from the directory the user launched from, even when Hydra has changed the working
-directory to the run directory.
+Serves `source=csv` (`source.path=FILE`) and `validation=csv`. The path may also be a glob
+(`'logs/*.csv'`, sorted by name) or a list of files and globs: each file is read and checked
+on its own and the recordings are stacked in order (`dataset.concatenate`). `sample:NAME`
+names a recording that ships with the package. Relative paths are taken from the launch
+directory.
 """
 
 from __future__ import annotations
@@ -58,14 +55,11 @@ def _one_time_column(params: CsvSourceParams) -> None:
 
 @dataclass
 class CsvSourceParams(Params):
-    """path: CSV file, a glob, or a list of files and globs (recordings stacked in order);
-    current_to_torque: motor constants k_j (Nm/A) applied to `actual_current_*` (A) when no
-    `actual_current_as_torque_*` (Nm) columns exist;
-    torque_column: actual_current_as_torque | actual_current | target_moment (the controller's
-    model torque, only on explicit request); time_column: time column name (s); columns: the
-    file's own names where they are not the contract's (`csv_mapping.COLUMN_KEYS` -> a prefix
-    of PREFIX0..PREFIX<n-1> or the n names in joint order; time: one name; null entries keep
-    the contract's names)."""
+    """path: CSV file, a glob, or a list of files and globs; current_to_torque: motor constants
+    k_j (Nm/A) applied to `actual_current_*` (A) when no `actual_current_as_torque_*` (Nm)
+    columns exist; torque_column: which torque columns; time_column: time column name (s);
+    columns: the file's own names where they are not the contract's (`csv_mapping.COLUMN_KEYS`
+    -> a prefix or the n names in joint order; time: one name; null: the contract's)."""
 
     path: str | list[str] | None = param(
         None, required=True, convert=_paths, note="the CSV file to read, or a list of files"
@@ -98,24 +92,14 @@ class CsvSource:
         *,
         min_samples: int = 2,
     ) -> Dataset:
-        """Read the file(s) of `params.path` for `robot.joint_names`, stacked in order;
-        `trajectory` is ignored. role is "identification" or "validation" (it picks the config
-        key named in messages)."""
+        """Read the file(s) of `params.path` for `robot.joint_names`, stacked in order; `role`
+        ("identification" or "validation") picks the config key named in messages."""
         del trajectory
         prefix = CONFIG_PREFIX.get(role, "source.")
-        params = self.params
+        joints = tuple(robot.joint_names)
         recordings = [
-            read_csv_log(
-                path,
-                tuple(robot.joint_names),
-                current_to_torque=params.current_to_torque,
-                torque_column=params.torque_column,
-                time_column=params.time_column,
-                min_samples=min_samples,
-                config_prefix=prefix,
-                columns=params.columns,
-            )
-            for path in recording_paths(params.path, f"{prefix}path")
+            self._read(path, joints, min_samples=min_samples, config_prefix=prefix)
+            for path in recording_paths(self.params.path, f"{prefix}path")
         ]
         return concatenate(recordings) if len(recordings) > 1 else recordings[0]
 
@@ -139,12 +123,12 @@ class CsvSource:
         checked like `acquire` checks the whole file."""
         return self._read(path, tuple(robot.joint_names), rows)
 
-    def _read(self, path: str, joint_names: tuple[str, ...], rows=None) -> Dataset:
+    def _read(self, path: str, joint_names: tuple[str, ...], rows=None, **options) -> Dataset:
         params = self.params
         return read_csv_log(
             path, joint_names, current_to_torque=params.current_to_torque,
             torque_column=params.torque_column, time_column=params.time_column, rows=rows,
-            columns=params.columns,
+            columns=params.columns, **options,
         )  # fmt: skip
 
 

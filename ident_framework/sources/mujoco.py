@@ -1,14 +1,10 @@
 """Built-in data source `mujoco`: a simulated "real" robot moved along the trajectory.
 
-The real robot is the nominal model perturbed from `seed` (`perturb_robot` of
-simulation/perturbed_robot.py:
-links, an unknown payload, joint friction and rotor inertia), or the MJCF file `model_path`
-taken as it is, or a robot model handed to the source in code (`real_robot=`, e.g. the
-planted robot of `mode=rehearse`). The controller knows only the nominal model
-(`simulation/tracking.simulate`). The same `seed` gives the same robot for identification and
-validation; only the measurement noise differs by role. The returned dataset carries the true
-parameters in `metadata["truth"]` and the simulated robot's MJCF in
-`metadata["true_robot_mjcf"]`.
+The real robot is the nominal model perturbed from `seed` (`perturb_robot`), the MJCF file
+`model_path` as it is, or a robot handed over in code (`real_robot=`, e.g. by `mode=rehearse`);
+the controller knows only the nominal model. The same `seed` gives the same robot in every
+role; only the measurement noise differs. The dataset carries the true parameters in
+`metadata["truth"]` and the simulated robot's MJCF in `metadata["true_robot_mjcf"]`.
 """
 
 from __future__ import annotations
@@ -55,18 +51,11 @@ def _true_friction_spec(params: MujocoSourceParams) -> None:
 
 @dataclass
 class MujocoSourceParams(SimulationParams, PerturbationParams, Params):
-    """model_path: MJCF (or URDF) of the real robot, simulated as it is (joint names must match
-    the robot's; relative paths are taken from the launch directory); None: perturb the
-    nominal robot. seed: perturbation seed (same seed, same robot in every role).
-    mass_std, com_std_m, inertia_std, inertia_rotation_std_deg, payload_mass_kg,
-    payload_position_m, payload_radius_m, viscous (Nm·s/rad), coulomb (Nm), armature (kg·m²):
-    see `simulation/perturbed_robot.PerturbationParams` (ignored with model_path).
-    torque_noise_std (Nm, one or per joint), encoder_resolution (rad), sim_rate_hz,
-    record_rate_hz (must divide the sim rate), kp (Nm/rad), kd (Nm·s/rad),
-    record_acceleration: see `simulation/tracking.SimulationParams`.
-    true_friction: a friction plugin's torque as the true joint friction instead of the MJCF's
-    damping and frictionloss ({"plugin": name, <its config>, "parameters": {...}}; see
-    `true_friction.py`); None or plugin None: the MJCF's own."""
+    """model_path: MJCF (or URDF) of the real robot, simulated as it is (relative to the launch
+    directory); None: perturb the nominal robot from `seed` (`PerturbationParams`, ignored
+    with model_path). The simulation's keys: `SimulationParams`. true_friction: a friction
+    plugin's torque as the true joint friction instead of the MJCF's damping and frictionloss
+    ({"plugin": name, <its config>, "parameters": {...}}); None: the MJCF's own."""
 
     model_path: str | None = param(None, convert=lambda path: path if str(path).strip() else None)
     seed: int = param(0)
@@ -89,10 +78,8 @@ def noise_seed(seed: int, role: str) -> int:
 
 
 class MujocoSource:
-    """Simulates the real robot (built once per process for the same parameters).
-
-    real_robot: a given robot model and its true parameters to simulate as the real robot
-    (`model_path` and the perturbation parameters are then not used)."""
+    """Simulates the real robot (built once per process for the same parameters); real_robot:
+    a robot model and its true parameters to simulate instead of `model_path` or a perturbation."""
 
     moves_robot = True
 
@@ -107,8 +94,8 @@ class MujocoSource:
     def acquire(
         self, robot: RobotModel, trajectory: Trajectory | None, role: str = "identification"
     ) -> Dataset:
-        """Simulate `robot`'s real counterpart along `trajectory`; role is "identification"
-        or "validation" (it picks the noise seed and the config key named in messages)."""
+        """Simulate `robot`'s real counterpart along `trajectory`; `role` picks the noise seed
+        and the config key named in messages."""
         prefix = CONFIG_PREFIX.get(role, "source")
         if trajectory is None:
             raise UserError(

@@ -1,13 +1,9 @@
-"""Built-in data source `rosbag`: joint states recorded in a ROS 2 bag (rosbag2 folder,
-`.mcap`, `.db3`) or a ROS 1 `.bag` (see `data/rosbag_log.read_rosbag_log`).
+"""Built-in data source `rosbag`: joint states in a ROS 2 bag (rosbag2 folder, `.mcap`, `.db3`)
+or a ROS 1 `.bag` (`data/rosbag_log.read_rosbag_log`); `source=rosbag`, `validation=rosbag`.
 
-Serves `source=rosbag` (`source.path=BAG`) and `validation=rosbag` (`validation.path=BAG`).
-`effort=torque` (default) takes JointState.effort as joint torque in Nm: what UR's ROS 2
-driver publishes with `use_currents_as_efforts:=false` on PolyScope >= 5.23. `effort=current`
-takes it as motor current in A (the ROS 2 driver's long-standing default and the ROS 1
-driver's) times `current_to_torque` (Nm/A). Under `torque`, efforts far smaller than the
-gravity torque the robot model predicts at the recorded poses are reported as a warning: they
-look like currents.
+`effort=torque` (default) takes JointState.effort as joint torque (Nm; UR's ROS 2 driver with
+`use_currents_as_efforts:=false`), `effort=current` as motor current (A) times
+`current_to_torque` (Nm/A). Torques far below the model's gravity torque get a warning.
 """
 
 from __future__ import annotations
@@ -79,8 +75,8 @@ class RosbagSource:
         *,
         min_samples: int = 2,
     ) -> Dataset:
-        """Read `params.path` for `robot.joint_names`; `trajectory` is ignored. role is
-        "identification" or "validation" (it picks the config key named in messages)."""
+        """Read `params.path` for `robot.joint_names`; `role` ("identification" or
+        "validation") picks the config key named in messages."""
         del trajectory
         prefix = CONFIG_PREFIX.get(role, "source.")
         params = self.params

@@ -1,24 +1,13 @@
 """Built-in data source `rtde`: a real UR e-Series robot through `ur_rtde` (`source=rtde
 source.host=192.168.x.x`).
 
-`acquire`, in order:
-1. connects the receive interface at 500 Hz (an unreachable host fails at once, with a hint);
-2. checks the whole motion (moveJ from the current pose to the start, then the trajectory or
-   `trajectory_path`) against the position, velocity, acceleration and torque limits and
-   `workspace` (`model/motion_safety.motion_verdict`), prints a summary, and refuses a
-   violating motion with the same message in a dry run and a confirmed run;
-3. records timestamp, actual_q, actual_qd, currents, target_moment, joint temperatures,
-   targets and (PolyScope >= 5.23) actual_current_as_torque to a CSV in the contract
-   (`rtde/recorder.py`);
-4. only with `confirm_motion=true` moves the robot: rehearsal gate, moveJ, servoJ at 500 Hz
-   (`rtde/playback.py`), servoStop + stopScript on any exception, Ctrl-C or lost connection.
-   Otherwise (the default, a dry run) nothing is sent; it records for the trajectory's
-   duration (or `duration_s`) whatever the robot does;
-5. reads the CSV back (`csv_log.read_csv_log`); metadata["acquisition"] holds the achieved
-   rate and the dropped samples.
-
-The recording stays on disk (`recording_path`, default the run directory): identify it again
-with `source=csv source.path=<the recording>`.
+`acquire`: connects (an unreachable host fails at once); checks the whole motion (moveJ to
+the start, then the trajectory) against the joint limits and `workspace`, refusing a violating
+motion with the same message in a dry and a confirmed run; records to a CSV in the contract
+(`rtde/recorder.py`); only with `confirm_motion=true` moves the robot (rehearsal gate, moveJ,
+servoJ; servoStop + stopScript on any exception, Ctrl-C or lost connection), else records
+what the robot does; reads the CSV back. The recording stays on disk (`recording_path`,
+default the run directory) for `source=csv source.path=<the recording>`.
 """
 
 from __future__ import annotations
@@ -229,8 +218,7 @@ class RtdeSource:
     def _motion_and_duration(
         self, robot: RobotModel, trajectory: Trajectory | None
     ) -> tuple[Trajectory | None, float]:
-        """(the motion to play: `trajectory_path` or the engine's, how long to record in s);
-        UserError for a robot RTDE cannot carry or when nothing says what or how long."""
+        """(the motion to play: `trajectory_path` or the engine's, how long to record in s)."""
         params = self.params
         if robot.n_joints != 6:
             raise UserError(
@@ -262,8 +250,6 @@ class RtdeSource:
         torque_mode: str | None,
         torque_source: str,
     ) -> LiveRecording:
-        """The recording into `path` from the connected `receive` interface (reconnecting
-        with a new one when allowed; torque from the side channel when `torque_mode` says so)."""
         params = self.params
         return LiveRecording(
             lambda: self.connect(torque_mode is not None)[0],
@@ -352,8 +338,7 @@ class RtdeSource:
     def check_motion(
         self, robot: RobotModel, trajectory: Trajectory, receive: Any
     ) -> MotionVerdict:
-        """The safety verdict on the whole motion (see the module docstring): print it, and
-        refuse (UserError) what it refuses, in a dry run with the same message."""
+        """The safety verdict on the whole motion, printed; UserError when it refuses it."""
         params = self.params
         current, problem = current_pose(receive, robot.n_joints, params.timeout_s)
         verdict = motion_verdict(
