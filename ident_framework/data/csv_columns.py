@@ -1,7 +1,6 @@
-"""The columns of a CSV log: where the header is, which columns hold which joint quantity (the
-groups `actual_q_<j>`, `actual_qd_<j>`, the torque columns, the targets), which torque column
-to use, where a data row is in the file, and the messages naming a missing or misspelt column
-(with the closest header name)."""
+"""The columns of a CSV log: the header, which columns hold which joint quantity (groups
+`actual_q_<j>`, ...), which torque column to use, where a data row is in the file, and the
+messages naming a missing or misspelt column."""
 
 from __future__ import annotations
 
@@ -16,25 +15,12 @@ import numpy as np
 from ident_framework.errors import UserError, closest
 
 TORQUE_COLUMNS = ("actual_current_as_torque", "actual_current", "target_moment")
-
-
 TARGET_GROUPS = {"target_q": "q_target", "target_qd": "dq_target", "target_qdd": "ddq_target"}
-
-
-# joint temperatures in °C, named as RTDE's output `joint_temperatures` (VECTOR6D) is recorded
-TEMPERATURE_GROUP = "joint_temperatures"
-
-
+TEMPERATURE_GROUP = "joint_temperatures"  # °C, as RTDE's output `joint_temperatures`
 # the optional column groups read when present: CSV group -> Dataset field
 OPTIONAL_GROUPS = {**TARGET_GROUPS, TEMPERATURE_GROUP: "temperature"}
-
-
 _GROUPS = ("actual_q", "actual_qd", *TORQUE_COLUMNS, *OPTIONAL_GROUPS)
-
-
 _GROUP_RE = re.compile(r"^(" + "|".join(sorted(_GROUPS, key=len, reverse=True)) + r")_(\d+)$")
-
-
 _INDEXED_RE = re.compile(r"^(.*_)(\d+)$")
 
 
@@ -54,7 +40,7 @@ class CsvLayout:
     def where(self, data_row: int, line: int | None = None) -> str:
         """Human position of 0-based data row `data_row` (at file line `line` if known)."""
         if line is None:
-            line = line_of_data_row(self, data_row)
+            line = next((no for row, no, _ in data_lines(self) if row == data_row), -1)
         return (
             f"data row {data_row + 1} (line {line} of the file; the header is line "
             f"{self.header_line})"
@@ -142,14 +128,12 @@ def lookalikes(layout: CsvLayout, wanted: list[str], time_column: str) -> str:
     """ " The header has 'actual_qdot_0' (column 8) close to actual_qd_0: ..." for the wanted
     columns with a close unrecognised header name ('' when none)."""
     pool = _unrecognised(layout, time_column)
-    found = []
-    for name in wanted:
-        match = closest(name, pool)
-        if match:
-            found.append(f"'{match}' (column {_column_number(layout, match)}) close to {name}")
-    if not found:
-        return ""
-    return f" The header has {'; '.join(found)}: a misspelt column name?"
+    found = [
+        f"'{match}' (column {_column_number(layout, match)}) close to {name}"
+        for name in wanted
+        if (match := closest(name, pool))
+    ]
+    return f" The header has {'; '.join(found)}: a misspelt column name?" if found else ""
 
 
 def missing_time_message(
@@ -186,9 +170,8 @@ def joint_columns_message(
     where: str,
     same_in_every_group: bool,
 ) -> str:
-    """A group whose joint indices are not 0..n-1: the missing columns (and the closest
-    present header names) or the extra ones, and, when no misspelling explains it and every
-    group has the same columns, that the log looks like another robot's."""
+    """A group whose joint indices are not 0..n-1: the missing columns (and the closest header
+    names) or the extra ones, or that the log looks like another robot's."""
     n = len(joint_names)
     absent = [f"{group}_{j}" for j in range(n) if j not in indices]
     extra = [f"{group}_{j}" for j in indices if j >= n]
@@ -276,13 +259,6 @@ def data_lines(layout: CsvLayout):
             row += 1
 
 
-def line_of_data_row(layout: CsvLayout, data_row: int) -> int:
-    for row, line_no, _ in data_lines(layout):
-        if row == data_row:
-            return line_no
-    return -1
-
-
 def index_ranges(prefix: str, indices: list[int]) -> str:
     """'actual_q_0..actual_q_6' or a list when not contiguous."""
     if not indices:
@@ -299,12 +275,8 @@ def summarise_columns(names: list[str], limit: int = 40) -> str:
     run: list[int] = []
 
     def flush() -> None:
-        if run_prefix is None:
-            return
-        if len(run) > 1:
-            parts.append(f"{run_prefix}{run[0]}..{run[-1]}")
-        else:
-            parts.append(f"{run_prefix}{run[0]}")
+        if run_prefix is not None:
+            parts.append(f"{run_prefix}{run[0]}" + (f"..{run[-1]}" if len(run) > 1 else ""))
 
     for name in names:
         match = _INDEXED_RE.match(name)
@@ -345,12 +317,10 @@ def select_columns(
     mapped: dict[str, dict[int, int]] | None = None,
     time_key: str = "time_column",
 ) -> tuple[dict[str, dict[int, int]], str, list[str]]:
-    """(group -> {joint -> column}, the torque group, the groups to read: q, dq, torque and
-    the targets and joint temperatures present) of a CSV for the robot with `joint_names`;
-    UserError naming what is missing (with the closest header names) or which joint columns do
-    not match the robot. `mapped`: the columns of the groups the file names otherwise
-    (`csv_mapping.mapped_groups`; the others by the contract's names); `time_key`: the key
-    that names the time column (time_column, or columns.time), for messages."""
+    """(group -> {joint -> column}, the torque group, the groups to read) of a CSV for the robot
+    with `joint_names`; UserError naming what is missing or which joint columns do not match
+    the robot. `mapped`: the groups the file names otherwise (`csv_mapping.mapped_groups`);
+    `time_key`: the key naming the time column, for messages."""
     n = len(joint_names)
     where_path = f"The CSV file '{layout.path}' ({prefix}path)"
     groups, duplicates = group_columns(layout.names)

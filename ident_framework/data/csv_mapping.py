@@ -1,7 +1,6 @@
 """Column mapping of a CSV log whose columns are not the contract's names (`source.columns`,
 `validation.columns`): per quantity a prefix (columns PREFIX0..PREFIX<n-1>) or the n names in
-joint order; the checks of the mapping itself and of the mapped columns against a file's
-header, with the messages naming the file, the key and what the header has."""
+joint order, checked against the file's header."""
 
 from __future__ import annotations
 
@@ -24,7 +23,6 @@ COLUMN_KEYS = {
     "current": "actual_current", "temperature": TEMPERATURE_GROUP,
     **{field: group for group, field in TARGET_GROUPS.items()},
 }  # fmt: skip
-
 
 ColumnMapping = dict[str, str | list[str]]
 
@@ -72,10 +70,9 @@ def checked_mapping(columns: dict | None) -> ColumnMapping:
 def mapped_groups(
     layout: CsvLayout, columns: ColumnMapping, n: int, joint_names: Sequence[str], prefix: str
 ) -> dict[str, dict[int, int]]:
-    """contract group -> {joint -> column index} of the mapped keys of `columns` (not time):
-    a prefix names the columns PREFIX0..PREFIX<n-1>, a list the n columns in joint order;
-    UserError naming the file, the key and the columns the header has for a mapped column it
-    lacks, a wrong count, a column named twice in the header or mapped twice."""
+    """contract group -> {joint -> column index} of the mapped keys of `columns` (not time);
+    UserError naming the file, the key and the header's columns for a mapped column it lacks,
+    a wrong count, a column named twice in the header or mapped twice."""
     where = f"The CSV file '{layout.path}' ({prefix}path)"
     header = f"the header (line {layout.header_line}) has: {summarise_columns(layout.names)}"
     robot = f"the {n}-joint robot {list(joint_names)}"
