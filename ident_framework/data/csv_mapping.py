@@ -47,11 +47,9 @@ def checked_mapping(columns: dict | None) -> ColumnMapping:
     for key, value in columns.items():
         if value is None:
             continue
-        if key == "time":
-            if not isinstance(value, str) or not value.strip():
-                raise ValueError(f"columns.time must be the name of the time column, got {value!r}")
-            out[key] = value.strip()
-        elif isinstance(value, str) and value.strip():
+        if key == "time" and not (isinstance(value, str) and value.strip()):
+            raise ValueError(f"columns.time must be the name of the time column, got {value!r}")
+        if isinstance(value, str) and value.strip():
             out[key] = value.strip()
         elif (
             isinstance(value, list | tuple)

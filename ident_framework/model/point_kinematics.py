@@ -1,15 +1,8 @@
-"""Positions of points on a serial arm for many joint configurations at once.
-
-`ArmPoints` collects the distinct points a workspace check needs: the origin of every Pinocchio
-frame carried by a moving joint (frames at the same place kept once, named after the joint),
-an optional tool point (an offset in the last link's frame), and points spaced along the
-straight segments between consecutive origins (so a keep-out region is not missed between two
-joints). `positions(q)` gives them in the base frame (m) for (N, n) joint positions (rad).
-Arms whose joints are all 1-DoF revolute or prismatic are composed in a few numpy operations
-per joint for all N (equal to `pinocchio.framesForwardKinematics` to 1e-12 m); other joint
-types use Pinocchio's forward kinematics one sample at a time.
-
-Rationale: docs/design.md#arm-point-kinematics
+"""Positions of points on a serial arm for many joint configurations at once: `ArmPoints`
+holds the distinct origins of the frames carried by moving joints, an optional tool point and
+points along the segments between consecutive origins; `positions(q)` gives them in the base
+frame (m) for (N, n) joint positions (rad), vectorised for 1-DoF joints, else by Pinocchio per
+sample. Rationale: docs/design.md#arm-point-kinematics
 """
 
 from __future__ import annotations
@@ -26,11 +19,9 @@ _SAME_POINT_M = 1e-9  # two points closer than this in every test configuration 
 
 @dataclass(frozen=True)
 class PointSet:
-    """names (P,); parent joint index (P,) (1-based Pinocchio joint; for a point on a link
-    segment the joint carrying its near end, so the segments of joint j's link count as j's);
-    and how each point is made: `frame_of` (P,) the index into the frame points or -1 for a
-    segment point, which segment (`segment_ends` (P, 2) indices of frame points) and where
-    along it (`segment_fraction` (P,))."""
+    """names (P,); parent joint (P,) (1-based; for a segment point, its near end's); `frame_of`
+    (P,) the index into the frame points or -1 for a segment point, whose `segment_ends`
+    (P, 2) and `segment_fraction` (P,) place it."""
 
     names: tuple[str, ...]
     parent_joint: np.ndarray
@@ -40,10 +31,8 @@ class PointSet:
 
 
 class ArmPoints:
-    """Base-frame positions of the points of a robot (see the module docstring).
-
-    tool_offset_m: (3,) m in the last joint's frame, or None; segment_points: points spaced
-    evenly inside each segment between consecutive distinct frame origins along the chain."""
+    """Base-frame positions of the points of a robot. tool_offset_m: (3,) m in the last joint's
+    frame, or None; segment_points: points spaced evenly inside each segment."""
 
     def __init__(
         self,
@@ -81,16 +70,14 @@ class ArmPoints:
     # ------------------------------------------------------------------ set-up
     def _setup_joints(self) -> None:
         """Per joint: parent, placement (R, p) and the 1-DoF motion (axis, revolute or not);
-        `_vectorised` False when a joint is of another kind (then Pinocchio per sample)."""
+        `_vectorised` False when a joint is of another kind."""
         model = self.model
         data = model.createData()
         q_neutral = pin.neutral(model)
         pin.computeJointJacobians(model, data, q_neutral)
         self._parent = [int(model.parents[i]) for i in range(model.njoints)]
-        self._place_r = [np.array(model.jointPlacements[i].rotation) for i in range(model.njoints)]
-        self._place_p = [
-            np.array(model.jointPlacements[i].translation) for i in range(model.njoints)
-        ]
+        self._place_r = [np.array(placement.rotation) for placement in model.jointPlacements]
+        self._place_p = [np.array(placement.translation) for placement in model.jointPlacements]
         self._axis: list[np.ndarray] = [np.zeros(3)]
         self._revolute: list[bool] = [False]
         self._vectorised = model.nq == model.nv == self.n_joints
@@ -104,19 +91,16 @@ class ArmPoints:
             motion = pin.getJointJacobian(model, data, i, pin.LOCAL)[:, joint.idx_v]
             linear, angular = motion[:3], motion[3:]
             revolute = np.linalg.norm(angular) > 0.5
-            ok = (
-                np.isclose(np.linalg.norm(angular), 1.0) and np.linalg.norm(linear) < 1e-12
-                if revolute
-                else np.isclose(np.linalg.norm(linear), 1.0) and np.linalg.norm(angular) < 1e-12
-            )
+            axis, other = (angular, linear) if revolute else (linear, angular)
+            ok = np.isclose(np.linalg.norm(axis), 1.0) and np.linalg.norm(other) < 1e-12
             self._vectorised &= bool(ok)
-            self._axis.append(angular if revolute else linear)
+            self._axis.append(axis)
             self._revolute.append(bool(revolute))
         self._index_q = [int(model.joints[i].idx_q) for i in range(model.njoints)]
 
     def _distinct(self) -> tuple[np.ndarray, list[int]]:
-        """(indices of the frame points that do not coincide with an earlier one in a few
-        test configurations, and for every frame point the index of the kept one it is)."""
+        """(indices of the frame points distinct from earlier ones in a few test
+        configurations, and for every frame point the index of the kept one it is)."""
         rng = np.random.default_rng(0)
         q = np.stack(
             [pin.randomConfiguration(self.model, -np.pi * np.ones(self.model.nq),
@@ -128,12 +112,9 @@ class ArmPoints:
         keep: list[int] = []
         same_as: list[int] = []
         for k in range(len(where)):
-            match = next(
-                (j for j in keep if np.abs(where[k] - where[j]).max() <= _SAME_POINT_M), None
-            )
-            if match is None:
+            match = next((j for j in keep if np.abs(where[k] - where[j]).max() <= _SAME_POINT_M), k)
+            if match == k:
                 keep.append(k)
-                match = k
             same_as.append(match)
         return np.array(keep, dtype=int), same_as
 
@@ -184,8 +165,7 @@ class ArmPoints:
 
     def _joint_poses(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(J, 3, 3, N) rotations and (J, 3, N) translations of every joint frame (J = njoints,
-        index 0 the base), composed along the tree for all N samples at once (samples last:
-        numpy's small batched matrix products are several times faster that way)."""
+        index 0 the base) for all N samples at once (samples last: faster batched products)."""
         n = len(q)
         count = self.model.njoints
         rotation = np.empty((count, 3, 3, n))

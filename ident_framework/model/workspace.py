@@ -1,22 +1,10 @@
-"""Where a robot arm may go: the floor (table) plane, a keep-out column around the robot's base,
-keep-in boxes and half-spaces, all in the robot's base frame (m, z up), with a clearance.
-
-`WorkspaceParams` is the config (`trajectory.workspace`, read by `source=rtde` for its check
-too); `Workspace` binds it to a robot and gives, for many joint configurations at once, the
-signed margin of every (region, point) pair: >= 0 inside the allowed space with the clearance
-kept, < 0 by how much (m) a point is too close or beyond. The points (`point_kinematics.ArmPoints`)
-are the origins of the robot's link frames, a tool point and points along the links; they are
-points on the joint axes, not the links' surfaces, so the clearance must cover the links' radius.
-
-Regions and the points they apply to:
-- floor: every point stays `clearance_m` above `floor_z_m`;
-- base column: a cylinder about the base z axis from the floor up (`radius_m`, `height_m`; the
-  base and shoulder housing) that the points from the third joint on (forearm, wrist, tool)
-  stay out of by `clearance_m` (the upper arm starts inside it, at the shoulder);
-- boxes, half-spaces (normal · p <= offset_m): every point, or the frames named, stays inside
-  by `clearance_m`.
-The floor, boxes and half-spaces are convex: a link segment whose end points are inside is
-inside. The column is not, hence the points along the links.
+"""Where a robot arm may go, in its base frame (m, z up), with a clearance `clearance_m`: above
+the floor plane `floor_z_m` (every point); out of a base column, a cylinder about the base z
+axis (`radius_m`, `height_m`) that the points from the third joint on avoid; inside boxes and
+half-spaces (normal · p <= offset_m; every point, or the frames named). `WorkspaceParams` is the
+config (`trajectory.workspace`); `Workspace` binds it to a robot's points
+(`point_kinematics.ArmPoints`) and gives the signed margin (m) of every (region, point) pair:
+>= 0 allowed with the clearance kept, < 0 by how much it is missed.
 """
 
 from __future__ import annotations
@@ -41,8 +29,7 @@ def _vector(default: Any = MISSING, **more: Any) -> Any:
 
 
 def _region(cls: type) -> Any:
-    """`convert` of a field holding `cls` regions: plain dicts (a Python caller's) become
-    `cls` instances."""
+    """`convert` of a field holding `cls` regions: plain dicts become `cls` instances."""
 
     def convert(value: Any) -> Any:
         if isinstance(value, list):
@@ -53,8 +40,8 @@ def _region(cls: type) -> Any:
 
 
 def position_limit_pairs(params: Any) -> None:
-    """Rule of a trajectory's params (beside its workspace): `position_limits`, when given, are
-    [min, max] pairs (rad) with min < max."""
+    """Rule of a trajectory's params: `position_limits`, when given, are [min, max] pairs (rad)
+    with min < max."""
     for row in params.position_limits or []:
         if not (len(row) == 2 and all(math.isfinite(v) for v in row) and row[0] < row[1]):
             raise ValueError(
@@ -120,7 +107,7 @@ class WorkspaceParams(Params):
 @dataclass(frozen=True)
 class Region:
     """One region bound to a robot's points: `kind` floor | column | box | half-space, a
-    description for messages, and the indices of the points it applies to."""
+    description, the indices of its points."""
 
     kind: str
     description: str
@@ -129,8 +116,7 @@ class Region:
 
 
 class Workspace:
-    """`params` bound to `robot` (see the module docstring); `key` is the config key named
-    in messages (e.g. 'trajectory.workspace')."""
+    """`params` bound to `robot`; `key`: the config key named in messages."""
 
     def __init__(
         self, robot: RobotModel, params: WorkspaceParams, key: str = "trajectory.workspace"
@@ -138,38 +124,22 @@ class Workspace:
         self.params = params
         self.key = key
         self.arm = ArmPoints(robot, params.tool_offset_m)
-        every = np.arange(len(self.arm.names))
         self.regions: list[Region] = []
         if params.floor_z_m is not None:
-            self.regions.append(
-                Region("floor", f"the floor plane z = {params.floor_z_m:g} m", every)
-            )
+            text = f"the floor plane z = {params.floor_z_m:g} m"
+            self.regions.append(Region("floor", text, self._select(None, 0)))
         column = params.base_column
         if column is not None:
             carried = np.flatnonzero(self.arm.points.parent_joint >= COLUMN_FROM_JOINT)
-            self.regions.append(
-                Region(
-                    "column",
-                    f"the base column (radius {column.radius_m:g} m, {column.height_m:g} m high)",
-                    carried,
-                )
-            )
+            text = f"the base column (radius {column.radius_m:g} m, {column.height_m:g} m high)"
+            self.regions.append(Region("column", text, carried))
         for k, box in enumerate(params.boxes):
-            self.regions.append(
-                Region(
-                    "box", f"box {k} ({box.min_m} to {box.max_m} m)", self._select(box.frames, k), k
-                )  # fmt: skip
-            )
+            text = f"box {k} ({box.min_m} to {box.max_m} m)"
+            self.regions.append(Region("box", text, self._select(box.frames, k), k))
         for k, half in enumerate(params.half_spaces):
             normal = np.round(half.normal, 4).tolist()
-            self.regions.append(
-                Region(
-                    "half-space",
-                    f"half-space {k} ({normal} · p <= {half.offset_m:.4g} m)",
-                    self._select(half.frames, k),
-                    k,
-                )  # fmt: skip
-            )
+            text = f"half-space {k} ({normal} · p <= {half.offset_m:.4g} m)"
+            self.regions.append(Region("half-space", text, self._select(half.frames, k), k))
 
     def _select(self, frames: list[str] | None, index: int) -> np.ndarray:
         if frames is None:
@@ -192,8 +162,7 @@ class Workspace:
         return self.arm.positions(q)
 
     def margins(self, q: np.ndarray) -> list[np.ndarray]:
-        """Per region, (N, P_region) signed margins in m for joint positions q (N, n) rad:
-        >= 0 allowed with the clearance kept, < 0 by how much it is missed."""
+        """Per region, (N, P_region) signed margins (m) for joint positions q (N, n) rad."""
         return self.margins_at(self.positions(q))
 
     def margins_at(self, p: np.ndarray) -> list[np.ndarray]:
