@@ -24,13 +24,14 @@ from ident_framework.data.csv_columns import (
     TEMPERATURE_GROUP,
     TORQUE_COLUMNS,
     CsvLayout,
+    checked_mapping,
     column_names,
     data_lines,
+    mapped_groups,
     read_header,
     select_columns,
 )
 from ident_framework.data.csv_fast import read_used_columns
-from ident_framework.data.csv_mapping import checked_mapping, mapped_groups
 from ident_framework.data.dataset import UNITS, Dataset
 from ident_framework.errors import UserError, per_joint_values
 
@@ -60,7 +61,7 @@ def read_csv_log(
         config_prefix: config key prefix used in hints ("source." or "validation.").
         rows: only data rows first..last-1 (0-based); a problem in them is reported as
             reading the whole file reports it.
-        columns: the file's own column names (`csv_mapping.COLUMN_KEYS` -> a prefix or the
+        columns: the file's own column names (`csv_columns.COLUMN_KEYS` -> a prefix or the
             n names in joint order; time: its one name, instead of `time_column`).
 
     Raises:
@@ -135,19 +136,9 @@ def _dataset(
         metadata["units"]["current_to_torque"] = "Nm/A"
     elif gains is not None:
         metadata["current_to_torque_ignored"] = f"torque taken from {torque_group}_* columns"
-    return Dataset(
-        timestamp=timestamp,
-        q=np.ascontiguousarray(arrays["actual_q"]),
-        dq=np.ascontiguousarray(arrays["actual_qd"]),
-        tau=np.ascontiguousarray(tau),
-        joint_names=joint_names,
-        **{
-            field: np.ascontiguousarray(arrays[group])
-            for group, field in OPTIONAL_GROUPS.items()
-            if group in arrays
-        },
-        metadata=metadata,
-    )
+    optional = {field: arrays[group] for group, field in OPTIONAL_GROUPS.items() if group in arrays}
+    q, dq = arrays["actual_q"], arrays["actual_qd"]  # C-ordered (`_gathered`)
+    return Dataset(timestamp, q, dq, tau, joint_names, metadata=metadata, **optional)
 
 
 def _read_columns(
@@ -198,7 +189,6 @@ def _gathered(data: np.ndarray, columns: list[int]) -> np.ndarray:
     return out
 
 
-# ---------------------------------------------------------------------------------------------
 def _check_gains(gains: Sequence[float] | None, n: int, prefix: str) -> np.ndarray | None:
     if gains is None:
         return None

@@ -89,8 +89,7 @@ def preprocess(
         return replace(ds, metadata={**ds.metadata, "preprocessing": note}, recorded=recorded)
     pieces, reports = [], []
     for index, rows in recording_rows(recorded.recording):
-        part = ds.select(rows)
-        part = replace(part, recorded=recorded.select(rows))
+        part = replace(ds.select(rows), recorded=recorded.select(rows))
         where = _where(names, index, ds)
         kept, report = _preprocess_recording(part, params, min_samples, where, step_of)
         pieces += kept
@@ -174,8 +173,7 @@ def preprocessable(ds: Dataset, params: PreprocessingParams, min_samples: int = 
     piece long enough to filter, with the cut-off below its Nyquist frequency."""
     if ds.ddq is not None:
         return True
-    recorded = ds.recorded or AsRecorded.of(ds)
-    for _, rows in recording_rows(recorded.recording):
+    for _, rows in recording_rows(ds.recording_index):
         t = np.asarray(ds.timestamp[rows], dtype=float)
         if len(t) < 3 or not np.all(np.diff(t) > 0):
             return False
@@ -190,8 +188,7 @@ def resamples_any(ds: Dataset, params: PreprocessingParams) -> bool:
     """Whether `preprocess(ds, params)` filters any piece of `ds` on a uniform grid."""
     if ds.ddq is not None:
         return False
-    recorded = ds.recorded or AsRecorded.of(ds)
-    for _, rows in recording_rows(recorded.recording):
+    for _, rows in recording_rows(ds.recording_index):
         t = np.asarray(ds.timestamp[rows], dtype=float)
         if len(t) < 3:
             continue
@@ -296,9 +293,6 @@ def _where(names: list[str], index: int, ds: Dataset) -> str:
         return f" from '{names[index]}'"
     path = ds.metadata.get("path")
     return f" from '{path}'" if path else ""
-
-
-# ---------------------------------------------------------------- one piece of a recording
 
 
 class SegmentTooShort(UserError):

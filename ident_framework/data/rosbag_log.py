@@ -98,14 +98,8 @@ def read_rosbag_log(
         metadata["current_to_torque"] = gains.tolist()
         metadata["units"]["effort"] = "A"
         metadata["units"]["current_to_torque"] = "Nm/A"
-    return Dataset(
-        timestamp=(stamps - stamps[0]).astype(float) * 1e-9,
-        q=q,
-        dq=dq,
-        tau=tau,
-        joint_names=joint_names,
-        metadata=metadata,
-    )
+    timestamp = (stamps - stamps[0]).astype(float) * 1e-9  # s
+    return Dataset(timestamp, q, dq, tau, joint_names, metadata=metadata)
 
 
 def _check_options(

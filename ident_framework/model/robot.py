@@ -47,14 +47,12 @@ class RobotModel:
     def n_joints(self) -> int:
         return len(self.joint_names)
 
-    # ------------------------------------------------------------------ engines
     def mujoco_model(self) -> mujoco.MjModel:
         return mujoco.MjModel.from_xml_string(self.mjcf)
 
     def mujoco_spec(self) -> mujoco.MjSpec:
         return mujoco.MjSpec.from_string(self.mjcf)
 
-    # ------------------------------------------------------------ parameters
     def inertial_parameters(self) -> np.ndarray:
         """(10 n,) Pinocchio dynamic parameters of the moving links, in joint order."""
         return np.concatenate(
@@ -102,7 +100,6 @@ class RobotModel:
             name or self.name, text, self.limits, expected_joints=self.joint_names
         )
 
-    # -------------------------------------------------------------- dynamics
     def inverse_dynamics(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """(N, n) joint torques in Nm (rigid body + rotor inertia, no friction)."""
         data = self.pin_model.createData()
@@ -111,7 +108,6 @@ class RobotModel:
             out[k] = pin.rnea(self.pin_model, data, q[k], dq[k], ddq[k])
         return out
 
-    # --------------------------------------------------------- construction
     @classmethod
     def from_mjcf_text(
         cls,
