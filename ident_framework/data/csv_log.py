@@ -297,9 +297,8 @@ def _check_time(t: np.ndarray, name: str, layout: CsvLayout, where: str) -> None
     raise UserError(
         f"{where}: column '{name}' {kind} the previous value at {layout.where(row)} "
         f"({float(t[row - 1]):.9g} s then {float(t[row]):.9g} s); timestamps must increase "
-        "strictly. "
-        f"{bad.size} such row(s) in total: remove duplicated rows or concatenate logs with "
-        "increasing times."
+        f"strictly. {bad.size} such row(s) in total: remove duplicated rows or concatenate logs "
+        "with increasing times."
     )
 
 
@@ -311,13 +310,12 @@ def _check_units(
     layout: CsvLayout,
     where: str,
 ) -> None:
-    checks = (
-        ("actual_q", max_abs_q, "rad", "degrees", "pi/180 = 0.0174533"),
-        ("target_q", max_abs_q, "rad", "degrees", "pi/180 = 0.0174533"),
-        ("actual_qd", max_abs_qd, "rad/s", "deg/s", "pi/180 = 0.0174533"),
-        ("target_qd", max_abs_qd, "rad/s", "deg/s", "pi/180 = 0.0174533"),
-    )
-    for group, limit, unit, wrong_unit, factor in checks:
+    for group, limit, unit, wrong_unit in (
+        ("actual_q", max_abs_q, "rad", "degrees"),
+        ("target_q", max_abs_q, "rad", "degrees"),
+        ("actual_qd", max_abs_qd, "rad/s", "deg/s"),
+        ("target_qd", max_abs_qd, "rad/s", "deg/s"),
+    ):
         if group not in arrays:
             continue
         values = np.abs(arrays[group])
@@ -331,8 +329,8 @@ def _check_units(
             f"{where}: column '{names[group][joint]}' reaches {value:.6g} at "
             f"{layout.where(row)}, beyond the plausible {limit:.4g} {unit}; the values look "
             f"like {wrong_unit}, but the CSV contract requires {unit}. Convert the "
-            f"{_group_label(names[group], group)} columns to {unit} (multiply by {factor}) and "
-            "run again."
+            f"{_group_label(names[group], group)} columns to {unit} (multiply by pi/180 = "
+            "0.0174533) and run again."
         )
 
 

@@ -62,15 +62,13 @@ class Dataset:
         tau: (N, n) measured joint torques in Nm (what the motors applied).
         ddq: (N, n) joint accelerations in rad/s^2 when measured or exactly known, else None.
         q_target, dq_target, ddq_target: (N, n) controller targets when recorded, else None.
-        temperature: (N, n) joint temperatures in °C when recorded (RTDE's
-            `joint_temperatures`), else None; never filtered (it changes over minutes).
+        temperature: (N, n) joint temperatures in °C when recorded, else None (never
+            filtered).
         joint_names: names of the n joints, in column order.
         metadata: free-form provenance (source, file, units, simulated truth, ...).
-        parallel_filter: set by preprocessing: the unfiltered velocity and the low-pass of
-            the torque, to filter friction columns the same way (`parallel_filter.py`).
-        recorded: set by preprocessing (and by sources that stack several files): each row's
-            timestamp and torque as recorded and the recording it comes from. Preprocessing
-            low-passes `tau` (what estimation fits); metrics score against `recorded.tau`.
+        parallel_filter: set by preprocessing, to filter friction columns like the torque.
+        recorded: set by preprocessing (and by sources stacking files): each row's timestamp
+            and torque as recorded, and its recording; metrics score against `recorded.tau`.
     """
 
     timestamp: np.ndarray

@@ -304,8 +304,7 @@ def _check_values(
             f"{where}: the time stamp of message {k} on {topic} {kind} the previous one "
             f"({stamps[k - 1]} ns then {stamps[k]} ns; {bad.size} such messages). Time must "
             "increase strictly: a header left unset by the publisher can be replaced by the "
-            "bag's receive time with "
-            f"{config}stamp=receive."
+            f"bag's receive time with {config}stamp=receive."
         )
     for field, values, limit, unit in (
         ("position", q, max_abs[0], "rad"),
