@@ -7,10 +7,15 @@ import pinocchio as pin
 import pytest
 
 from ident_framework.errors import UserError
-from ident_framework.model.point_kinematics import ArmPoints
 from ident_framework.model.robot import load_robot
 from ident_framework.model.ur_description import UR_HOME, UR_MODELS
-from ident_framework.model.workspace import BaseColumn, Workspace, WorkspaceBox, WorkspaceParams
+from ident_framework.model.workspace import (
+    ArmPoints,
+    BaseColumn,
+    Workspace,
+    WorkspaceBox,
+    WorkspaceParams,
+)
 
 TOOL = np.array([0.0, 0.02, 0.1])  # off the last joint's axis, so wrist_3 moves it
 

@@ -1,24 +1,16 @@
-"""Data checks a careful engineer makes by hand before trusting a recording.
+"""Data checks made by hand before trusting a recording: `check_recording(ds, limits, params)`
+-> (trusted (N,) bool, report).
 
-`check_recording(ds, limits, params)` -> (trusted (N,) bool, report):
+- torque clipping: a joint's torque flat at its extreme (max or min) for at least
+  `clip_min_samples` consecutive samples: not trusted;
+- stale samples: a row identical to the one before while the robot moves (some |dq| >=
+  `stale_min_speed_rad_s`), or a repeated timestamp: not trusted;
+- idle joints: position range below `idle_range_rad` or speed below `idle_speed_rad_s`
+  (reported);
+- timestamp gaps: steps over `gap_steps` median steps (reported).
 
-- torque clipping / saturation: a joint's torque flat at its recorded extreme (max or min)
-  for at least `clip_min_samples` consecutive samples (a sensor or a current limit clipped it):
-  those samples are not trusted;
-- stale samples: a row identical to the one before (q, dq and tau of every joint) while the
-  robot moves (some |dq| >= `stale_min_speed_rad_s`; at rest identical rows are physical), or
-  a repeated timestamp: a packet delivered twice, not trusted;
-- idle joints: a joint whose position range stays below `idle_range_rad` or whose speed
-  stays below `idle_speed_rad_s`: its friction, rotor inertia and the inertial parameters only
-  it excites cannot be identified (reported, samples kept);
-- timestamp gaps: steps longer than `gap_steps` median steps (reported; preprocessing splits a
-  recording into pieces at steps over its own MAX_GAP_STEPS = 10 median steps, whatever
-  `gap_steps`, and drops and counts a piece too short to filter).
-
-Untrusted samples, widened by `margin_s` on each side (filters and derivatives spread a
-defect over neighbouring samples), are dropped from estimation and scoring *after*
-preprocessing (`trusted_at`), so the filters still run over every sample; the counts go to
-metrics.json `data.checks` and the summary.
+Untrusted samples, widened by `margin_s` (s) on each side, are dropped after preprocessing
+(`trusted_at`); the counts go to metrics.json `data.checks` and the summary.
 """
 
 from __future__ import annotations
@@ -37,14 +29,8 @@ MAX_LISTED = 10  # runs and gaps listed one by one in the report (the counts cov
 
 @dataclass
 class CheckParams(Params):
-    """Thresholds of `check_recording` (config section `checks`).
-
-    enabled: run the checks. clip_min_samples: consecutive samples at a joint's extreme torque
-    that count as clipping. clip_tolerance_nm: |tau - extreme| (Nm) still "at" it.
-    stale_min_speed_rad_s: a repeated row counts as stale when some joint moves at least this
-    fast. idle_range_rad, idle_speed_rad_s: a joint whose position range or peak speed stays
-    below is reported as never leaving its rest. gap_steps: a step over this many median
-    steps is a gap. margin_s: s excluded on each side of an untrusted sample."""
+    """Thresholds of `check_recording` (config section `checks`; see the module doc).
+    clip_tolerance_nm: |tau - extreme| (Nm) still "at" the extreme."""
 
     enabled: bool = True
     clip_min_samples: int = param(10, ge=2)
@@ -59,8 +45,8 @@ class CheckParams(Params):
 def check_recording(
     ds: Dataset, limits: Any = None, params: CheckParams | None = None
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """(trusted (N,) bool, report) of one raw recording (see the module doc). `limits`: the
-    robot's `JointLimits` (effort in Nm), to say whether a clipped torque sits at the limit."""
+    """(trusted (N,) bool, report) of one raw recording. `limits`: the robot's `JointLimits`
+    (effort in Nm), to say whether a clipped torque sits at the limit."""
     params = params or CheckParams()
     t = np.asarray(ds.timestamp, dtype=float)
     names = list(ds.joint_names)
@@ -128,8 +114,7 @@ def _runs(flags: np.ndarray, min_run: int) -> list[tuple[int, int]]:
 
 
 def _stale(ds: Dataset, min_speed: float) -> tuple[np.ndarray, int]:
-    """(N,) bool: rows repeating the previous one while moving, or with a repeated
-    timestamp; and the number of repeated timestamps."""
+    """(N,) bool: stale rows; and the number of repeated timestamps."""
     n = ds.n_samples
     stale = np.zeros(n, dtype=bool)
     if n < 2:
@@ -192,13 +177,13 @@ def _widen(flags: np.ndarray, t: np.ndarray, margin_s: float) -> np.ndarray:
 def check_recordings(
     recorded: Dataset, limits: Any, params: CheckParams
 ) -> list[tuple[np.ndarray, dict[str, Any]]] | None:
-    """`check_recording` of each recording stacked in `recorded` (as recorded), in order
-    (the parts of `dataset.recordings_of`); None when the checks are disabled."""
+    """`check_recording` of each recording stacked in `recorded`, in order; None when the
+    checks are disabled."""
     if not params.enabled:
         return None
     names = recorded.recording_paths
     out = []
-    for index, rows in recording_rows(_recording_index(recorded)):
+    for index, rows in recording_rows(recorded.recording_index):
         part = recorded.select(rows)
         if len(names) > 1:
             part = replace(part, metadata={**part.metadata, "path": names[index]})
@@ -214,21 +199,18 @@ def drop_untrusted(
     checked: list[tuple[np.ndarray, dict[str, Any]]] | None = None,
 ) -> Dataset:
     """`processed` (the preprocessed `recorded`) without the rows the checks of `recorded` do
-    not trust, the report in `metadata["checks"]` with the rows dropped after preprocessing
-    (`excluded_rows` of `rows_in`). Each recording of a stack is checked on its own (its own
-    torque extremes, its own gaps); with several, the report holds the totals and
-    `recordings`, one report per recording. `checked`: `check_recordings` of `recorded`, when
-    they were run already. Unchanged when the checks are disabled."""
+    not trust; the report in `metadata["checks"]`, with `excluded_rows` of `rows_in` (with
+    several recordings, each checked on its own: the totals and `recordings`). `checked`:
+    `check_recordings` of `recorded`, when already run. Unchanged when the checks are off."""
     if not params.enabled:
         return processed
     checked = checked or check_recordings(recorded, limits, params)
     assert checked is not None
     names = recorded.recording_paths
-    recorded_index = _recording_index(recorded)
-    processed_index = _recording_index(processed)
+    processed_index = processed.recording_index
     keep = np.ones(processed.n_samples, dtype=bool)
     reports = []
-    parts = recording_rows(recorded_index)
+    parts = recording_rows(recorded.recording_index)
     for (index, rows), (trusted, found) in zip(parts, checked, strict=True):
         part = recorded.select(rows)
         mine = processed_index == index
@@ -240,17 +222,9 @@ def drop_untrusted(
     return replace(kept, metadata={**kept.metadata, "checks": report})
 
 
-def _recording_index(ds: Dataset) -> np.ndarray:
-    """(N,) the recording each row belongs to (all 0 for a single recording)."""
-    if ds.recorded is not None:
-        return np.asarray(ds.recorded.recording)
-    return np.zeros(ds.n_samples, dtype=np.int64)
-
-
 def combined_report(reports: list[dict[str, Any]]) -> dict[str, Any]:
-    """Totals of several recordings' check reports, the reports themselves in `recordings`.
-    A joint counts as idle only when it is idle in every recording (another recording may
-    excite it)."""
+    """Totals of several recordings' check reports, the reports in `recordings`; a joint is
+    idle only when idle in every recording."""
 
     def total(key: str) -> int:
         return sum(int(r[key]) for r in reports)

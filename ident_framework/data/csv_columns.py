@@ -1,7 +1,7 @@
-"""The columns of a CSV log: where the header is, which columns hold which joint quantity (the
-groups `actual_q_<j>`, `actual_qd_<j>`, the torque columns, the targets), which torque column
-to use, where a data row is in the file, and the messages naming a missing or misspelt column
-(with the closest header name)."""
+"""The columns of a CSV log: the header, which columns hold which joint quantity (groups
+`actual_q_<j>`, ..., or the file's own names mapped by `source.columns`: a prefix or the n
+names per quantity), which torque column to use, where a data row is in the file, and the
+messages naming a missing or misspelt column."""
 
 from __future__ import annotations
 
@@ -16,26 +16,22 @@ import numpy as np
 from ident_framework.errors import UserError, closest
 
 TORQUE_COLUMNS = ("actual_current_as_torque", "actual_current", "target_moment")
-
-
 TARGET_GROUPS = {"target_q": "q_target", "target_qd": "dq_target", "target_qdd": "ddq_target"}
-
-
-# joint temperatures in °C, named as RTDE's output `joint_temperatures` (VECTOR6D) is recorded
-TEMPERATURE_GROUP = "joint_temperatures"
-
-
+TEMPERATURE_GROUP = "joint_temperatures"  # °C, as RTDE's output `joint_temperatures`
 # the optional column groups read when present: CSV group -> Dataset field
 OPTIONAL_GROUPS = {**TARGET_GROUPS, TEMPERATURE_GROUP: "temperature"}
-
-
 _GROUPS = ("actual_q", "actual_qd", *TORQUE_COLUMNS, *OPTIONAL_GROUPS)
-
-
 _GROUP_RE = re.compile(r"^(" + "|".join(sorted(_GROUPS, key=len, reverse=True)) + r")_(\d+)$")
-
-
 _INDEXED_RE = re.compile(r"^(.*_)(\d+)$")
+# keys of `source.columns` / `validation.columns` (a log whose columns are not the contract's
+# names) -> the contract's column group they stand for ("time": the time column itself)
+COLUMN_KEYS = {
+    "time": "timestamp", "q": "actual_q", "dq": "actual_qd", "tau": "actual_current_as_torque",
+    "current": "actual_current", "temperature": TEMPERATURE_GROUP,
+    **{field: group for group, field in TARGET_GROUPS.items()},
+}  # fmt: skip
+
+ColumnMapping = dict[str, str | list[str]]
 
 
 @dataclass(frozen=True)
@@ -54,7 +50,7 @@ class CsvLayout:
     def where(self, data_row: int, line: int | None = None) -> str:
         """Human position of 0-based data row `data_row` (at file line `line` if known)."""
         if line is None:
-            line = line_of_data_row(self, data_row)
+            line = next((no for row, no, _ in data_lines(self) if row == data_row), -1)
         return (
             f"data row {data_row + 1} (line {line} of the file; the header is line "
             f"{self.header_line})"
@@ -142,14 +138,12 @@ def lookalikes(layout: CsvLayout, wanted: list[str], time_column: str) -> str:
     """ " The header has 'actual_qdot_0' (column 8) close to actual_qd_0: ..." for the wanted
     columns with a close unrecognised header name ('' when none)."""
     pool = _unrecognised(layout, time_column)
-    found = []
-    for name in wanted:
-        match = closest(name, pool)
-        if match:
-            found.append(f"'{match}' (column {_column_number(layout, match)}) close to {name}")
-    if not found:
-        return ""
-    return f" The header has {'; '.join(found)}: a misspelt column name?"
+    found = [
+        f"'{match}' (column {_column_number(layout, match)}) close to {name}"
+        for name in wanted
+        if (match := closest(name, pool))
+    ]
+    return f" The header has {'; '.join(found)}: a misspelt column name?" if found else ""
 
 
 def missing_time_message(
@@ -186,9 +180,8 @@ def joint_columns_message(
     where: str,
     same_in_every_group: bool,
 ) -> str:
-    """A group whose joint indices are not 0..n-1: the missing columns (and the closest
-    present header names) or the extra ones, and, when no misspelling explains it and every
-    group has the same columns, that the log looks like another robot's."""
+    """A group whose joint indices are not 0..n-1: the missing columns (and the closest header
+    names) or the extra ones, or that the log looks like another robot's."""
     n = len(joint_names)
     absent = [f"{group}_{j}" for j in range(n) if j not in indices]
     extra = [f"{group}_{j}" for j in indices if j >= n]
@@ -276,13 +269,6 @@ def data_lines(layout: CsvLayout):
             row += 1
 
 
-def line_of_data_row(layout: CsvLayout, data_row: int) -> int:
-    for row, line_no, _ in data_lines(layout):
-        if row == data_row:
-            return line_no
-    return -1
-
-
 def index_ranges(prefix: str, indices: list[int]) -> str:
     """'actual_q_0..actual_q_6' or a list when not contiguous."""
     if not indices:
@@ -299,12 +285,8 @@ def summarise_columns(names: list[str], limit: int = 40) -> str:
     run: list[int] = []
 
     def flush() -> None:
-        if run_prefix is None:
-            return
-        if len(run) > 1:
-            parts.append(f"{run_prefix}{run[0]}..{run[-1]}")
-        else:
-            parts.append(f"{run_prefix}{run[0]}")
+        if run_prefix is not None:
+            parts.append(f"{run_prefix}{run[0]}" + (f"..{run[-1]}" if len(run) > 1 else ""))
 
     for name in names:
         match = _INDEXED_RE.match(name)
@@ -345,12 +327,10 @@ def select_columns(
     mapped: dict[str, dict[int, int]] | None = None,
     time_key: str = "time_column",
 ) -> tuple[dict[str, dict[int, int]], str, list[str]]:
-    """(group -> {joint -> column}, the torque group, the groups to read: q, dq, torque and
-    the targets and joint temperatures present) of a CSV for the robot with `joint_names`;
-    UserError naming what is missing (with the closest header names) or which joint columns do
-    not match the robot. `mapped`: the columns of the groups the file names otherwise
-    (`csv_mapping.mapped_groups`; the others by the contract's names); `time_key`: the key
-    that names the time column (time_column, or columns.time), for messages."""
+    """(group -> {joint -> column}, the torque group, the groups to read) of a CSV for the robot
+    with `joint_names`; UserError naming what is missing or which joint columns do not match
+    the robot. `mapped`: the groups the file names otherwise (`mapped_groups`);
+    `time_key`: the key naming the time column, for messages."""
     n = len(joint_names)
     where_path = f"The CSV file '{layout.path}' ({prefix}path)"
     groups, duplicates = group_columns(layout.names)
@@ -405,3 +385,121 @@ def select_columns(
                 )
             )
     return groups, torque_group, used_groups
+
+
+def checked_mapping(columns: dict | None) -> ColumnMapping:
+    """The set entries of a `columns` config value (key -> prefix or list of column names);
+    ValueError naming the key for an unknown key or a value that is neither."""
+    if columns is None:
+        return {}
+    if not isinstance(columns, dict):
+        raise ValueError(f"columns must be a mapping such as {{q: q_, dq: dq_}}, got {columns!r}")
+    unknown = sorted(str(k) for k in columns if k not in COLUMN_KEYS)
+    if unknown:
+        match = closest(unknown[0], COLUMN_KEYS)
+        hint = f" Did you mean '{match}'?" if match else ""
+        raise ValueError(
+            f"columns has no key {', '.join(repr(k) for k in unknown)}.{hint} Its keys are "
+            f"{', '.join(COLUMN_KEYS)} (each a column-name prefix, the columns being PREFIX0.."
+            "PREFIX<n-1>, or a list of the n column names in joint order; time: one name)"
+        )
+    out: ColumnMapping = {}
+    for key, value in columns.items():
+        if value is None:
+            continue
+        if key == "time" and not (isinstance(value, str) and value.strip()):
+            raise ValueError(f"columns.time must be the name of the time column, got {value!r}")
+        if isinstance(value, str) and value.strip():
+            out[key] = value.strip()
+        elif (
+            isinstance(value, list | tuple)
+            and value
+            and all(isinstance(v, str) and v.strip() for v in value)
+        ):
+            out[key] = [v.strip() for v in value]
+        else:
+            raise ValueError(
+                f"columns.{key} must be a column-name prefix (e.g. q_ for q_0..q_<n-1>) or a "
+                f"list of column names in joint order, got {value!r}"
+            )
+    return out
+
+
+def mapped_groups(
+    layout: CsvLayout, columns: ColumnMapping, n: int, joint_names: Sequence[str], prefix: str
+) -> dict[str, dict[int, int]]:
+    """contract group -> {joint -> column index} of the mapped keys of `columns` (not time);
+    UserError naming the file, the key and the header's columns for a mapped column it lacks,
+    a wrong count, a column named twice in the header or mapped twice."""
+    where = f"The CSV file '{layout.path}' ({prefix}path)"
+    header = f"the header (line {layout.header_line}) has: {summarise_columns(layout.names)}"
+    robot = f"the {n}-joint robot {list(joint_names)}"
+    position = {name: i for i, name in enumerate(layout.names)}
+    groups: dict[str, dict[int, int]] = {}
+    used: dict[int, str] = {}
+    for key, value in columns.items():
+        if key == "time":
+            if isinstance(value, str) and layout.names.count(value) > 1:
+                raise UserError(
+                    f"{where} names its time column '{value}' ({prefix}columns.time) more "
+                    f"than once in its header (line {layout.header_line}); keep one."
+                )
+            continue
+        setting = f"{prefix}columns.{key}"
+        if isinstance(value, str):
+            names = [f"{value}{j}" for j in range(n)]
+            indexed = re.compile(re.escape(value) + r"(\d+)$")
+            found = sorted(int(m.group(1)) for m in map(indexed.match, layout.names) if m)
+            extra = [j for j in found if j >= n]
+            if extra:
+                raise UserError(
+                    f"{where} has {len(found)} column(s) {index_ranges(value.rstrip('_'), found)} "
+                    f"for {setting}={value}, but {robot} needs {n}: {value}0..{value}{n - 1}, "
+                    f"one per joint ({', '.join(f'{value}{j}' for j in extra)} belong to no "
+                    f"joint). Map the joints' columns as a list in joint order, "
+                    f"{setting}=[name_0,...,name_{n - 1}], or pick the matching robot= option."
+                )
+            form = f"{setting}={value} (the columns {value}0..{value}{n - 1})"
+        else:
+            names = list(value)
+            if len(names) != n:
+                raise UserError(
+                    f"{setting} lists {len(names)} column name(s) {names}, but {robot} needs "
+                    f"{n}, one per joint in that order. Give {n} names, or a prefix "
+                    f"({setting}=PREFIX for PREFIX0..PREFIX{n - 1}); {header} in "
+                    f"'{layout.path}' ({prefix}path)."
+                )
+            form = f"{setting} (the list {names})"
+        absent = [name for name in names if name not in position]
+        if absent:
+            pool = [name for name in layout.names if name not in names]
+            near = [(name, match) for name in absent if (match := closest(name, pool))]
+            shown = "; ".join(f"'{m}' (column {position[m] + 1}) close to {a}" for a, m in near)
+            hint = f" The header has {shown}: a misspelt name?" if len(near) == 1 else ""
+            if isinstance(value, str) and len(absent) == n:
+                what = f"none of the columns {value}0..{value}{n - 1} named by {setting}={value}"
+            else:
+                what = f"no column {', '.join(repr(a) for a in absent)} named by {form}"
+            raise UserError(
+                f"{where} has {what}.{hint} The header (line {layout.header_line}) has: "
+                f"{summarise_columns(layout.names)}. Map the file's own column names to {key}: "
+                f"a prefix ({setting}=PREFIX for PREFIX0..PREFIX{n - 1}) or a list of {n} names "
+                "in joint order."
+            )
+        twice = [name for name in names if layout.names.count(name) > 1]
+        if twice:
+            raise UserError(
+                f"{where} names the column '{twice[0]}' ({setting}) more than once in its "
+                f"header (line {layout.header_line}); keep one column of each name."
+            )
+        for name in names:
+            other = used.get(position[name])
+            if other is not None:
+                raise UserError(
+                    f"{prefix}columns maps the column '{name}' of '{layout.path}' to both "
+                    f"{other} and {key}; each column holds one quantity: map {key} to its own "
+                    "columns."
+                )
+            used[position[name]] = key
+        groups[COLUMN_KEYS[key]] = {j: position[name] for j, name in enumerate(names)}
+    return groups

@@ -1,13 +1,7 @@
-"""Fast path of the CSV reader: the used columns of a clean file, parsed by pyarrow's CSV
-reader (~10x numpy's `loadtxt` on a 10^5-row RTDE log; on its threads from THREADS_FROM_BYTES
-of text on, else one), read as numpy views of pyarrow's buffers (no pandas import).
-
-It takes only what `np.loadtxt` (the reference path in `csv_log._load`) would take: UTF-8, one
-delimiter (comma, or runs of spaces/tabs), no quoting or comments, every data row as wide as
-the header, every used cell a plain number. Anything else returns None and the reference path
-runs, so every error message stays the reference path's. Values are the same doubles.
-
-Rationale: docs/design.md#csv-fast-path
+"""Fast path of the CSV reader: the used columns of a clean file (UTF-8, comma or blanks, no
+quoting or comments, rows as wide as the header, plain numbers) parsed by pyarrow, read as
+numpy views of its buffers. Anything else gives None and `csv_log._load`'s `np.loadtxt` runs,
+with its error messages. Values are the same doubles. Rationale: docs/design.md#csv-fast-path
 """
 
 from __future__ import annotations
@@ -26,7 +20,6 @@ from ident_framework.parallel_work import usable_cores
 _BLANK_RUN = re.compile(rb"[ \t]+")
 _EDGE_BLANKS = re.compile(rb"(?m)^ | (?=\r?$)")
 
-
 BLOCK_BYTES = 1 << 24  # bytes read at a time when looking for line starts
 THREADS_FROM_BYTES = 64 << 20  # pyarrow parses on its threads from this size of text on
 
@@ -35,25 +28,19 @@ def read_used_columns(
     layout: CsvLayout, usecols: list[int], rows: tuple[int, int] | None = None
 ) -> np.ndarray | None:
     """(rows, len(usecols)) float array of the data rows' `usecols` (0-based file columns, in
-    that order), or None when the file needs the reference parser (see the module doc).
-    `rows`: only data rows first..last-1 (0-based), read from their byte range alone (a
-    factor job's part of a long log: time and memory scale with the part); None when the file
-    has blank lines there or the range cannot be found."""
+    that order), or None when the file needs the reference parser. `rows`: only data rows
+    first..last-1 (0-based), read from their byte range alone (None when it has blank lines
+    or cannot be found)."""
     try:
         if rows is None:
             raw = _file_text(layout.path, whitespace=layout.delimiter is None)
-            skip = layout.header_line
         else:
             raw = _row_bytes(layout, *rows)
-            skip = 0
     except OSError:
         return None
-    if raw is None:
-        return None
-    table = _parse(raw, layout, usecols, skip)
-    if table is None:
-        return None
-    if rows is not None and table.num_rows != rows[1] - rows[0]:
+    skip = layout.header_line if rows is None else 0
+    table = None if raw is None else _parse(raw, layout, usecols, skip)
+    if table is None or (rows is not None and table.num_rows != rows[1] - rows[0]):
         return None
     return _column_major(table, usecols)
 
@@ -72,15 +59,14 @@ def _column_major(table: pa.Table, usecols: list[int]) -> np.ndarray:
 
 def _values(array: pa.Array) -> np.ndarray:
     """The float64 values of a pyarrow array without nulls, as a read-only view of its data
-    buffer (what `array.to_numpy(zero_copy_only=True)` returns, without importing pandas)."""
+    buffer (`array.to_numpy(zero_copy_only=True)` without importing pandas)."""
     if array.type != pa.float64() or array.null_count:
         raise ValueError(f"expected float64 values without nulls, got {array.type}")
     return np.frombuffer(array.buffers()[1], np.float64, len(array), array.offset * 8)
 
 
 def _file_text(path: str | Path, whitespace: bool) -> pa.Buffer | bytes | None:
-    """The whole file's bytes (None: not UTF-8). A clean ASCII comma-separated file is
-    memory-mapped (no copy: ~0.1 s less for a 78 MB RTDE recording); anything else is read."""
+    """The whole file's bytes: memory-mapped for an ASCII comma-separated file, else read."""
     if not whitespace:
         mapped = pa.memory_map(str(path)).read_buffer()
         if mapped.size == 0 or np.frombuffer(mapped, dtype=np.uint8).max() < 128:
@@ -91,8 +77,7 @@ def _file_text(path: str | Path, whitespace: bool) -> pa.Buffer | bytes | None:
 
 def read_column_streamed(layout: CsvLayout, column: int) -> np.ndarray | None:
     """One column of every data row (e.g. the timestamps, s), parsed block by block (memory of
-    that column only: ~0.6 s CPU and 120 MB for a 10^6-row, 480 MB RTDE log), or None when the
-    file needs the reference parser (whitespace separated, not clean)."""
+    that column only), or None when the file needs the reference parser."""
     if layout.delimiter != ",":
         return None
     names = [f"c{i}" for i in range(len(layout.names))]
@@ -125,7 +110,7 @@ def _row_bytes(layout: CsvLayout, first: int, last: int) -> bytes | None:
 
 def line_starts(path: str, lines: list[int]) -> list[int | None]:
     """Byte offset at which each 0-based line index starts (None past the last line), found by
-    counting newlines block by block (~0.25 s CPU per 500 MB, constant memory)."""
+    counting newlines block by block (constant memory)."""
     wanted = sorted(set(lines))
     found: dict[int, int | None] = {line: 0 for line in wanted if line == 0}
     seen, offset = 0, 0  # newlines before the block, bytes before the block
@@ -166,8 +151,7 @@ def _parse(
     raw: bytes | pa.Buffer, layout: CsvLayout, usecols: list[int], skip_rows: int
 ) -> pa.Table | None:
     """pyarrow's table of the used columns (one thread below THREADS_FROM_BYTES of text), None
-    when it refuses the text; a `pa.Buffer` is a memory-mapped ASCII comma-separated file,
-    parsed without a copy."""
+    when it refuses the text; a `pa.Buffer` (memory-mapped ASCII) is parsed without a copy."""
     delimiter = layout.delimiter or " "
     if isinstance(raw, pa.Buffer):
         text = raw

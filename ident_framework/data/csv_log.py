@@ -1,17 +1,10 @@
-"""Read a joint-data recording in the CSV contract (what `ur_rtde`'s recorder and UR's RTDE
-client write) into a `Dataset`.
-
-Contract: a header row; comma OR whitespace separated; one row per sample. Columns
-`timestamp` (s), `actual_q_0..n-1` (rad), `actual_qd_0..n-1` (rad/s), and torque from
+"""Read and write joint-data recordings in the CSV contract (what `ur_rtde`'s recorder and
+UR's RTDE client write): a header row; comma or whitespace separated; one row per sample.
+Columns `timestamp` (s), `actual_q_0..n-1` (rad), `actual_qd_0..n-1` (rad/s), and torque from
 `actual_current_as_torque_0..n-1` (Nm), or `actual_current_0..n-1` (A) times
-`current_to_torque` (Nm/A). `target_moment_*` (the controller's model output, not a
-measurement) is used only when asked for by name. Optional `target_q_*`, `target_qd_*`,
-`target_qdd_*`, and `joint_temperatures_*` (°C, RTDE's `joint_temperatures`; used by the
-temperature term of `coulomb_viscous` friction). Other columns are ignored. The file is only
-read, never modified.
-
-Rows in messages are "data rows" counted from 1 at the first row after the header, with the
-line of the file beside it (the header being line 1 unless blank lines precede it).
+`current_to_torque` (Nm/A); `target_moment_*` only when asked for by name. Optional
+`target_q_*`, `target_qd_*`, `target_qdd_*`, `joint_temperatures_*` (°C). Other columns are
+ignored. Messages count "data rows" from 1 after the header, with the file's line beside it.
 """
 
 from __future__ import annotations
@@ -22,6 +15,7 @@ import os
 import time
 import warnings
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
@@ -30,13 +24,14 @@ from ident_framework.data.csv_columns import (
     TEMPERATURE_GROUP,
     TORQUE_COLUMNS,
     CsvLayout,
+    checked_mapping,
     column_names,
     data_lines,
+    mapped_groups,
     read_header,
     select_columns,
 )
 from ident_framework.data.csv_fast import read_used_columns
-from ident_framework.data.csv_mapping import ColumnMapping, checked_mapping, mapped_groups
 from ident_framework.data.dataset import UNITS, Dataset
 from ident_framework.errors import UserError, per_joint_values
 
@@ -58,27 +53,16 @@ def read_csv_log(
     """Read a CSV recording for a robot with the given joints (column index j = joint j).
 
     Args:
-        path: the CSV file (read only).
-        joint_names: names of the n joints, in column order.
-        current_to_torque: n motor constants k_j (Nm/A), used when torque comes from
-            `actual_current_*` (tau_j = k_j * i_j).
+        current_to_torque: n motor constants k_j (Nm/A) for torque from `actual_current_*`.
         torque_column: "actual_current_as_torque" (Nm; falls back to `actual_current_*` x
-            current_to_torque when absent), "actual_current" (A, needs current_to_torque), or
-            "target_moment" (the controller's model torque, only when asked for explicitly).
-        time_column: name of the time column (s).
-        max_abs_q: |q| (rad) above which angles are taken to be in degrees and refused.
-        max_abs_qd: |dq| (rad/s) above which velocities are taken to be in deg/s and refused.
-        min_samples: fewest data rows accepted (the pipeline passes the number of base
-            parameters).
+            current_to_torque when absent), "actual_current" (A) or "target_moment".
+        max_abs_q, max_abs_qd: |q| (rad), |dq| (rad/s) above which values are taken to be
+            degrees and refused. min_samples: fewest data rows accepted.
         config_prefix: config key prefix used in hints ("source." or "validation.").
-        rows: only data rows first..last-1 (0-based), parsed from their bytes alone when the
-            file is clean (a factor job's part of a long log); a problem in them is reported
-            as reading the whole file reports it (its row and line).
-        columns: the file's own column names for some quantities, when they are not the
-            contract's (`csv_mapping.COLUMN_KEYS`: time, q, dq, tau, current, temperature,
-            q_target, dq_target, ddq_target): a prefix (columns PREFIX0..PREFIX<n-1>) or the n
-            names in joint order (time: its one name, instead of `time_column`); None
-            entries and absent keys keep the contract's names.
+        rows: only data rows first..last-1 (0-based); a problem in them is reported as
+            reading the whole file reports it.
+        columns: the file's own column names (`csv_columns.COLUMN_KEYS` -> a prefix or the
+            n names in joint order; time: its one name, instead of `time_column`).
 
     Raises:
         UserError: one paragraph naming the file, the column and/or row and what to do.
@@ -92,7 +76,10 @@ def read_csv_log(
             f"contract; use one of {list(TORQUE_COLUMNS)}."
         )
     gains = _check_gains(current_to_torque, n, config_prefix)
-    mapping = _checked_mapping(columns, config_prefix)
+    try:
+        mapping = checked_mapping(columns)
+    except ValueError as error:
+        raise UserError(f"{config_prefix}{error}.") from None
     time_column = str(mapping.get("time", time_column))
     layout = read_header(path, config_prefix)
     mapped = mapped_groups(layout, mapping, n, joint_names, config_prefix)
@@ -104,31 +91,18 @@ def read_csv_log(
     for group in used_groups:
         indices[group] = [groups[group][j] for j in range(n)]
     limits = (max_abs_q, max_abs_qd)
-    if rows is None:
-        timestamp, arrays, used = _read_columns(
-            layout, indices, time_column, min_samples, limits, config_prefix
-        )
-        return _dataset(layout, joint_names, torque_group, gains, timestamp, arrays, used, indices)
+    read = partial(_read_columns, layout, indices, time_column, min_samples, limits, config_prefix)
     try:
-        timestamp, arrays, used = _read_columns(
-            layout, indices, time_column, min_samples, limits, config_prefix, rows
-        )
+        timestamp, arrays, used = read(rows)
     except UserError:  # named as in the whole file: its row and line
-        timestamp, arrays, used = _read_columns(
-            layout, indices, time_column, min_samples, limits, config_prefix
-        )
+        if rows is None:
+            raise
+        timestamp, arrays, used = read()
         timestamp, arrays = timestamp[slice(*rows)], {k: v[slice(*rows)] for k, v in arrays.items()}
     ds = _dataset(layout, joint_names, torque_group, gains, timestamp, arrays, used, indices)
-    ds.metadata["rows"] = list(rows)
+    if rows is not None:
+        ds.metadata["rows"] = list(rows)
     return ds
-
-
-def _checked_mapping(columns: dict | None, prefix: str) -> ColumnMapping:
-    """`csv_mapping.checked_mapping` of `columns`, its errors as UserError naming the key."""
-    try:
-        return checked_mapping(columns)
-    except ValueError as error:
-        raise UserError(f"{prefix}{error}.") from None
 
 
 def _dataset(
@@ -141,9 +115,8 @@ def _dataset(
     used: dict[int, int],
     columns: dict[str, list[int]],
 ) -> Dataset:
-    """The Dataset of the columns read (`columns`: group -> the file's column indices): torque
-    in Nm (currents times the motor constants `gains` for actual_current), targets when
-    present, metadata on where each came from."""
+    """The Dataset of the columns read (`columns`: group -> the file's column indices), torque
+    in Nm (currents times `gains` for actual_current)."""
     metadata: dict = {
         "source": "csv",
         "path": os.path.abspath(layout.path),
@@ -163,19 +136,9 @@ def _dataset(
         metadata["units"]["current_to_torque"] = "Nm/A"
     elif gains is not None:
         metadata["current_to_torque_ignored"] = f"torque taken from {torque_group}_* columns"
-    return Dataset(
-        timestamp=timestamp,
-        q=np.ascontiguousarray(arrays["actual_q"]),
-        dq=np.ascontiguousarray(arrays["actual_qd"]),
-        tau=np.ascontiguousarray(tau),
-        joint_names=joint_names,
-        **{
-            field: np.ascontiguousarray(arrays[group])
-            for group, field in OPTIONAL_GROUPS.items()
-            if group in arrays
-        },
-        metadata=metadata,
-    )
+    optional = {field: arrays[group] for group, field in OPTIONAL_GROUPS.items() if group in arrays}
+    q, dq = arrays["actual_q"], arrays["actual_qd"]  # C-ordered (`_gathered`)
+    return Dataset(timestamp, q, dq, tau, joint_names, metadata=metadata, **optional)
 
 
 def _read_columns(
@@ -187,9 +150,8 @@ def _read_columns(
     prefix: str,
     rows: tuple[int, int] | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray], dict[int, int]]:
-    """(timestamp (N,), group -> (N, n) array, used column -> position) of the needed columns
-    only (pyarrow: ~0.05 s for 1e5 rows x 19 columns), checked: finite numbers, time
-    increasing, angles in rad (|q| <= max_abs[0]) and velocities in rad/s (<= max_abs[1])."""
+    """(timestamp (N,), group -> (N, n) array, used column -> position) of the needed columns,
+    checked: finite, time increasing, |q| <= max_abs[0] rad, |dq| <= max_abs[1] rad/s."""
     where_path = f"The CSV file '{layout.path}' ({prefix}path)"
     usecols = sorted({c for cols in columns.values() for c in cols})
     position = {c: i for i, c in enumerate(usecols)}
@@ -220,15 +182,13 @@ def _read_columns(
 
 
 def _gathered(data: np.ndarray, columns: list[int]) -> np.ndarray:
-    """(rows, len(columns)) C-ordered copy of `data`'s `columns`, one column at a time (one
-    copy: `data` is column-major, a fancy index of it is too and the dataset wants rows)."""
+    """(rows, len(columns)) C-ordered copy of the column-major `data`'s `columns` (one copy)."""
     out = np.empty((data.shape[0], len(columns)))
     for i, column in enumerate(columns):
         out[:, i] = data[:, column]
     return out
 
 
-# ---------------------------------------------------------------------------------------------
 def _check_gains(gains: Sequence[float] | None, n: int, prefix: str) -> np.ndarray | None:
     if gains is None:
         return None
@@ -253,8 +213,7 @@ def _load(
     layout: CsvLayout, usecols: list[int], prefix: str, rows: tuple[int, int] | None = None
 ) -> np.ndarray:
     """The used columns of the data rows (`rows`: only first..last-1): pyarrow's parser for a
-    clean file (`csv_fast`), else numpy's, whose failures become the messages naming the row,
-    line and column."""
+    clean file (`csv_fast`), else numpy's, whose failures name the row, line and column."""
     fast = read_used_columns(layout, usecols, rows)
     if fast is not None:
         return fast
@@ -282,8 +241,7 @@ def _load(
     except ValueError as error:
         problem = _find_bad_cell(layout, usecols)
         raise UserError(
-            f"{where}: {problem or error}. Every used column must hold plain numbers (s, rad, "
-            "rad/s, Nm or A)."
+            f"{where}: {error}. Every used column must hold plain numbers (s, rad, rad/s, Nm or A)."
             if problem is None
             else f"{where}: {problem}."
         ) from None
@@ -339,9 +297,8 @@ def _check_time(t: np.ndarray, name: str, layout: CsvLayout, where: str) -> None
     raise UserError(
         f"{where}: column '{name}' {kind} the previous value at {layout.where(row)} "
         f"({float(t[row - 1]):.9g} s then {float(t[row]):.9g} s); timestamps must increase "
-        "strictly. "
-        f"{bad.size} such row(s) in total: remove duplicated rows or concatenate logs with "
-        "increasing times."
+        f"strictly. {bad.size} such row(s) in total: remove duplicated rows or concatenate logs "
+        "with increasing times."
     )
 
 
@@ -353,13 +310,12 @@ def _check_units(
     layout: CsvLayout,
     where: str,
 ) -> None:
-    checks = (
-        ("actual_q", max_abs_q, "rad", "degrees", "pi/180 = 0.0174533"),
-        ("target_q", max_abs_q, "rad", "degrees", "pi/180 = 0.0174533"),
-        ("actual_qd", max_abs_qd, "rad/s", "deg/s", "pi/180 = 0.0174533"),
-        ("target_qd", max_abs_qd, "rad/s", "deg/s", "pi/180 = 0.0174533"),
-    )
-    for group, limit, unit, wrong_unit, factor in checks:
+    for group, limit, unit, wrong_unit in (
+        ("actual_q", max_abs_q, "rad", "degrees"),
+        ("target_q", max_abs_q, "rad", "degrees"),
+        ("actual_qd", max_abs_qd, "rad/s", "deg/s"),
+        ("target_qd", max_abs_qd, "rad/s", "deg/s"),
+    ):
         if group not in arrays:
             continue
         values = np.abs(arrays[group])
@@ -373,8 +329,8 @@ def _check_units(
             f"{where}: column '{names[group][joint]}' reaches {value:.6g} at "
             f"{layout.where(row)}, beyond the plausible {limit:.4g} {unit}; the values look "
             f"like {wrong_unit}, but the CSV contract requires {unit}. Convert the "
-            f"{_group_label(names[group], group)} columns to {unit} (multiply by {factor}) and "
-            "run again."
+            f"{_group_label(names[group], group)} columns to {unit} (multiply by pi/180 = "
+            "0.0174533) and run again."
         )
 
 
@@ -391,8 +347,7 @@ def _group_label(names: list[str], group: str) -> str:
 def _check_temperatures(
     arrays: dict[str, np.ndarray], names: dict[str, list[str]], layout: CsvLayout, where: str
 ) -> None:
-    """Joint temperatures must be plausible °C: kelvin or °F would shift the friction's
-    temperature term (and the twin's reference) by hundreds of degrees."""
+    """Joint temperatures must be plausible °C (not kelvin or °F)."""
     values = arrays.get(TEMPERATURE_GROUP)
     if values is None:
         return
@@ -422,8 +377,7 @@ def write_csv_log(
 ) -> None:
     """Write a dataset in the CSV contract (comma separated, one header row): timestamp,
     actual_q_j, actual_qd_j, `<torque_column>_j`, the targets and joint temperatures that
-    exist. The file is
-    written to a temporary name and renamed, so a reader never sees half a file."""
+    exist; written to a temporary name and renamed (no reader sees half a file)."""
     n = ds.n_joints
     blocks = [("timestamp", ds.timestamp[:, None], 1)]
     blocks += [("actual_q", ds.q, n), ("actual_qd", ds.dq, n), (torque_column, ds.tau, n)]
@@ -434,18 +388,15 @@ def write_csv_log(
     header = ",".join(column_names([(name, width) for name, _, width in blocks]))
     table = np.column_stack([values for _, values, _ in blocks])
     target = os.fspath(path)
-    partial = f"{target}.partial"
-    np.savetxt(partial, table, delimiter=",", header=header, comments="", fmt="%.10g")
-    os.replace(partial, target)
+    temporary = f"{target}.partial"
+    np.savetxt(temporary, table, delimiter=",", header=header, comments="", fmt="%.10g")
+    os.replace(temporary, target)
 
 
 class CsvLogWriter:
-    """Appends samples to a CSV in the contract as they arrive (a live recording).
-
-    The header is written at once; `write(row)` appends one sample (timestamp in s first,
-    then the groups' values in header order); the file is flushed to the operating system at
-    least every `flush_interval_s` s, so a crash of this process loses at most that much.
-    Timestamps are written with 6 decimals (µs), other values with 10 significant digits."""
+    """Appends samples to a CSV in the contract as they arrive (a live recording): `write(row)`
+    appends one sample (timestamp in s, then the groups' values in header order), flushed at
+    least every `flush_interval_s` s; timestamps with 6 decimals, values 10 digits."""
 
     def __init__(
         self,

@@ -44,11 +44,10 @@ class AsRecorded:
     def of(ds: Dataset, index: int = 0) -> AsRecorded:
         """The rows of `ds` as recorded: its own timestamp and torque, all of recording
         `index`."""
-        n = ds.n_samples
         return AsRecorded(
             np.asarray(ds.timestamp, dtype=float),
             np.asarray(ds.tau, dtype=float),
-            np.full(n, index, dtype=np.int64),
+            np.full(ds.n_samples, index, dtype=np.int64),
         )
 
 
@@ -63,15 +62,13 @@ class Dataset:
         tau: (N, n) measured joint torques in Nm (what the motors applied).
         ddq: (N, n) joint accelerations in rad/s^2 when measured or exactly known, else None.
         q_target, dq_target, ddq_target: (N, n) controller targets when recorded, else None.
-        temperature: (N, n) joint temperatures in °C when recorded (RTDE's
-            `joint_temperatures`), else None; never filtered (it changes over minutes).
+        temperature: (N, n) joint temperatures in °C when recorded, else None (never
+            filtered).
         joint_names: names of the n joints, in column order.
         metadata: free-form provenance (source, file, units, simulated truth, ...).
-        parallel_filter: set by preprocessing: the unfiltered velocity and the low-pass of
-            the torque, to filter friction columns the same way (`parallel_filter.py`).
-        recorded: set by preprocessing (and by sources that stack several files): each row's
-            timestamp and torque as recorded and the recording it comes from. Preprocessing
-            low-passes `tau` (what estimation fits); metrics score against `recorded.tau`.
+        parallel_filter: set by preprocessing, to filter friction columns like the torque.
+        recorded: set by preprocessing (and by sources stacking files): each row's timestamp
+            and torque as recorded, and its recording; metrics score against `recorded.tau`.
     """
 
     timestamp: np.ndarray
@@ -114,14 +111,12 @@ class Dataset:
 
     @property
     def measured_torque(self) -> np.ndarray:
-        """(N, n) Nm: the torque as recorded at these rows (what metrics score against); the
-        dataset's own `tau` when it was never filtered."""
+        """(N, n) Nm: the torque as recorded at these rows (what metrics score against)."""
         return self.tau if self.recorded is None else self.recorded.tau
 
     @property
     def recorded_timestamp(self) -> np.ndarray:
-        """(N,) s: the rows' timestamps as recorded (stacked recordings are shifted in
-        `timestamp` so that it keeps increasing; here they are as in each file)."""
+        """(N,) s: the rows' timestamps as recorded (`timestamp` shifts stacked recordings)."""
         return self.timestamp if self.recorded is None else self.recorded.timestamp
 
     @property
@@ -146,11 +141,9 @@ class Dataset:
 
     def select(self, rows: slice | np.ndarray) -> Dataset:
         """A new dataset with only the given rows (a slice or an index/boolean array)."""
-        changes = {}
-        for name in ROW_COLUMNS:
-            value = getattr(self, name)
-            if value is not None:
-                changes[name] = value[rows]
+        changes: dict[str, Any] = {
+            name: value[rows] for name in ROW_COLUMNS if (value := getattr(self, name)) is not None
+        }
         if self.parallel_filter is not None:
             changes["parallel_filter"] = self.parallel_filter.select(rows)
         if self.recorded is not None:
@@ -160,16 +153,13 @@ class Dataset:
 
 def concatenate(datasets: list[Dataset]) -> Dataset:
     """One dataset holding the rows of several recordings (or segments of one) of the same
-    robot, in order.
+    robot, in order; preprocess each on its own first (no filter across the seam).
 
-    Each recording should be preprocessed on its own first (filters and derivatives must not
-    run across the seam); the regressor is per sample, so identifying on the stacked rows is
-    the same as identifying on the union of the recordings. Where a part does not start after
-    the previous one ends, its timestamps are shifted to start one sample step (its own median
-    step, s) after that end, so they stay strictly increasing; `recorded` keeps them as
-    recorded. Optional columns are kept only when every part has them. Metadata are the first
-    part's, plus `recordings`: the names of the distinct recordings, each row's `recorded.
-    recording` indexing them (parts of one file, e.g. segments between gaps, share an index)."""
+    A part that does not start after the previous one ends is shifted to start one sample step
+    (its median step, s) after that end; `recorded` keeps the times as recorded. Optional
+    columns are kept only when every part has them. Metadata are the first part's, plus
+    `recordings`: the distinct recordings' names, indexed by `recorded.recording` (segments of
+    one file share an index)."""
     if not datasets:
         raise ValueError("no datasets to concatenate")
     first = datasets[0]

@@ -1,16 +1,9 @@
-"""The signal filters of the preprocessing, in numpy and a compiled loop (no scipy.signal):
-
-- `butterworth_lowpass(order, cutoff_hz, rate_hz)` and `zero_phase_filter(sos, x)`: equal to
-  ``scipy.signal.butter(..., output="sos")`` and ``scipy.signal.sosfiltfilt(sos, x, axis=0)``
-  to rounding (same odd extension and steady-state start). The recursion runs in
-  `zero_phase_kernel.c` (loaded by `c_kernels.py`; numba's `zero_phase_kernel.py` where no C
-  compiler works, bit for bit the same). `x` may be any strided float64 view.
-- `savgol_derivative`: equal to ``scipy.signal.savgol_filter(x, window, polyorder, deriv,
-  delta, axis=0)`` in mode "interp".
-- `cubic_spline`: jittery logs onto a uniform grid and back (imports scipy.interpolate only
-  then).
-
-Rationale and timings: docs/design.md#signal-filters
+"""The signal filters of the preprocessing, without scipy.signal: `butterworth_lowpass` and
+`zero_phase_filter` equal ``scipy.signal.butter(..., output="sos")`` and ``sosfiltfilt(sos, x,
+axis=0)`` to rounding (the recursion in `zero_phase_kernel.c`, or numba's
+`zero_phase_kernel.py`, bit for bit the same); `savgol_derivative` equals ``savgol_filter(x,
+window, polyorder, deriv, delta, axis=0)`` in mode "interp"; `cubic_spline` (scipy.interpolate)
+maps jittery logs onto a uniform grid and back. Rationale: docs/design.md#signal-filters
 """
 
 from __future__ import annotations
@@ -31,9 +24,8 @@ _SIGNATURES = {"zero_phase_filter": (c_int, [*_ARGUMENTS, c_void_p, c_int64, c_i
 
 def butterworth_lowpass(order: int, cutoff_hz: float, rate_hz: float) -> np.ndarray:
     """(ceil(order / 2), 6) second-order sections [b0, b1, b2, 1, a1, a2] of the digital
-    Butterworth low-pass of `order` with its -3 dB point at `cutoff_hz` for samples at
-    `rate_hz` (bilinear transform, pre-warped): the sections of scipy.signal.butter's "sos"
-    output, gain in the first section, the poles nearest the unit circle last."""
+    Butterworth low-pass of `order`, -3 dB at `cutoff_hz` for samples at `rate_hz` (as
+    scipy.signal.butter's "sos" output)."""
     if order < 1 or not 0 < cutoff_hz < rate_hz / 2:
         raise ValueError(f"Butterworth order {order} at {cutoff_hz} Hz for {rate_hz} Hz")
     fs2 = 2.0 * rate_hz
@@ -62,42 +54,32 @@ def pad_length(sos: np.ndarray) -> int:
 
 def zero_phase_filter(sos: np.ndarray, x: np.ndarray | list[np.ndarray]) -> np.ndarray:
     """`x` (N, ...) filtered forward and backward along axis 0 by the sections `sos`
-    (zero phase, squared magnitude response); N must exceed pad_length(sos). A list of
-    (N, k_i) arrays is filtered as their column stack (N, sum k_i), without stacking them
-    first."""
+    (N > pad_length(sos)). A list of (N, k_i) arrays is filtered as their column stack
+    (N, sum k_i), without stacking them first."""
     if isinstance(x, list):
         parts = [np.asarray(a, dtype=float) for a in x]
         shape = (len(parts[0]), sum(part.shape[1] for part in parts))
     else:
         whole = np.asarray(x, dtype=float)
         parts, shape = [whole.reshape(len(whole), -1)], whole.shape
-    return _filtered(sos, parts).reshape(shape)
-
-
-def zero_phase_filter_parts(sos: np.ndarray, parts: list[np.ndarray]) -> list[np.ndarray]:
-    """`zero_phase_filter` of each (N, k_i) array of `parts`, one C-ordered (N, k_i) array
-    each."""
-    return [zero_phase_filter(sos, np.asarray(a, dtype=float)) for a in parts]
-
-
-def zero_phase_filter_channels(sos: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """`zero_phase_filter` of the channels in the rows of `x` (ch, N): (ch, N). For many
-    channels gathered from several arrays (parallel friction columns): each a contiguous
-    row."""
-    x = np.asarray(x, dtype=float)
-    out = np.empty(x.shape)
-    _run_kernel(sos, x.T, out.T)
-    return out
-
-
-def _filtered(sos: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
-    """The column stack (N, sum k_i) of the (N, k_i) `parts` filtered forward and backward."""
-    n = len(parts[0])
-    out = np.empty((n, sum(part.shape[1] for part in parts)))
+    out = np.empty((len(parts[0]), sum(part.shape[1] for part in parts)))
     column = 0
     for part in parts:
         _run_kernel(sos, part, out[:, column : column + part.shape[1]])
         column += part.shape[1]
+    return out.reshape(shape)
+
+
+def zero_phase_filter_parts(sos: np.ndarray, parts: list[np.ndarray]) -> list[np.ndarray]:
+    """`zero_phase_filter` of each (N, k_i) array of `parts`."""
+    return [zero_phase_filter(sos, np.asarray(a, dtype=float)) for a in parts]
+
+
+def zero_phase_filter_channels(sos: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """`zero_phase_filter` of the channels in the rows of `x` (ch, N): (ch, N)."""
+    x = np.asarray(x, dtype=float)
+    out = np.empty(x.shape)
+    _run_kernel(sos, x.T, out.T)
     return out
 
 
@@ -141,8 +123,8 @@ def _strided_in_elements(a: np.ndarray) -> bool:
 
 def _steady_state(sos: np.ndarray) -> np.ndarray:
     """(sections, 2) each section's state (transposed direct form II) in the steady state of a
-    unit input to the cascade: scipy.signal.sosfilt_zi, section by section (the cascade's
-    whole (I - A) is ill-conditioned for poles near 1: low cut-offs, high orders)."""
+    unit input to the cascade: scipy.signal.sosfilt_zi, section by section (the whole
+    cascade's (I - A) is ill-conditioned for poles near 1)."""
     zi, level = np.zeros((len(sos), 2)), 1.0  # the section's input for a unit input
     for i, (b0, b1, b2, _, a1, a2) in enumerate(sos):
         local = np.array([[-a1, 1.0], [-a2, 0.0]])
@@ -178,9 +160,8 @@ def savgol_derivative(
 def _operators(
     window: int, polyorder: int, deriv: int, delta: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(the centred window's weights (window,), the first and the last half window's
-    operators (half, window)): the deriv-th derivative, at each position, of the polynomial
-    of `polyorder` least-squares fitted to a whole window, as linear maps of its samples."""
+    """(the centred window's weights (window,), the first and last half window's operators
+    (half, window)): the deriv-th derivative of the least-squares polynomial of a window."""
     half = window // 2
     offsets = np.arange(-half, half + 1, dtype=float)
     target = np.zeros(polyorder + 1)
@@ -201,14 +182,12 @@ def _operators(
 
 def cubic_spline(t: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
     """`values` (M, ...) at increasing times `t` (M,) s, interpolated at `at` (K,) s by a
-    not-a-knot cubic spline along axis 0 (scipy.interpolate is imported only here: only
-    jittery logs need it, and it costs ~0.2 s)."""
+    not-a-knot cubic spline along axis 0."""
     from scipy.interpolate import CubicSpline
 
     return CubicSpline(t, values, axis=0)(at)
 
 
 def preload() -> None:
-    """Import scipy.interpolate now (~0.4 s with the scipy.linalg it pulls in): before forking
-    workers that will resample, so that they inherit it instead of each importing it."""
+    """Import scipy.interpolate now, before forking workers that will resample."""
     import scipy.interpolate  # noqa: F401

@@ -1,15 +1,7 @@
-"""Parallel filtering of friction columns: the same low-pass on the model as on the torque.
-
-Preprocessing low-passes the measured torque (zero-phase Butterworth). Friction changes fast
-where the velocity reverses (a Coulomb step, LuGre's bristle transient), so the filtered
-torque there is a smoothed step, while a friction basis evaluated at the filtered velocity
-stays sharp: the model then misfits exactly where friction models differ. Because the model
-is linear in the friction coefficients, computing the friction columns from the unfiltered
-velocity and filtering them with the same filter gives columns that match the filtered torque
-("parallel filtering"). Preprocessing keeps what that needs: per recording the unfiltered
-velocity on its (uniform) time grid before trimming, the filter, and which samples the
-dataset kept: grid rows, or (a jittery log filtered on a uniform grid) recorded times between
-grid points, reached by cubic spline as preprocessing maps its own filtered signals back.
+"""Parallel filtering of friction columns: computed from the unfiltered velocity and
+low-passed like the torque (rationale: docs/design.md#data-parallel-filtering). Preprocessing
+keeps per recording the unfiltered velocity on its uniform time grid, the filter, and the
+samples the dataset kept (grid rows, or recorded times between grid points, by cubic spline).
 """
 
 from __future__ import annotations
@@ -31,11 +23,9 @@ ColumnFunction = Callable[[np.ndarray, np.ndarray], np.ndarray]
 @dataclass(frozen=True)
 class FilterSegment:
     """One preprocessed recording: timestamp (M,) s of its filter grid, `velocity()` the
-    unfiltered velocity (M, n) rad/s on it (computed when first asked for, as `dq`: only
-    parallel filtering needs it, and differentiating q for it costs a Savitzky-Golay pass of
-    the whole recording), the low-pass `sos` applied to its torque, and `rows` (int) of the
-    samples the dataset kept: grid rows, or, when `at` is given, rows of `at` (the recorded
-    times, s, off the grid: values there by cubic spline of the grid values)."""
+    unfiltered velocity (M, n) rad/s on it (computed when first asked for, as `dq`), the
+    low-pass `sos` of its torque, and `rows` (int) of the samples the dataset kept: grid rows,
+    or rows of `at` (recorded times, s, off the grid: by cubic spline) when given."""
 
     timestamp: np.ndarray
     velocity: Callable[[], np.ndarray]
@@ -72,16 +62,13 @@ class ParallelFilter:
         keep: Sequence[np.ndarray | None] | None = None,
         into: tuple[np.ndarray, Sequence[int]] | None = None,
     ) -> np.ndarray:
-        """(N, c, k): `columns` evaluated on each segment's unfiltered velocity (in time
-        order, the whole grid), low-passed like the torque, at the dataset's rows (or at
-        `rows` of them, increasing). A sequence of functions gives the concatenation of their
-        columns (last axis), evaluated one after the other on each segment. `keep`: per
-        function, a boolean mask (c,) of the rows of its (c, k) columns wanted (None: all);
-        the others are not filtered and are zero. `into`: (an (N, c, K) array, per function
-        the index of its one column (k = 1) there): the columns are written there (the
-        others' values left as they are) and it is returned. Columns are filtered together
-        across functions, up to `CHANNELS_AT_ONCE` and `SAMPLES_AT_ONCE` values at a time:
-        the memory beside the result is one batch of columns on one segment's grid."""
+        """(N, c, k): `columns` evaluated on each segment's unfiltered velocity (the whole
+        grid), low-passed like the torque, at the dataset's rows (or at `rows` of them,
+        increasing). Several functions give their columns concatenated (last axis). `keep`:
+        per function, a mask (c,) of the rows of its (c, k) columns wanted (the others stay
+        zero, unfiltered). `into`: (an (N, c, K) array, per function the index of its one
+        column there): the columns are written there and it is returned. Columns are
+        filtered in batches of at most `CHANNELS_AT_ONCE` and `SAMPLES_AT_ONCE` values."""
         parts = [columns] if callable(columns) else list(columns)
         keeps = [None] * len(parts) if keep is None else list(keep)
         source = self if rows is None else self.select(rows)
@@ -116,8 +103,7 @@ class ParallelFilter:
         return out[0] if len(out) == 1 else np.concatenate(out, axis=-1)
 
     def prepare(self) -> None:
-        """Compute every segment's unfiltered velocity now (e.g. before forking workers that
-        all need it: they inherit it instead of each computing it)."""
+        """Compute every segment's unfiltered velocity now (e.g. before forking workers)."""
         for segment in self.segments:
             _ = segment.dq
 
@@ -142,9 +128,8 @@ class ParallelFilter:
 
 
 class _Batch:
-    """Columns of one segment waiting to be filtered together: a function's flattened columns
-    (M, c), the indices of those queued, and the (count, c) target they fill (at the
-    segment's kept rows)."""
+    """Columns of one segment waiting to be filtered together, each batch with the (count, c)
+    target it fills at the segment's kept rows."""
 
     def __init__(self, segment: FilterSegment, size: int) -> None:
         self.segment, self.size = segment, size
@@ -199,9 +184,7 @@ TRANSPOSE_ROWS = 4096  # rows of (M, c) columns transposed at a time (a block st
 
 
 def _transpose_into(flat: np.ndarray, chunk: slice | np.ndarray, out: np.ndarray) -> None:
-    """out (len(chunk), M) = flat[:, chunk].T, a block of rows at a time: a gather straight
-    from the transposed view reads one cache line per value (3 s for 36 columns of 10⁶ rows,
-    against 0.13 s)."""
+    """out (len(chunk), M) = flat[:, chunk].T, a block of rows at a time (cache-friendly)."""
     for start in range(0, len(flat), TRANSPOSE_ROWS):
         block = flat[start : start + TRANSPOSE_ROWS]
         out[:, start : start + len(block)] = block[:, chunk].T

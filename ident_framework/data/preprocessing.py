@@ -1,25 +1,11 @@
-"""Preprocessing: filter and differentiate a dataset's joint signals, recording by recording
-and piece by piece between timestamp gaps (`preprocess`, one piece: `filter_segment`).
-
-Input: a `Dataset` with timestamps (s), q (rad), measured dq (rad/s, optional) and tau (Nm).
-Output: the same recorded rows (timestamps and torque as recorded) minus the `trim_s` at each
-piece's ends, with filtered q, dq, tau and ddq (rad/s²). Per piece:
-
-1. jittery timestamps (`resample: auto`, steps off the median by > 5 %) are interpolated onto
-   a uniform grid at the median step;
-2. q, tau and the measured dq pass a zero-phase Butterworth low-pass (`filters.py`, cut-off
-   in Hz);
-3. dq is the filtered measured velocity or the Savitzky-Golay derivative of q, ddq the
-   Savitzky-Golay derivative of dq (centred windows: no half-sample shift);
-4. a resampled piece is mapped back onto its recorded timestamps; joint temperatures (°C)
-   are kept unfiltered.
-
-No filter runs across a recording boundary or a gap (> MAX_GAP_STEPS median steps); a piece
-too short to filter is dropped and counted. A dataset that already carries exact
-accelerations (`ds.ddq`) is returned as it is. The report goes to
-`metadata["preprocessing"]`.
-
-Rationale (jitter, default edge length): docs/design.md#preprocessing
+"""Preprocessing: filter and differentiate a dataset's joint signals (q rad, dq rad/s, tau Nm)
+recording by recording and piece by piece between timestamp gaps (> MAX_GAP_STEPS median
+steps), keeping the recorded rows minus `trim_s` at each piece's ends. Per piece: jittery
+timestamps are interpolated onto a uniform grid; q, tau and the measured dq pass a zero-phase
+Butterworth low-pass; dq (unless measured) and ddq (rad/s²) are Savitzky-Golay derivatives; a
+resampled piece is mapped back onto its recorded timestamps. Temperatures stay unfiltered; a
+piece too short to filter is dropped and counted; a dataset with exact `ddq` is returned as it
+is. Report: `metadata["preprocessing"]`. Rationale: docs/design.md#preprocessing
 """
 
 from __future__ import annotations
@@ -50,7 +36,7 @@ RESAMPLE_MODES = ("auto", "never", "always")
 FRICTION_COLUMNS = ("auto", "parallel", "filtered_velocity")
 __all__ = ["PreprocessingParams", "default_trim_s", "preprocess"]
 JITTER_TOLERANCE = 0.05  # max |dt - median dt| / median dt still treated as uniform sampling
-EDGE_TIME_CONSTANTS = {True: 8.0, False: 12.0}  # by use_measured_velocity: see the module doc
+EDGE_TIME_CONSTANTS = {True: 8.0, False: 12.0}  # by use_measured_velocity
 TARGETS = ("q_target", "dq_target", "ddq_target")
 
 
@@ -58,18 +44,12 @@ TARGETS = ("q_target", "dq_target", "ddq_target")
 class PreprocessingParams(Params):
     """Parameters of `preprocess`.
 
-    lowpass_hz: Butterworth cut-off in Hz (not normalised; checked against the data's Nyquist
-    frequency at run time). filter_order: its order (the zero-phase pass doubles it).
-    savgol_window_s: differentiation window in s, rounded to an odd number of samples
-    >= savgol_polyorder + 2. trim_s: s dropped at each end of every recorded piece after
-    filtering (None: from the filters, `default_trim_s` plus half the window:
-    ≈ 0.18 s for the defaults, 0.265 s with use_measured_velocity=false).
-    use_measured_velocity: filter the recorded dq instead of differentiating q. resample:
-    "auto" (onto a uniform grid when the timestamps jitter), "never" or "always".
-    friction_columns: how the regressor's friction columns meet the filtered torque:
-    "parallel" (computed from the unfiltered velocity, then low-passed like the torque: see
-    `parallel_filter.py`), "filtered_velocity" (computed from the filtered velocity), or
-    "auto" (parallel for friction models with nonlinear parameters, else filtered_velocity).
+    lowpass_hz: Butterworth cut-off in Hz (not normalised). savgol_window_s: differentiation
+    window in s, rounded to an odd number of samples >= savgol_polyorder + 2. trim_s: s dropped
+    at each end of every piece (None: `default_trim_s` plus half the window). resample: "auto"
+    (onto a uniform grid when the timestamps jitter), "never" or "always". friction_columns:
+    "parallel" (from the unfiltered velocity, low-passed like the torque: `parallel_filter.py`),
+    "filtered_velocity", or "auto" (parallel for friction models with nonlinear parameters).
     """
 
     lowpass_hz: float = param(20.0, gt=0, unit="Hz", note="a cut-off frequency")
@@ -95,19 +75,12 @@ def preprocess(
     min_samples: int = 10,
     step_of: Callable[[np.ndarray], float] | None = None,
 ) -> Dataset:
-    """Filtered, differentiated copy of `ds` (which is left untouched) at its recorded rows.
-
-    Returns a Dataset with q (rad), dq (rad/s), ddq (rad/s^2) and the low-passed tau (Nm) at
-    the recorded timestamps (s) of every row the filters can serve, the rows as recorded in
-    `recorded` (timestamp, torque, recording), and `metadata["preprocessing"]` describing what
-    was done. Raises UserError when the sample rate cannot carry the cut-off, a recording is
-    too short, or its timestamps do not increase.
-
-    `step_of`: the sample step (s) the filters of a piece between gaps use, from the piece's
-    timestamps (default: their median step). A window cut from a longer recording
-    (`modes/distributed.py`) passes the step of the whole recording's piece: the median
-    step of a window differs from the whole's in the last digits (timestamps of 2000 s carry
-    rounding of 2e-13 s), which moved the filtered accelerations by 1e-10 relative."""
+    """Filtered, differentiated copy of `ds` at its recorded rows: q (rad), dq (rad/s), ddq
+    (rad/s²), low-passed tau (Nm), the rows as recorded in `recorded`, the report in
+    `metadata["preprocessing"]`. UserError when the sample rate cannot carry the cut-off, a
+    recording is too short, or its timestamps do not increase. `step_of`: the sample step (s)
+    of a piece from its timestamps (default: their median step; `modes/distributed.py` passes
+    the whole recording's, `recording_steps`)."""
     params = params or PreprocessingParams()
     recorded = ds.recorded or AsRecorded.of(ds)
     names = ds.recording_paths
@@ -116,8 +89,7 @@ def preprocess(
         return replace(ds, metadata={**ds.metadata, "preprocessing": note}, recorded=recorded)
     pieces, reports = [], []
     for index, rows in recording_rows(recorded.recording):
-        part = ds.select(rows)
-        part = replace(part, recorded=recorded.select(rows))
+        part = replace(ds.select(rows), recorded=recorded.select(rows))
         where = _where(names, index, ds)
         kept, report = _preprocess_recording(part, params, min_samples, where, step_of)
         pieces += kept
@@ -197,14 +169,11 @@ def _preprocess_recording(
 
 
 def preprocessable(ds: Dataset, params: PreprocessingParams, min_samples: int = 10) -> bool:
-    """Whether `preprocess(ds, params, min_samples=...)` succeeds: every recording of `ds`
-    keeps a piece long enough to filter, and the cut-off is below the Nyquist frequency of
-    every piece it keeps (e.g. a tuning candidate whose longer filter edges leave nothing of a
-    short recording). Nothing is filtered."""
+    """Whether `preprocess(ds, params, min_samples=...)` succeeds: every recording keeps a
+    piece long enough to filter, with the cut-off below its Nyquist frequency."""
     if ds.ddq is not None:
         return True
-    recorded = ds.recorded or AsRecorded.of(ds)
-    for _, rows in recording_rows(recorded.recording):
+    for _, rows in recording_rows(ds.recording_index):
         t = np.asarray(ds.timestamp[rows], dtype=float)
         if len(t) < 3 or not np.all(np.diff(t) > 0):
             return False
@@ -216,12 +185,10 @@ def preprocessable(ds: Dataset, params: PreprocessingParams, min_samples: int = 
 
 
 def resamples_any(ds: Dataset, params: PreprocessingParams) -> bool:
-    """Whether `preprocess(ds, params)` filters any piece of `ds` on a uniform grid (a jittery
-    log), i.e. needs the cubic spline; exact data need none."""
+    """Whether `preprocess(ds, params)` filters any piece of `ds` on a uniform grid."""
     if ds.ddq is not None:
         return False
-    recorded = ds.recorded or AsRecorded.of(ds)
-    for _, rows in recording_rows(recorded.recording):
+    for _, rows in recording_rows(ds.recording_index):
         t = np.asarray(ds.timestamp[rows], dtype=float)
         if len(t) < 3:
             continue
@@ -234,8 +201,8 @@ def resamples_any(ds: Dataset, params: PreprocessingParams) -> bool:
 
 
 def gap_slices(t: np.ndarray, step: float) -> tuple[list[slice], list[dict[str, Any]]]:
-    """(the row slices between gaps, each gap: its times in s, length in s, rows): a gap is
-    a step over MAX_GAP_STEPS times the median step `step` (s)."""
+    """(the row slices between gaps, each gap's report): a gap is a step over MAX_GAP_STEPS
+    times the median step `step` (s)."""
     steps = np.diff(t)
     at = np.flatnonzero(steps > MAX_GAP_STEPS * step)
     bounds = [0, *(at + 1).tolist(), len(t)]
@@ -252,8 +219,8 @@ def gap_slices(t: np.ndarray, step: float) -> tuple[list[slice], list[dict[str, 
 
 
 def recording_steps(t: np.ndarray) -> Callable[[np.ndarray], float]:
-    """The sample step (s) preprocessing gives each piece (between gaps) of the recording with
-    timestamps `t`, as a function of a window's timestamps (the piece it starts in)."""
+    """The sample step (s) preprocessing gives each piece of the recording with timestamps `t`,
+    as a function of a window's timestamps (the piece it starts in)."""
     whole = float(np.median(np.diff(t)))
     slices, _ = gap_slices(t, whole)
     starts = np.array([t[piece.start] for piece in slices])
@@ -267,8 +234,7 @@ def recording_steps(t: np.ndarray) -> Callable[[np.ndarray], float]:
 
 
 def _checked_step(t: np.ndarray, where: str) -> float:
-    """Median sample step (s); UserError for fewer than 3 samples or timestamps that do not
-    increase."""
+    """Median sample step (s); UserError for fewer than 3 samples or non-increasing times."""
     if len(t) < 3:
         raise UserError(
             f"Preprocessing needs at least 3 samples to filter and differentiate; the data"
@@ -291,8 +257,7 @@ SUMMED_S = ("short_segment_s_dropped",)
 
 
 def _summary(params: PreprocessingParams, reports: list[dict[str, Any]]) -> dict[str, Any]:
-    """metadata["preprocessing"]: the settings, totals over the recordings, each recording's
-    report; the sample-rate figures of the first recording."""
+    """metadata["preprocessing"]: settings, totals and each recording's report."""
     first = reports[0]
     return {
         "applied": True,
@@ -330,9 +295,6 @@ def _where(names: list[str], index: int, ds: Dataset) -> str:
     return f" from '{path}'" if path else ""
 
 
-# ---------------------------------------------------------------- one piece of a recording
-
-
 class SegmentTooShort(UserError):
     """A piece of a recording too short to filter (the caller may drop it and count it)."""
 
@@ -345,9 +307,8 @@ def filter_segment(
     step_of: Callable[[np.ndarray], float] | None = None,
 ) -> tuple[Dataset, dict[str, Any]]:
     """(filtered, differentiated copy of the contiguous piece `ds` at its kept recorded rows,
-    the report of what was done). `ds.recorded` (default: `ds` itself) gives the rows'
-    recorded values; `where` names the piece in messages (e.g. " from 'a.csv'"); `step_of`:
-    the sample step (s) from the piece's timestamps (default: their median step)."""
+    the report). `where` names the piece in messages (e.g. " from 'a.csv'"); `step_of`: as
+    for `preprocess`."""
     t = np.asarray(ds.timestamp, dtype=float)
     signals = finite_signals(ds, where)
     step, jitter, resampled, n = segment_timing(t, params, where, step_of)
@@ -403,10 +364,8 @@ def segment_timing(
     where: str,
     step_of: Callable[[np.ndarray], float] | None = None,
 ) -> tuple[float, float, bool, int]:
-    """(sample step s, step jitter, filtered on a uniform grid, samples filtered: the grid's
-    or the recording's) of a piece with timestamps `t` (s); SegmentTooShort for a piece of one
-    sample (a gap right after a recording's first sample, or before its last), which has no
-    step at all."""
+    """(sample step s, step jitter, resampled, samples filtered) of a piece with timestamps `t`
+    (s); SegmentTooShort for a piece of one sample."""
     if len(t) < 2:
         raise SegmentTooShort(
             f"The recording{where} is too short to preprocess: {len(t)} sample (no sample "
@@ -464,10 +423,9 @@ def on_uniform_grid(
 def filter_design(
     params: PreprocessingParams, step: float, n: int, min_samples: int, where: str
 ) -> tuple[np.ndarray, int, float, int]:
-    """(Butterworth second-order sections, Savitzky-Golay window in samples, trim in s and in
-    samples at each end) for n samples `step` s apart; SegmentTooShort when the piece is too
-    short (checked first: a short piece is dropped whatever its rate), UserError when the
-    cut-off is not below Nyquist."""
+    """(Butterworth sections, Savitzky-Golay window in samples, trim in s and in samples at each
+    end) for n samples `step` s apart; SegmentTooShort (checked first) for a piece too short,
+    UserError when the cut-off is not below Nyquist."""
     rate = 1.0 / step
     window = _odd_window(params.savgol_window_s * rate, params.savgol_polyorder)
     trim_s = params.trim_s
@@ -506,9 +464,8 @@ def segment_usable(
     min_samples: int,
     step_of: Callable[[np.ndarray], float] | None = None,
 ) -> bool | None:
-    """Whether `filter_segment` can filter the piece with timestamps `t` (s) with `params`:
-    True, False when it is too short (it would be dropped), None when the cut-off is not
-    below its Nyquist frequency (an error). Nothing is filtered."""
+    """Whether `filter_segment` can filter the piece with timestamps `t` (s): True, False when
+    it is too short, None when the cut-off is not below its Nyquist frequency."""
     try:
         step, _, _, n = segment_timing(t, params, "", step_of)
         filter_design(params, step, n, min_samples, "")
@@ -526,10 +483,8 @@ def filter_and_differentiate(
     step: float,
     signals: dict[str, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Callable[[], np.ndarray]]:
-    """(q, dq, ddq, tau, unfiltered dq): q and tau (and the measured dq) low-passed zero-phase,
-    dq (unless measured) and ddq by Savitzky-Golay differentiation; the unfiltered dq as a
-    call that computes it (the recorded dq, or the derivative of the recorded q), since only
-    parallel filtering uses it."""
+    """(q, dq, ddq, tau, a call giving the unfiltered dq): q, tau (and the measured dq)
+    low-passed, dq (unless measured) and ddq by Savitzky-Golay differentiation."""
     filtered_names = ["q", "tau"] + (["dq"] if params.use_measured_velocity else [])
     filtered = zero_phase_filter_parts(sos, [signals[k] for k in filtered_names])
     parts = dict(zip(filtered_names, filtered, strict=True))
@@ -551,11 +506,9 @@ def filter_and_differentiate(
 def default_trim_s(
     lowpass_hz: float, filter_order: int, use_measured_velocity: bool = False
 ) -> float:
-    """Edge length (s) after which the filters' edge error of ddq is below 1e-4 of max |ddq|
-    (measured: see the module doc): EDGE_TIME_CONSTANTS time constants of the Butterworth's
-    slowest pole, 1 / (2 pi f_c sin(pi / (2 order))) — 8 with the measured velocity (0.167 s
-    for 20 Hz, order 4), 12 with dq from q (0.25 s); the Savitzky-Golay half window is added
-    on top."""
+    """Edge length (s) after which the filters' edge error of ddq is below 1e-4 of max |ddq|:
+    EDGE_TIME_CONSTANTS time constants 1 / (2 pi f_c sin(pi / (2 order))) of the Butterworth's
+    slowest pole (docs/design.md#preprocessing)."""
     time_constant = 1.0 / (2 * math.pi * lowpass_hz * math.sin(math.pi / (2 * filter_order)))
     return EDGE_TIME_CONSTANTS[bool(use_measured_velocity)] * time_constant
 

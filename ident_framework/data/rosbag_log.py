@@ -1,17 +1,9 @@
-"""Read `sensor_msgs/msg/JointState` messages of a ROS bag into a `Dataset`.
-
-Formats (read with the pure-Python `rosbags` library, no ROS installation): rosbag2 as a
-folder (with metadata.yaml) or a single `.mcap` / `.db3` file, and ROS 1 `.bag` files.
-Joints are matched BY NAME to the robot model (UR's drivers publish them in alphabetical
-order, `elbow_joint` first; ros2_control's joint-state broadcaster promises no order); a
-common name prefix (a driver's `tf_prefix`, e.g. `ur_`) is found when the names do not match
-exactly. Time is `header.stamp` (the time the driver sampled the joints), not the bag's
-receive time, unless asked for; it is given in s from the first kept message
-(`metadata["time_origin_ns"]` holds that stamp in ns since the epoch). Messages that lack one
-of the robot's joints (another publisher on the topic, e.g. a gripper) are skipped and counted.
-JointState has no joint temperatures, so a bag's dataset has none (`Dataset.temperature` is
-None: the friction's temperature term stays off with `friction.temperature=auto`). The bag is
-only read, never modified.
+"""Read `sensor_msgs/msg/JointState` messages of a ROS bag (rosbag2 folder, `.mcap`, `.db3`
+or ROS 1 `.bag`, by the pure-Python `rosbags` library) into a `Dataset`. Joints are matched
+by name to the robot model, with a common name prefix (a driver's `tf_prefix`) found when the
+names do not match exactly. Time is `header.stamp` (or the bag's receive time), in s from the
+first kept message (`metadata["time_origin_ns"]`: that stamp in ns). Messages lacking one of
+the robot's joints are skipped and counted. JointState carries no joint temperatures.
 """
 
 from __future__ import annotations
@@ -61,8 +53,8 @@ def read_rosbag_log(
     """The JointState messages on `topic` of the bag at `path`, in the order of `joint_names`.
 
     Args:
-        effort: "torque" (JointState.effort in Nm) or "current" (motor current in A, times
-            `current_to_torque` in Nm/A per joint, in the order of `joint_names`).
+        effort: "torque" (JointState.effort in Nm) or "current" (A, times `current_to_torque`
+            in Nm/A per joint).
         joint_prefix: prefix of the bag's joint names (None: exact names, else the one common
             prefix found).
         stamp: "header" (header.stamp) or "receive" (the bag's receive time).
@@ -106,14 +98,8 @@ def read_rosbag_log(
         metadata["current_to_torque"] = gains.tolist()
         metadata["units"]["effort"] = "A"
         metadata["units"]["current_to_torque"] = "Nm/A"
-    return Dataset(
-        timestamp=(stamps - stamps[0]).astype(float) * 1e-9,
-        q=q,
-        dq=dq,
-        tau=tau,
-        joint_names=joint_names,
-        metadata=metadata,
-    )
+    timestamp = (stamps - stamps[0]).astype(float) * 1e-9  # s
+    return Dataset(timestamp, q, dq, tau, joint_names, metadata=metadata)
 
 
 def _check_options(
@@ -220,8 +206,8 @@ def _match_joints(
     where: str,
     config: str,
 ) -> tuple[np.ndarray, dict[tuple[str, ...], list[int]], str]:
-    """(kept message rows, per name list the message index of each robot joint, the prefix):
-    a message is kept when it names every robot joint (with the prefix)."""
+    """(kept message rows, per name list the index of each robot joint, the prefix): a message
+    is kept when it names every robot joint (with the prefix)."""
     distinct = list(dict.fromkeys(messages.names))
     prefix = joint_prefix if joint_prefix is not None else _find_prefix(distinct, joint_names)
     wanted = [prefix + name for name in joint_names]
@@ -247,7 +233,7 @@ def _match_joints(
 
 def _find_prefix(distinct: list[tuple[str, ...]], joint_names: tuple[str, ...]) -> str:
     """ "" when some message names the joints exactly; else the one prefix p for which some
-    message names every p + joint (e.g. the `tf_prefix` "ur_"); else "" (reported later)."""
+    message names every p + joint (e.g. "ur_"); else ""."""
     found: set[str] = set()
     for names in distinct:
         if all(name in names for name in joint_names):
@@ -318,8 +304,7 @@ def _check_values(
             f"{where}: the time stamp of message {k} on {topic} {kind} the previous one "
             f"({stamps[k - 1]} ns then {stamps[k]} ns; {bad.size} such messages). Time must "
             "increase strictly: a header left unset by the publisher can be replaced by the "
-            "bag's receive time with "
-            f"{config}stamp=receive."
+            f"bag's receive time with {config}stamp=receive."
         )
     for field, values, limit, unit in (
         ("position", q, max_abs[0], "rad"),

@@ -1,12 +1,6 @@
 """The recordings that ship with the package, addressed as `sample:NAME` in `source.path` and
-`validation.path`.
-
-`python -m ident_framework source=csv source.path=sample:ident validation=csv
-validation.path=sample:validation` reads `sample_data/ident.csv` and
-`sample_data/validation.csv` of the installed package; `source=rosbag` with the same names reads
-the ROS 2 bags `sample_data/ident_bag/` and `sample_data/validation_bag/`. They were recorded
-from the simulated UR12e by `tools/make_samples.py`; `sample_data/README.md` says how.
-"""
+`validation.path`: `sample_data/NAME.csv` for `source=csv`, the ROS 2 bag
+`sample_data/NAME_bag/` for `source=rosbag` (made by `tools/make_samples.py`)."""
 
 from __future__ import annotations
 
@@ -40,8 +34,8 @@ def sample_names(kind: str) -> list[str]:
 
 
 def resolve_sample(entry: str, kind: str, key: str) -> str | None:
-    """The path of the sample `entry` names (`sample:NAME`), or None when `entry` is no
-    sample reference; UserError (naming `key` and the samples there are) for an unknown NAME."""
+    """The path of the sample `entry` (`sample:NAME`) names, None when it is no sample
+    reference; UserError naming `key` and the samples for an unknown NAME."""
     if not isinstance(entry, str) or not entry.startswith(PREFIX):
         return None
     name = entry[len(PREFIX) :].strip()

@@ -1,7 +1,5 @@
 """The zero-phase filter's numba loops: the fallback where the C kernel beside it
-(`zero_phase_kernel.c`, the same operations per value) cannot be built (`c_kernels.py`).
-Imported by `filters.py` on its first numba call, so that commands that do not need it
-do not import numba."""
+(`zero_phase_kernel.c`, the same operations per value) cannot be built (`c_kernels.py`)."""
 
 from __future__ import annotations
 
@@ -10,7 +8,6 @@ import numpy as np
 from ident_framework.c_kernels import numba_for_fallback
 
 numba = numba_for_fallback()
-
 njit = numba.njit
 
 TILE = 16  # channels whose recursions run side by side
@@ -19,8 +16,7 @@ TILE = 16  # channels whose recursions run side by side
 @njit(cache=True)
 def filtfilt(sos, zi, x, pad, out):  # noqa: ANN001, ANN202 (compiled: numba types)
     """out[:, c] = zero-phase filter of x[:, c] (odd extension of `pad` samples at both ends,
-    a forward pass, a backward pass), TILE channels side by side: the forward pass reads
-    the extended signal from `x` as it goes, the backward one writes only the samples kept."""
+    a forward pass, a backward pass), TILE channels side by side."""
     n, channels = x.shape
     sections = sos.shape[0]
     ext = np.empty((n + 2 * pad, TILE))  # the forward pass's output
@@ -69,7 +65,7 @@ def start(zi, v, w, z0, z1):  # noqa: ANN001, ANN202
 @njit(cache=True, inline="always")
 def step(sos, v, w, z0, z1):  # noqa: ANN001, ANN202
     """One sample through the sections (transposed direct form II, as scipy.signal.sosfilt):
-    v[:w] in, v[:w] out; the innermost loops run over the channels (vectorised)."""
+    v[:w] in, v[:w] out."""
     for s in range(sos.shape[0]):
         b0, b1, b2, a1, a2 = sos[s, 0], sos[s, 1], sos[s, 2], sos[s, 4], sos[s, 5]
         first, second = z0[s], z1[s]

@@ -1,17 +1,10 @@
 """Base parameters: the identifiable linear combinations of the standard parameters.
 
-Rank and identifiable subspace come from the SVD of the stacked regressor W (N*n x p) =
-U S V^T: singular values above `tolerance` × the largest count. W itself is never stored: the
-SVD is taken of the triangular factor R of W's QR decomposition (same singular values and
-right vectors). Two bases of that subspace are offered:
-
-- `svd`: beta = V_r^T theta (orthonormal combinations, as in the source study);
-- `qr` (Gautier): a column-pivoted QR picks r standard parameters whose columns are
-  independent; each base parameter is one of them plus the dependent parameters regrouped
-  into it, e.g. `ZZ2 + 1*Ia_2`, so a user can read which physical quantities were identified.
-
-Either way `combination` (r, p) maps standard to base parameters (beta = C theta) and `basis`
-(p, r) maps back (theta = B beta, unidentifiable parts zero), with W theta = (W B) beta.
+Rank and identifiable subspace come from the SVD of the triangular factor R of the stacked
+regressor W (singular values above `tolerance` × the largest count). Bases: `svd`, beta =
+V_r^T theta (orthonormal); `qr` (Gautier), r independent standard parameters picked by a
+column-pivoted QR, the dependent ones regrouped into them (e.g. `ZZ2 + 1*Ia_2`). `combination`
+(r, p) maps standard to base parameters (beta = C theta), `basis` (p, r) maps back.
 """
 
 from __future__ import annotations
@@ -24,8 +17,7 @@ import numpy as np
 from ident_framework.triangular import qr_r_into
 
 DEFAULT_TOLERANCE = 1e-8
-# identifiable_share within this of 1 counts as identifiable alone, below it as not at all: far
-# above rounding (~1e-15), far below any share the data could estimate
+# identifiable_share within this of 1 counts as identifiable alone, below it as not at all
 SHARE_TOLERANCE = 1e-6
 METHODS = ("svd", "qr")
 
@@ -76,14 +68,12 @@ class BaseParameters:
 
     def identifiable_share(self) -> np.ndarray:
         """(p,) per standard parameter, the norm of its unit vector's projection onto the
-        identifiable subspace: 1 identifiable on its own, 0 no torque of the data depends on
-        it (its value in `to_standard` is then zero up to rounding), between: identified only
-        in combination with others."""
+        identifiable subspace: 1 identifiable on its own, 0 not at all, between: only in
+        combination with others."""
         return self._identifiable_share.copy()
 
     @cached_property
     def _identifiable_share(self) -> np.ndarray:
-        """Computed once per instance (the parameter file and each summary ask for it)."""
         svd_basis = np.linalg.svd(self.combination, full_matrices=False)[2].T
         return np.linalg.norm(svd_basis, axis=1)
 
@@ -134,9 +124,7 @@ class BaseParameters:
 
 def _fixed_signs(basis: np.ndarray) -> np.ndarray:
     """`basis` with each column's sign fixed (its product with a fixed generic weight vector
-    positive): singular vectors are defined up to sign only, and LAPACK's choice can flip with
-    the last bits of the input, so two factorisations of the same rows (one pass, or parts
-    merged: modes/distributed.py) would otherwise report base parameters of opposite signs."""
+    positive), so that factorisations of the same rows agree in sign."""
     weights = 0.5 + np.modf(np.arange(1, basis.shape[0] + 1) * 0.6180339887498949)[0]
     signs = np.sign(weights @ basis)
     signs[signs == 0] = 1.0
@@ -144,20 +132,15 @@ def _fixed_signs(basis: np.ndarray) -> np.ndarray:
 
 
 def condition_number(r_factor: np.ndarray, basis: np.ndarray) -> float:
-    """2-norm condition number of the base regressor W V (V: an orthonormal basis of the
-    identifiable subspace, e.g. V_r of the SVD), from W's triangular factor R (W V and R V have
-    the same singular values). Unscaled, as in the source study."""
+    """2-norm condition number (unscaled) of the base regressor W V (V: an orthonormal basis of
+    the identifiable subspace), from W's triangular factor R."""
     singular = np.linalg.svd(r_factor @ basis, compute_uv=False)
     return float(singular[0] / singular[-1]) if singular[-1] > 0 else float("inf")
 
 
 class TriangularAccumulator:
-    """Streaming QR: keeps only R of the rows seen so far (memory independent of N).
-
-    Add row blocks of shape (m, c); `factor` is the (c, c) upper-triangular R with
-    R^T R = sum of A^T A over all blocks. Each update is one LAPACK dgeqrf of [R; A]
-    (`triangular.qr_r_into`: R written over the previous one).
-    """
+    """Streaming QR: keeps only R (c, c) of the rows seen so far, R^T R = sum of A^T A over
+    the row blocks A (m, c) added (one `triangular.qr_r_into` of [R; A] each)."""
 
     def __init__(self, n_columns: int):
         self.n_columns = n_columns
@@ -165,17 +148,15 @@ class TriangularAccumulator:
         self.n_rows = 0
 
     def add(self, rows: np.ndarray) -> None:
-        if rows.size == 0:
-            return
-        stacked = self._stack(rows.shape[0])
-        stacked[self.n_columns :] = rows
-        self._factor(stacked)
+        if rows.size:
+            self.add_blocks(rows)
 
     def add_blocks(self, *blocks: np.ndarray) -> None:
         """Add rows given as column blocks side by side ((m, w_i) or (m,)), without first
-        joining them (one copy fewer on the hot path)."""
+        joining them."""
         m = blocks[0].shape[0]
-        stacked = self._stack(m)
+        stacked = np.empty((self.n_columns + m, self.n_columns), order="F")
+        stacked[: self.n_columns] = self.r
         column = 0
         for block in blocks:
             width = 1 if block.ndim == 1 else block.shape[1]
@@ -184,16 +165,8 @@ class TriangularAccumulator:
             column += width
         if column != self.n_columns:
             raise ValueError(f"{column} columns given, accumulator has {self.n_columns}")
-        self._factor(stacked)
-
-    def _stack(self, m: int) -> np.ndarray:
-        stacked = np.empty((self.n_columns + m, self.n_columns), order="F")
-        stacked[: self.n_columns] = self.r
-        return stacked
-
-    def _factor(self, stacked: np.ndarray) -> None:
         qr_r_into(stacked, self.r)
-        self.n_rows += stacked.shape[0] - self.n_columns
+        self.n_rows += m
 
     @property
     def factor(self) -> np.ndarray:

@@ -1,20 +1,11 @@
 """Coupled transmissions: one motor that drives two joints (e.g. a coupled wrist).
 
-In a coupled wrist the motor of joint b also turns when joint a moves: its speed, divided by its
-gear ratio, is ω = dq_b + r dq_a (rad/s), and by virtual work its torque T (referred to the
-joint side, Nm) acts on joint b as T and on joint a as r T. The motor's own dynamics
-
-    T = Ia_m (ddq_b + r ddq_a) + friction(ω)
-
-then enter the torques of both joints; a per-joint rotor-inertia and friction model cannot
-express them (it sees dq_b, not ω). The regressor adds, per coupling, the motor's friction
-columns (the friction model's basis at ω, with joint b's settings) and its rotor-inertia column
-(when `regressor.armature`), named `<parameter>_m<b>` (`fv_m6`, `fc_m6`, `Ia_m6`), on rows b
-(× 1) and a (× r); every joint's own columns stay (the same column space as FIGAROH's
-`has_coupled_wrist` columns Iam6, fvm6, fsm6 for r = 1).
-
-Config: `robot.coupled_joints: [{joints: [a, b], ratio: r}]`, 1-based joint numbers as in the
-parameter names. The Stäubli TX40's wrist: joints [5, 6], ratio 1 (`conf/robot/staubli_tx40.yaml`).
+The motor of joint b turns at ω = dq_b + r dq_a (rad/s, joint side); its torque
+T = Ia_m (ddq_b + r ddq_a) + friction(ω) (Nm) acts on joint b as T and on joint a as r T. The
+regressor adds per coupling the motor's friction columns (at ω, joint b's settings) and rotor
+inertia column, named `<parameter>_m<b>` (`fv_m6`, `Ia_m6`), on rows b (× 1) and a (× r).
+Config: `robot.coupled_joints: [{joints: [a, b], ratio: r}]`, 1-based (the Stäubli TX40's
+wrist: [5, 6], ratio 1, `conf/robot/staubli_tx40.yaml`).
 """
 
 from __future__ import annotations
@@ -61,8 +52,7 @@ class Coupling:
     ratio: float
 
     def weights(self, n: int) -> np.ndarray:
-        """(n,) how the motor's speed depends on each joint's, and how its torque enters each
-        joint (the transmission's row, used both ways by virtual work)."""
+        """(n,) the transmission's row: the motor's speed per joint speed, its torque per joint."""
         c = np.zeros(n)
         c[self.driven], c[self.other] = 1.0, self.ratio
         return c

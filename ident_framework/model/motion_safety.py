@@ -1,16 +1,10 @@
-"""Safety check of a robot motion before a real robot moves along it: one verdict.
+"""Safety check of a robot motion before a real robot moves along it.
 
-`check_trajectory` samples a trajectory and compares it with the joint position (rad),
-velocity (rad/s) and acceleration (rad/s²) limits, the nominal model's inverse-dynamics torque
-(Nm, no friction) against `torque_fraction` × the effort limits, and the workspace
-(`model/workspace.py`, base frame, z up, with a clearance). The trajectory generators check
-their designs with it.
-
-`motion_verdict` is the verdict on a whole motion as `source=rtde` plays it: the moveJ from the
-current pose to the start (`JointMove`, what `rtde/playback.play` sends first), then the
-trajectory. A dry run and a confirmed run call it with the same inputs and refuse with the same
-message (`MotionVerdict.refusal`); with the current pose unknown it says what was checked and
-refuses.
+`check_trajectory` compares a sampled trajectory with the joint position (rad), velocity
+(rad/s) and acceleration (rad/s²) limits, the nominal inverse-dynamics torque (Nm) against
+`torque_fraction` × the effort limits, and the workspace (`model/workspace.py`).
+`motion_verdict` judges a whole motion as `source=rtde` plays it: the moveJ from the current
+pose to the start (`JointMove`), then the trajectory; it refuses when the pose is unknown.
 """
 
 from __future__ import annotations
@@ -29,10 +23,9 @@ TRAJECTORY = "trajectory"
 
 
 class JointMove:
-    """The moveJ `play` starts with, as a trajectory: a straight line in joint space from
-    q_from to q_to (rad), all joints synchronised, the largest joint move following a
-    trapezoidal speed profile of `speed` rad/s and `acceleration` rad/s² (a triangle when the
-    move is too short to reach `speed`). At rest before t = 0 and after `duration` s."""
+    """The moveJ `play` starts with, as a trajectory: a straight joint-space line from q_from to
+    q_to (rad), the largest joint move on a trapezoidal speed profile of `speed` rad/s and
+    `acceleration` rad/s² (a triangle when too short), at rest outside 0..`duration` s."""
 
     def __init__(self, q_from: np.ndarray, q_to: np.ndarray, speed: float, acceleration: float):
         self.q_from = np.asarray(q_from, dtype=float)
@@ -70,9 +63,9 @@ class JointMove:
 
 @dataclass
 class SafetyLimits:
-    """What a motion is checked against: the workspace (null: joint limits only), the share
-    of the effort limits the nominal torques may use, and the sampling rate (Hz) of the check.
-    `workspace_key` and `torque_key` are the config keys named in messages."""
+    """What a motion is checked against: the workspace (null: none), the share of the effort
+    limits the nominal torques may use, the check's sampling rate (Hz); the config keys named
+    in messages."""
 
     workspace: WorkspaceParams | None = field(default_factory=WorkspaceParams)
     torque_fraction: float = 0.8
@@ -83,9 +76,9 @@ class SafetyLimits:
 
 @dataclass
 class Violation:
-    """The worst breach of one limit: `quantity` of `where` (a joint or a point of the arm)
-    at time `time_s` of its `phase`, value and limit in `unit`. A workspace violation
-    (`quantity` 'workspace') carries its sentence in `text`, value = the margin (m, < 0)."""
+    """The worst breach of one limit: `quantity` of `where` (a joint or a point) at `time_s` of
+    its `phase`, value and limit in `unit`; a workspace violation has its sentence in `text`
+    and value = the margin (m, < 0)."""
 
     quantity: str
     where: str
@@ -121,8 +114,7 @@ class Violation:
 
 @dataclass
 class SafetyReport:
-    """Ranges per joint, duration, floor clearance, workspace margin and every violated
-    limit (empty: safe) of one phase of a motion."""
+    """Ranges, peaks, floor clearance, workspace margin and violations of one phase."""
 
     phase: str
     joint_names: tuple[str, ...]
@@ -249,7 +241,7 @@ def check_trajectory(
     workspace: Workspace | None = None,
 ) -> SafetyReport:
     """Sample `trajectory` at `limits.check_rate_hz` (and at its end) and check every limit.
-    `workspace`: the workspace of `limits` already bound to `robot` (built when None)."""
+    `workspace`: the workspace of `limits` bound to `robot` (built when None)."""
     duration = float(trajectory.duration)
     times = np.append(np.arange(0.0, duration, 1.0 / limits.check_rate_hz), duration)
     q, dq, ddq = (np.asarray(a, dtype=float) for a in trajectory.evaluate(times))
@@ -297,8 +289,8 @@ def check_trajectory(
 
 @dataclass
 class MotionVerdict:
-    """The verdict on a whole motion: the approach move from the current pose (None when the
-    pose is unknown, `pose_problem` says why) and the trajectory."""
+    """The verdict on the approach move (None when the pose is unknown: `pose_problem`) and the
+    trajectory."""
 
     trajectory: SafetyReport
     approach: SafetyReport | None
@@ -308,8 +300,7 @@ class MotionVerdict:
 
     @property
     def violations(self) -> list[Violation]:
-        """Every violation in the order of the motion: the approach move's, then the
-        trajectory's, each by time."""
+        """Every violation in the order of the motion (approach, then trajectory, by time)."""
         approach = sorted(self.approach.violations, key=lambda v: v.time_s) if self.approach else []
         return approach + sorted(self.trajectory.violations, key=lambda v: v.time_s)
 
@@ -333,8 +324,7 @@ class MotionVerdict:
         return approach + self.trajectory.lines()
 
     def refusal(self) -> str | None:
-        """The refusal message (without the dry-run / confirmed-run sentence), or None when
-        the motion may be played."""
+        """The refusal message, or None when the motion may be played."""
         violations = self.violations
         if violations:
             first = violations[0]
@@ -379,8 +369,7 @@ def motion_verdict(
     pose_problem: str | None = None,
 ) -> MotionVerdict:
     """The verdict on moving from `current_q` (rad; None: unknown, `pose_problem` says why) to
-    the start of `trajectory` with a moveJ of `movej_speed` rad/s and `movej_acceleration`
-    rad/s², then along `trajectory` (see the module docstring)."""
+    the start of `trajectory` by a moveJ (rad/s, rad/s²), then along `trajectory`."""
     workspace = (
         Workspace(robot, limits.workspace, limits.workspace_key)
         if limits.workspace is not None

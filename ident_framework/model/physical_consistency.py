@@ -1,20 +1,11 @@
 """Physical consistency of identified parameters (pure functions, no solver).
 
-A link's 10 inertial parameters, in Pinocchio's order about the joint frame origin,
-pi = [m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] (kg, kg·m, kg·m²), are physically valid when
-a mass distribution can produce them. Following Wensing, Kim and Slotine (2017, "Linear matrix
-inequalities for physically consistent inertial parameter identification"), that holds exactly
-when the pseudo-inertia matrix
-
-    J = [[Sigma, h], [h^T, m]],   Sigma = ½ tr(I) 1 - I   (the second moments ∫ r r^T dm),
-
-with I the rotational inertia about the frame origin and h = m c, is positive semidefinite.
-`check_link` reports, with values, each condition a link violates: mass > 0, inertia about the
-centre of mass positive definite, triangle inequalities of its principal moments, J ⪰ 0.
-`check_parameters` checks a whole standard parameter vector (also friction >= 0 and rotor
-inertia >= 0). The twin write-back must refuse parameters for which any list is non-empty.
-`physical_check` is the pipeline's step: which conditions the identified standard parameters
-break, and how much of each link mass the data determine.
+A link's parameters pi = [m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] (kg, kg·m, kg·m², about
+the joint frame origin) are physical exactly when the pseudo-inertia matrix
+J = [[½ tr(I) 1 - I, h], [h^T, m]] is positive semidefinite (Wensing, Kim and Slotine 2017).
+`check_link` lists each violated condition with values (mass > 0, inertia about the centre of
+mass positive definite, triangle inequalities, J ⪰ 0); `check_parameters` a whole standard
+vector (also friction and rotor inertia >= 0); `physical_check` is the pipeline's step.
 """
 
 from __future__ import annotations
@@ -72,15 +63,10 @@ def com_inertia(params: np.ndarray) -> np.ndarray:
 
 
 def check_link(params: np.ndarray, tolerance: float = 1e-12, mass_share: float = 1.0) -> list[str]:
-    """Violated physical conditions of one link's 10 parameters, each with its values; empty
-    when the link is valid. `tolerance` is relative to the link's largest inertia (or mass).
-
-    `mass_share` (`BaseParameters.identifiable_share` of the mass, when the parameters come
-    from base parameters): 0 means no torque of the data depends on the mass, so its value is
-    zero up to rounding and says nothing about the robot: that is reported as "not
-    identifiable", not as a negative mass, and the conditions on the centre of mass (which
-    divide by the mass) are not checked. A mass identified only in combination with others
-    that comes out <= 0 is still a violation, saying so."""
+    """Violated physical conditions of one link's 10 parameters, each with its values (empty:
+    valid); `tolerance` is relative to the link's largest inertia (or mass). `mass_share`
+    (`BaseParameters.identifiable_share` of the mass): 0 reports the mass as not identifiable
+    (not as negative) and skips the centre-of-mass conditions."""
     params = np.asarray(params, dtype=float)
     if params.shape != (N_LINK,):
         return [f"expected {N_LINK} inertial parameters, got shape {params.shape}"]
@@ -130,10 +116,9 @@ def check_parameters(
     tolerance: float = 1e-12,
     identifiable_share: np.ndarray | None = None,
 ) -> dict[str, list[str]]:
-    """Violations per link (key: `link_names[j]`, default `link_1` ...), and under "friction"
-    (friction parameters >= 0) and "armature" (rotor inertia >= 0); every list is empty when
-    `theta` (standard parameters in `standard.names` order) is physically consistent.
-    `identifiable_share` (p,): see `check_link` (None: every parameter counts as identified)."""
+    """Violations per link (key: `link_names[j]`, default `link_1` ...), under "friction"
+    (>= 0) and "armature" (rotor inertia >= 0), of `theta` (in `standard.names` order).
+    `identifiable_share` (p,): see `check_link` (None: all identified)."""
     theta = np.asarray(theta, dtype=float)
     if theta.shape != (len(standard.names),):
         raise ValueError(f"theta has shape {theta.shape}, expected ({len(standard.names)},)")
@@ -162,8 +147,7 @@ TEMPERATURE_MARK = "_T_"  # fv_T_j, fc_T_j: a friction's change per kelvin, eith
 
 def sign_constrained(kinds: list[str], names: list[str]) -> np.ndarray:
     """(p,) True for the standard parameters that must be >= 0: friction and rotor inertia,
-    not the friction's temperature coefficients (negative for a harmonic drive: its friction
-    falls as it warms)."""
+    not the friction's temperature coefficients (either sign)."""
     return np.array(
         [
             kind in ("friction", "armature") and TEMPERATURE_MARK not in name
@@ -207,9 +191,8 @@ def physical_check(
     base: BaseParameters,
     from_base_parameters: bool,
 ) -> PhysicalCheck:
-    """Check `theta` (standard parameters). Parameters mapped from base parameters
-    (`from_base_parameters`) leave what no torque depends on at zero: a link mass of that kind
-    is reported as not identifiable, not as a negative mass."""
+    """Check `theta` (standard parameters); `from_base_parameters`: masses no torque depends on
+    are reported as not identifiable."""
     share = base.identifiable_share() if from_base_parameters else None
     report = check_parameters(theta, standard, list(robot.joint_names), 1e-12, share)
     mass_share = None if share is None else share[: 10 * robot.n_joints : 10]

@@ -1,22 +1,12 @@
-"""Joint torque regressor: tau = Y(q, dq, ddq) @ theta (Nm), linear in the standard parameters.
-
-Rows are (sample, joint): N samples give shape (N, n, p). Columns, in order: Pinocchio's 10
-inertial parameters per link (`computeJointTorqueRegressor`, which has no armature column);
-per joint the friction model's parameters; optionally the rotor inertia (armature: column ddq_j
-on joint j) and a constant torque offset; per coupled motor (`model/coupling.py`) its friction
-columns and rotor inertia, on the rows of the two joints it drives.
-
-- Nonlinear friction parameters: the columns are taken at the builder's values (`nonlinear`,
-  (n, m); `with_nonlinear` for others). A sequential model needs the whole recording: pass its
-  basis from `friction_basis(t, dq)`, sliced to the chunk (`compute(..., friction=)`); without
-  it the steady-state basis is used.
-- Load-dependent friction (`friction_terms.load_column`): the column s(dq) is multiplied by
-  |tau_load|, tau_load = Y_rb theta_rb + Ia ddq (Nm) from the rigid-body rows, at
-  `load_inertial`, `load_armature` (the nominal model until `with_load` sets fitted ones); no
-  measured torque. A coupled motor's fL column is zero (not identified).
-
-`regressor_builder(config, robot)` is the regressor a run's config asks for: friction plugin,
-rotor inertia, offsets, coupled motors (`robot.coupled_joints`).
+"""Joint torque regressor: tau = Y(q, dq, ddq) @ theta (Nm), shape (N, n, p), linear in the
+standard parameters. Columns: Pinocchio's 10 inertial parameters per link; per joint the
+friction model's parameters; optionally rotor inertia (ddq_j on joint j) and a torque offset;
+per coupled motor (`model/coupling.py`) its friction and rotor inertia columns. Nonlinear
+friction parameters are taken at `nonlinear` (n, m); a sequential model's basis comes from the
+whole recording (`friction_basis(t, dq)`, sliced: `compute(..., friction=)`). A load-dependent
+friction column is multiplied by |tau_load| = |Y_rb theta_rb + Ia ddq| (Nm) at
+`load_inertial`, `load_armature` (nominal until `with_load`). `regressor_builder`: the one a
+run's config asks for.
 """
 
 from __future__ import annotations
@@ -51,8 +41,7 @@ class RegressorBuilder:
         couplings: tuple[Coupling, ...] = (),
     ):
         self.robot = robot
-        # A model given here directly (not made by its plugin factory) gets the defaults of
-        # the protocol's optional members too.
+        # a model given directly (not by its plugin factory) gets the optional members' defaults
         friction_terms.check_friction_model(friction, type(friction).__name__, "(not registered)")
         self.parallel_friction = parallel_friction  # see identify/linear_problem.recording_friction
         self.friction = friction
@@ -81,9 +70,8 @@ class RegressorBuilder:
         return self.load_column is not None
 
     def with_load(self, theta: np.ndarray) -> RegressorBuilder:
-        """The same regressor with tau_load from the standard parameters `theta` (this
-        regressor's order): their inertial part and, with the armature columns, their rotor
-        inertia (none without: the model then has no rotor torque)."""
+        """The same regressor with tau_load from the standard parameters `theta` (their inertial
+        part and rotor inertia; zero rotor inertia without the armature columns)."""
         theta = np.asarray(theta, dtype=float)
         other = copy.copy(self)
         other.load_inertial = theta[: self.n_inertial].copy()
@@ -120,9 +108,7 @@ class RegressorBuilder:
 
     @property
     def uses_temperature(self) -> bool:
-        """Whether the friction columns need the joint temperatures (a temperature term): the
-        callers pass the whole recording's basis (`identify/linear_problem.
-        recording_friction`); without it the basis is at the model's reference temperature."""
+        """Whether the friction columns need the joint temperatures (a temperature term)."""
         return friction_terms.uses_temperature(self.friction)
 
     @property
@@ -133,9 +119,8 @@ class RegressorBuilder:
     def friction_basis(
         self, t: np.ndarray | None, dq: np.ndarray, ddq: np.ndarray | None = None
     ) -> np.ndarray:
-        """(N, n, k) friction columns at velocities dq (N, n) rad/s (and accelerations ddq
-        rad/s², which a model with an acceleration lead needs); t (N,) s: the sample times of
-        a recording in time order (None: rows are no time series)."""
+        """(N, n, k) friction columns at velocities dq (N, n) rad/s (and ddq rad/s²); t (N,) s:
+        the sample times of a recording (None: no time series)."""
         return friction_terms.basis(self.friction, t, dq, self.nonlinear, ddq)
 
     @property
@@ -172,9 +157,8 @@ class RegressorBuilder:
         return np.array([c for i, c in enumerate(self.coupled_columns()) if i % m < k], int)
 
     def coupled_terms(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """(N, n, n_coupled): every coupled motor's columns on every joint's row: its friction
-        basis at ω = dq_b + r dq_a (joint b's friction settings; time-free) and ω̇ (rotor
-        inertia), times the transmission weight of the row (1 on b, r on a, 0 elsewhere)."""
+        """(N, n, n_coupled): every coupled motor's columns (friction basis at ω, rotor inertia
+        ω̇) on every joint's row, times the transmission weight (1 on b, r on a, else 0)."""
         n = dq.shape[1]
         parts = []
         for coupling in self.couplings:
@@ -196,17 +180,14 @@ class RegressorBuilder:
         return len(self.parameter_names)
 
     def rigid_body(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """(N, n, 10 n) Pinocchio's joint torque regressor (N·m per unit parameter) at joint
-        positions q (N, n) rad, velocities dq rad/s and accelerations ddq rad/s²: computed
-        for all samples at once by `BatchRegressor` (model/rigid_body_regressor.py) when the
-        model's joints allow, else by `rigid_body_pinocchio`."""
+        """(N, n, 10 n) Pinocchio's joint torque regressor (N·m per unit parameter) at q (N, n)
+        rad, dq rad/s, ddq rad/s²: by `BatchRegressor` when supported, else per sample."""
         if self._batch is not None:
             return self._batch(q, dq, ddq)
         return self.rigid_body_pinocchio(q, dq, ddq)
 
     def rigid_body_pinocchio(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """`rigid_body` by one `pin.computeJointTorqueRegressor` call per sample (any joint
-        type; the reference the vectorised form is tested against)."""
+        """`rigid_body` by one `pin.computeJointTorqueRegressor` call per sample (any joint)."""
         out = np.empty((len(q), self._model.nv, self.n_inertial))
         model, data, regressor = self._model, self._data, pin.computeJointTorqueRegressor
         for k, (q_k, dq_k, ddq_k) in enumerate(zip(q, dq, ddq, strict=True)):
@@ -220,11 +201,9 @@ class RegressorBuilder:
         friction: np.ndarray | None = None,
         rigid: np.ndarray | None = None,
     ) -> np.ndarray:
-        """(N, n, e): each joint's own columns, which act on that joint's row only: the
-        friction basis (`friction` if given), then ddq_j (rotor inertia) and 1 (offset) when
-        enabled, then the coupled motors' columns (zero on the rows of joints they do not
-        drive). `rigid`: these rows' rigid-body regressor (N, n, 10 n), which a load-dependent
-        friction column needs (`load_torque`)."""
+        """(N, n, e): each joint's own columns on its row: the friction basis (`friction` if
+        given), ddq_j (rotor inertia) and 1 (offset) when enabled, the coupled motors' columns.
+        `rigid`: these rows' rigid-body regressor (N, n, 10 n), for a load-dependent column."""
         basis = self.friction_basis(None, dq, ddq) if friction is None else friction
         if self.load_column is not None:
             if rigid is None:
@@ -254,8 +233,7 @@ class RegressorBuilder:
         return out
 
     def own_columns(self, joint: int) -> np.ndarray:
-        """Indices of the friction, armature and offset columns of `joint` (0-based), then of
-        every coupled motor (`own_terms`: zero where the motor does not drive the joint)."""
+        """Indices of the columns of `own_terms` for `joint` (0-based)."""
         n, k = self.robot.n_joints, len(self.friction.parameter_names)
         own = [self.n_inertial + joint * k + c for c in range(k)]
         column = self.n_inertial + n * k
@@ -268,16 +246,14 @@ class RegressorBuilder:
         return np.array(own, dtype=int)
 
     def subtree_block(self, joint: int) -> slice | np.ndarray:
-        """`subtree_columns(joint)` as a slice when they are one contiguous block (a serial
-        chain's are: indexing with it gives a view, no copy), else the index array."""
+        """`subtree_columns(joint)` as a slice when contiguous (a view), else the index array."""
         columns = self.subtree_columns(joint)
         if columns.size and np.all(np.diff(columns) == 1):
             return slice(int(columns[0]), int(columns[-1]) + 1)
         return columns
 
     def subtree_columns(self, joint: int) -> np.ndarray:
-        """Inertial columns that can be non-zero on the row of `joint` (0-based): the links
-        from that joint outwards (a joint carries only its subtree)."""
+        """Inertial columns that can be non-zero on the row of `joint` (0-based): its subtree's."""
         n = self.robot.n_joints
         return np.array(
             [10 * i + c for i in range(n) if self._in_subtree(joint, i) for c in range(10)],
@@ -302,10 +278,8 @@ class RegressorBuilder:
         offset: np.ndarray | None = None,
         coupled: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Assemble a standard parameter vector in this regressor's column order.
-
-        friction is (n, k) in the friction model's parameter order; coupled (n_coupled,) the
-        coupled motors' parameters (`parameter_names`' order); missing parts are zero."""
+        """A standard parameter vector in this regressor's column order: friction (n, k),
+        coupled (n_coupled,) in `parameter_names`' order; missing parts are zero."""
         n = self.robot.n_joints
         parts = [np.asarray(inertial, dtype=float).ravel()]
         parts.append(

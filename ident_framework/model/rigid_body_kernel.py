@@ -1,8 +1,6 @@
 """The rigid-body regressor's numba loops: the fallback where the C kernel beside it
 (`rigid_body_kernel.c`, the same operations in the same order) cannot be built (`c_kernels.py`).
-Imported by `rigid_body_regressor.BatchRegressor` on its first numba call, so that commands
-that do not need it do not import numba. The algorithm, its layout and its speed:
-`rigid_body_regressor.py`."""
+"""
 
 from __future__ import annotations
 
@@ -16,10 +14,8 @@ numba = numba_for_fallback()
 
 BLOCK = 128  # samples per parallel iteration of the kernel (each with its own work arrays)
 
-# The kernel's steps, inlined into it at numba's level (`inline="always"`: as separate compiled
-# functions they got every array as a struct through memory at each call, ~1.5x slower).
-# Small vectors travel as tuples, which stay in registers: a (6,) motion [lin; ang], a
-# placement (R row-major (9), p (3,)), the body regressor's blocks.
+# the kernel's steps, inlined (~1.5x faster); small vectors travel as tuples (in registers): a
+# (6,) motion [lin; ang], a placement (R row-major (9), p (3,)), the body regressor's blocks
 _inline = numba.njit(inline="always")
 
 
@@ -44,8 +40,7 @@ def _body_regressor(features):
         force  = m acc + ([dw]× + w w^T - |w|² 1) mc
         torque = -[acc]× mc + L(dw) I + [w]× L(w) I,   with I x = L(x) [Ixx, ..., Izz].
     Returned as its two non-zero blocks, row-major: force × [m, mc] (12,) and torque × [mc, I]
-    (27,) (force × I and torque × m are zero). Runs compiled in the kernel and in Python
-    (`_BODY_BASIS`)."""
+    (27,)."""
     a0, a1, a2, d0, d1, d2, w00, w11, w22, w01, w02, w12 = features
     force = (  # rows 0-2 × columns 0-3: m acc + ([dw]× + w w^T - |w|² 1) mc
         (a0, -w11 - w22, w01 - d2, w02 + d1)
@@ -181,11 +176,9 @@ def _write(out, s, row, block, column, body):
 @numba.njit(cache=True)
 def samples(start, stop, q, dq, ddq, base_acceleration, constants, out):
     """out[start:stop] (N, nv, 10 nj) = the regressor at q, dq, ddq (N, nv) of those samples,
-    in this thread: per sample the forward pass, each link's columns written as soon as its
-    state is known. base_acceleration (6,) = -gravity; `constants`: `BatchRegressor.
-    _constants`. Work array `states` (nj + 1, 2 + max depth, 6), once per call: per joint
-    v_i, a_i, then its depth_i Jacobian columns, all in its frame; row 0: the base, v = 0,
-    a = -g (Pinocchio's a_gf[0])."""
+    in this thread. base_acceleration (6,) = -gravity; `constants`: `BatchRegressor.
+    _constants`. `states` (nj + 1, 2 + max depth, 6): per joint v_i, a_i, then its depth_i
+    Jacobian columns, in its frame; row 0: the base."""
     parents, index_q, index_v, revolute, axes, rotations, translations, rows, depth = constants
     states = np.zeros((parents.shape[0], 2 + depth.max(), 6))
     for r in range(6):

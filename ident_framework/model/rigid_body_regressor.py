@@ -1,19 +1,11 @@
-"""Pinocchio's joint torque regressor for many samples at once (a compiled C kernel).
-
-`BatchRegressor(model)(q, dq, ddq)` (q in rad or m, dq, ddq per s and s²; N samples) returns
-the (N, nv, 10 nj) array that `pinocchio.computeJointTorqueRegressor` returns sample by
-sample: tau = Y theta in N·m, theta per link Pinocchio's dynamic parameters
-[m, mc_x, mc_y, mc_z, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] (kg, kg·m, kg·m²; about the joint frame
-origin, in the joint frame), gravity `model.gravity` read at every call. Entries outside a
-joint's subtree are exactly zero. Agrees with Pinocchio to ~1e-15 of the largest entry.
-
-The kernel is `rigid_body_kernel.c` (loaded by `c_kernels.py`; the numba kernel
-`rigid_body_kernel.py`, bit for bit the same, where no C compiler works). Calls of
-`_PARALLEL_FROM` samples or more run on up to `parallel_work.worker_limit()` threads; the
-result does not depend on the thread count. `supported(model)`: every joint 1-DoF revolute or
-prismatic (axis-aligned or unaligned).
-
-Rationale and speed: docs/design.md#batch-rigid-body-regressor
+"""Pinocchio's joint torque regressor for many samples at once: `BatchRegressor(model)(q, dq,
+ddq)` gives the (N, nv, 10 nj) array of `pinocchio.computeJointTorqueRegressor` per sample
+(tau = Y theta in N·m, theta per link [m, mc_x, mc_y, mc_z, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] in
+kg, kg·m, kg·m² about the joint frame origin) to ~1e-15 of the largest entry. The kernel is
+`rigid_body_kernel.c` (`c_kernels.py`; numba's `rigid_body_kernel.py` without a C compiler);
+calls of `_PARALLEL_FROM` samples or more run on threads, with the same result.
+`supported(model)`: every joint 1-DoF revolute or prismatic. Rationale and speed:
+docs/design.md#batch-rigid-body-regressor
 """
 
 from __future__ import annotations
@@ -30,12 +22,7 @@ from ident_framework.parallel_work import worker_limit
 
 # one numba parallel call at a time: its workqueue layer aborts the process on concurrent ones
 _PARALLEL = threading.Lock()
-# fewer samples run serially: starting numba's workqueue threads costs ~0.04-3 ms a call on
-# the 2-core test machine, more than they save below a few thousand samples. The C kernel's
-# threads are cheaper (2 threads: 0.36 against 0.73 µs per sample for calls of 2000, median),
-# but parallel calls from 1024 samples did not change the 10⁵ command's wall time: the same
-# threshold for both.
-_PARALLEL_FROM = 4096
+_PARALLEL_FROM = 4096  # fewer samples run serially (starting threads costs more than it saves)
 BLOCK = 128  # samples a thread of the C kernel takes at a time
 
 
@@ -63,12 +50,7 @@ def c_kernel() -> ctypes.CDLL | None:
 
 # Pinocchio short name -> (revolute, axis index) of the axis-aligned 1-DoF joints
 _ALIGNED = {
-    "JointModelRX": (True, 0),
-    "JointModelRY": (True, 1),
-    "JointModelRZ": (True, 2),
-    "JointModelPX": (False, 0),
-    "JointModelPY": (False, 1),
-    "JointModelPZ": (False, 2),
+    f"JointModel{kind}{axis}": (kind == "R", k) for kind in "RP" for k, axis in enumerate("XYZ")
 }
 # short name -> revolute, of the joints whose axis is a member of the joint model (`.axis`)
 _UNALIGNED = {"JointModelRevoluteUnaligned": True, "JointModelPrismaticUnaligned": False}
@@ -139,8 +121,7 @@ class BatchRegressor:
         self._c_constants = self._c_view()
 
     def _c_view(self) -> _Model:
-        """The C kernel's view of `_constants`: sizes and pointers (the arrays stay alive with
-        self; a pickled or deep-copied object makes its own, `__setstate__`)."""
+        """The C kernel's view of `_constants`: sizes and pointers (remade on unpickling)."""
         names = ("parents", "index_q", "index_v", "revolute", "axes", "rotations")
         names += ("translations", "rows", "depth")
         return _Model(

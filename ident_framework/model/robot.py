@@ -1,9 +1,6 @@
-"""The robot: one MJCF description that feeds both Pinocchio and MuJoCo.
-
-Built-in UR arms are generated from UR's published data (`ur_description.py`); any other arm
-comes from a URDF (converted to MJCF by MuJoCo's own importer, meshes dropped) or an MJCF file.
-Joints are the model's 1-DoF hinge joints, in model order. Inertial parameters use Pinocchio's
-convention per link, about the joint frame origin:
+"""The robot: one MJCF description that feeds both Pinocchio and MuJoCo, for a built-in UR arm
+(`ur_description.py`), a URDF (converted by MuJoCo's importer) or an MJCF file. Joints are the
+model's 1-DoF joints in model order; inertial parameters per link, about the joint frame origin:
 [m, m*cx, m*cy, m*cz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] (kg, kg·m, kg·m²).
 """
 
@@ -12,7 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import mujoco
@@ -50,14 +47,12 @@ class RobotModel:
     def n_joints(self) -> int:
         return len(self.joint_names)
 
-    # ------------------------------------------------------------------ engines
     def mujoco_model(self) -> mujoco.MjModel:
         return mujoco.MjModel.from_xml_string(self.mjcf)
 
     def mujoco_spec(self) -> mujoco.MjSpec:
         return mujoco.MjSpec.from_string(self.mjcf)
 
-    # ------------------------------------------------------------ parameters
     def inertial_parameters(self) -> np.ndarray:
         """(10 n,) Pinocchio dynamic parameters of the moving links, in joint order."""
         return np.concatenate(
@@ -83,11 +78,8 @@ class RobotModel:
         name: str | None = None,
     ) -> RobotModel:
         """A copy with new link inertial parameters (must be physically valid), rotor inertia
-        (kg·m²), viscous damping (Nm·s/rad) and Coulomb friction (Nm) written into the MJCF.
-
-        The MJCF text is edited element by element with full float precision (MuJoCo's own
-        XML writer rounds to 6 digits, which would move the dynamics by ~1e-6 Nm); MuJoCo then
-        compiles the result."""
+        (kg·m²), viscous damping (Nm·s/rad) and Coulomb friction (Nm) written into the MJCF
+        with full float precision (MuJoCo's XML writer rounds to 6 digits)."""
         root = ET.fromstring(self.mjcf)
         joints = {element.get("name"): element for element in root.iter("joint")}
         parents = {child: parent for parent in root.iter() for child in parent}
@@ -108,7 +100,6 @@ class RobotModel:
             name or self.name, text, self.limits, expected_joints=self.joint_names
         )
 
-    # -------------------------------------------------------------- dynamics
     def inverse_dynamics(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """(N, n) joint torques in Nm (rigid body + rotor inertia, no friction)."""
         data = self.pin_model.createData()
@@ -117,7 +108,6 @@ class RobotModel:
             out[k] = pin.rnea(self.pin_model, data, q[k], dq[k], ddq[k])
         return out
 
-    # --------------------------------------------------------- construction
     @classmethod
     def from_mjcf_text(
         cls,
@@ -287,27 +277,15 @@ def load_robot(
         raise UserError(f"The robot model file {file} (robot.path) does not exist.")
     text = urdf_to_mjcf(file) if model == "urdf" else file.read_text()
     robot = RobotModel.from_mjcf_text(file.stem, text, source=str(file))
-    if model == "urdf":
-        robot = _with_urdf_limits(robot, file, acceleration_limits)
-    elif acceleration_limits is not None:
-        robot = _replace_acceleration(robot, acceleration_limits)
-    return robot
+    limits = _urdf_limits(robot, file) if model == "urdf" else robot.limits
+    if acceleration_limits is not None:
+        limits = replace(limits, acceleration=np.asarray(acceleration_limits, dtype=float))
+    return replace(robot, limits=limits)
 
 
-def _replace_acceleration(robot: RobotModel, acceleration: list[float]) -> RobotModel:
-    limits = JointLimits(
-        robot.limits.position,
-        robot.limits.velocity,
-        np.asarray(acceleration, dtype=float),
-        robot.limits.effort,
-    )
-    return RobotModel(robot.name, robot.mjcf, robot.joint_names, limits, robot.pin_model)
-
-
-def _with_urdf_limits(
-    robot: RobotModel, file: Path, acceleration: list[float] | None
-) -> RobotModel:
-    """Velocity and effort limits of the URDF's <limit> tags (MJCF cannot carry velocity)."""
+def _urdf_limits(robot: RobotModel, file: Path) -> JointLimits:
+    """`robot.limits` with the velocity and effort of the URDF's <limit> tags (MJCF cannot
+    carry velocity)."""
     joints = {j.get("name"): j for j in ET.parse(file).getroot().iter("joint")}
     velocity, effort = robot.limits.velocity.copy(), robot.limits.effort.copy()
     for index, name in enumerate(robot.joint_names):
@@ -315,12 +293,6 @@ def _with_urdf_limits(
         if limit is not None:
             velocity[index] = float(limit.get("velocity", velocity[index]))
             effort[index] = float(limit.get("effort", effort[index]))
-    limits = JointLimits(
-        robot.limits.position,
-        velocity,
-        np.asarray(acceleration, dtype=float)
-        if acceleration is not None
-        else default_acceleration_limits(velocity),
-        effort,
+    return JointLimits(
+        robot.limits.position, velocity, default_acceleration_limits(velocity), effort
     )
-    return RobotModel(robot.name, robot.mjcf, robot.joint_names, limits, robot.pin_model)

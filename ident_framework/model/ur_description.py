@@ -1,11 +1,7 @@
-"""MJCF description of a Universal Robots e-Series arm from UR's published parameter files.
-
-The files (UR's ROS 2 description package, BSD-3, copied under `robot_data/universal_robots/`)
-give each joint's origin (x y z roll pitch yaw) in its parent link frame, each link's mass,
-centre of mass and inertia tensor (about the centre of mass, in a frame rotated by `rotation`
-rpy from the link frame), and joint limits. The chain follows UR's URDF: base_link ->
-base_link_inertia (rotated pi about z) -> shoulder_link -> ... -> wrist_3_link, every joint a
-revolute joint about its link's z axis.
+"""MJCF description of a Universal Robots e-Series arm from UR's published parameter files
+(UR's ROS 2 description package, BSD-3, under `robot_data/universal_robots/`): joint origins,
+link masses, centres of mass and inertia tensors, joint limits. The chain follows UR's URDF:
+base_link -> base_link_inertia (pi about z) -> shoulder_link -> ... -> wrist_3_link.
 """
 
 from __future__ import annotations
@@ -36,12 +32,12 @@ def home_pose(joint_names: list[str], position_limits: np.ndarray) -> np.ndarray
         return np.array(UR_HOME)
     return position_limits.mean(axis=1)
 
+
 _LINKS = ("shoulder", "upper_arm", "forearm", "wrist_1", "wrist_2", "wrist_3")
 
 
 class _DegreesLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    """Reads UR's `!degrees` tags as radians (libyaml's parser when PyYAML has it: the pure
-    Python one takes ~0.1 s for a robot's files)."""
+    """Reads UR's `!degrees` tags as radians (libyaml's parser when PyYAML has it)."""
 
 
 _DegreesLoader.add_constructor(
@@ -72,8 +68,8 @@ def rpy_to_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
 
 
 def matrix_to_quat(rotation: np.ndarray) -> np.ndarray:
-    """Unit quaternion (w, x, y, z) of a rotation matrix, by the largest of the trace and the
-    diagonal (Shepperd's method, as scipy's Rotation.from_matrix, same sign)."""
+    """Unit quaternion (w, x, y, z) of a rotation matrix (Shepperd's method, the sign of
+    scipy's Rotation.from_matrix)."""
     r = np.asarray(rotation, dtype=float)
     decision = np.array([r[0, 0], r[1, 1], r[2, 2], np.trace(r)])
     choice = int(np.argmax(decision))
@@ -132,18 +128,11 @@ def ur_mjcf(model: str) -> str:
         cog = physical["center_of_mass"][f"{link}_cog"]
         com = np.array([cog["x"], cog["y"], cog["z"]])
         rot = physical["rotation"][link]
-        t = physical["tensor"][link]
-        tensor = np.array(
-            [
-                [t["ixx"], t["ixy"], t["ixz"]],
-                [t["ixy"], t["iyy"], t["iyz"]],
-                [t["ixz"], t["iyz"], t["izz"]],
-            ]
-        )
+        t = physical["tensor"][link]  # ixx, ixy, ...: the symmetric tensor's upper half
+        tensor = np.array([[t["i" + min(a, b) + max(a, b)] for b in "xyz"] for a in "xyz"])
         frame = rpy_to_matrix(rot["roll"], rot["pitch"], rot["yaw"])
         inertia = frame @ tensor @ frame.T  # about the COM, in the link frame
-        full = [inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1], inertia[0, 2],
-                inertia[1, 2]]  # fmt: skip
+        full = [inertia[i, j] for i, j in ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))]
         low, high = limits["position"][index]
         lines += [
             f'{indent}<body name="{link}_link" pos="{_fmt(position)}" quat="{_fmt(quat)}">',

@@ -16,10 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from ident_framework.data.csv_columns import TORQUE_COLUMNS, read_header
+from ident_framework.data.csv_columns import (
+    COLUMN_KEYS,
+    TORQUE_COLUMNS,
+    checked_mapping,
+    read_header,
+)
 from ident_framework.data.csv_fast import read_column_streamed
 from ident_framework.data.csv_log import read_csv_log
-from ident_framework.data.csv_mapping import COLUMN_KEYS, checked_mapping
 from ident_framework.data.dataset import Dataset, concatenate
 from ident_framework.data.samples import resolve_sample
 from ident_framework.errors import UserError, motor_constants
@@ -58,7 +62,7 @@ class CsvSourceParams(Params):
     """path: CSV file, a glob, or a list of files and globs; current_to_torque: motor constants
     k_j (Nm/A) applied to `actual_current_*` (A) when no `actual_current_as_torque_*` (Nm)
     columns exist; torque_column: which torque columns; time_column: time column name (s);
-    columns: the file's own names where they are not the contract's (`csv_mapping.COLUMN_KEYS`
+    columns: the file's own names where they are not the contract's (`csv_columns.COLUMN_KEYS`
     -> a prefix or the n names in joint order; time: one name; null: the contract's)."""
 
     path: str | list[str] | None = param(
