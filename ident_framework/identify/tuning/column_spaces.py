@@ -49,9 +49,8 @@ def load_columns(config: RunConfig) -> tuple[bool, bool]:
 
 
 class ColumnSpaces:
-    """The column space (fold factors) of each preprocessing candidate: one preprocessing of
-    every recording and one regressor pass each, all candidates at once on forked workers
-    (`build`), or one when first asked for (`get`)."""
+    """The column space (fold factors) of each preprocessing candidate: all at once on forked
+    workers (`build`), or one when first asked for (`get`)."""
 
     def __init__(self, config, robot, builder, recordings, plan, friction, start, checked) -> None:
         self.config, self.robot, self.builder = config, robot, builder
@@ -82,8 +81,7 @@ class ColumnSpaces:
     @property
     def costly_columns(self) -> bool:
         """Every candidate friction column costs a filter pass over the whole recording
-        (parallel friction columns, `preprocessing.friction_columns`), not just the rows the
-        cross-validation uses: build spaces that score one candidate with its columns only."""
+        (parallel friction columns): build spaces that score one candidate alone."""
         return self.coulomb and bool(self.builder.parallel_friction)
 
     def own(self, lead: tuple[float, ...], only: Candidate | None = None) -> OwnColumns:
@@ -110,10 +108,9 @@ class ColumnSpaces:
         leads: list[tuple[float, ...]],
         only: Candidate | None = None,
     ) -> Iterator[ColumnSpace]:
-        """The space of each preprocessing candidate with each acceleration lead (distinct,
-        none built yet), in order, each as soon as it is built: side by side on forked
-        workers (`parallel_work.py`). `only`: spaces that hold that candidate's columns only
-        (to score it; `get` builds a whole space when one is needed)."""
+        """The space of each preprocessing candidate with each acceleration lead (none built
+        yet), in order as each is built on forked workers. `only`: spaces that hold that
+        candidate's columns only."""
         keys = [(c, lead, only) for c in candidates for lead in leads]
         if any(resamples_any(r, self.config.preprocessing) for r in self.recordings):
             preload_cubic_spline()  # here once, not in every worker (jittery logs)
@@ -205,14 +202,12 @@ def _fold_rows(
     recording: Dataset, params: Any, plan: FoldPlan, index: int, trusted: np.ndarray | None
 ) -> FoldRows:
     """A recording preprocessed with `params`, the recorded torque at its rows, the cell of
-    each joint's row (`FoldPlan.cells`; -1, no cell, for the rows the data checks do not
-    trust: `trusted` over the raw rows)."""
+    each joint's row (`FoldPlan.cells`; -1 where the data checks do not trust the raw rows)."""
     data = preprocess(recording, params)
-    recorded = data.recorded.tau  # preprocessing keeps recorded rows: their torque as recorded
     labels = plan.cells(index, data.timestamp, recording.q.shape[1])
     if trusted is not None and not trusted.all():
         labels[~trusted_at(recording, trusted, data.timestamp)] = -1
-    return FoldRows(data, recorded, labels)
+    return FoldRows(data, data.recorded.tau, labels)
 
 
 def _excerpt_rows(

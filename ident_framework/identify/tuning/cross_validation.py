@@ -1,12 +1,9 @@
 """Held-out error of one candidate (a column set and regularisers) from the folds' factors.
 
-For fold k: the training factor of the candidate's columns S is the QR of the slice
-`T_k[:, S + tau_filtered]` of the other cells' merged factor (`FoldFactors.training`); the base
-parameters are those of all folds together; the estimate is the spectral solve of
-`triangular.py` (least squares, ridge toward the nominal parameters, truncated SVD); the
-held-out sum of squares (Nm²) is `|R_k[:, S + tau_recorded] [theta; -1]|²`, against the torque
-as recorded. With a time and a kind partition the CV error (Nm) is the root of the mean of the two
-partitions' mean squares; each fold's RMSE is kept for `rules.py`.
+For fold k the training factor of the candidate's columns S is the QR of the slice
+`T_k[:, S + tau_filtered]` of `FoldFactors.training`; the base parameters are those of all folds;
+the held-out sum of squares (Nm²) is `|R_k[:, S + tau_recorded] [theta; -1]|²`. The CV error
+(Nm) is the root of the mean of the partitions' mean squares.
 
 Rationale: docs/design.md#tuning-by-cross-validation
 """
@@ -28,9 +25,8 @@ PLAIN: Regulariser = (0.0, 0.0)
 
 @dataclass(frozen=True)
 class HeldOut:
-    """CV figures of one candidate and regulariser: RMSE (Nm) over every held-out sample and
-    joint (pooled per partition, the partitions' mean squares averaged), per-joint RMSE (None
-    unless asked for), rank of the base regressor, each fold's RMSE (Nm; NaN: an empty fold)."""
+    """CV figures of one candidate and regulariser: RMSE (Nm), per-joint RMSE (None unless
+    asked for), rank of the base regressor, each fold's RMSE (Nm; NaN: an empty fold)."""
 
     rmse: float
     rmse_per_joint: np.ndarray | None
@@ -85,8 +81,7 @@ def cross_validate(
 
 
 def base_of(factors: FoldFactors, columns: np.ndarray, tolerance: float) -> BaseParameters:
-    """The base parameters of the columns over all folds (structural: the same for every
-    fold), from the factor of every row (exact: R of A[:, S] is R of R_A[:, S])."""
+    """The base parameters of the columns over all folds, from the factor of every row."""
     total = stacked_r([factors.whole[:, columns]])
     return BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
 
@@ -99,8 +94,7 @@ def _project(
 
 
 def _held_out_sse(held: list[np.ndarray], augmented: np.ndarray) -> float:
-    """Sum of squares (Nm²) of the held-out cells' factors `held` (columns S + tau_recorded)
-    at [theta; -1]."""
+    """Sum of squares (Nm²) of the held-out cells' factors `held` at [theta; -1]."""
     return sum(float(np.sum((h @ augmented) ** 2)) for h in held)
 
 
@@ -116,8 +110,8 @@ def _held_out_sse_per_joint(
 
 
 def _least_squares(r_w: np.ndarray, rhs: np.ndarray, prior: np.ndarray) -> np.ndarray:
-    """The least-squares solve of a fold; a fold whose training rows leave a base direction
-    unexcited (a short recording cut into blocks) keeps the prior there (pseudo-inverse)."""
+    """The least-squares solve of a fold; where its rows leave a base direction unexcited, the
+    prior (pseudo-inverse)."""
     try:
         return solve_upper(r_w, rhs)
     except np.linalg.LinAlgError:
@@ -128,8 +122,7 @@ def _figures(
     layout, rows: np.ndarray, sse: np.ndarray, sse_joint: np.ndarray | None, rank: int
 ) -> list[HeldOut]:
     """HeldOut per option from the folds' sums of squares `sse` (options, folds) (and per
-    joint, (options, folds, n)) and held-out rows `rows` (folds, n): each partition's mean
-    square, averaged over the partitions."""
+    joint, (options, folds, n)) and held-out rows `rows` (folds, n)."""
     partition = np.asarray(layout.partition)
     parts = range(layout.n_partitions)
     count = rows.sum(axis=1)
@@ -165,12 +158,9 @@ def cross_validate_geometric(
     tolerance: float,
     per_joint: bool = False,
 ) -> list[HeldOut]:
-    """CV figures of the columns `columns` (the first 10 n the links' inertial parameters)
-    estimated by the log-det prior toward `nominal` (`identify/geometric_prior.py`) with each
-    of `weights`; `signed` (len(columns),) marks the parameters kept > 0. The folds are those
-    of `cross_validate`; each fold's data term is χ² in units of its own training rows'
-    least-squares residual variance. The weights are solved from the largest down, each from
-    the last estimate (`geometric_prior.fit_weights`)."""
+    """`cross_validate` with the log-det prior toward `nominal` (`geometric_prior.py`) for each
+    of `weights` (solved from the largest down); `signed` marks the parameters kept > 0. Each
+    fold's χ² is in units of its training rows' least-squares residual variance."""
     layout = factors.folds
     n_folds = len(layout.cells)
     fit_columns = np.append(columns, factors.tau_filtered)

@@ -1,13 +1,9 @@
 """`tuning.friction_models`: the friction model itself chosen by the cross-validation.
 
-Each model listed (a friction plugin's name: `coulomb_viscous`, `stribeck`, `lugre`, ...; the
-configured one with its configured settings, the others with their defaults) gets the whole
-selection of `selection.select_options` on the same folds, a nonlinear model scored at its
-shape fitted to the identification data (`friction_fit.shape_for_tuning`). The configured
-model is kept unless another beats it by more than the standard error of their per-fold
-difference (`rules.choose` with `one_se_paired`, the configured model the simplest): a model
-must win fold by fold, not on the pooled figure alone. Without a list, only the configured
-model is tuned (the default).
+Each model listed (the configured one as configured, the others at their defaults) gets the
+whole `selection.select_options` on the same folds, a nonlinear one at its fitted shape
+(`friction_fit.shape_for_tuning`). The configured model is kept unless another wins by more
+than the paired standard error (`rules.choose`, `one_se_paired`).
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ import numpy as np
 from ident_framework.config.registry import get_registry
 from ident_framework.config.run_config import RunConfig, SelectedPlugin
 from ident_framework.data.dataset import Dataset, recordings_of
-from ident_framework.identify.tuning.rules import choose
+from ident_framework.identify.tuning.rules import choose, difference_to_first
 from ident_framework.identify.tuning.selection import select_options
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
@@ -63,22 +59,18 @@ def select_friction_model(
     se = np.array([s.cv_se for s in selections])
     folds = np.array([[np.nan if v is None else v for v in s.fold_rmse] for s in selections])
     picked, best = choose(rmse, se, [(i,) for i in range(len(names))], "one_se_paired", folds)
-    difference = folds - folds[0]
-    finite = np.all(np.isfinite(folds), axis=0)
     table = [
         {
             "friction": name,
             "cv_rmse": float(rmse[i]),
             "cv_se": float(se[i]),
-            "difference_to_configured": float(np.mean(difference[i, finite])),
-            "difference_se": float(
-                np.std(difference[i, finite], ddof=1) / np.sqrt(max(int(finite.sum()), 1))
-            )
-            if finite.sum() > 1
-            else 0.0,
+            "difference_to_configured": mean,
+            "difference_se": spread,
             "chosen": i == picked,
         }
-        for i, name in enumerate(names)
+        for i, (name, (mean, spread)) in enumerate(
+            zip(names, difference_to_first(folds), strict=True)
+        )
     ]
     chosen_config, chosen_builder = tuned[picked]
     chosen = chosen_config.selection.chosen

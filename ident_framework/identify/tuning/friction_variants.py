@@ -1,14 +1,10 @@
 """A friction model's own variants chosen by `tuning=cv`, before the friction models are.
 
 A friction plugin may offer variants of its settings (`FrictionModel.tuning_variants`, the
-simplest first; e.g. LuGre with `stribeck: auto`: without, then with its Stribeck curve). Each
-variant gets the whole selection of `selection.select_options` on the same folds, with its own
-shape fitted to the identification data; its per-fold mean square is multiplied by
-(N + p) / (N - p) (p fitted nonlinear parameters, N torque rows). The simplest is kept unless
-another beats it by more than the paired standard error (`rules.choose`, `one_se_paired`).
-The chosen variant goes on through `friction_models.select_friction_model`; its settings are
-in the tuned config and in `tuning.chosen` (applied by `mode=predict`), the comparison heads
-the `friction_models` table. Models without variants (the built-ins) skip this step.
+simplest first). Each gets the whole `selection.select_options` on the same folds at its own
+fitted shape, its per-fold mean square times (N + p) / (N - p) (p fitted nonlinear parameters,
+N torque rows). The simplest is kept unless another wins by more than the paired standard
+error; the chosen one goes on to `friction_models.select_friction_model`.
 
 Rationale: docs/design.md#tuning-by-cross-validation
 """
@@ -23,7 +19,7 @@ import numpy as np
 from ident_framework.config.run_config import RunConfig, SelectedPlugin
 from ident_framework.data.dataset import Dataset, recordings_of
 from ident_framework.identify.tuning.friction_models import Prepare, select_friction_model
-from ident_framework.identify.tuning.rules import choose
+from ident_framework.identify.tuning.rules import choose, difference_to_first
 from ident_framework.identify.tuning.selection import select_options
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
@@ -97,23 +93,19 @@ def _table(selections: list[Any], factors: list[float]) -> list[dict[str, Any]]:
     prediction error factor, its per-fold RMSE and their difference to the first's (mean, SE)."""
     raw = np.array([[np.nan if v is None else v for v in s.fold_rmse] for s in selections])
     folds = raw * np.sqrt(np.asarray(factors))[:, None]
-    difference = folds - folds[0]
-    finite = np.all(np.isfinite(folds), axis=0)
-    count = int(finite.sum())
-    rows = []
-    for i, selection in enumerate(selections):
-        spread = np.std(difference[i, finite], ddof=1) / np.sqrt(count) if count > 1 else 0.0
-        rows.append(
-            {
-                "cv_rmse": float(selection.cv_rmse),
-                "cv_se": float(selection.cv_se),
-                "fpe_factor": float(factors[i]),
-                "fold_rmse_fpe": [float(v) if np.isfinite(v) else None for v in folds[i]],
-                "difference_to_configured": float(np.mean(difference[i, finite])),
-                "difference_se": float(spread),
-            }
+    return [
+        {
+            "cv_rmse": float(selection.cv_rmse),
+            "cv_se": float(selection.cv_se),
+            "fpe_factor": float(factors[i]),
+            "fold_rmse_fpe": [float(v) if np.isfinite(v) else None for v in folds[i]],
+            "difference_to_configured": mean,
+            "difference_se": spread,
+        }
+        for i, (selection, (mean, spread)) in enumerate(
+            zip(selections, difference_to_first(folds), strict=True)
         )
-    return rows
+    ]
 
 
 def _pick(table: list[dict[str, Any]]) -> int:

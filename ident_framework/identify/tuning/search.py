@@ -1,14 +1,9 @@
 """The candidates the selection tries, in stages, and the table of their CV RMSE.
 
-Coordinate search, each stage keeping the best candidate so far. On the configured
-preprocessing the column options are chosen greedily (`search_columns`): rotor inertia and
-offset columns, the Coulomb dead band, each joint's friction shape (dead-band sign, tanh or
-saturated sign of a width, Stribeck of `tuning.stribeck_velocities`; `sweeps` passes), the
-temperature term, the load-dependent term (`load_dependent: auto`, scored with the nominal
-model's tau_load; the final fit iterates it, `identify/load_friction.py`), then the
-regularisation (ridge, truncated SVD; `ls` only). Then every preprocessing candidate (low-pass
-cut-off x velocity source) is scored with those options; when another wins, the column
-options are searched again on it.
+Coordinate search, each stage keeping the best candidate so far: greedily on the configured
+preprocessing (`search_columns`) rotor inertia and offset columns, the Coulomb dead band, each
+joint's friction shape (`sweeps` passes), the temperature and load-dependent terms, then the
+regularisation (`ls` only); then every preprocessing candidate with those options.
 """
 
 from __future__ import annotations
@@ -221,7 +216,7 @@ class SearchLog:
         raise KeyError(f"no row for {options}")
 
 
-def _regularisers(candidate: Candidate) -> Regulariser:
+def _regulariser(candidate: Candidate) -> Regulariser:
     return (candidate.ridge, candidate.truncate)
 
 
@@ -234,19 +229,18 @@ def score_candidate(
     return held
 
 
-def candidate_figures(space: ColumnSpace, candidate: Candidate, tolerance: float) -> HeldOut:
+def candidate_figures(
+    space: ColumnSpace, candidate: Candidate, tolerance: float, per_joint: bool = False
+) -> HeldOut:
     """CV figures of one candidate on `space`'s folds (not logged)."""
     columns, nominal = space.columns(candidate)
     if candidate.weight > 0.0:
-        signed = space.signed(columns)
-        held = cross_validate_geometric(
-            space.factors, columns, nominal, signed, [candidate.weight], tolerance
-        )
-    else:
-        held = cross_validate(
-            space.factors, columns, nominal, [_regularisers(candidate)], tolerance
-        )
-    return held[0]
+        signed, weights = space.signed(columns), [candidate.weight]
+        return cross_validate_geometric(
+            space.factors, columns, nominal, signed, weights, tolerance, per_joint
+        )[0]
+    regulariser = [_regulariser(candidate)]
+    return cross_validate(space.factors, columns, nominal, regulariser, tolerance, per_joint)[0]
 
 
 # (items, chunk) -> figures of each item (judged by the shape folds, candidate), in order
@@ -350,7 +344,7 @@ class _ColumnSearch:
     def regularisation(self) -> None:
         grids, best = self.grids, self.best
         options = [(r, 0.0) for r in grids.ridges] + [(0.0, t) for t in grids.truncations]
-        options = [o for o in options if o != _regularisers(best)]
+        options = [o for o in options if o != _regulariser(best)]
         columns, nominal = self.space.columns(best)
         held = cross_validate(self.space.factors, columns, nominal, options, self.tolerance)
         candidates = [replace(best, ridge=r, truncate=t) for r, t in options]
@@ -421,19 +415,6 @@ def choose_prior_weight(
         log.add("prior weight", candidate, figures)
     i = decide(log, "prior weight", candidates, held, rule, configured)
     return candidates[i], held[i]
-
-
-def per_joint_rmse(space: ColumnSpace, candidate: Candidate, tolerance: float) -> np.ndarray:
-    columns, nominal = space.columns(candidate)
-    if candidate.weight > 0.0:
-        signed = space.signed(columns)
-        return cross_validate_geometric(
-            space.factors, columns, nominal, signed, [candidate.weight], tolerance, True
-        )[0].rmse_per_joint
-    regulariser = _regularisers(candidate)
-    return cross_validate(space.factors, columns, nominal, [regulariser], tolerance, True)[
-        0
-    ].rmse_per_joint
 
 
 def _with(values: tuple[float, ...], joint: int, value: float) -> tuple[float, ...]:

@@ -1,9 +1,6 @@
-"""The selection step of the pipeline: choose options by cross-validation on the
-identification recordings, and return the config (and regressor) with the chosen values.
-
-`select_options` is the one call `modes/pipeline.py` makes. It never sees the validation
-data. The chosen values are config keys (`Selection.chosen`, e.g. `preprocessing.lowpass_hz`),
-written to parameters.yaml so that `mode=predict` rebuilds the same model.
+"""The selection step of the pipeline (`select_options`): choose options by cross-validation
+on the identification recordings (never the validation data), and return the config (and
+regressor) with the chosen values, config keys saved to parameters.yaml for `mode=predict`.
 """
 
 from __future__ import annotations
@@ -24,8 +21,8 @@ from ident_framework.identify.tuning.rules import decide, stability_summary
 from ident_framework.identify.tuning.search import (
     Candidate,
     SearchLog,
+    candidate_figures,
     choose_prior_weight,
-    per_joint_rmse,
     score_candidate,
     search_columns,
     unless_zero,
@@ -42,9 +39,8 @@ NYQUIST_SHARE = 0.9  # cut-off candidates must lie below this share of the Nyqui
 @dataclass
 class Selection:
     """What the selection chose and measured. chosen: config key -> value; cv_rmse (Nm) of
-    the chosen candidate (pooled and per joint) and of the options as configured (least
-    squares); least_squares_cv_rmse: the chosen columns fitted by least squares, when a
-    physically consistent estimator's weight was chosen after them (else None); folds: how
+    the chosen candidate and of the options as configured; least_squares_cv_rmse: the chosen
+    columns by least squares when a prior weight was chosen after them (else None); folds: how
     the folds were formed; table: every candidate tried (`SearchLog.rows`)."""
 
     chosen: dict[str, Any]
@@ -137,7 +133,7 @@ def select_options(
         )
         per_joint = best_held.rmse_per_joint
     else:
-        per_joint = per_joint_rmse(best_space, best, tolerance)
+        per_joint = candidate_figures(best_space, best, tolerance, True).rmse_per_joint
     best_rmse = best_held.rmse
     _mark_chosen(log, best, best_rmse)
     chosen_keys = _chosen_keys(best, coulomb, regularise, exact)
@@ -353,14 +349,9 @@ def _chosen_keys(best: Candidate, coulomb: bool, regularise: bool, exact: bool) 
     chosen["regressor.torque_offset"] = bool(best.torque_offset)
     if coulomb:
         chosen["friction.dead_band"] = float(best.dead_band)
-        widths = [float(w) for w in best.tanh_width]
-        chosen["friction.tanh_width"] = widths if any(w > 0 for w in widths) else None
-        saturated = [float(w) for w in best.saturation_width]
-        chosen["friction.saturation_width"] = saturated if any(w > 0 for w in saturated) else None
-        leads = [float(w) for w in best.acceleration_lead]
-        chosen["friction.acceleration_lead"] = leads if any(w > 0 for w in leads) else None
-        velocities = [float(v) for v in best.stribeck_velocity]
-        chosen["friction.stribeck_velocity"] = velocities if any(velocities) else None
+        for key in ("tanh_width", "saturation_width", "acceleration_lead", "stribeck_velocity"):
+            values = [float(w) for w in getattr(best, key)]  # none set: null
+            chosen[f"friction.{key}"] = values if any(w > 0 for w in values) else None
     if regularise:
         chosen["estimator.ridge"] = float(best.ridge)
         chosen["estimator.truncate"] = float(best.truncate)
