@@ -49,7 +49,7 @@ class TuningSettings(Params):
     shape_partitions: the same for the stages of each joint's Coulomb shape and the lead.
     friction_models: friction plugins whose whole selection is compared on the same folds, the
     configured one kept unless another wins by more than one paired standard error
-    (`identify/tuning/friction_models.py`); empty: the configured model only.
+    (`identify/tuning/friction_variants.py`); empty: the configured model only.
     speed_bands: rad/s, the upper limits of rest, creep and slow. turn_s: s, the longest
     turn-round that is a reversal (a longer passage through low speed is a hold)."""
 

@@ -255,9 +255,10 @@ def _temperature_columns(config: RunConfig, recordings: list[Dataset]) -> tuple[
 
 def _mark_chosen(log: SearchLog, best: Candidate, best_rmse: float) -> None:
     """Flag the (first) row of the chosen candidate in the table."""
-    found = False
+    found, options = False, best.row()
     for row in log.rows:
-        row["chosen"] = not found and row["cv_rmse"] == best_rmse and _same(row, best)
+        same = all(row[key] == value for key, value in options.items())
+        row["chosen"] = not found and row["cv_rmse"] == best_rmse and same
         found = found or row["chosen"]
 
 
@@ -276,10 +277,6 @@ def apply_chosen(config: RunConfig, chosen: dict[str, Any]) -> RunConfig:
                 selected.info, replace(selected.params, **{name: value})
             )
     return replace(config, preprocessing=preprocessing, regressor=regressor, plugins=plugins)
-
-
-def _same(row: dict[str, Any], candidate: Candidate) -> bool:
-    return all(row[key] == value for key, value in candidate.row().items())
 
 
 def _configured(config: RunConfig, n: int) -> Candidate:
