@@ -10,7 +10,6 @@ constraints:
 
 chi2: the excess RSS over least squares in units of the LS residual variance; S scales each
 link by its nominal mass M_k (kg) and radius of gyration L_k (m); P_N: the null-space part.
-Standard deviations are those of ordinary least squares (they ignore the constraints).
 
 Rationale (scaling, floors, polish): docs/design.md#physically-consistent-estimator
 """

@@ -1,24 +1,15 @@
 """Built-in friction model `coulomb_viscous`: tau_f = fv * dq + fc * s(dq) per joint (Nm;
 dq in rad/s).
 
-The Coulomb shape s(dq) per joint: a sign with a `dead_band` (rad/s, the default); a smooth
-sign tanh(dq / `tanh_width`); a saturated sign clip(dq / `saturation_width`, -1, 1); or the
-Stribeck shape fc·(1 − e)·t + fs·e·t, e = exp(-(dq / `stribeck_velocity`)²),
-t = tanh(dq / `stribeck_sign_width`), which adds a static level fs (Nm). Widths take one value
-or one per joint; a joint uses Stribeck if v_s > 0, else saturation if its width > 0, else tanh
-if its width > 0, else the dead band. `acceleration_lead` T (s) evaluates the shape at
-dq + T·ddq. `tuning=cv` chooses the dead band and each joint's shape, width, lead and v_s.
+The Coulomb shape s(dq) per joint: a sign with a `dead_band` (rad/s); tanh(dq / `tanh_width`);
+clip(dq / `saturation_width`, -1, 1); or the Stribeck shape fc·(1 − e)·t + fs·e·t,
+e = exp(-(dq / `stribeck_velocity`)²), t = tanh(dq / `stribeck_sign_width`), with a static
+level fs (Nm). A joint uses Stribeck if v_s > 0, else saturation, else tanh if their width
+> 0, else the dead band. `acceleration_lead` T (s) evaluates the shape at dq + T·ddq.
 
-Optional columns, linear in their parameters:
-- `temperature: on` (joint temperatures T in °C): dq·(T − T_ref) and s(dq)·(T − T_ref);
-  T_ref (`reference_temperature`, default the identification data's mean per joint) is saved
-  with the model. `auto`: off without recorded temperatures, else chosen by `tuning=cv`.
-- `load_dependent: on`: fL·|tau_load|·s(dq), tau_load (Nm) the model's own rigid-body and
-  rotor-inertia torque (`RegressorBuilder.with_load`, iterated in
-  `identify/load_friction.py`). `auto`: chosen by `tuning=cv`; default off. mode=online and
-  mode=factor refuse `on`.
-
-The twin (MJCF) carries fc and fv only.
+Optional columns: `temperature` dq·(T − T_ref) and s(dq)·(T − T_ref) (T in °C); and
+`load_dependent` fL·|tau_load|·s(dq), tau_load (Nm) the model's own rigid-body and rotor torque
+(`identify/load_friction.py`). The twin (MJCF) carries fc and fv only.
 
 Rationale: docs/design.md#coulomb-viscous-friction
 """

@@ -109,11 +109,14 @@ class RecursiveLeastSquares:
         if covariance is None:
             covariance = min(self.params.alpha, self._max_trace / r)
         p = np.asarray(covariance, dtype=float)
-        p = np.eye(r) * float(p) if p.ndim == 0 else 0.5 * (p + p.T)
+        self._theta = theta.copy()
+        self._set_p(np.eye(r) * float(p) if p.ndim == 0 else 0.5 * (p + p.T))
+
+    def _set_p(self, p: np.ndarray) -> None:
+        """P = `p` (symmetric), scaled down to trace(P) = max_trace if larger."""
         trace = float(p.trace())
         if trace > self._max_trace:
             p = p * (self._max_trace / trace)
-        self._theta = theta.copy()
         self._p = np.ascontiguousarray(p)
         self._trace = float(self._p.trace())
 
@@ -228,12 +231,7 @@ class RecursiveLeastSquares:
         self._theta = np.linalg.solve(r_w, factor[:r, r])
         r_inv = np.linalg.solve(r_w, np.eye(r))
         p = r_inv @ r_inv.T
-        p = 0.5 * (p + p.T)
-        trace = float(p.trace())
-        if trace > self._max_trace:
-            p *= self._max_trace / trace
-        self._p = np.ascontiguousarray(p)
-        self._trace = float(self._p.trace())
+        self._set_p(0.5 * (p + p.T))
         self._v = float(factor[r, r] ** 2)
         self._w_samples = self._w2_samples = float(m)
         self._w_rows = float(m * n)
