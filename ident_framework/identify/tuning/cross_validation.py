@@ -10,6 +10,7 @@ Rationale: docs/design.md#tuning-by-cross-validation
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,32 +51,52 @@ def cross_validate(
 ) -> list[HeldOut]:
     """CV figures of the columns `columns` (indices into the factors' layout) with each
     regulariser; `nominal` (len(columns),) the prior values of those columns."""
+
+    def fold_thetas(k: int, base: BaseParameters, projected: np.ndarray, n_train: int):
+        r, prior = base.rank, base.basis.T @ nominal
+        train = stacked_r([projected])
+        r_w, rhs = train[:r, :r], train[:r, r]
+        for i, (ridge, truncate) in enumerate(regularisers):
+            if ridge == 0.0 and truncate == 0.0:
+                beta = _least_squares(r_w, rhs, prior)
+            else:
+                beta = spectral_solve(r_w, rhs, prior, ridge, truncate)[0]
+            yield i, np.append(base.basis @ beta, -1.0)
+
+    return _cross_validate(factors, columns, tolerance, len(regularisers), per_joint, fold_thetas)
+
+
+def _cross_validate(
+    factors: FoldFactors,
+    columns: np.ndarray,
+    tolerance: float,
+    n_options: int,
+    per_joint: bool,
+    fold_thetas: Callable[..., Iterator[tuple[int, np.ndarray | None]]],
+) -> list[HeldOut]:
+    """HeldOut per option; `fold_thetas(k, base, projected, n_train)` gives fold k's option
+    index and [theta; -1] (None: no candidate there) from its projected training factor."""
     layout = factors.folds
-    n_folds = len(layout.cells)
     test_columns = np.append(columns, factors.tau_recorded)
-    sse = np.zeros((len(regularisers), n_folds))
-    sse_joint = np.zeros((len(regularisers), n_folds, factors.n_joints))
+    sse = np.zeros((n_options, len(layout.cells)))
+    sse_joint = np.zeros((n_options, len(layout.cells), factors.n_joints))
     rows = np.array([factors.counts[list(cells)].sum(axis=0) for cells in layout.cells])
     with one_blas_thread():
         base = base_of(factors, columns, tolerance)
-        basis, r = base.basis, base.rank
-        prior = basis.T @ nominal
         for k, held_cells in enumerate(layout.cells):
             if rows[k].sum() == 0:
                 continue
-            train = stacked_r([_project(factors.training[k], factors, columns, basis)])
-            r_w, rhs = train[:r, :r], train[:r, r]
+            projected = _project(factors.training[k], factors, columns, base.basis)
+            n_train = int(factors.counts.sum() - rows[k].sum())  # every other cell trains
             held = [factors.merged[c][:, test_columns] for c in held_cells]
-            for i, (ridge, truncate) in enumerate(regularisers):
-                if ridge == 0.0 and truncate == 0.0:
-                    beta = _least_squares(r_w, rhs, prior)
-                else:
-                    beta = spectral_solve(r_w, rhs, prior, ridge, truncate)[0]
-                theta = np.append(basis @ beta, -1.0)
-                sse[i, k] = _held_out_sse(held, theta)
+            for i, augmented in fold_thetas(k, base, projected, n_train):
+                if augmented is None:  # a degenerate fold: this option is no candidate
+                    sse[i, k] = np.inf
+                    continue
+                sse[i, k] = _held_out_sse(held, augmented)
                 if per_joint:
                     sse_joint[i, k] = _held_out_sse_per_joint(
-                        factors, held_cells, test_columns, theta
+                        factors, held_cells, test_columns, augmented
                     )
     return _figures(layout, rows, sse, sse_joint if per_joint else None, base.rank)
 
@@ -161,39 +182,20 @@ def cross_validate_geometric(
     """`cross_validate` with the log-det prior toward `nominal` (`geometric_prior.py`) for each
     of `weights` (solved from the largest down); `signed` marks the parameters kept > 0. Each
     fold's χ² is in units of its training rows' least-squares residual variance."""
-    layout = factors.folds
-    n_folds = len(layout.cells)
     fit_columns = np.append(columns, factors.tau_filtered)
-    test_columns = np.append(columns, factors.tau_recorded)
     order = np.argsort(weights)[::-1]
-    sse = np.zeros((len(weights), n_folds))
-    sse_joint = np.zeros((len(weights), n_folds, factors.n_joints))
-    rows = np.array([factors.counts[list(cells)].sum(axis=0) for cells in layout.cells])
     prior = PriorLayout(factors.n_joints, np.asarray(nominal, dtype=float), signed)
-    theta = None
-    with one_blas_thread():
-        base = base_of(factors, columns, tolerance)
-        basis, rank = base.basis, base.rank
-        for k, held_cells in enumerate(layout.cells):
-            if rows[k].sum() == 0:
-                continue
-            training = factors.training[k]
-            projected = _project(training, factors, columns, basis)
-            rss = float(stacked_r([projected])[rank, rank] ** 2)
-            n_train = int(factors.counts.sum() - rows[k].sum())  # every other cell trains
-            sigma2 = max(rss / max(n_train - rank, 1), 1e-300)
-            train = stacked_r([training[:, fit_columns]])
-            held = [factors.merged[c][:, test_columns] for c in held_cells]
-            fits = fit_weights(train, sigma2, prior, [weights[i] for i in order], theta)
-            theta = None if fits[-1] is None else fits[-1].theta  # the next fold's start
-            for i, fit in zip(order, fits, strict=True):
-                if fit is None:  # a degenerate fold: this weight is no candidate
-                    sse[i, k] = np.inf
-                    continue
-                augmented = np.append(fit.theta, -1.0)
-                sse[i, k] = _held_out_sse(held, augmented)
-                if per_joint:
-                    sse_joint[i, k] = _held_out_sse_per_joint(
-                        factors, held_cells, test_columns, augmented
-                    )
-    return _figures(layout, rows, sse, sse_joint if per_joint else None, rank)
+    start = None
+
+    def fold_thetas(k: int, base: BaseParameters, projected: np.ndarray, n_train: int):
+        nonlocal start
+        rank = base.rank
+        rss = float(stacked_r([projected])[rank, rank] ** 2)
+        sigma2 = max(rss / max(n_train - rank, 1), 1e-300)
+        train = stacked_r([factors.training[k][:, fit_columns]])
+        fits = fit_weights(train, sigma2, prior, [weights[i] for i in order], start)
+        start = None if fits[-1] is None else fits[-1].theta  # the next fold's start
+        for i, fit in zip(order, fits, strict=True):
+            yield i, None if fit is None else np.append(fit.theta, -1.0)
+
+    return _cross_validate(factors, columns, tolerance, len(weights), per_joint, fold_thetas)
