@@ -96,7 +96,6 @@ class RecursiveLeastSquares:
         self._window_pops = 0
         self._snapshot_t: list[float] = []
         self._snapshot_theta: list[np.ndarray] = []
-        self._rmse_t: list[float] = []
         self._rmse: list[float] = []
 
     def set_state(self, theta: np.ndarray, covariance: np.ndarray | float | None = None) -> None:
@@ -171,7 +170,7 @@ class RecursiveLeastSquares:
     @property
     def running_rmse_(self) -> tuple[np.ndarray, np.ndarray]:
         """(times (k,) s, running RMSE (k,) Nm) at the snapshot times."""
-        return np.array(self._rmse_t, dtype=float), np.array(self._rmse, dtype=float)
+        return np.array(self._snapshot_t, dtype=float), np.array(self._rmse, dtype=float)
 
     # ------------------------------------------------------------------ estimation
     def fit(self, problem: LinearProblem) -> RecursiveLeastSquares:
@@ -339,7 +338,6 @@ class RecursiveLeastSquares:
             return
         self._snapshot_t.append(t)
         self._snapshot_theta.append(self._theta.copy())
-        self._rmse_t.append(t)
         self._rmse.append(self.running_rmse)
         step = self.params.checkpoint_s
         if self._next_checkpoint is None:

@@ -41,9 +41,8 @@ from ident_framework.parallel_work import forked_imap
 
 
 def load_columns(config: RunConfig) -> tuple[bool, bool]:
-    """(the fold factors hold the load-dependent columns, the term is a candidate): columns
-    when friction.load_dependent is on, or auto (left to the tuning by
-    `identify/load_friction.py`: then a candidate)."""
+    """(the fold factors hold the load-dependent columns: friction.load_dependent on or auto,
+    the term is a candidate: auto)."""
     mode = getattr(config.plugins["friction"].params, "load_dependent", None)
     return mode in ("auto", "on"), mode == "auto"
 
@@ -277,11 +276,8 @@ def _velocity_column(
 
 
 class _LastBasis:
-    """Friction basis columns of the candidate models: the basis of the last model, velocity
-    and joints asked for is kept, so that two columns of one model asked for one after the
-    other (a Stribeck shape's fc and fs) cost one evaluation. `separable`: each joint's
-    columns depend on its own velocity only and the models' settings are one value for every
-    joint, so that the joints asked for can be computed alone."""
+    """Friction basis columns of the candidate models, the last basis kept (a Stribeck shape's
+    fc and fs: one evaluation). `separable`: the joints asked for can be computed alone."""
 
     def __init__(self, separable: bool) -> None:
         self.separable = separable
@@ -425,17 +421,10 @@ def _own_columns(
     lead: tuple[float, ...] = (),
     own_shape_only: bool = False,
 ) -> OwnColumns:
-    """Every joint's own candidate columns: friction shapes (and, `friction[1]`, their
-    temperature columns: each times T - T_ref; `load`, each Coulomb shape's load column: times
-    |tau_load| of the nominal model, `OwnColumns.load`), rotor inertia, offset; and the coupled
-    motors' columns (`robot.coupled_joints`: shared by two joints' rows, always in the model,
-    with the configured friction shape and rotor-inertia option). `lead`: the Coulomb shapes'
-    acceleration lead, s per joint (empty: none). With parallel friction columns
-    (`preprocessing.friction_columns`) every friction column is computed from the unfiltered
-    velocity and low-passed like the torque, as the final fit computes it; with
-    `own_shape_only` (a space that scores `start` alone) only for the joints whose shape
-    `start` makes it (the other joints' values of that column are zero: they never use it).
-    """
+    """Every joint's own candidate columns: friction shapes (with `friction[1]` their
+    temperature columns, with `load` their load columns), rotor inertia, offset; and the
+    coupled motors' shared columns. `lead`: the shapes' acceleration lead, s per joint.
+    `own_shape_only`: a column only for the joints whose shape in `start` uses it."""
     coulomb, thermal = friction
     if coulomb:
         names, friction_values = _coulomb_friction_values(

@@ -181,10 +181,8 @@ def plan_folds(
     bands: tuple[float, float, float] = (0.01, 0.05, 0.2),
     turn_s: float = 0.5,
 ) -> FoldPlan:
-    """The folds of `recordings` (raw, in time order). Partition "time": one fold per
-    recording when there are at least `n_folds`, else `n_folds` blocks of each (of its
-    period's phase when it repeats). Partition "kind": per joint, its rows by kind of motion
-    (`motion_kinds` with `bands` rad/s and `turn_s` s; velocity from q, `joint_speed`)."""
+    """The folds of `recordings` (raw, in time order) in `partitions` (module doc); kinds of
+    motion by `motion_kinds` with `bands` rad/s and `turn_s` s."""
     starts = tuple(float(r.timestamp[0]) for r in recordings)
     durations = tuple(float(r.duration) for r in recordings)
     by_time = "time" in partitions

@@ -121,10 +121,8 @@ def decide(
     rule: str,
     configured: tuple[float, bool],
 ) -> int:
-    """Pick among `candidates` (`search.Candidate`, the incumbent first; their logged rows
-    are the last len(candidates) of `log` unless the incumbent's was logged earlier: then
-    it is looked up) with their `cross_validation.HeldOut` figures; record the `Decision` in
-    `log.decisions` and each candidate's folds won in its row. Returns the picked index."""
+    """The index picked among `candidates` (`search.Candidate`, the incumbent first) with
+    their `HeldOut` figures; the `Decision` is recorded in `log`, folds won in each row."""
     rmse = np.array([f.rmse for f in figures])
     se = np.array([f.se for f in figures])
     folds = np.array([f.fold_rmse for f in figures])

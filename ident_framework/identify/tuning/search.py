@@ -363,9 +363,8 @@ def search_columns(
     log: SearchLog,
     configured: tuple[float, bool] | None = None,
 ) -> tuple[Candidate, HeldOut]:
-    """The best column options and regulariser for one preprocessing (greedy stages, each
-    stage's pick by `grids.rule`: `rules.py`; `configured`: the configured preprocessing,
-    simpler than others, default `start`'s); (candidate, its CV figures)."""
+    """(the best column options and regulariser for one preprocessing, its CV figures);
+    `configured`: the configured preprocessing (default `start`'s)."""
     configured = configured or (start.lowpass_hz, start.measured_velocity)
 
     def figures(item: tuple[bool, Candidate]) -> HeldOut:
@@ -403,9 +402,8 @@ def choose_prior_weight(
     rule: str,
     configured: tuple[float, bool],
 ) -> tuple[Candidate, HeldOut]:
-    """The last stage for estimator=geometric: `best` (columns and preprocessing chosen with
-    least squares) with the weight of the log-det prior picked by `rule` (`rules.py`; a larger
-    weight is simpler: closer to the nominal model), and its CV figures with per-joint RMSE."""
+    """The last stage for estimator=geometric: `best` with the prior weight picked by `rule`
+    (a larger weight is simpler), and its CV figures with per-joint RMSE."""
     columns, nominal = space.columns(best)
     held = cross_validate_geometric(
         space.factors, columns, nominal, space.signed(columns), weights, tolerance, True

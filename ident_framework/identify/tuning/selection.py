@@ -175,12 +175,9 @@ def _search(
 ) -> tuple[Candidate, HeldOut, tuple[float, bool]]:
     """(best candidate, its CV figures, its preprocessing) of the least-squares stages over the
     preprocessing `candidates` (the configured first)."""
-    # 1. column options on the configured preprocessing; 2. every preprocessing with them;
-    # 3. the Coulomb shapes' acceleration lead (coulomb_viscous) on the preprocessing that
-    # won; 4. the column options again if another preprocessing or lead won. (The column
-    # search of 1. runs while the forked workers build the other candidates' spaces; when
-    # every friction column costs a pass over the whole recording, they are built after it,
-    # each with the columns of 1.'s choice only.)
+    # 1. column options on the configured preprocessing (while the workers build the other
+    # spaces); 2. every preprocessing with them; 3. the acceleration lead; 4. the column
+    # options again if another preprocessing or lead won.
     configured = candidates[0]
     if spaces.costly_columns:
         first = spaces.get(configured, start.acceleration_lead)
