@@ -205,10 +205,6 @@ class FrictionFit:
         }
 
 
-def _joint_sse(rho: np.ndarray, sizes: list[int]) -> np.ndarray:
-    return np.array([np.sum(part**2) for part in np.split(rho, np.cumsum(sizes)[:-1])])
-
-
 def coulomb_viscous_start(
     problem: ProjectedProblem, tolerance: float
 ) -> tuple[dict[str, np.ndarray], float]:
@@ -267,9 +263,12 @@ class SeparableFit:
 
     def joint_sse(self, values: np.ndarray) -> np.ndarray:
         """(n,) each joint's sum of squared residuals (Nm²) at values (n, m)."""
-        rows = self._rows(self.problem.blocks(self.basis(values)))
+        return self._joint_sse(self._rows(self.problem.blocks(self.basis(values))))
+
+    def _joint_sse(self, rows: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
         rho, _ = self.solver.solve(rows)
-        return _joint_sse(rho, [r[0].shape[0] for r in rows])
+        sizes = [r[0].shape[0] for r in rows]
+        return np.array([np.sum(part**2) for part in np.split(rho, np.cumsum(sizes)[:-1])])
 
     def best_start(self) -> tuple[np.ndarray, np.ndarray]:
         """(values (n, m), start index (n,)): per joint the start with the lowest share of the
@@ -278,11 +277,7 @@ class SeparableFit:
         blocks = self.problem.blocks(
             self.basis(starts.reshape(-1, self.m)), [c % n for c in range(len(starts) * n)]
         )
-        shares = []
-        for s in range(len(starts)):
-            rows = self._rows(blocks, s * n)
-            rho, _ = self.solver.solve(rows)
-            shares.append(_joint_sse(rho, [r[0].shape[0] for r in rows]))
+        shares = [self._joint_sse(self._rows(blocks, s * n)) for s in range(len(starts))]
         index = np.argmin(np.array(shares), axis=0)
         return starts[index, np.arange(n)], index
 

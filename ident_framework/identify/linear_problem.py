@@ -111,7 +111,7 @@ class _KeptOf:
 class KeptRows(_KeptOf):
     """Per joint j, A_j P_j (N, k_j) (row j's subtree part in its row space,
     `joint_row_spaces`), and the own columns (N, n, e) of every row, in shared memory that the
-    factor pass's forked workers write (`store`). `predict(theta)` = Y theta (N, n) in Nm."""
+    factor pass's forked workers write. `predict(theta)` = Y theta (N, n) in Nm."""
 
     def __init__(self, builder: RegressorBuilder, spaces: list[np.ndarray], data: Dataset):
         super().__init__(data)
@@ -121,19 +121,6 @@ class KeptRows(_KeptOf):
         self.own_columns = [builder.own_columns(j) for j in range(n)]
         self.projected = [shared_zeros((data.n_samples, s.shape[1])) for s in spaces]
         self.own = shared_zeros((data.n_samples, n, len(self.own_columns[0]) if n else 0))
-
-    @staticmethod
-    def bytes_needed(builder: RegressorBuilder, n_samples: int, spaces: list[np.ndarray]) -> int:
-        n = builder.robot.n_joints
-        width = sum(s.shape[1] for s in spaces)
-        width += sum(len(builder.own_columns(j)) for j in range(n))
-        return 8 * width * n_samples
-
-    def store(self, rows: slice, projected: list[np.ndarray], own: np.ndarray) -> None:
-        """The projected rows and own columns of the recording's `rows`."""
-        for j, block in enumerate(projected):
-            self.projected[j][rows] = block
-        self.own[rows] = own
 
     def predict(self, theta: np.ndarray) -> np.ndarray:
         out = np.empty((self.n_samples, len(self.spaces)))
@@ -171,17 +158,10 @@ class JointAccumulators:
         for j, accumulator in enumerate(self.accumulators):
             accumulator.add_blocks(projected[j], own[:, j], tau[:, j])
         if keep is not None and rows is not None:
-            keep.store(rows, projected, own)
+            for j, block in enumerate(projected):
+                keep.projected[j][rows] = block
+            keep.own[rows] = own
         self.n_samples += len(q)
-
-    def projected_factors(self) -> list[np.ndarray]:
-        return [a.factor for a in self.accumulators]
-
-    def merge(self, parts: list[list[np.ndarray]]) -> None:
-        """Add other accumulations' projected factors (`projected_factors`), in order."""
-        for j, accumulator in enumerate(self.accumulators):
-            for part in parts:
-                accumulator.add(part[j])
 
     def factors(self) -> list[np.ndarray]:
         """Per joint, R_j (p+1, p+1) in the standard parameters and the torque."""
@@ -234,7 +214,7 @@ def factor_pass(
         with one_blas_thread():
             for rows in task:
                 accumulators.add(chunk_at(data, rows, friction), keep, rows)
-        return accumulators.projected_factors()
+        return [a.factor for a in accumulators.accumulators]  # projected
 
     with progress_bar(
         total=data.n_samples, desc="regressor", unit="sample", enabled=progress, leave=False
@@ -243,7 +223,9 @@ def factor_pass(
         parts = forked_map(work, tasks, done=lambda i: bar.update(sizes[i]))
     merged = JointAccumulators(builder)
     with one_blas_thread():
-        merged.merge(parts)
+        for j, accumulator in enumerate(merged.accumulators):
+            for part in parts:  # in task order
+                accumulator.add(part[j])
     return merged.factors(), data.n_samples
 
 
@@ -411,7 +393,9 @@ def build_problem(
     friction = recording_friction(builder, data)
     keep = None
     spaces = joint_row_spaces(builder)
-    if KeptRows.bytes_needed(builder, data.n_samples, spaces) <= KEPT_ROWS_BYTES:
+    width = sum(s.shape[1] for s in spaces)
+    width += sum(len(builder.own_columns(j)) for j in range(builder.robot.n_joints))
+    if 8 * width * data.n_samples <= KEPT_ROWS_BYTES:
         keep = KeptRows(builder, spaces, data)
     joint_factors, n_samples = factor_pass(builder, data, chunk_size, friction, keep, progress)
     base, base_factors, cond = project_to_base(
@@ -420,9 +404,7 @@ def build_problem(
 
     def chunks() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         for rows in chunk_slices(data.n_samples, chunk_size):
-            regressor = builder.compute(
-                data.q[rows], data.dq[rows], data.ddq[rows], _rows(friction, rows)
-            )
+            regressor = _regressor(builder, data, rows, friction)
             yield data.timestamp[rows], regressor @ base.basis, data.tau[rows]
 
     standard = standard_model(builder, joint_factors, base)
@@ -452,17 +434,18 @@ def predict_torque(
 
     def work(task: list[slice]) -> None:
         for rows in task:
-            regressor = builder.compute(
-                data.q[rows], data.dq[rows], data.ddq[rows], _rows(friction, rows)
-            )
-            out[rows] = regressor @ theta
+            out[rows] = _regressor(builder, data, rows, friction) @ theta
 
     forked_map(work, tasks)
     return out
 
 
-def _rows(friction: np.ndarray | None, rows: slice) -> np.ndarray | None:
-    return None if friction is None else friction[rows]
+def _regressor(
+    builder: RegressorBuilder, data: Dataset, rows: slice, friction: np.ndarray | None
+) -> np.ndarray:
+    """Y of `data`'s `rows`, with the recording's friction columns `friction` when given."""
+    friction_rows = None if friction is None else friction[rows]
+    return builder.compute(data.q[rows], data.dq[rows], data.ddq[rows], friction_rows)
 
 
 def require_samples(data: Dataset, n_parameters: int, role: str) -> None:

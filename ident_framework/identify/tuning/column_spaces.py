@@ -28,7 +28,7 @@ from ident_framework.identify.tuning.block_factors import (
     fold_factors,
 )
 from ident_framework.identify.tuning.excerpts import Excerpt, halo_s, plan_excerpts
-from ident_framework.identify.tuning.folds import FoldLayout, FoldPlan
+from ident_framework.identify.tuning.folds import FoldPlan
 from ident_framework.identify.tuning.search import (
     Candidate,
     ColumnSpace,
@@ -170,31 +170,20 @@ class ColumnSpaces:
         lead: tuple[float, ...],
         only: Candidate | None = None,
     ) -> ColumnSpace:
-        own = self.own(lead, only)
+        own, settings, n = self.own(lead, only), self.config.tuning, self.robot.n_joints
+        shapes = None  # the factors with the folds of the shape stages (None: the same folds)
+        if self.coulomb and set(settings.shape_partitions) != set(settings.partitions):
+            shapes = FoldFactors(*parts, n, own, self.plan.layout(tuple(settings.shape_partitions)))
         return ColumnSpace(
-            FoldFactors(*parts, self.robot.n_joints, own, self._layout()),
+            FoldFactors(*parts, n, own, self.plan.layout(tuple(settings.partitions))),
             self.robot.inertial_parameters(),
             self.robot.armature(),
             self.coulomb,
             tuple(self.builder.friction.parameter_names),
             self.toggle,
             self.load_toggle,
-            self._shape_factors(parts, own),
+            shapes,
         )
-
-    def _layout(self, shapes: bool = False) -> FoldLayout:
-        settings = self.config.tuning
-        return self.plan.layout(tuple(settings.shape_partitions if shapes else settings.partitions))
-
-    def _shape_factors(
-        self, parts: tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray], own: OwnColumns
-    ) -> FoldFactors | None:
-        """The factors with the folds of the shape stages, None when they are the same."""
-        settings = self.config.tuning
-        if not self.coulomb or set(settings.shape_partitions) == set(settings.partitions):
-            return None
-        layout = self._layout(shapes=True)
-        return FoldFactors(*parts, self.robot.n_joints, own, layout)
 
 
 def _fold_rows(
