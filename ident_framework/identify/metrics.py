@@ -168,28 +168,22 @@ def recording_metrics(
     data's `torque_metrics`, reused for a single recording."""
     index, names, measured = data.recording_index, data.recording_paths, data.measured_torque
     recordings = np.unique(index)
-    if (
-        len(recordings) == 1
-        and physical is not None
-        and (fusion is not None) == (prediction.fusion is not None)
-    ):
-        k = int(recordings[0])
-        entry = {"path": names[k] if k < len(names) else None, "samples": int(index.size)}
-        keys = ("rmse", "r2", "rmse_per_joint", "r2_per_joint")
-        entry["physical"] = {key: physical[key] for key in keys}
-        if fusion is not None:
-            entry["fusion"] = {key: fusion[key] for key in keys}
-        return [entry]
+    reuse = len(recordings) == 1 and physical is not None
+    reuse = reuse and (fusion is not None) == (prediction.fusion is not None)
+    keys = ("rmse", "r2", "rmse_per_joint", "r2_per_joint")
     out = []
     for k in recordings:
         rows = index == k
-        entry: dict[str, Any] = {
-            "path": names[k] if k < len(names) else None,
-            "samples": int(rows.sum()),
-            "physical": torque_metrics(measured[rows], prediction.physical[rows]),
-        }
-        if prediction.fusion is not None:
-            entry["fusion"] = torque_metrics(measured[rows], prediction.fusion[rows])
+        entry: dict[str, Any] = {"path": names[k] if k < len(names) else None}
+        entry["samples"] = int(rows.sum())
+        for kind, tau, whole in (
+            ("physical", prediction.physical, physical),
+            ("fusion", prediction.fusion, fusion),
+        ):
+            if tau is not None and reuse:  # a single recording's are the whole data's
+                entry[kind] = {key: whole[key] for key in keys}
+            elif tau is not None:
+                entry[kind] = torque_metrics(measured[rows], tau[rows])
         out.append(entry)
     return out
 

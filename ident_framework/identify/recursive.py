@@ -242,8 +242,7 @@ class RecursiveLeastSquares:
             t_last = float(t[-1])
             if m > 1:
                 self._dt = float((t[-1] - t[0]) / (m - 1))
-        self.time_ = t_last
-        self._next_checkpoint = t_last
+        self.time_ = self._next_checkpoint = t_last
         self._checkpoint()
         return self
 

@@ -196,17 +196,6 @@ def _balanced(costs: list[int], groups: int) -> list[tuple[int, ...]]:
     return [tuple(sorted(m)) for m in members]
 
 
-@dataclass(frozen=True)
-class _RigidRows:
-    """The rows one recording gives the factors: `kept` (M,) its samples used, in time order;
-    `joint[j]` (M, r_j) joint j's rigid-body rows in its row space; `load` (M, n) |tau_load|
-    Nm of the nominal model, or None."""
-
-    kept: np.ndarray
-    joint: list[np.ndarray]
-    load: np.ndarray | None
-
-
 def _rigid_rows(
     builder: RegressorBuilder,
     recording: FoldRows,
@@ -214,9 +203,10 @@ def _rigid_rows(
     spaces: list[np.ndarray],
     stride: int,
     load: bool,
-) -> _RigidRows:
-    """Every stride-th sample in a cell of `recording` and its rigid-body rows (`_RigidRows`),
-    computed CHUNK samples at a time."""
+) -> tuple[np.ndarray, list[np.ndarray], np.ndarray | None]:
+    """(kept (M,): every stride-th sample in a cell of `recording`, in time order; per joint j
+    its rigid-body rows (M, r_j) in its row space; the nominal model's |tau_load| (M, n) Nm, or
+    None)."""
     n = builder.robot.n_joints
     blocks = [builder.subtree_block(j) for j in range(n)]
     kept = np.flatnonzero(labels[:, 0] >= 0)[::stride]
@@ -230,13 +220,13 @@ def _rigid_rows(
             joint[j][start : start + len(rows)] = rigid[:, j, blocks[j]] @ spaces[j]
         if loads is not None:
             loads[start : start + len(rows)] = np.abs(builder.load_torque(rigid, data.ddq[rows]))
-    return _RigidRows(kept, joint, loads)
+    return kept, joint, loads
 
 
 def _joint_factors(
     builder: RegressorBuilder,
     recordings: list[FoldRows],
-    rigid: list[_RigidRows],
+    rigid: list[tuple[np.ndarray, list[np.ndarray], np.ndarray | None]],
     n_folds: int,
     own: OwnColumns,
     spaces: list[np.ndarray],
@@ -259,8 +249,8 @@ def _joint_factors(
     }
     counts = np.zeros((n_folds, n), dtype=int)
     with one_blas_thread():
-        for recording, rows_of in zip(recordings, rigid, strict=True):
-            kept, labels = rows_of.kept, _per_joint(recording.labels, n)
+        for recording, (kept, rigid_rows, loads) in zip(recordings, rigid, strict=True):
+            labels = _per_joint(recording.labels, n)
             for j in joints:
                 counts[:, j] += np.bincount(labels[kept, j], minlength=n_folds)
             own_values = own.values(recording.data, kept, wanted)
@@ -268,7 +258,7 @@ def _joint_factors(
                 shared = own.shared_values(recording.data, kept)
                 own_values = np.concatenate([own_values, shared], axis=-1)
             if own.load:
-                own_values[:, :, list(own.load)] *= rows_of.load[:, :, None]
+                own_values[:, :, list(own.load)] *= loads[:, :, None]
             data = recording.data
             for start in range(0, len(kept), CHUNK):
                 rows = kept[start : start + CHUNK]
@@ -280,7 +270,7 @@ def _joint_factors(
                     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
                         mine = order[lo:hi]
                         accumulators[j][cell[mine[0]]].add_blocks(
-                            rows_of.joint[j][start + mine],
+                            rigid_rows[j][start + mine],
                             own_part[mine, j][:, taken[j]],
                             data.tau[rows[mine], j],
                             recording.tau_recorded[rows[mine], j],
