@@ -249,7 +249,7 @@ ScoreMap = Callable[[Sequence[tuple[bool, Candidate]], int], Iterable[HeldOut]]
 
 class _ColumnSearch:
     """One greedy search over the column options: the incumbent (`best`, its CV figures
-    `held`) and the folds judging the current stage (`judge`)."""
+    `held`) and whether the shape folds judge the current stage (`shapes`)."""
 
     def __init__(
         self,
@@ -263,16 +263,12 @@ class _ColumnSearch:
     ) -> None:
         self.space, self.grids, self.tolerance, self.log = space, grids, tolerance, log
         self.configured, self.scores = configured, scores
-        self.shapes = False  # the current stage is judged by the shape folds
+        self.shapes = False
         self.best, self.held = start, self.score(start, "start")
 
-    @property
-    def judge(self) -> ColumnSpace:
-        """The space with the folds judging the current stage."""
-        return self.space.judged_by(self.shapes)
-
     def score(self, candidate: Candidate, stage: str) -> HeldOut:
-        return score_candidate(self.judge, candidate, self.tolerance, stage, self.log)
+        judge = self.space.judged_by(self.shapes)
+        return score_candidate(judge, candidate, self.tolerance, stage, self.log)
 
     def judged_by(self, shapes: bool) -> None:
         """Judge the next stages by the shape folds (or the ordinary ones again); the
