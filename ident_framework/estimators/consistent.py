@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,16 +121,6 @@ class _ScaledModel:
     def x(self, u: np.ndarray, w: np.ndarray) -> np.ndarray:
         return self.x_ls + self.on_u @ u + self.null @ w
 
-    def pseudo_inertia_maps(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """Per link (offset, on_u, on_w): vec(J_k / M_k) = offset + on_u @ u + on_w @ w."""
-        for k in range(self.n_links):
-            rows = slice(N_LINK * k, N_LINK * (k + 1))
-            yield (
-                PSEUDO_INERTIA_MAP @ self.x_ls[rows],
-                PSEUDO_INERTIA_MAP @ self.on_u[rows],
-                PSEUDO_INERTIA_MAP @ self.null[rows],
-            )
-
 
 class ConsistentEstimator(EstimatorDefaults):
     """fit(problem) -> self. standard_coef_, coef_ (base parameters), coef_std_ (LS
@@ -206,7 +195,11 @@ class ConsistentEstimator(EstimatorDefaults):
             objective = objective + self.params.regularization * cp.sum_squares(w - model.w_nom)
         constraints = []
         margin = self.params.psd_margin * np.eye(4)
-        for offset, on_u, on_w in model.pseudo_inertia_maps():
+        for k in range(model.n_links):  # vec(J_k / M_k) = offset + on_u @ u + on_w @ w
+            rows = slice(N_LINK * k, N_LINK * (k + 1))
+            offset, on_u, on_w = (
+                PSEUDO_INERTIA_MAP @ m[rows] for m in (model.x_ls, model.on_u, model.null)
+            )
             pseudo = offset + on_u @ u + (on_w @ w if model.null.shape[1] else 0.0)
             constraints.append(cp.reshape(pseudo, (4, 4), order="C") >> margin)
         rows = model.signed
