@@ -20,6 +20,7 @@ from ident_framework.config.run_config import RunConfig
 from ident_framework.data.dataset import Dataset
 from ident_framework.identify.linear_problem import predict_torque
 from ident_framework.identify.metrics import torque_metrics
+from ident_framework.identify.truth import friction_values
 from ident_framework.identify.tuning.selection import apply_chosen
 from ident_framework.model.regressor import RegressorBuilder
 
@@ -71,9 +72,7 @@ def identification_rmse(problem: Any, theta: np.ndarray) -> float:
 
 def fl_values(builder: RegressorBuilder, theta: np.ndarray) -> np.ndarray:
     """(n,) every joint's fL (Nm/Nm) in the standard parameters `theta`."""
-    n, k = builder.robot.n_joints, len(builder.friction.parameter_names)
-    friction = np.asarray(theta[builder.n_inertial : builder.n_inertial + n * k]).reshape(n, k)
-    return friction[:, builder.load_column].copy()
+    return friction_values(builder, np.asarray(theta))[:, builder.load_column].copy()
 
 
 Fitted = tuple[Any, Any, float, Any, np.ndarray]  # (problem, base, cond, estimator, theta)

@@ -25,6 +25,7 @@ from ident_framework.identify.tuning.rules import Decision, decide
 from ident_framework.parallel_work import forked_pool
 
 SHAPE_DEAD_BAND = 0.0  # a joint's tanh width 0: the dead-band sign
+SHAPE_FIELDS = {"tanh": "tanh_width", "sat": "saturation_width", "stribeck": "stribeck_velocity"}
 
 
 def temperature_name(column: str) -> str:
@@ -78,19 +79,12 @@ class Candidate:
     def with_shape(self, joint: int, family: str, width: float) -> Candidate:
         """This candidate with joint `joint`'s shape `family` (tanh, sat, stribeck or dead
         band) of width (or Stribeck velocity) `width` rad/s."""
-        n = len(self.tanh_width)
-        saturation = self.saturation_width or (SHAPE_DEAD_BAND,) * n
-        stribeck = self.stribeck_velocity or (SHAPE_DEAD_BAND,) * n
-        return replace(
-            self,
-            tanh_width=_with(self.tanh_width, joint, width if family == "tanh" else 0.0),
-            saturation_width=unless_zero(
-                _with(saturation, joint, width if family == "sat" else 0.0)
-            ),
-            stribeck_velocity=unless_zero(
-                _with(stribeck, joint, width if family == "stribeck" else 0.0)
-            ),
-        )
+        changes = {}
+        for name, key in SHAPE_FIELDS.items():
+            values = list(getattr(self, key) or (SHAPE_DEAD_BAND,) * len(self.tanh_width))
+            values[joint] = width if family == name else 0.0
+            changes[key] = tuple(values) if name == "tanh" else unless_zero(tuple(values))
+        return replace(self, **changes)
 
     def row(self) -> dict[str, Any]:
         return {
@@ -409,12 +403,6 @@ def choose_prior_weight(
         log.add("prior weight", candidate, figures)
     i = decide(log, "prior weight", candidates, held, rule, configured)
     return candidates[i], held[i]
-
-
-def _with(values: tuple[float, ...], joint: int, value: float) -> tuple[float, ...]:
-    out = list(values)
-    out[joint] = value
-    return tuple(out)
 
 
 def unless_zero(values: tuple[float, ...]) -> tuple[float, ...]:
