@@ -279,9 +279,7 @@ def parallel_friction_basis(
         function: Callable[..., np.ndarray], mask: np.ndarray | None = None
     ) -> Callable[..., np.ndarray]:
         def raw_columns(t: np.ndarray, dq: np.ndarray) -> np.ndarray:
-            if mask is None:
-                return function(t, dq, acceleration(t, dq))
-            return function(t, dq, acceleration(t, dq), mask)
+            return function(t, dq, acceleration(t, dq), *(() if mask is None else (mask,)))
 
         return raw_columns
 

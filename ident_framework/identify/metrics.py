@@ -142,18 +142,12 @@ def fit_metrics(
         fusion.update(out_of_range or {})
     metrics["recordings"] = recording_metrics(data, prediction, physical, metrics.get("fusion"))
     if data.recorded is not None and data.measured_torque is not data.tau:
-        metrics["against_filtered_torque"] = {
-            "note": "against the low-passed torque estimation fitted, not the torque as recorded",
-            **{
-                kind: {
-                    key: value
-                    for key, value in torque_metrics(data.tau, tau).items()
-                    if key in ("rmse", "r2")
-                }
-                for kind, tau in (("physical", prediction.physical), ("fusion", prediction.fusion))
-                if tau is not None
-            },
-        }
+        note = "against the low-passed torque estimation fitted, not the torque as recorded"
+        filtered = metrics["against_filtered_torque"] = {"note": note}
+        for kind, tau in (("physical", prediction.physical), ("fusion", prediction.fusion)):
+            if tau is not None:
+                fit = torque_metrics(data.tau, tau)
+                filtered[kind] = {"rmse": fit["rmse"], "r2": fit["r2"]}
     return metrics
 
 
