@@ -49,13 +49,9 @@ class RecursiveLeastSquaresParams(Params):
 
 class RecursiveLeastSquares:
     """Recursive least squares with forgetting, whole recordings (`fit`) or online (`update`).
-
-    Attributes (current after every update): coef_ (r,) base parameters, coef_std_ (r,) their
-    standard deviations, covariance_ (r, r) the matrix P (units of theta² per Nm²),
-    n_updates_, time_ (s of the last sample), n_repairs_ (eigenvalue repairs of P; 0 in a
-    healthy run), snapshots_ (times (k,) s, thetas (k, r)), running_rmse_ (times (k,) s,
-    RMSE (k,) Nm, recorded at the checkpoints), running_rmse (the current value, Nm).
-    """
+    coef_ (r,), coef_std_ (r,), covariance_ (r, r) the matrix P, n_updates_, time_ (s),
+    n_repairs_ (eigenvalue repairs of P), snapshots_ (times (k,) s, thetas (k, r)),
+    running_rmse_ (times (k,) s, RMSE (k,) Nm) and running_rmse (Nm, current)."""
 
     def __init__(self, params: RecursiveLeastSquaresParams | None = None):
         self.params = params if params is not None else RecursiveLeastSquaresParams()
