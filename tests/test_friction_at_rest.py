@@ -159,7 +159,7 @@ def _select_friction(fs_ratio: float):
     from ident_framework.config.registry import get_registry
     from ident_framework.config.run_config import validate_config
     from ident_framework.identify.friction_fit import shape_for_tuning
-    from ident_framework.identify.tuning.friction_models import select_friction_model
+    from ident_framework.identify.tuning.friction_variants import select_friction_model
 
     config = tuning_config(
         "tuning.cutoffs_hz=[20.0]",

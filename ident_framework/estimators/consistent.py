@@ -1,21 +1,15 @@
 """Built-in estimator `consistent`: physically consistent identification (convex, cvxpy), after
 Wensing, Kim and Slotine (2017).
 
-Solved in the full standard parameter space theta (every link's 10 inertial parameters,
-friction, rotor inertia, offsets) as a maximum a posteriori estimate under the physical
+A maximum a posteriori estimate in the full standard parameters theta under the physical
 constraints:
 
     minimise   chi2(theta) + regularization * ||P_N S^-1 (theta - theta_nom)||²
     subject to J_k(theta) ⪰ psd_margin · M_k diag(L_k², L_k², L_k², 1)   (each link k)
                friction >= 0, rotor inertia >= 0                          (offsets free)
 
-chi2 is the excess residual sum of squares over least squares in units of the LS residual
-variance; S scales each link by its nominal mass M_k (kg) and radius of gyration L_k (m); only
-the null-space component (P_N) of the deviation from the nominal model is regularised
-(`regularization` = 1/s² for a prior of standard deviation s in those scaled units, e.g.
-0.2 = 20 %). Results: `coef_` (base parameters), `standard_coef_`, `report_` (the physical
-checks), `residual_floor_` (the LS residual floor used). Base-parameter standard deviations
-are those of ordinary least squares (they ignore the constraints).
+chi2: the excess RSS over least squares in units of the LS residual variance; S scales each
+link by its nominal mass M_k (kg) and radius of gyration L_k (m); P_N: the null-space part.
 
 Rationale (scaling, floors, polish): docs/design.md#physically-consistent-estimator
 """
@@ -24,7 +18,6 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,24 +37,19 @@ from ident_framework.model.physical_consistency import (
 from ident_framework.params import Params, param
 
 SOLVERS = ("clarabel", "scs")  # cvxpy names: upper case
-# Smallest LS residual norm (relative to the torque norm) used for sigma; later ones are tried
-# in turn if the solver fails while the actual residual is below them.
+# LS residual norm floors (relative to the torque norm) for sigma, tried in turn (design.md)
 RESIDUAL_FLOORS = (1e-8, 1e-5, 1e-2)
 SIGN_TOLERANCE = 1e-8  # scaled friction / rotor inertia above -this count as 0 (solver round-off)
 
 
 @dataclass
 class ConsistentParams(Params):
-    """regularization: weight of the squared scaled distance to the nominal parameters along
-        the unidentifiable directions, relative to the data term (chi², see the module
-        docstring): 1 / s² for a prior standard deviation s (25: s = 20 % of the nominal link);
-    psd_margin: each link's pseudo-inertia must satisfy J ⪰ psd_margin · M diag(L², L², L², 1)
-        (M, L: nominal mass, kg, and radius of gyration, m): dimensionless, keeps masses,
-        inertias and triangle inequalities strictly positive;
-    solver: conic solver, `clarabel` (interior point, default) or `scs`;
-    fallback: solver tried when the first fails (null: none);
-    max_iterations: iteration limit of the solver (SCS gets 1000× as many: it is first order);
-    tolerance: feasibility and duality-gap tolerance of the solver (SCS: at least 1e-9)."""
+    """regularization: 1 / s² for a prior standard deviation s of the unidentifiable
+        directions in scaled units (25: s = 20 % of the nominal link);
+    psd_margin: J ⪰ psd_margin · M diag(L², L², L², 1) per link (dimensionless);
+    solver: `clarabel` (interior point) or `scs`; fallback: tried when it fails (null: none);
+    max_iterations: the solver's iteration limit (SCS gets 1000× as many);
+    tolerance: feasibility and duality-gap tolerance (SCS: at least 1e-9)."""
 
     regularization: float = param(25.0, gt=0)
     psd_margin: float = param(1e-6, ge=0, lt=1)
@@ -72,12 +60,9 @@ class ConsistentParams(Params):
 
 
 def parameter_scales(standard: StandardModel) -> np.ndarray:
-    """(p,) scale of each standard parameter (its unit in the scaled problem).
-
-    Inertial: per link mass M (nominal, at least 1 % of the heaviest link) and radius of
-    gyration L about the joint frame (nominal, at least 1 % of the largest and 1 mm): m ~ M,
-    h ~ M L, I ~ M L². Others: ||tau_j|| / ||column||, the value that alone would explain the
-    norm of joint j's torque (1 when the column or the torque is zero)."""
+    """(p,) scale of each standard parameter. Inertial: m ~ M, h ~ M L, I ~ M L² with the
+    nominal mass M (at least 1 % of the heaviest) and radius of gyration L (at least 1 % of the
+    largest and 1 mm); others: ||tau_j|| / ||column|| (1 when either is zero)."""
     p = len(standard.names)
     nominal = np.asarray(standard.nominal, dtype=float)
     links = nominal[: N_LINK * standard.n_links].reshape(standard.n_links, N_LINK)
@@ -136,24 +121,12 @@ class _ScaledModel:
     def x(self, u: np.ndarray, w: np.ndarray) -> np.ndarray:
         return self.x_ls + self.on_u @ u + self.null @ w
 
-    def pseudo_inertia_maps(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """Per link (offset, on_u, on_w): vec(J_k / M_k) = offset + on_u @ u + on_w @ w."""
-        for k in range(self.n_links):
-            rows = slice(N_LINK * k, N_LINK * (k + 1))
-            yield (
-                PSEUDO_INERTIA_MAP @ self.x_ls[rows],
-                PSEUDO_INERTIA_MAP @ self.on_u[rows],
-                PSEUDO_INERTIA_MAP @ self.null[rows],
-            )
-
 
 class ConsistentEstimator(EstimatorDefaults):
-    """fit(problem) -> self. standard_coef_ (full physical parameters), coef_ (base
-    parameters = combination @ standard_coef_), coef_std_ (LS approximation), solve_time_s_
-    (s, whole fit), status_ and solver_ (solver used), chi2_ (data term at the solution: the
-    excess residual sum of squares over LS in units of the LS residual variance), polished_
-    (the identifiable part was moved to the LS fit), report_ (`check_parameters` of the
-    result; every list is empty)."""
+    """fit(problem) -> self. standard_coef_, coef_ (base parameters), coef_std_ (LS
+    approximation), solve_time_s_ (s), status_ and solver_, chi2_ (the data term at the
+    solution), polished_ (the identifiable part moved to the LS fit), report_
+    (`check_parameters` of the result), residual_floor_ (the floor used)."""
 
     def __init__(self, params: ConsistentParams):
         self.params = params
@@ -165,24 +138,19 @@ class ConsistentEstimator(EstimatorDefaults):
                 "The consistent estimator needs the standard (physical) parameterisation of the "
                 "problem, which this data path does not provide. Use estimator=ls."
             )
-        # cvxpy is imported here, not with the module (every run imports all plugins) and not
-        # within the timing: the first import takes ~1 s.
-        import cvxpy  # noqa: F401
+        import cvxpy  # noqa: F401  (~1 s: not with the module, not within the timing)
 
         start = time.perf_counter()
         rows = problem.n_samples * problem.n_joints
-        # Small dense factorisations: BLAS threads only contend (see identify/linear_problem.py).
-        with threadpool_limits(limits=1, user_api="blas"):
+        with threadpool_limits(limits=1, user_api="blas"):  # small dense factorisations
             model, u, w = self._solve_with_floors(standard, rows)
-            # Approximation: the unconstrained LS covariance of the base parameters.
             _, self.coef_std_ = solve_stacked(problem.r_factors, rows)
         self.polished_ = u.size > 0 and self._feasible(model, model.x(np.zeros_like(u), w))
         if self.polished_:  # u = 0: the LS fit; lower objective, still feasible: the optimum
             u = np.zeros_like(u)
         x = model.x(u, w)
-        # Solver tolerance may leave friction or rotor inertia at -1e-10: that is zero.
         signed = x[model.signed]
-        x[model.signed[(signed < 0.0) & (signed > -SIGN_TOLERANCE)]] = 0.0
+        x[model.signed[(signed < 0.0) & (signed > -SIGN_TOLERANCE)]] = 0.0  # round-off
         theta = model.scales * x
         self.chi2_ = float(u @ u)
         self.report_ = check_parameters(theta, standard)
@@ -217,8 +185,7 @@ class ConsistentEstimator(EstimatorDefaults):
         raise AssertionError("unreachable: the last floor re-raises")
 
     def _solve(self, model: _ScaledModel) -> tuple[np.ndarray, np.ndarray]:
-        """(u, w) of the MAP problem: configured solver, then the fallback; UserError if both
-        fail."""
+        """(u, w) of the MAP problem: configured solver, then the fallback (UserError)."""
         import cvxpy as cp  # already imported by fit
 
         u = cp.Variable(model.rank)
@@ -228,11 +195,15 @@ class ConsistentEstimator(EstimatorDefaults):
             objective = objective + self.params.regularization * cp.sum_squares(w - model.w_nom)
         constraints = []
         margin = self.params.psd_margin * np.eye(4)
-        for offset, on_u, on_w in model.pseudo_inertia_maps():
+        for k in range(model.n_links):  # vec(J_k / M_k) = offset + on_u @ u + on_w @ w
+            rows = slice(N_LINK * k, N_LINK * (k + 1))
+            offset, on_u, on_w = (
+                PSEUDO_INERTIA_MAP @ m[rows] for m in (model.x_ls, model.on_u, model.null)
+            )
             pseudo = offset + on_u @ u + (on_w @ w if model.null.shape[1] else 0.0)
             constraints.append(cp.reshape(pseudo, (4, 4), order="C") >> margin)
-        if model.signed.size:
-            rows = model.signed
+        rows = model.signed
+        if rows.size:
             expression = model.x_ls[rows] + model.on_u[rows] @ u
             if model.null.shape[1]:
                 expression = expression + model.null[rows] @ w

@@ -2,14 +2,10 @@
 toward the nominal model by the log-det divergence of the links' pseudo-inertia matrices
 (Lee, Wensing and Park, IEEE T-RO 2020; `identify/geometric_prior.py`).
 
-Every link's identified parameters are a physically valid mass distribution (J ≻ 0), friction
-and rotor inertia are > 0, so the twin can always be written. The data term is χ² (in units
-of the least-squares residual variance), `weight` the prior's strength per unit of divergence:
-the directions the data identify well follow the data, the others stay near the nominal model.
-`tuning=cv` chooses `weight` by cross-validation on the identification data.
-
-Standard deviations: the Laplace approximation (the inverse Hessian of the objective at the
-estimate, χ² units), mapped to the base parameters.
+Every link's parameters are a physically valid mass distribution (J ≻ 0), friction and rotor
+inertia > 0. The data term is χ² (units of the least-squares residual variance), `weight` the
+prior's strength per unit of divergence (`tuning=cv` can choose it). Standard deviations: the
+Laplace approximation, mapped to the base parameters.
 """
 
 from __future__ import annotations
@@ -43,12 +39,10 @@ class GeometricParams(Params):
 
 
 class GeometricEstimator(EstimatorDefaults):
-    """fit(problem) -> self. standard_coef_ (full physical parameters) and standard_cov_
-    (their covariance, Laplace approximation), coef_ (base parameters), coef_std_, coef_cov_,
-    chi2_ (data term's excess over least squares, units of σ²), divergence_ (Σ_k D(J_k ‖
-    J0_k)), train_rmse_ and train_rmse_ls_ (Nm, on the identification rows: what the prior
-    costs in fit),
-    newton_steps_, solve_time_s_ (s); fit_report_ the same for metrics.json."""
+    """fit(problem) -> self. standard_coef_, standard_cov_ (Laplace approximation), coef_,
+    coef_std_, coef_cov_, chi2_ (excess over least squares, units of σ²), divergence_
+    (Σ_k D(J_k ‖ J0_k)), train_rmse_ and train_rmse_ls_ (Nm), newton_steps_, solve_time_s_
+    (s); fit_report_ the same for metrics.json."""
 
     def __init__(self, params: GeometricParams):
         self.params = params
@@ -87,11 +81,9 @@ class GeometricEstimator(EstimatorDefaults):
                 f"{'; '.join(problems)}. Raise estimator.weight."
             )
         combination = np.asarray(standard.combination, dtype=float)
-        covariance_theta = fit.covariance
-        self.standard_coef_ = theta
-        self.standard_cov_ = covariance_theta
+        self.standard_coef_, self.standard_cov_ = theta, fit.covariance
         self.coef_ = combination @ theta
-        self.coef_cov_ = combination @ covariance_theta @ combination.T
+        self.coef_cov_ = combination @ self.standard_cov_ @ combination.T
         self.coef_std_ = np.sqrt(np.maximum(np.diag(self.coef_cov_), 0.0))
         residual = float(np.sum((stacked @ np.append(theta, -1.0)) ** 2))
         self.chi2_, self.divergence_, self.newton_steps_ = (
@@ -117,8 +109,7 @@ class GeometricEstimator(EstimatorDefaults):
 
 def residual_variance(base_factors: list[np.ndarray], rows: int) -> tuple[float, float]:
     """(σ² the least-squares residual variance in Nm², floored; RSS of that fit, Nm²) from the
-    problem's per-joint factors of [W_base | τ] (`LinearProblem.r_factors`: the residual of the
-    least-squares fit is their stack's last diagonal entry)."""
+    problem's per-joint factors of [W_base | τ] (`LinearProblem.r_factors`)."""
     r = stack_factors(base_factors)
     k = r.shape[1] - 1
     rss = float(r[k, k] ** 2) if r.shape[0] > k else 0.0

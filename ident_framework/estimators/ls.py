@@ -1,14 +1,10 @@
-"""Built-in estimator `ls`: ordinary least squares on the base regressor.
+"""Built-in estimator `ls`: ordinary least squares on the base regressor, from the per-joint
+triangular factors of [W_j | tau_j] (`hookspecs.LinearProblem`). Standard deviations from the
+residual variance and (W^T W)^-1.
 
-Solved from the per-joint triangular factors of [W_j | tau_j] (see `hookspecs.LinearProblem`),
-so memory does not grow with the recording. Standard deviations from the residual variance
-and (W^T W)^-1.
-
-Optional regularisation for ill-conditioned data (`triangular.spectral_solve`): `ridge`
-(Tikhonov toward the nominal parameters of the robot model; friction and offsets toward 0),
-λ = ridge × the largest singular value of the base regressor; `truncate`: truncated SVD, the
-directions whose singular value is below truncate × the largest keep their nominal value.
-`tuning=cv` chooses both by cross-validation on the identification data.
+Optional regularisation (`triangular.spectral_solve`): `ridge`, Tikhonov toward the nominal
+parameters (friction and offsets toward 0) with λ = ridge × the largest singular value;
+`truncate`, truncated SVD: directions below truncate × the largest keep their nominal value.
 """
 
 from __future__ import annotations
@@ -36,10 +32,8 @@ class LeastSquaresParams(Params):
 def solve_stacked(
     factors: list[np.ndarray], n_rows: int, scale_by_residual: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(beta, std) minimising the sum over the given [W | tau] factors.
-
-    std = sqrt(diag(s² (WᵀW)⁻¹)), with s² the residual variance (RSS / (rows − parameters))
-    when `scale_by_residual`, else s² = 1 (rows already weighted by their noise std)."""
+    """(beta, std) minimising the sum over the given [W | tau] factors; std =
+    sqrt(diag(s² (WᵀW)⁻¹)), s² = RSS / (rows − parameters) when `scale_by_residual`, else 1."""
     beta, covariance = solve_with_covariance(factors, n_rows, scale_by_residual)
     return beta, np.sqrt(np.diag(covariance))
 
@@ -86,21 +80,17 @@ class LeastSquares(EstimatorDefaults):
         return self
 
 
-def nominal_base(problem: LinearProblem) -> np.ndarray | None:
-    """The robot model's nominal parameters in the problem's base parameters (None: unknown)."""
-    standard = problem.standard
-    if standard is None or standard.nominal is None:
-        return None
-    return standard.combination @ np.asarray(standard.nominal, dtype=float)
-
-
 def regularised_with_covariance(
     problem: LinearProblem, ridge: float, truncate: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """(beta, its covariance s² G Gᵀ, G the regularised solution's gain on R's rows)."""
+    standard = problem.standard
+    nominal = None  # the nominal parameters in base parameters (None: unknown)
+    if standard is not None and standard.nominal is not None:
+        nominal = standard.combination @ np.asarray(standard.nominal, dtype=float)
     r = stack_factors(problem.r_factors)
     k = r.shape[1] - 1
-    beta, gain, _ = spectral_solve(r[:k, :k], r[:k, k], nominal_base(problem), ridge, truncate)
+    beta, gain, _ = spectral_solve(r[:k, :k], r[:k, k], nominal, ridge, truncate)
     augmented = np.append(beta, -1.0)
     rss = float(np.sum((r @ augmented) ** 2))
     sigma2 = rss / max(problem.n_samples * len(problem.r_factors) - k, 1)

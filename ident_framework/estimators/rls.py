@@ -1,8 +1,6 @@
-"""Built-in estimator `rls`: recursive least squares with exponential forgetting
-(`identify/recursive.py`: the algorithm, its anti-windup and its standard deviations) run over
-the identification recording, with its run-directory outputs: the snapshots of the base
-parameters and the running RMSE of the a-priori error (rls_snapshots.csv,
-rls_running_rmse.csv) and their plots (how the base parameters converge, the running RMSE).
+"""Built-in estimator `rls`: recursive least squares with forgetting (`identify/recursive.py`)
+over the identification recording, with its outputs rls_snapshots.csv, rls_running_rmse.csv
+and their plots.
 """
 
 from __future__ import annotations
@@ -16,8 +14,7 @@ from ident_framework.identify.recursive import RecursiveLeastSquares, RecursiveL
 
 
 class RlsEstimator(RecursiveLeastSquares, EstimatorDefaults):
-    """`RecursiveLeastSquares` as the `rls` estimator: `fit(problem)` runs it over the
-    recording; `write_outputs` adds its snapshots, running RMSE and plots to the run directory."""
+    """`RecursiveLeastSquares` as the `rls` estimator, with `write_outputs`."""
 
     def write_outputs(self, folder: Path) -> None:
         """rls_snapshots.csv (time_s, one column per base parameter), rls_running_rmse.csv
@@ -27,24 +24,13 @@ class RlsEstimator(RecursiveLeastSquares, EstimatorDefaults):
         if not len(times):
             return
         folder.mkdir(parents=True, exist_ok=True)
-        header = ",".join(["time_s", *self.parameter_names])
-        np.savetxt(
-            folder / "rls_snapshots.csv",
-            np.column_stack([times, thetas]),
-            delimiter=",",
-            header=header,
-            comments="",
-            fmt="%.10g",
-        )
         rmse_t, rmse = self.running_rmse_
-        np.savetxt(
-            folder / "rls_running_rmse.csv",
-            np.column_stack([rmse_t, rmse]),
-            delimiter=",",
-            header="time_s,running_rmse_Nm",
-            comments="",
-            fmt="%.10g",
-        )
+        for name, header, columns in (
+            ("rls_snapshots.csv", ",".join(["time_s", *self.parameter_names]), [times, thetas]),
+            ("rls_running_rmse.csv", "time_s,running_rmse_Nm", [rmse_t, rmse]),
+        ):
+            table = np.column_stack(columns)
+            np.savetxt(folder / name, table, delimiter=",", header=header, comments="", fmt="%.10g")
         plot_convergence(folder / "plots" / "rls_convergence.png", times, thetas)
         plot_running_rmse(
             folder / "plots" / "rls_running_rmse.png", rmse_t, rmse, self.params.running_window_s

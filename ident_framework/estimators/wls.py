@@ -1,9 +1,6 @@
-"""Built-in estimator `wls`: weighted least squares in the manner of Gautier.
-
-An ordinary LS fit gives each joint's residual standard deviation sigma_j (Nm); every row of
-joint j is then weighted by 1/sigma_j and the problem solved again, so a noisy joint (or one
-with large unmodelled torques) no longer dominates the fit of the others. Standard deviations
-are diag((Wᵀ Ω⁻¹ W)⁻¹) with Ω = diag(sigma_j²).
+"""Built-in estimator `wls`: weighted least squares in the manner of Gautier. An ordinary LS
+fit gives each joint's residual standard deviation sigma_j (Nm); joint j's rows are weighted by
+1/sigma_j and solved again. Standard deviations: diag((Wᵀ Ω⁻¹ W)⁻¹), Ω = diag(sigma_j²).
 """
 
 from __future__ import annotations
@@ -12,11 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ident_framework.estimators.ls import (
-    joint_residual_std,
-    solve_stacked,
-    solve_with_covariance,
-)
+from ident_framework.estimators.ls import joint_residual_std, solve_stacked, solve_with_covariance
 from ident_framework.hookspecs import EstimatorDefaults, LinearProblem, hookimpl
 from ident_framework.params import Params, param
 

@@ -1,24 +1,15 @@
 """Built-in friction model `coulomb_viscous`: tau_f = fv * dq + fc * s(dq) per joint (Nm;
 dq in rad/s).
 
-The Coulomb shape s(dq) per joint: a sign with a `dead_band` (rad/s, the default); a smooth
-sign tanh(dq / `tanh_width`); a saturated sign clip(dq / `saturation_width`, -1, 1); or the
-Stribeck shape fc·(1 − e)·t + fs·e·t, e = exp(-(dq / `stribeck_velocity`)²),
-t = tanh(dq / `stribeck_sign_width`), which adds a static level fs (Nm). Widths take one value
-or one per joint; a joint uses Stribeck if v_s > 0, else saturation if its width > 0, else tanh
-if its width > 0, else the dead band. `acceleration_lead` T (s) evaluates the shape at
-dq + T·ddq. `tuning=cv` chooses the dead band and each joint's shape, width, lead and v_s.
+The Coulomb shape s(dq) per joint: a sign with a `dead_band` (rad/s); tanh(dq / `tanh_width`);
+clip(dq / `saturation_width`, -1, 1); or the Stribeck shape fc·(1 − e)·t + fs·e·t,
+e = exp(-(dq / `stribeck_velocity`)²), t = tanh(dq / `stribeck_sign_width`), with a static
+level fs (Nm). A joint uses Stribeck if v_s > 0, else saturation, else tanh if their width
+> 0, else the dead band. `acceleration_lead` T (s) evaluates the shape at dq + T·ddq.
 
-Optional columns, linear in their parameters:
-- `temperature: on` (joint temperatures T in °C): dq·(T − T_ref) and s(dq)·(T − T_ref);
-  T_ref (`reference_temperature`, default the identification data's mean per joint) is saved
-  with the model. `auto`: off without recorded temperatures, else chosen by `tuning=cv`.
-- `load_dependent: on`: fL·|tau_load|·s(dq), tau_load (Nm) the model's own rigid-body and
-  rotor-inertia torque (`RegressorBuilder.with_load`, iterated in
-  `identify/load_friction.py`). `auto`: chosen by `tuning=cv`; default off. mode=online and
-  mode=factor refuse `on`.
-
-The twin (MJCF) carries fc and fv only.
+Optional columns: `temperature` dq·(T − T_ref) and s(dq)·(T − T_ref) (T in °C); and
+`load_dependent` fL·|tau_load|·s(dq), tau_load (Nm) the model's own rigid-body and rotor torque
+(`identify/load_friction.py`). The twin (MJCF) carries fc and fv only.
 
 Rationale: docs/design.md#coulomb-viscous-friction
 """
@@ -34,13 +25,11 @@ from ident_framework.hookspecs import FrictionModelDefaults, hookimpl
 from ident_framework.params import Params, param
 
 
-def _per_joint(
-    value: float | list[float] | None, key: str, unit: str = "rad/s"
-) -> np.ndarray | None:
-    """The model's array of a per-joint value (params may be changed after they were checked:
-    the tuning tries candidates)."""
+def _per_joint(value: float | list[float] | None, key: str, unit: str = "rad/s") -> np.ndarray:
+    """The model's array of a per-joint value, [0] for None (checked again: the tuning changes
+    params after they were checked)."""
     if value is None:
-        return None
+        return np.zeros(1)
     values = np.atleast_1d(np.asarray(value, dtype=float))
     if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values) & (values >= 0)):
         raise ValueError(f"{key} must be >= 0 {unit}, one value or one per joint, got {value}")
@@ -70,16 +59,10 @@ STRIBECK_NAME = "fs"  # Nm: the static friction level of the Stribeck shape
 
 @dataclass
 class CoulombViscousParams(Params):
-    """dead_band: joint speed (rad/s) below which sign(dq) is taken as 0; tanh_width: width
-    (rad/s) of a smooth sign tanh(dq / w) instead, one value or one per joint (0 or null: the
-    dead-band sign); saturation_width: width (rad/s) of a saturated sign clip(dq / w, -1, 1)
-    instead, one value or one per joint (0 or null: tanh or dead band). temperature: auto | on |
-    off, the temperature term (module doc); reference_temperature: T_ref in °C, one value or one
-    per joint (null: the identification data's mean); load_dependent: auto | on | off, the load-
-    dependent term fL (module doc); acceleration_lead: T in s, the Coulomb shape taken at dq +
-    T·ddq, one value or one per joint (0 or null: at dq; module doc); stribeck_velocity: v_s
-    in rad/s of the Stribeck shape, one value or one per joint (0 or null: none), and
-    stribeck_sign_width its sign's width w_s in rad/s (module doc)."""
+    """See the module doc. Per-joint fields take one value or one per joint (0 or null: off).
+    dead_band (rad/s); tanh_width, saturation_width (rad/s); temperature, load_dependent:
+    auto | on | off; reference_temperature: T_ref (°C; null: the data's mean);
+    acceleration_lead: T (s); stribeck_velocity: v_s (rad/s); stribeck_sign_width (rad/s)."""
 
     dead_band: float = param(0.01, ge=0, unit="rad/s")
     tanh_width: float | list[float] | None = _joint_field(ge=0, unit="rad/s")
@@ -103,12 +86,9 @@ class CoulombViscousFriction(FrictionModelDefaults):
 
     def __init__(self, params: CoulombViscousParams):
         self.dead_band = float(params.dead_band)
-        width = _per_joint(params.tanh_width, "tanh_width")
-        self.tanh_width = np.zeros(1) if width is None else width
-        width = _per_joint(params.saturation_width, "saturation_width")
-        self.saturation_width = np.zeros(1) if width is None else width
-        lead = _per_joint(params.acceleration_lead, "acceleration_lead", "s")
-        self.acceleration_lead = np.zeros(1) if lead is None else lead
+        self.tanh_width = _per_joint(params.tanh_width, "tanh_width")
+        self.saturation_width = _per_joint(params.saturation_width, "saturation_width")
+        self.acceleration_lead = _per_joint(params.acceleration_lead, "acceleration_lead", "s")
         self.uses_acceleration = bool(np.any(self.acceleration_lead > 0))
         # the temperature term: on only once the pipeline said so (`auto` is decided there)
         self.uses_temperature = params.temperature == "on"
@@ -122,8 +102,7 @@ class CoulombViscousFriction(FrictionModelDefaults):
         if params.load_dependent == "on":
             self.load_column = len(self.parameter_names)
             self.parameter_names = (*self.parameter_names, LOAD_NAME)
-        velocity = _per_joint(params.stribeck_velocity, "stribeck_velocity")
-        self.stribeck_velocity = np.zeros(1) if velocity is None else velocity
+        self.stribeck_velocity = _per_joint(params.stribeck_velocity, "stribeck_velocity")
         self.stribeck_sign_width = float(params.stribeck_sign_width)
         if np.any(self.stribeck_velocity > 0):
             self.parameter_names = (*self.parameter_names, STRIBECK_NAME)
@@ -137,11 +116,9 @@ class CoulombViscousFriction(FrictionModelDefaults):
         return np.broadcast_to(values, (n,))
 
     def basis(self, dq: np.ndarray, ddq: np.ndarray | None = None) -> np.ndarray:
-        """(N, n, k) columns dq, s(dq + T ddq) (and, with the temperature term, its two
-        columns at T = T_ref, i.e. zero: `temperature_basis` fills them; with the load term,
-        s per Nm of load: the regressor multiplies it by |tau_load|; with the Stribeck shape,
-        fs's column e·t, where fc's is (1 − e)·t: module doc); dq rad/s, ddq rad/s² (needed
-        with an acceleration lead T > 0)."""
+        """(N, n, k) columns dq, s(dq + T ddq), and: the temperature columns, zero here
+        (`temperature_basis` fills them); the load column s (times |tau_load| in the
+        regressor); fs's column e·t. dq rad/s, ddq rad/s² (needed with a lead T > 0)."""
         n = dq.shape[-1]
         width = self._broadcast(self.tanh_width, n, "tanh_width")
         saturation = self._broadcast(self.saturation_width, n, "saturation_width")
@@ -174,10 +151,8 @@ class CoulombViscousFriction(FrictionModelDefaults):
         return out
 
     def temperature_basis(self, basis: np.ndarray, temperature: np.ndarray) -> np.ndarray:
-        """`basis` (N, n, 4) from `basis` (possibly low-passed like the torque) with its
-        temperature columns set: its dq and s(dq) columns times (T − T_ref), T (N, n) in °C.
-        Temperature changes over minutes, so the product of the filtered columns with T is
-        the filtered product."""
+        """`basis` (N, n, 4) with its temperature columns set: its dq and s(dq) columns times
+        (T − T_ref), T (N, n) in °C."""
         if self.reference_temperature is None:
             raise ValueError("the temperature term needs its reference temperature T_ref")
         n = basis.shape[1]

@@ -1,11 +1,8 @@
 """Excitation quality: the condition number of the base regressor of a candidate motion.
 
-`make_condition_objective` fixes the structural base-parameter projection V_r once (from random
-joint states within the robot's limits) and returns a fast callable giving
-cond(W V_r), the unscaled 2-norm condition number of the stacked base regressor of the given
-samples. This is the definition used everywhere in the project (see `base_parameters.py`).
-`make_augmented_condition_objective` does the same for earlier recordings stacked with the
-candidate (the closed loop's `loop.design=aimed`).
+cond(W V_r): the unscaled 2-norm condition number of the stacked base regressor of the given
+samples, V_r the structural base-parameter projection found once from random states
+(`base_parameters.py`); the augmented objective stacks earlier recordings with the candidate.
 """
 
 from __future__ import annotations
@@ -18,14 +15,8 @@ from ident_framework.hookspecs import ConditionObjective
 from ident_framework.model.base_parameters import BaseParameters, TriangularAccumulator
 from ident_framework.model.regressor import RegressorBuilder
 
-# Rows per block of the batched products: each block's matrix product stays small enough for
-# BLAS to run it on one thread. Threaded BLAS on these small, frequent products (interleaved with
-# Pinocchio calls) was several times slower than one thread on a busy 2-core machine.
-_BLOCK_ROWS = 48
-
-# Below this cond the Gram matrix (W V_r)^T (W V_r) gives the condition number to ~1e-6
-# relative accuracy (error ~ eps * cond^2); above it the objective falls back to an SVD.
-_GRAM_SAFE_COND = 1e4
+_BLOCK_ROWS = 48  # rows per block of the batched products (small: one BLAS thread each)
+_GRAM_SAFE_COND = 1e4  # below it the Gram matrix gives cond to ~1e-6 relative; above: SVD
 
 
 def structural_base_parameters(
@@ -100,13 +91,10 @@ def make_augmented_condition_objective(
     seed: int = 0,
     chunk_size: int = 2000,
 ) -> ConditionObjective:
-    """Callable `objective(q, dq, ddq) -> cond([W_prev; w W_new] V_r)`: the condition number of
-    the base regressor of the `previous` (preprocessed) recordings stacked with a candidate
-    motion's samples (N, n) in rad, rad/s, rad/s². The candidate's m samples stand for the
-    `expected_samples` rows its recording will add, so its rows are weighted by
-    w = sqrt(expected_samples / m). Minimising it aims the new excitation at the directions the
-    earlier recordings excited least (the poorly identified base parameters). V_r as in
-    `make_condition_objective` (seeded by `seed`)."""
+    """Callable `objective(q, dq, ddq) -> cond([W_prev; w W_new] V_r)` of the `previous`
+    (preprocessed) recordings stacked with a candidate motion's samples (N, n) in rad, rad/s,
+    rad/s², weighted by w = sqrt(expected_samples / m) for its m samples; V_r as in
+    `make_condition_objective`."""
     base = structural_base_parameters(builder, seed=seed)
     projection = np.ascontiguousarray(base.basis)
     accumulator = TriangularAccumulator(projection.shape[1])

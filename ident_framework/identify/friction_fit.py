@@ -1,12 +1,10 @@
 """Nonlinear friction parameters by variable projection (separable nonlinear least squares).
 
-tau = W(theta) beta + e is linear in beta (rigid-body, friction coefficients, rotor inertia,
-offsets) and nonlinear in theta, the friction model's nonlinear parameters per joint (a
-Stribeck velocity in rad/s, LuGre's shape). For every theta the best beta is a linear
-least-squares solution; `scipy.optimize.least_squares` minimises the torque residual
-r(theta) = tau - W(theta) beta*(theta) (Nm) over theta alone, within the plugin's bounds, from
-the plugin's starting points. A nonlinear parameter whose bounds are equal is held at that
-value.
+tau = W(theta) beta + e is linear in beta and nonlinear in theta, the friction model's
+nonlinear parameters per joint (a Stribeck velocity in rad/s, LuGre's shape). For every theta
+the best beta is a linear least-squares solution; `scipy.optimize.least_squares` minimises
+r(theta) = tau - W(theta) beta*(theta) (Nm) over theta within the plugin's bounds (equal
+bounds: held) from its starting points.
 
 Rationale (cheap evaluations, residual choice): docs/design.md#nonlinear-friction-fit
 """
@@ -37,8 +35,8 @@ def coulomb_viscous_basis(dq: np.ndarray) -> np.ndarray:
 
 
 def _triangular(block: np.ndarray) -> np.ndarray:
-    """Upper-triangular factor of `block` with a non-negative diagonal (unique, so it varies
-    continuously with the block, as finite differences need)."""
+    """Upper-triangular factor of `block` with a non-negative diagonal (unique: continuous in
+    the block, as finite differences need)."""
     r = np.linalg.qr(block, mode="r")
     signs = np.where(np.diag(r) < 0, -1.0, 1.0)
     return r * signs[:, None]
@@ -55,10 +53,8 @@ class _Blocks:
 
 class ProjectedProblem:
     """The least-squares problem of one recording, reduced so that trying a friction basis
-    costs O(N·k·m_j) per joint instead of rebuilding the regressor (see the module doc).
-
-    Column layout of the reduced problem: the builder's fixed columns (inertial, armature,
-    offset, in the builder's order), then the friction columns joint by joint."""
+    costs O(N·k·m_j) per joint. Columns: the builder's fixed ones (inertial, armature, offset),
+    then the friction columns joint by joint."""
 
     def __init__(self, builder: RegressorBuilder, data: Dataset, chunk_size: int):
         robot = builder.robot
@@ -105,7 +101,6 @@ class ProjectedProblem:
             return self.parallel.apply(function)
         return function(self.t, self.dq)
 
-    # ------------------------------------------------------------- blocks
     def blocks(self, friction: np.ndarray, joints: list[int] | None = None) -> _Blocks:
         """Reduced blocks of a friction basis (N, n', k); column c belongs to joint
         joints[c] (default: column j is joint j)."""
@@ -173,13 +168,10 @@ class _Solver:
 
 @dataclass
 class FrictionFit:
-    """The fitted nonlinear friction parameters and how the fit went.
-
-    values (n, m): fitted nonlinear parameters per joint; sse: sum of squared torque residuals
-    (Nm²) of the whole linear problem at them; sse_start: at the chosen starting point;
-    sse_coulomb_viscous: with Coulomb-viscous friction instead (the model the fit starts from);
-    sse_per_joint: each joint's share at the fit. start_index (n,): which of the plugin's
-    starting points each joint began from. at_bounds: (joint, parameter) pairs ending on a bound."""
+    """values (n, m): fitted nonlinear parameters per joint; sse: sum of squared torque
+    residuals (Nm²) at them; sse_start: at the chosen start; sse_coulomb_viscous: with
+    Coulomb-viscous friction instead; sse_per_joint; start_index (n,): each joint's start;
+    at_bounds: (joint, parameter) pairs ending on a bound."""
 
     names: tuple[str, ...]
     values: np.ndarray
@@ -213,10 +205,6 @@ class FrictionFit:
         }
 
 
-def _joint_sse(rho: np.ndarray, sizes: list[int]) -> np.ndarray:
-    return np.array([np.sum(part**2) for part in np.split(rho, np.cumsum(sizes)[:-1])])
-
-
 def coulomb_viscous_start(
     problem: ProjectedProblem, tolerance: float
 ) -> tuple[dict[str, np.ndarray], float]:
@@ -231,8 +219,8 @@ def coulomb_viscous_start(
 
 
 class SeparableFit:
-    """The torque residual r(theta) and its Jacobian for one friction model on one recording
-    (see the module doc); theta flattened joint-major from (n, m) values per joint."""
+    """The torque residual r(theta) and its Jacobian for one friction model on one recording;
+    theta flattened joint-major from (n, m) values per joint."""
 
     def __init__(self, builder: RegressorBuilder, data: Dataset, chunk_size: int, tolerance: float):
         self.model = model = builder.friction
@@ -253,7 +241,7 @@ class SeparableFit:
             dtype=float,
         )
         self.starts = np.clip(starts.reshape(-1, self.n, self.m), lower, upper)
-        # the identifiable combinations, from the first start (structural: the same for all)
+        # the identifiable combinations, from the first start (structural)
         first = self.problem.blocks(self.basis(self.starts[0]))
         self.solver = _Solver(self.problem, self.k, self.problem.base(first, self.k, tolerance))
         self._cache: dict[str, Any] = {}
@@ -275,9 +263,12 @@ class SeparableFit:
 
     def joint_sse(self, values: np.ndarray) -> np.ndarray:
         """(n,) each joint's sum of squared residuals (Nm²) at values (n, m)."""
-        rows = self._rows(self.problem.blocks(self.basis(values)))
+        return self._joint_sse(self._rows(self.problem.blocks(self.basis(values))))
+
+    def _joint_sse(self, rows: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
         rho, _ = self.solver.solve(rows)
-        return _joint_sse(rho, [r[0].shape[0] for r in rows])
+        sizes = [r[0].shape[0] for r in rows]
+        return np.array([np.sum(part**2) for part in np.split(rho, np.cumsum(sizes)[:-1])])
 
     def best_start(self) -> tuple[np.ndarray, np.ndarray]:
         """(values (n, m), start index (n,)): per joint the start with the lowest share of the
@@ -286,11 +277,7 @@ class SeparableFit:
         blocks = self.problem.blocks(
             self.basis(starts.reshape(-1, self.m)), [c % n for c in range(len(starts) * n)]
         )
-        shares = []
-        for s in range(len(starts)):
-            rows = self._rows(blocks, s * n)
-            rho, _ = self.solver.solve(rows)
-            shares.append(_joint_sse(rho, [r[0].shape[0] for r in rows]))
+        shares = [self._joint_sse(self._rows(blocks, s * n)) for s in range(len(starts))]
         index = np.argmin(np.array(shares), axis=0)
         return starts[index, np.arange(n)], index
 
@@ -318,9 +305,8 @@ class SeparableFit:
         return r
 
     def jacobian(self, flat: np.ndarray) -> np.ndarray:
-        """Forward differences of `residual`: parameter i of every joint moved at once (one
-        basis evaluation); each column then needs one small solve with one joint's block
-        replaced, and the residual with that joint's columns replaced."""
+        """Forward differences of `residual`, parameter i of every joint moved at once (one
+        basis evaluation), one small solve per column."""
         if "flat" not in self._cache or not np.array_equal(self._cache["flat"], flat):
             self.residual(flat)
         rows, friction, r = self._cache["rows"], self._cache["friction"], self._cache["r"]
@@ -357,10 +343,8 @@ def fit_nonlinear_friction(
     progress: bool = True,
 ) -> FrictionFit:
     """Fit the builder's friction model's nonlinear parameters to preprocessed `data` (with
-    accelerations) by variable projection; see the module doc."""
-    # (imported before the BLAS limit: threadpool_limits limits the libraries loaded when it is
-    # entered, and SciPy brings its own BLAS; left at two threads, its SVD of least_squares'
-    # Jacobian took ~10x as long on two shared cores: 24 s instead of 3 s for the LuGre fit)
+    accelerations) by variable projection."""
+    # imported before the BLAS limit, which covers only the libraries loaded by then
     from scipy.optimize import least_squares  # ~0.15 s: only nonlinear friction needs it
 
     with threadpool_limits(limits=1, user_api="blas"):
@@ -406,7 +390,6 @@ def fit_nonlinear_friction(
         for i in fit.free
         if min(values[j, i] - fit.lower[i], fit.upper[i] - values[j, i]) <= 1e-6 * span[i]
     ]
-    # (reported once, in the summary's friction table, and in metrics.json friction_fit)
     return FrictionFit(
         names=names,
         values=values,
@@ -424,11 +407,9 @@ def fit_nonlinear_friction(
 
 
 def shape_for_tuning(config: Any, builder: RegressorBuilder, recorded: Dataset) -> RegressorBuilder:
-    """`builder` at its friction's nonlinear parameters fitted to the identification data
-    `recorded` (raw) with the configured preprocessing: the shape `tuning=cv` scores its
-    candidates with (the configured values, where the fit only starts, may be far from the
-    data's: a LuGre or Stribeck model scored at them chooses other filters and columns than
-    at its own shape). The final fit after the tuning starts again from the configured ones."""
+    """`builder` at its friction's nonlinear parameters fitted to the raw identification data
+    `recorded` with the configured preprocessing: the shape `tuning=cv` scores candidates
+    with. The final fit starts again from the configured values."""
     from ident_framework.data.preprocessing import preprocess
 
     train = preprocess(recorded, config.preprocessing)

@@ -8,9 +8,7 @@ and J0_k the nominal model's:
     D(J ‖ J0) = tr(J0⁻¹ J) − log det(J0⁻¹ J) − 4     (≥ 0, zero only at J = J0)
 
 χ²(θ) = |R θ − r|² / σ²: the data term from the triangular factor of [W | τ], in units of the
-least-squares residual variance σ² (Nm²), so `weight` is a prior strength. The result has every
-J_k positive definite and friction and rotor inertia > 0, whatever the data. A link whose
-nominal J0 is singular gets a small isotropic share (`NOMINAL_FLOOR`).
+least-squares residual variance σ² (Nm²). A singular nominal J0 gets `NOMINAL_FLOOR`.
 
 Rationale: docs/design.md#geometric-prior-estimator
 """
@@ -23,10 +21,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ident_framework.model.physical_consistency import (
-    N_LINK,
-    PSEUDO_INERTIA_MAP,
-)
+from ident_framework.model.physical_consistency import N_LINK, PSEUDO_INERTIA_MAP
 
 NOMINAL_FLOOR = 1e-3  # share of M diag(L², L², L², 1) added to a nominal J0 that is not ≻ 0
 BARRIER_END = 1e-6  # χ² units: the log barrier's final weight on friction / rotor inertia
@@ -35,9 +30,7 @@ BARRIER_STEP = 0.01
 NEWTON_TOLERANCE = 1e-6  # Newton decrement² (χ² units) at which a stage has converged
 MAX_NEWTON_STEPS = 200  # per barrier stage
 # A cold start solves a path of weights from CONTINUATION_START down to the one asked for, each
-# from the last one's estimate: straight from the nominal model, a weak prior on precise data
-# (χ² ~ 10⁹ at the nominal model with 10⁶ samples) leaves damped Newton crawling along the
-# boundary of J ≻ 0 for hundreds of steps without converging.
+# from the last one's estimate (design.md)
 CONTINUATION_START = 1e5
 CONTINUATION_FACTOR = 10.0
 _BASIS = PSEUDO_INERTIA_MAP.reshape(4, 4, N_LINK).transpose(2, 0, 1)  # (10, 4, 4): dJ/dπ_a
@@ -70,12 +63,10 @@ class PriorLayout:
 
 @dataclass
 class GeometricFit:
-    """theta (k,) the estimate; chi2 the data term's excess over the least-squares fit (units
-    of σ²); divergence Σ_k D(J_k ‖ J0_k); newton_steps; converged (every Newton stage met its
-    tolerance within MAX_NEWTON_STEPS); `covariance` (k, k), computed when
-    first asked: the inverse of the objective's Hessian `hessian` (in the rotated coordinates
-    `transform` maps to θ) at theta, the Laplace approximation; zero for the parameters no data
-    row depends on, which stay at their nominal value."""
+    """theta (k,) the estimate; chi2 the data term's excess over least squares (units of σ²);
+    divergence Σ_k D(J_k ‖ J0_k); newton_steps; converged (within MAX_NEWTON_STEPS);
+    `covariance` (k, k): the inverse Hessian at theta (Laplace), mapped by `transform` to θ;
+    zero for parameters no data row depends on."""
 
     theta: np.ndarray
     chi2: float
@@ -94,10 +85,7 @@ class GeometricFit:
 class _Objective:
     """The objective in rotated coordinates z: θ = θ_fixed + T z with T = diag(s) V over the
     excited parameters, V from the SVD R diag(s) = U Σ Vᵀ of the column-equilibrated data
-    factor. The data term is then ½ Σ_i (Σ_i z_i − c_i)² / σ² (c = Uᵀ r): diagonal, exact
-    and small near the optimum (no cancellation of the huge Gram entries of precise data),
-    and the Newton system, diagonally scaled, stays well conditioned. The prior and barrier
-    are evaluated on θ and rotated."""
+    factor, so the data term ½ Σ_i (Σ_i z_i − c_i)² / σ² (c = Uᵀ r) is diagonal."""
 
     def __init__(
         self, r_factor: np.ndarray, sigma2: float, layout: PriorLayout, weight: float
@@ -212,12 +200,10 @@ def fit_geometric(
     weight: float,
     start: np.ndarray | None = None,
 ) -> GeometricFit:
-    """The regularised estimate from `r_factor` ((k+1, k+1) or more rows: the triangular
-    factor of [W | τ] in the standard parameters), the residual variance `sigma2` (Nm²) that
-    makes the data term χ², the parameters' `layout` and the prior's `weight` (> 0; χ² units
-    per unit of divergence). `start`: a feasible θ to begin from (default: the nominal model
-    with friction and rotor inertia at a small positive value, and a path of weights from
-    CONTINUATION_START down to `weight`; `newton_steps` counts the whole path)."""
+    """The regularised estimate from `r_factor` (the triangular factor of [W | τ] in the
+    standard parameters), the residual variance `sigma2` (Nm²), `layout` and the prior's
+    `weight` (> 0). `start`: a feasible θ to begin from (default: the nominal model, and a
+    path of weights from CONTINUATION_START down; `newton_steps` counts the whole path)."""
     if start is not None or weight >= CONTINUATION_START:
         return _solve_objective(_Objective(r_factor, sigma2, layout, weight), start)
     path = [weight]
@@ -237,10 +223,9 @@ def fit_weights(
     weights: list[float],
     start: np.ndarray | None = None,
 ) -> list[GeometricFit | None]:
-    """`fit_geometric` of one factor with each of `weights` in the order given, the first from
-    `start`, each later one from the last one's estimate (the objective's factorisation made
-    once); None for a weight whose solve fails on degenerate data (the next one then starts
-    from the nominal model)."""
+    """`fit_geometric` of one factor with each of `weights` in order, each from the last
+    estimate (the first from `start`); None for a weight whose solve fails on degenerate
+    data."""
     objective = _Objective(r_factor, sigma2, layout, 0.0)
     fits: list[GeometricFit | None] = []
     theta = start

@@ -1,13 +1,10 @@
-"""From a preprocessed dataset to the least-squares problem in base parameters, in chunks,
-and its solution by the configured estimator (`estimate`).
+"""From a preprocessed dataset to the least-squares problem in base parameters, and its
+solution by the configured estimator (`estimate`).
 
-One pass over the data accumulates, per joint, the triangular factor of [Y_j | tau_j] in the
-standard parameters (memory independent of the number of samples). The base parameters come
-from the SVD of the stacked factor; the per-joint factors are then projected onto them, so
-the estimators never need the regressor in memory. Estimators that work sample by sample get
-a re-stream of base-regressor chunks. The pass also keeps the projected regressor rows of the
-recording (`KeptRows`, up to KEPT_ROWS_BYTES), so that its torque prediction needs no second
-pass of Pinocchio.
+One pass accumulates, per joint, the triangular factor of [Y_j | tau_j] in the standard
+parameters; the base parameters come from the SVD of the stacked factor, onto which the
+per-joint factors are projected. Sample-by-sample estimators get a re-stream of base-regressor
+chunks. The pass keeps the projected rows (`KeptRows`, up to KEPT_ROWS_BYTES) for prediction.
 """
 
 from __future__ import annotations
@@ -38,6 +35,14 @@ def chunk_slices(n_samples: int, chunk_size: int) -> Iterator[slice]:
         yield slice(start, min(start + chunk_size, n_samples))
 
 
+def _tasks(n_samples: int, chunk_size: int) -> list[list[slice]]:
+    """The chunks in tasks of about TASK_SAMPLES samples (fixed: results do not depend on how
+    many workers run them)."""
+    slices = list(chunk_slices(n_samples, chunk_size))
+    per_task = max(1, TASK_SAMPLES // chunk_size)
+    return [slices[i : i + per_task] for i in range(0, len(slices), per_task)]
+
+
 def stack_factors(factors: list[np.ndarray]) -> np.ndarray:
     """Triangular factor R with RᵀR = Σ FᵢᵀFᵢ of several factors (e.g. the per-joint ones)."""
     with one_blas_thread():  # small matrices: threads only contend
@@ -54,15 +59,24 @@ KEPT_ROWS_BYTES = 256 * 2**20  # keep a recording's projected regressor rows up 
 
 def joint_row_spaces(builder: RegressorBuilder, n_states: int = 400, seed: int = 0) -> list:
     """Per joint j, an orthonormal basis (c_j, r_j) of the space in which row j of the rigid-
-    body regressor lives, restricted to joint j's subtree columns, found once from random
-    states within the limits (and kept with the robot model: it depends only on the robot, so
-    the tuning's builders and the final one share it, and forked workers inherit it). A
-    joint's row has far fewer independent directions than columns (e.g. 34 of 60 for a UR
-    shoulder), so factoring the projected rows is cheaper."""
+    body regressor lives within joint j's subtree columns, from random states; memoised on the
+    robot model (it depends only on the robot)."""
     memo = builder.robot.__dict__.setdefault("_joint_row_spaces", {})
     if (n_states, seed) not in memo:
+        q, dq, ddq = random_states(builder.robot, n_states, seed)
+        bases = []
         with one_blas_thread():  # small SVDs: threads only contend
-            memo[n_states, seed] = _row_spaces(builder, n_states, seed)
+            rigid = builder.rigid_body(q, dq, ddq)
+            for j in range(builder.robot.n_joints):
+                block = rigid[:, j, builder.subtree_columns(j)]
+                _, singular, vt = np.linalg.svd(block, full_matrices=False)
+                rank = (
+                    int(np.sum(singular > STRUCTURAL_TOLERANCE * singular[0]))
+                    if singular.size
+                    else 0
+                )
+                bases.append(np.ascontiguousarray(vt[:rank].T))
+        memo[n_states, seed] = bases
     return memo[n_states, seed]
 
 
@@ -80,60 +94,33 @@ def random_states(
     return q, dq, ddq
 
 
-def _row_spaces(builder: RegressorBuilder, n_states: int, seed: int) -> list[np.ndarray]:
-    robot = builder.robot
-    n = robot.n_joints
-    q, dq, ddq = random_states(robot, n_states, seed)
-    rigid = builder.rigid_body(q, dq, ddq)
-    bases = []
-    with one_blas_thread():  # small SVDs: threads only contend
-        for j in range(n):
-            block = rigid[:, j, builder.subtree_columns(j)]
-            _, singular, vt = np.linalg.svd(block, full_matrices=False)
-            rank = (
-                int(np.sum(singular > STRUCTURAL_TOLERANCE * singular[0])) if singular.size else 0
-            )
-            bases.append(np.ascontiguousarray(vt[:rank].T))
-    return bases
+TASK_SAMPLES = 10_000  # samples per task of the factor pass and of prediction
 
 
-# samples per task of the factor pass: fixed, so that the factors do not depend on how many
-# workers ran the tasks (`factor_pass`)
-TASK_SAMPLES = 10_000
+class _KeptOf:
+    """What `build_problem` kept of one recording (recognised by identity of its q)."""
+
+    def __init__(self, data: Dataset) -> None:
+        self._q = data.q
+        self.n_samples = data.n_samples
+
+    def belongs_to(self, data: Dataset) -> bool:
+        return data.q is self._q and data.n_samples == self.n_samples
 
 
-class KeptRows:
-    """Per joint j, A_j P_j (N, k_j) (row j's subtree part in its row space, see
-    `linear_problem.joint_row_spaces`), and the own columns (N, n, e) of every row, in
-    recording order; in memory shared with the factor pass's forked workers, which write
-    their rows (`store`). `predict(theta)` = Y theta (N, n) in Nm, to rounding
-    (A_j = A_j P_j P_j^T exactly)."""
+class KeptRows(_KeptOf):
+    """Per joint j, A_j P_j (N, k_j) (row j's subtree part in its row space,
+    `joint_row_spaces`), and the own columns (N, n, e) of every row, in shared memory that the
+    factor pass's forked workers write. `predict(theta)` = Y theta (N, n) in Nm."""
 
     def __init__(self, builder: RegressorBuilder, spaces: list[np.ndarray], data: Dataset):
+        super().__init__(data)
         n = builder.robot.n_joints
-        self._q = data.q  # the recording these rows are of (by identity)
-        self.n_samples = data.n_samples
         self.spaces = spaces
         self.subtree = [builder.subtree_columns(j) for j in range(n)]
         self.own_columns = [builder.own_columns(j) for j in range(n)]
         self.projected = [shared_zeros((data.n_samples, s.shape[1])) for s in spaces]
         self.own = shared_zeros((data.n_samples, n, len(self.own_columns[0]) if n else 0))
-
-    @staticmethod
-    def bytes_needed(builder: RegressorBuilder, n_samples: int, spaces: list[np.ndarray]) -> int:
-        n = builder.robot.n_joints
-        width = sum(s.shape[1] for s in spaces)
-        width += sum(len(builder.own_columns(j)) for j in range(n))
-        return 8 * width * n_samples
-
-    def belongs_to(self, data: Dataset) -> bool:
-        return data.q is self._q and data.n_samples == self.n_samples
-
-    def store(self, rows: slice, projected: list[np.ndarray], own: np.ndarray) -> None:
-        """The projected rows and own columns of the recording's `rows`."""
-        for j, block in enumerate(projected):
-            self.projected[j][rows] = block
-        self.own[rows] = own
 
     def predict(self, theta: np.ndarray) -> np.ndarray:
         out = np.empty((self.n_samples, len(self.spaces)))
@@ -145,9 +132,8 @@ class KeptRows:
 
 
 class JointAccumulators:
-    """Per joint j, the streaming QR of the projected rows [A_j P_j | own_j | tau_j]
-    (`accumulate_joint_factors`): `add` chunks, `factors` the square roots in the standard
-    parameters."""
+    """Per joint j, the streaming QR of the projected rows [A_j P_j | own_j | tau_j]: `add`
+    chunks, `factors` the square roots in the standard parameters."""
 
     def __init__(self, builder: RegressorBuilder) -> None:
         n = builder.robot.n_joints
@@ -172,17 +158,10 @@ class JointAccumulators:
         for j, accumulator in enumerate(self.accumulators):
             accumulator.add_blocks(projected[j], own[:, j], tau[:, j])
         if keep is not None and rows is not None:
-            keep.store(rows, projected, own)
+            for j, block in enumerate(projected):
+                keep.projected[j][rows] = block
+            keep.own[rows] = own
         self.n_samples += len(q)
-
-    def projected_factors(self) -> list[np.ndarray]:
-        return [a.factor for a in self.accumulators]
-
-    def merge(self, parts: list[list[np.ndarray]]) -> None:
-        """Add other accumulations' projected factors (`projected_factors`), in order."""
-        for j, accumulator in enumerate(self.accumulators):
-            for part in parts:
-                accumulator.add(part[j])
 
     def factors(self) -> list[np.ndarray]:
         """Per joint, R_j (p+1, p+1) in the standard parameters and the torque."""
@@ -206,17 +185,11 @@ def accumulate_joint_factors(
     total: int | None = None,
     progress=False,
 ) -> tuple[list[np.ndarray], int]:
-    """Per joint j, a square root R_j of [Y_j | tau_j]^T [Y_j | tau_j] (R_j^T R_j equals it),
-    shape (p+1, p+1), over all chunks (streamed: memory does not depend on the number of
-    samples); and the number of samples seen.
-
-    Row j of the regressor is zero outside joint j's subtree and own columns, and its subtree
-    part lies in a structural row space of few dimensions (`joint_row_spaces`): only the
-    projected rows [A_j P_j | own_j | tau_j] are factored (streaming Householder QR), and the
-    factor is mapped back with P_j^T at the end."""
+    """(per joint j, R_j (p+1, p+1) with R_jᵀR_j = [Y_j | tau_j]ᵀ[Y_j | tau_j] over all chunks,
+    streamed; the number of samples). Only the projected rows [A_j P_j | own_j | tau_j] are
+    factored (`joint_row_spaces`), mapped back with P_jᵀ at the end."""
     accumulators = JointAccumulators(builder)
-    # Small QR factorisations: BLAS threads only contend (100x slower on a loaded 2-core box).
-    with one_blas_thread():
+    with one_blas_thread():  # small QR factorisations: BLAS threads only contend
         for chunk in progress_bar(
             chunks, total=total, desc="regressor", unit="chunk", enabled=progress, leave=False
         ):
@@ -232,20 +205,16 @@ def factor_pass(
     keep: KeptRows | None,
     progress: bool = False,
 ) -> tuple[list[np.ndarray], int]:
-    """`accumulate_joint_factors` over a dataset in memory, in tasks of TASK_SAMPLES samples
-    on forked workers (`parallel_work.forked_map`: Pinocchio's per-sample regressor is most of
-    the time); the tasks' factors are merged in task order, so the result is the same for
-    any number of workers. `keep`: where the workers write the projected rows."""
-    slices = list(chunk_slices(data.n_samples, chunk_size))
-    per_task = max(1, TASK_SAMPLES // chunk_size)
-    tasks = [slices[i : i + per_task] for i in range(0, len(slices), per_task)]
+    """`accumulate_joint_factors` over a dataset in memory, in tasks on forked workers, merged
+    in task order; `keep`: where the workers write the projected rows."""
+    tasks = _tasks(data.n_samples, chunk_size)
 
     def work(task: list[slice]) -> list[np.ndarray]:
         accumulators = JointAccumulators(builder)
         with one_blas_thread():
             for rows in task:
                 accumulators.add(chunk_at(data, rows, friction), keep, rows)
-        return accumulators.projected_factors()
+        return [a.factor for a in accumulators.accumulators]  # projected
 
     with progress_bar(
         total=data.n_samples, desc="regressor", unit="sample", enabled=progress, leave=False
@@ -254,7 +223,9 @@ def factor_pass(
         parts = forked_map(work, tasks, done=lambda i: bar.update(sizes[i]))
     merged = JointAccumulators(builder)
     with one_blas_thread():
-        merged.merge(parts)
+        for j, accumulator in enumerate(merged.accumulators):
+            for part in parts:  # in task order
+                accumulator.add(part[j])
     return merged.factors(), data.n_samples
 
 
@@ -289,15 +260,12 @@ def parallel_friction_basis(
     joints: Sequence[np.ndarray | None] | None = None,
     into: tuple[np.ndarray, Sequence[int]] | None = None,
 ) -> np.ndarray:
-    """(N, n, k) friction columns `basis(t, dq, ddq)` computed from the unfiltered velocity of
-    `data`'s recordings (ddq by np.gradient when `uses_acceleration`, else None) and low-passed
-    like the torque (`parallel_filter.py`), at `data`'s rows (or at `rows` of them,
-    increasing). A sequence of functions: their columns concatenated, computed one at a time
-    (each segment's ddq once for all of them), and `joints` (per function, a boolean mask (n,)
-    or None for all) the joints whose columns are wanted: the others are zero, unfiltered; a
-    function with a mask is called as function(t, dq, ddq, mask) and need compute only those
-    joints' columns (the others are not read). `into`: write them into an array instead
-    (`ParallelFilter.apply`)."""
+    """(N, n, k) friction columns `basis(t, dq, ddq)` from the unfiltered velocity of `data`'s
+    recordings (ddq by np.gradient when `uses_acceleration`), low-passed like the torque
+    (`parallel_filter.py`), at `data`'s rows (or at increasing `rows` of them). A sequence of
+    functions: their columns concatenated; `joints` per function a mask (n,) of the joints
+    wanted (None: all), passed as function(t, dq, ddq, mask); the others are zero. `into`:
+    write into an array instead (`ParallelFilter.apply`)."""
     last: list[np.ndarray] = []  # [dq, its ddq] of the segment the parts are evaluated on
 
     def acceleration(t: np.ndarray, dq: np.ndarray) -> np.ndarray | None:
@@ -311,9 +279,7 @@ def parallel_friction_basis(
         function: Callable[..., np.ndarray], mask: np.ndarray | None = None
     ) -> Callable[..., np.ndarray]:
         def raw_columns(t: np.ndarray, dq: np.ndarray) -> np.ndarray:
-            if mask is None:
-                return function(t, dq, acceleration(t, dq))
-            return function(t, dq, acceleration(t, dq), mask)
+            return function(t, dq, acceleration(t, dq), *(() if mask is None else (mask,)))
 
         return raw_columns
 
@@ -327,10 +293,9 @@ def parallel_friction_basis(
 
 def recording_friction(builder: RegressorBuilder, data: Dataset) -> np.ndarray | None:
     """The friction basis of a whole recording (N, n, k): filtered in parallel with the torque
-    when the builder asks for it and preprocessing filtered the data (`parallel_filter.py`),
-    else at the recorded velocity when the friction model is sequential (its state runs along
-    the samples in time order) or uses the joint temperatures (its temperature columns from
-    `data.temperature`, °C); None otherwise (computed chunk by chunk)."""
+    when asked for and the data were filtered, else at the recorded velocity for a sequential
+    model or one with temperature columns (`data.temperature`, °C); None otherwise (computed
+    chunk by chunk)."""
     if builder.parallel_friction and data.parallel_filter is not None:
         whole = parallel_friction_basis(data, builder.friction_basis, builder.uses_acceleration)
     elif builder.sequential or builder.uses_temperature:
@@ -402,19 +367,14 @@ def standard_model(
     )
 
 
-class KeptFriction:
-    """The friction columns (N, n, k) `build_problem` computed for its dataset (low-passed
-    like the torque), kept with the problem when its projected rows are too many to keep
-    (`KEPT_ROWS_BYTES`): `predict_torque` of that dataset then skips computing and filtering
-    them again. The problem's `chunks()` holds the same array, so keeping it costs no memory."""
+class KeptFriction(_KeptOf):
+    """The friction columns (N, n, k) `build_problem` computed (low-passed like the torque),
+    kept when the projected rows are too many (`KEPT_ROWS_BYTES`), so that `predict_torque`
+    of that dataset need not compute them again."""
 
     def __init__(self, data: Dataset, friction: np.ndarray) -> None:
-        self._q = data.q  # the recording these columns are of (by identity)
-        self.n_samples = data.n_samples
+        super().__init__(data)
         self.friction = friction
-
-    def belongs_to(self, data: Dataset) -> bool:
-        return data.q is self._q and data.n_samples == self.n_samples
 
 
 def build_problem(
@@ -431,7 +391,9 @@ def build_problem(
     friction = recording_friction(builder, data)
     keep = None
     spaces = joint_row_spaces(builder)
-    if KeptRows.bytes_needed(builder, data.n_samples, spaces) <= KEPT_ROWS_BYTES:
+    width = sum(s.shape[1] for s in spaces)
+    width += sum(len(builder.own_columns(j)) for j in range(builder.robot.n_joints))
+    if 8 * width * data.n_samples <= KEPT_ROWS_BYTES:
         keep = KeptRows(builder, spaces, data)
     joint_factors, n_samples = factor_pass(builder, data, chunk_size, friction, keep, progress)
     base, base_factors, cond = project_to_base(
@@ -440,9 +402,7 @@ def build_problem(
 
     def chunks() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         for rows in chunk_slices(data.n_samples, chunk_size):
-            regressor = builder.compute(
-                data.q[rows], data.dq[rows], data.ddq[rows], _rows(friction, rows)
-            )
+            regressor = _regressor(builder, data, rows, friction)
             yield data.timestamp[rows], regressor @ base.basis, data.tau[rows]
 
     standard = standard_model(builder, joint_factors, base)
@@ -459,8 +419,7 @@ def predict_torque(
     kept: KeptRows | KeptFriction | None = None,
 ) -> np.ndarray:
     """(N, n) model torque Y(q, dq, ddq) @ theta in Nm, theta in standard parameters; from
-    `kept` (what `build_problem` kept of this very dataset and builder) when given. Tasks of
-    TASK_SAMPLES samples run on forked workers (`parallel_work.forked_map`) above one task."""
+    `kept` (what `build_problem` kept of this very dataset and builder) when given."""
     theta = np.asarray(theta, dtype=float)
     if kept is not None and kept.belongs_to(data):
         if isinstance(kept, KeptRows):
@@ -468,24 +427,23 @@ def predict_torque(
         friction = kept.friction
     else:
         friction = recording_friction(builder, data)
-    slices = list(chunk_slices(data.n_samples, chunk_size))
-    per_task = max(1, TASK_SAMPLES // chunk_size)
-    tasks = [slices[i : i + per_task] for i in range(0, len(slices), per_task)]
+    tasks = _tasks(data.n_samples, chunk_size)
     out = shared_zeros(data.tau.shape) if len(tasks) > 1 else np.empty_like(data.tau)
 
     def work(task: list[slice]) -> None:
         for rows in task:
-            regressor = builder.compute(
-                data.q[rows], data.dq[rows], data.ddq[rows], _rows(friction, rows)
-            )
-            out[rows] = regressor @ theta
+            out[rows] = _regressor(builder, data, rows, friction) @ theta
 
     forked_map(work, tasks)
     return out
 
 
-def _rows(friction: np.ndarray | None, rows: slice) -> np.ndarray | None:
-    return None if friction is None else friction[rows]
+def _regressor(
+    builder: RegressorBuilder, data: Dataset, rows: slice, friction: np.ndarray | None
+) -> np.ndarray:
+    """Y of `data`'s `rows`, with the recording's friction columns `friction` when given."""
+    friction_rows = None if friction is None else friction[rows]
+    return builder.compute(data.q[rows], data.dq[rows], data.ddq[rows], friction_rows)
 
 
 def require_samples(data: Dataset, n_parameters: int, role: str) -> None:
@@ -503,17 +461,10 @@ def require_samples(data: Dataset, n_parameters: int, role: str) -> None:
 def estimate(
     selected: Any, problem: LinearProblem, base: BaseParameters
 ) -> tuple[Estimator, np.ndarray]:
-    """(fitted estimator, standard parameters theta) of the selected estimator plugin
-    (`config.run_config.SelectedPlugin`). Estimators of physical parameters give all of them
-    (`standard_coef_`); the others give base parameters, mapped to the minimum-norm standard
-    vector."""
-    fitted = selected.create().fit(problem)
-    info = selected.info
+    """(fitted estimator, standard parameters theta) of the selected estimator plugin: its
+    `standard_coef_`, else its base parameters mapped to the minimum-norm standard vector."""
+    info, fitted = selected.info, selected.create().fit(problem)
     estimator = conform(info.kind, fitted, info.name, info.distribution, fitted=True)
-    standard = estimator.standard_coef_
-    theta = (
-        np.asarray(standard)
-        if standard is not None
-        else base.to_standard(np.asarray(estimator.coef_))
-    )
-    return estimator, theta
+    if estimator.standard_coef_ is not None:
+        return estimator, np.asarray(estimator.standard_coef_)
+    return estimator, base.to_standard(np.asarray(estimator.coef_))

@@ -1,17 +1,11 @@
 """Whether the friction gets its load-dependent term, and its fit by iterating tau_load.
 
-`friction.load_dependent` of `coulomb_viscous` (see its module doc): `off` never; `on` always;
-`auto` chosen by `tuning=cv` (the stage "load-dependent friction" tries the term on and off,
-scored on the fold factors with tau_load from the nominal robot model), off without tuning.
-
-The column |tau_load| s(dq) is linear in fL once tau_load is fixed; tau_load is the model's
-own rigid-body (+ rotor inertia) torque. Fit 1 takes it from the nominal robot model (its
-nominal inertial parameters and rotor inertia: Pinocchio's RNEA of the model, exact, no
-measured torque); each next fit takes it from the previous fit's parameters, until every
-joint's fL moves by less than FL_TOLERANCE and the identification RMSE (against the torque
-the estimator fits) by less than RMSE_TOLERANCE relative, or MAX_FITS fits were made. The
-final model's tau_load comes from its own parameters: what `mode=predict` rebuilds from
-parameters.yaml (`RegressorBuilder.with_load`).
+`friction.load_dependent` (`coulomb_viscous`): `off`, `on`, or `auto` (chosen by `tuning=cv`,
+off without tuning). The column |tau_load| s(dq) is linear in fL once tau_load, the model's own
+rigid-body + rotor torque, is fixed: fit 1 takes it from the nominal robot model, each next
+fit from the previous fit's parameters, until fL (FL_TOLERANCE) and the identification RMSE
+(RMSE_TOLERANCE, relative) settle, or MAX_FITS. The final model's tau_load comes from its own
+parameters, as `mode=predict` rebuilds it (`RegressorBuilder.with_load`).
 """
 
 from __future__ import annotations
@@ -26,6 +20,7 @@ from ident_framework.config.run_config import RunConfig
 from ident_framework.data.dataset import Dataset
 from ident_framework.identify.linear_problem import predict_torque
 from ident_framework.identify.metrics import torque_metrics
+from ident_framework.identify.truth import friction_values
 from ident_framework.identify.tuning.selection import apply_chosen
 from ident_framework.model.regressor import RegressorBuilder
 
@@ -34,16 +29,10 @@ FL_TOLERANCE = 1e-3  # Nm/Nm: fL settled when no joint's moves by more between t
 RMSE_TOLERANCE = 1e-4  # relative change of the identification RMSE that counts as settled
 
 
-def load_mode(config: RunConfig) -> str | None:
-    """The configured `friction.load_dependent` (auto | on | off), None when the friction
-    plugin has no load-dependent term."""
-    return getattr(config.plugins["friction"].params, "load_dependent", None)
-
-
 def resolve_load(config: RunConfig, tuned: bool) -> RunConfig:
     """`config` with the load-dependent term decided: `auto` left to the tuning when `tuned`,
-    else off (`friction/coulomb_viscous.py` says why)."""
-    if load_mode(config) != "auto" or tuned:
+    else off."""
+    if getattr(config.plugins["friction"].params, "load_dependent", None) != "auto" or tuned:
         return config
     return apply_chosen(config, {"friction.load_dependent": "off"})
 
@@ -75,7 +64,7 @@ class LoadFit:
 
 def identification_rmse(problem: Any, theta: np.ndarray) -> float:
     """RMSE (Nm) over all samples and joints of `theta` (standard parameters) on the problem's
-    own rows, from its per-joint factors in the standard parameters (no pass over the data)."""
+    own rows, from its per-joint factors."""
     augmented = np.append(np.asarray(theta, dtype=float), -1.0)
     squares = sum(float(np.sum((r @ augmented) ** 2)) for r in problem.standard.r_factors)
     return float(np.sqrt(squares / (problem.n_samples * len(problem.standard.r_factors))))
@@ -83,9 +72,7 @@ def identification_rmse(problem: Any, theta: np.ndarray) -> float:
 
 def fl_values(builder: RegressorBuilder, theta: np.ndarray) -> np.ndarray:
     """(n,) every joint's fL (Nm/Nm) in the standard parameters `theta`."""
-    n, k = builder.robot.n_joints, len(builder.friction.parameter_names)
-    friction = np.asarray(theta[builder.n_inertial : builder.n_inertial + n * k]).reshape(n, k)
-    return friction[:, builder.load_column].copy()
+    return friction_values(builder, np.asarray(theta))[:, builder.load_column].copy()
 
 
 Fitted = tuple[Any, Any, float, Any, np.ndarray]  # (problem, base, cond, estimator, theta)
@@ -95,8 +82,8 @@ def fit_with_load(
     builder: RegressorBuilder, fit: Callable[[RegressorBuilder], Fitted]
 ) -> tuple[RegressorBuilder, Fitted, LoadFit]:
     """(builder with tau_load from the final parameters, the last fit, the record): `fit`
-    identifies with the tau_load of the builder it is given (the pipeline's regressor and
-    estimation steps); `builder` starts from the nominal model's tau_load (module doc)."""
+    identifies with the tau_load of the builder it is given; `builder` starts from the nominal
+    model's."""
     fitted = fit(builder)
     fl, rmse = [fl_values(builder, fitted[-1])], [identification_rmse(fitted[0], fitted[-1])]
     converged = False
@@ -128,10 +115,9 @@ def load_friction_metrics(
     physical: np.ndarray,
     chunk_size: int,
 ) -> dict[str, Any]:
-    """metrics.json `load_friction`: the iteration (`LoadFit.to_dict`), the final fL per
-    joint, and `twin`: what the twin's omission of the term costs on the validation data (the
-    identified model with and without its fL |tau_load| s(dq), against the torque as
-    recorded; `physical` (N, n) Nm is the model's prediction there)."""
+    """metrics.json `load_friction`: the iteration, the final fL per joint, and `twin`: what
+    the twin's omission of the term costs on the validation data (RMSE with and without it;
+    `physical` (N, n) Nm the model's prediction there)."""
     measured = validation.measured_torque
     without = predict_torque(builder, validation, without_load_term(builder, theta), chunk_size)
     rmse_with = float(torque_metrics(measured, physical)["rmse"])

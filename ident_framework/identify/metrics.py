@@ -56,9 +56,8 @@ def slow_motion_metrics(
     velocity_limits: np.ndarray,
 ) -> dict[str, object]:
     """Torque RMSE (Nm) per joint over the samples where that joint moves slowly:
-    SLOW_SPEED_MIN <= |dq_j| <= SLOW_SPEED_FRACTION x its velocity limit (rad/s). That is where
-    friction models differ most (the slow segments of a point-to-point motion and the start and
-    end of every move). `rmse` pools those samples of all joints; null where a joint has none."""
+    SLOW_SPEED_MIN <= |dq_j| <= SLOW_SPEED_FRACTION x its velocity limit (rad/s), where friction
+    models differ most. `rmse` pools those samples of all joints; null where a joint has none."""
     speed = np.abs(np.asarray(dq))
     upper = SLOW_SPEED_FRACTION * np.asarray(velocity_limits, dtype=float)
     slow = (speed >= SLOW_SPEED_MIN) & (speed <= upper)
@@ -125,35 +124,30 @@ def fit_metrics(
     out_of_range: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """metrics.json `train` / `validation`: the physical model's fit against the torque as
-    recorded (`Dataset.measured_torque`: at the recorded timestamps, never low-passed; pooled,
-    per joint, and where joints move slowly) and, with a residual learner, the fusion's fit,
-    its gain and the learner's range guard (`out_of_range`); per recording when the data hold
-    several (`recordings`); and, labelled as such, the same against the low-passed torque the
-    estimation fitted (`against_filtered_torque`)."""
+    recorded (`Dataset.measured_torque`; pooled, per joint, where joints move slowly) and, with
+    a residual learner, the fusion's fit, gain and range guard (`out_of_range`); per recording
+    (`recordings`); and the same against the low-passed torque (`against_filtered_torque`)."""
     measured = data.measured_torque
-    physical = torque_metrics(measured, prediction.physical)
-    physical["slow"] = slow_motion_metrics(measured, prediction.physical, data.dq, velocity_limits)
+
+    def fit_of(tau: np.ndarray) -> dict[str, Any]:
+        fit = torque_metrics(measured, tau)
+        fit["slow"] = slow_motion_metrics(measured, tau, data.dq, velocity_limits)
+        return fit
+
+    physical = fit_of(prediction.physical)
     metrics: dict[str, Any] = {"physical": physical, "samples": data.n_samples}
     if prediction.fusion is not None:
-        fusion = torque_metrics(measured, prediction.fusion)
-        fusion["slow"] = slow_motion_metrics(measured, prediction.fusion, data.dq, velocity_limits)
-        metrics["fusion"] = fusion
+        fusion = metrics["fusion"] = fit_of(prediction.fusion)
         metrics["fusion_gain"] = fusion_gain(physical, fusion)
         fusion.update(out_of_range or {})
     metrics["recordings"] = recording_metrics(data, prediction, physical, metrics.get("fusion"))
     if data.recorded is not None and data.measured_torque is not data.tau:
-        metrics["against_filtered_torque"] = {
-            "note": "against the low-passed torque estimation fitted, not the torque as recorded",
-            **{
-                kind: {
-                    key: value
-                    for key, value in torque_metrics(data.tau, tau).items()
-                    if key in ("rmse", "r2")
-                }
-                for kind, tau in (("physical", prediction.physical), ("fusion", prediction.fusion))
-                if tau is not None
-            },
-        }
+        note = "against the low-passed torque estimation fitted, not the torque as recorded"
+        filtered = metrics["against_filtered_torque"] = {"note": note}
+        for kind, tau in (("physical", prediction.physical), ("fusion", prediction.fusion)):
+            if tau is not None:
+                fit = torque_metrics(data.tau, tau)
+                filtered[kind] = {"rmse": fit["rmse"], "r2": fit["r2"]}
     return metrics
 
 
@@ -165,40 +159,33 @@ def recording_metrics(
 ) -> list[dict[str, Any]]:
     """Per recording of `data` (in order): its name, samples and the fit of the physical
     model (and the fusion) against its torque as recorded. `physical`, `fusion`: the whole
-    data's `torque_metrics`, which a single recording's are (not computed again)."""
+    data's `torque_metrics`, reused for a single recording."""
     index, names, measured = data.recording_index, data.recording_paths, data.measured_torque
     recordings = np.unique(index)
-    if (
-        len(recordings) == 1
-        and physical is not None
-        and (fusion is not None) == (prediction.fusion is not None)
-    ):
-        k = int(recordings[0])
-        entry = {"path": names[k] if k < len(names) else None, "samples": int(index.size)}
-        keys = ("rmse", "r2", "rmse_per_joint", "r2_per_joint")
-        entry["physical"] = {key: physical[key] for key in keys}
-        if fusion is not None:
-            entry["fusion"] = {key: fusion[key] for key in keys}
-        return [entry]
+    reuse = len(recordings) == 1 and physical is not None
+    reuse = reuse and (fusion is not None) == (prediction.fusion is not None)
+    keys = ("rmse", "r2", "rmse_per_joint", "r2_per_joint")
     out = []
     for k in recordings:
         rows = index == k
-        entry: dict[str, Any] = {
-            "path": names[k] if k < len(names) else None,
-            "samples": int(rows.sum()),
-            "physical": torque_metrics(measured[rows], prediction.physical[rows]),
-        }
-        if prediction.fusion is not None:
-            entry["fusion"] = torque_metrics(measured[rows], prediction.fusion[rows])
+        entry: dict[str, Any] = {"path": names[k] if k < len(names) else None}
+        entry["samples"] = int(rows.sum())
+        for kind, tau, whole in (
+            ("physical", prediction.physical, physical),
+            ("fusion", prediction.fusion, fusion),
+        ):
+            if tau is not None and reuse:  # a single recording's are the whole data's
+                entry[kind] = {key: whole[key] for key in keys}
+            elif tau is not None:
+                entry[kind] = torque_metrics(measured[rows], tau[rows])
         out.append(entry)
     return out
 
 
 def preprocessing_counts(data: Dataset) -> dict[str, Any]:
-    """What preprocessing kept of `data`'s recordings: samples recorded and kept, edge samples
-    dropped (the filters cannot serve them), gaps, short pieces dropped (pieces between gaps
-    too short to filter: their count, samples and s, each piece's span plus one median step);
-    per recording."""
+    """What preprocessing kept of `data`'s recordings, in all and per recording: samples
+    recorded and kept, edge samples dropped, gaps, short pieces between gaps dropped (count,
+    samples, s)."""
     report = data.metadata.get("preprocessing") or {}
     if not report.get("applied"):
         return {"recorded_samples": data.n_samples, "edge_samples_dropped": 0}
@@ -210,24 +197,19 @@ def preprocessing_counts(data: Dataset) -> dict[str, Any]:
          "gaps": len(r["gaps"]), "resampled": r["resampled"]}
         for r in report.get("recordings", [])
     ]  # fmt: skip
+    same = ("gaps", *keys[4:], "max_step_jitter", "resampled")
     return {
         "recorded_samples": report["n_samples_in"],
         "edge_samples_dropped": report["edge_samples_dropped"],
         "edge_trim_s": report["trim_s"],
-        "gaps": report["gaps"],
-        "short_segments_dropped": report["short_segments_dropped"],
-        "short_segment_samples_dropped": report["short_segment_samples_dropped"],
-        "short_segment_s_dropped": report["short_segment_s_dropped"],
-        "max_step_jitter": report["max_step_jitter"],
-        "resampled": report["resampled"],
+        **{key: report[key] for key in same},
         "recordings": per_recording,
     }
 
 
 def data_metrics(train: Dataset, validation: Dataset) -> dict[str, Any]:
     """metrics.json `data`: samples and durations (s) of both datasets, the data checks of
-    each recording (`checks`: see `data/checks.py`), and the acquisition figures (achieved
-    rate, dropped samples) of sources that record live (e.g. rtde)."""
+    each recording (`data/checks.py`), and the acquisition figures of live sources (rtde)."""
     metrics: dict[str, Any] = {
         "train_samples": train.n_samples,
         "validation_samples": validation.n_samples,

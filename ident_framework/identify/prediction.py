@@ -1,6 +1,5 @@
-"""Prediction and residual fusion steps: the identified physical model's torque on each
-dataset, and the residual learner trained on the identification data's residual and added to
-the physical prediction (fusion)."""
+"""Prediction and residual fusion steps: the physical model's torque on each dataset, and the
+residual learner trained on the identification residual and added to it (fusion)."""
 
 from __future__ import annotations
 
@@ -23,8 +22,8 @@ def predict_physical(
     chunk_size: int,
     kept: KeptRows | KeptFriction | None = None,
 ) -> dict[str, TorquePredictions]:
-    """The physical model's torque (Nm) on each dataset of `splits`; `kept`: regressor rows
-    the problem kept (`LinearProblem.kept_rows`), used for the dataset they are of."""
+    """The physical model's torque (Nm) on each dataset of `splits`; `kept`: what the problem
+    kept (`LinearProblem.kept_rows`), used for the dataset it is of."""
     return {
         name: TorquePredictions(predict_torque(builder, data, theta, chunk_size, kept))
         for name, data in splits.items()
@@ -38,9 +37,9 @@ def residual_inputs(
     physical: np.ndarray,
     chunk_size: int,
 ) -> ResidualInputs:
-    """The residual learner's inputs on `data`: its joint state and the physical model's
-    torque `physical` (Nm) split into gravity Y(q, 0, 0) θ (with the offset, if any), the
-    friction columns' share and the rest (inertial: M(q) ddq, rotor inertia, Coriolis)."""
+    """The residual learner's inputs on `data`: its joint state and the physical torque
+    `physical` (Nm) split into gravity Y(q, 0, 0) θ (with any offset), friction and the rest
+    (inertial)."""
     zeros = np.zeros_like(data.dq)
     at_rest = dataclasses.replace(data, dq=zeros, ddq=zeros, parallel_filter=None)
     gravity = predict_torque(builder, at_rest, theta, chunk_size)
@@ -57,8 +56,8 @@ def residual_inputs(
 
 
 def recordings(inputs: ResidualInputs, residual: np.ndarray, data: Dataset):
-    """The identification data as the recordings stacked in it (`Dataset.recording_index`;
-    pieces of one file between gaps are one recording): lists of inputs and residuals."""
+    """Lists of inputs and residuals, one per recording stacked in `data`
+    (`Dataset.recording_index`)."""
     parts = [rows for _, rows in recording_rows(data.recording_index)] or [slice(None)]
     return [inputs.select(rows) for rows in parts], [residual[rows] for rows in parts]
 
@@ -84,9 +83,8 @@ def fuse_residual(
     predictions: dict[str, TorquePredictions],
     chunk_size: int,
 ) -> dict[str, dict[str, Any]]:
-    """Train `learner` on the "train" residual (measured − physical, Nm; one entry per
-    recording stacked in it), set each prediction's fusion. Returns the learner's figures per
-    dataset (those it reports; its training report is `residual_metrics`)."""
+    """Train `learner` on the "train" residual (measured − physical, Nm, per recording), set
+    each prediction's fusion; the learner's figures per dataset (where it reports some)."""
     splits = data.splits()
     inputs = {
         name: residual_inputs(builder, data, theta, predictions[name].physical, chunk_size)
@@ -105,7 +103,6 @@ def fuse_residual(
 
 
 def residual_metrics(learner: ResidualLearner) -> dict[str, Any]:
-    """metrics.json `residual`: the trained learner's own report (e.g. its held-out
-    acceptance), when it is active and gives one."""
+    """metrics.json `residual`: the active learner's own report, when it gives one."""
     report = learner.report_ if learner.active else None
     return {} if report is None else {"residual": report}

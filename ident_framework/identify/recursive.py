@@ -7,12 +7,8 @@ rows, y (n,) its joint torques (Nm)::
     S = lam I_n + phi P phi^T,   K = P phi^T S^-1
     theta += K (y - phi theta),  P = (I - K phi) P / lam
 
-`forgetting` lam is per sample (memory 1/(1 - lam) samples: 0.999 at 500 Hz is about 2 s;
-1 is batch least squares with the ridge 1/alpha). `max_trace` bounds trace(P) by variable
-forgetting (anti-windup under poor excitation). `coef_std_` (units of theta) is
-the least-squares standard deviation with lam = 1, that of the memory window with lam < 1.
-Snapshots of theta every `checkpoint_s` s and the running a-priori RMSE (Nm) over
-`running_window_s` s feed rls_snapshots.csv and rls_running_rmse.csv.
+`forgetting` lam is per sample (memory 1/(1 - lam) samples; 1: batch least squares with the
+ridge 1/alpha). `max_trace` bounds trace(P) by variable forgetting (anti-windup).
 
 Rationale: docs/design.md#recursive-least-squares
 """
@@ -38,15 +34,10 @@ _SYMMETRISE_EVERY = 256  # updates between explicit symmetrisations of P
 
 @dataclass
 class RecursiveLeastSquaresParams(Params):
-    """Parameters of the recursion (the `rls` estimator's settings).
-
-    forgetting: lam in (0, 1], per sample; memory 1/(1 - lam) samples (1: none, = batch LS).
-    alpha: P0 = alpha I (> 0); a large alpha is a weak prior theta0 = 0.
-    warm_start_s: s of data at the start solved by batch LS (theta0 and P0 from it); 0: off.
-    max_trace: bound on trace(P) by variable forgetting (> 0); None: alpha × r.
-    checkpoint_s: s of data between two snapshots of theta (> 0).
-    running_window_s: s of data over which the running RMSE of the a-priori error is taken.
-    """
+    """forgetting: lam per sample (1: none); alpha: P0 = alpha I (large: a weak prior
+    theta0 = 0); warm_start_s: s of data at the start solved by batch LS (0: off); max_trace:
+    bound on trace(P) (None: alpha × r); checkpoint_s: s between two snapshots of theta;
+    running_window_s: s over which the running RMSE of the a-priori error is taken."""
 
     forgetting: float = param(1.0, gt=0, le=1)
     alpha: float = param(1.0e6, gt=0, note="P0 = alpha I")
@@ -58,13 +49,9 @@ class RecursiveLeastSquaresParams(Params):
 
 class RecursiveLeastSquares:
     """Recursive least squares with forgetting, whole recordings (`fit`) or online (`update`).
-
-    Attributes (current after every update): coef_ (r,) base parameters, coef_std_ (r,) their
-    standard deviations, covariance_ (r, r) the matrix P (units of theta² per Nm²),
-    n_updates_, time_ (s of the last sample), n_repairs_ (eigenvalue repairs of P; 0 in a
-    healthy run), snapshots_ (times (k,) s, thetas (k, r)), running_rmse_ (times (k,) s,
-    RMSE (k,) Nm, recorded at the checkpoints), running_rmse (the current value, Nm).
-    """
+    coef_ (r,), coef_std_ (r,), covariance_ (r, r) the matrix P, n_updates_, time_ (s),
+    n_repairs_ (eigenvalue repairs of P), snapshots_ (times (k,) s, thetas (k, r)),
+    running_rmse_ (times (k,) s, RMSE (k,) Nm) and running_rmse (Nm, current)."""
 
     def __init__(self, params: RecursiveLeastSquaresParams | None = None):
         self.params = params if params is not None else RecursiveLeastSquaresParams()
@@ -105,13 +92,11 @@ class RecursiveLeastSquares:
         self._window_pops = 0
         self._snapshot_t: list[float] = []
         self._snapshot_theta: list[np.ndarray] = []
-        self._rmse_t: list[float] = []
         self._rmse: list[float] = []
 
     def set_state(self, theta: np.ndarray, covariance: np.ndarray | float | None = None) -> None:
         """Continue from base parameters `theta` (r,) with P = `covariance` ((r, r), or a
-        scalar s for s I; None: alpha I, capped by max_trace), e.g. a prior from an earlier
-        run or, after a detected change, a covariance reset that keeps the estimate."""
+        scalar s for s I; None: alpha I), capped by max_trace."""
         theta = np.asarray(theta, dtype=float).reshape(-1)
         if self._theta is None or len(self._theta) != len(theta):
             self.reset(len(theta), self.parameter_names if self._theta is not None else None)
@@ -119,19 +104,21 @@ class RecursiveLeastSquares:
         if covariance is None:
             covariance = min(self.params.alpha, self._max_trace / r)
         p = np.asarray(covariance, dtype=float)
-        p = np.eye(r) * float(p) if p.ndim == 0 else 0.5 * (p + p.T)
+        self._theta = theta.copy()
+        self._set_p(np.eye(r) * float(p) if p.ndim == 0 else 0.5 * (p + p.T))
+
+    def _set_p(self, p: np.ndarray) -> None:
+        """P = `p` (symmetric), scaled down to trace(P) = max_trace if larger."""
         trace = float(p.trace())
         if trace > self._max_trace:
             p = p * (self._max_trace / trace)
-        self._theta = theta.copy()
         self._p = np.ascontiguousarray(p)
         self._trace = float(self._p.trace())
 
     @staticmethod
     def single_threaded() -> threadpool_limits:
         """Context manager limiting BLAS to one thread: wrap an online loop of `update` calls
-        in it (multithreaded BLAS on these small matrices is far slower on a loaded machine;
-        entering it costs ~0.3 ms, so not once per update)."""
+        in it (entering costs ~0.3 ms, so not once per update)."""
         return threadpool_limits(limits=1, user_api="blas")
 
     # ------------------------------------------------------------------ results
@@ -179,7 +166,7 @@ class RecursiveLeastSquares:
     @property
     def running_rmse_(self) -> tuple[np.ndarray, np.ndarray]:
         """(times (k,) s, running RMSE (k,) Nm) at the snapshot times."""
-        return np.array(self._rmse_t, dtype=float), np.array(self._rmse, dtype=float)
+        return np.array(self._snapshot_t, dtype=float), np.array(self._rmse, dtype=float)
 
     # ------------------------------------------------------------------ estimation
     def fit(self, problem: LinearProblem) -> RecursiveLeastSquares:
@@ -221,11 +208,9 @@ class RecursiveLeastSquares:
     def warm_start(
         self, phi: np.ndarray, y: np.ndarray, t: np.ndarray | None = None
     ) -> RecursiveLeastSquares:
-        """Replace the state by batch LS on a window of m samples: phi (m, n, r) regressor
-        rows, y (m, n) torques in Nm, t (m,) times in s (None: the assumed sample period).
-        theta0 minimises ||phi theta - y||² + ||theta||²/alpha (the prior of P0 = alpha I, a
-        negligible ridge unless the window leaves directions unexcited); P0 = (sum phi^T phi
-        + I/alpha)^-1, its covariance up to sigma². Resets the estimator if not initialised."""
+        """Replace the state by batch LS on m samples: phi (m, n, r), y (m, n) Nm, t (m,) s
+        (None: the assumed sample period). theta0 minimises ||phi theta - y||² +
+        ||theta||²/alpha; P0 = (sum phi^T phi + I/alpha)^-1."""
         phi = np.asarray(phi, dtype=float)
         if phi.ndim == 2:
             phi = phi[:, None, :]
@@ -241,12 +226,7 @@ class RecursiveLeastSquares:
         self._theta = np.linalg.solve(r_w, factor[:r, r])
         r_inv = np.linalg.solve(r_w, np.eye(r))
         p = r_inv @ r_inv.T
-        p = 0.5 * (p + p.T)
-        trace = float(p.trace())
-        if trace > self._max_trace:
-            p *= self._max_trace / trace
-        self._p = np.ascontiguousarray(p)
-        self._trace = float(self._p.trace())
+        self._set_p(0.5 * (p + p.T))
         self._v = float(factor[r, r] ** 2)
         self._w_samples = self._w2_samples = float(m)
         self._w_rows = float(m * n)
@@ -258,17 +238,14 @@ class RecursiveLeastSquares:
             t_last = float(t[-1])
             if m > 1:
                 self._dt = float((t[-1] - t[0]) / (m - 1))
-        self.time_ = t_last
-        self._next_checkpoint = t_last
+        self.time_ = self._next_checkpoint = t_last
         self._checkpoint()
         return self
 
     def update(self, phi: np.ndarray, y: np.ndarray, t: float | None = None) -> np.ndarray:
-        """One sample: phi (n, r) base regressor rows (or (r,) for one row), y (n,) measured
-        torques in Nm, t its time in s (None: previous time + the last observed step, or
-        2 ms). Returns the a-priori error y - phi theta_{k-1} (n,) in Nm; coef_ is updated.
-        For online use wrap the loop in `single_threaded()`; non-finite data raise
-        ValueError and leave the state unchanged."""
+        """One sample: phi (n, r) base regressor rows (or (r,)), y (n,) torques in Nm, t in s
+        (None: the previous time + the last step). Returns the a-priori error y - phi theta
+        (n,) in Nm; non-finite data raise ValueError and leave the state unchanged."""
         phi = np.asarray(phi, dtype=float)
         if phi.ndim == 1:
             phi = phi[None, :]
@@ -293,20 +270,18 @@ class RecursiveLeastSquares:
         eye = self._eye
         if eye.shape[0] != n:
             eye = self._eye = np.eye(n)
-        p_phi = p @ phi.T  # (r, n) = (phi P)^T, P symmetric
-        s = phi @ p_phi
-        s += lam * eye
         dpotrf, dtrtrs = _cholesky_routines()
-        chol, info = dpotrf(s, lower=1)
-        if info != 0:  # S = lam I + phi P phi^T is PD whenever P is: repair P, once
-            self._repair()
-            p = self._p
-            p_phi = p @ phi.T
+        for repaired in (False, True):
+            p_phi = p @ phi.T  # (r, n) = (phi P)^T, P symmetric
             s = phi @ p_phi
             s += lam * eye
             chol, info = dpotrf(s, lower=1)
-            if info != 0:
+            if info == 0:
+                break
+            if repaired:
                 raise FloatingPointError(f"innovation matrix not positive definite at t = {t} s")
+            self._repair()  # S = lam I + phi P phi^T is PD whenever P is: repair P, once
+            p = self._p
         error = y - phi @ theta
         g, _ = dtrtrs(chol, p_phi.T, lower=1)  # (n, r) = L^-1 phi P
         z, _ = dtrtrs(chol, error, lower=1)
@@ -358,7 +333,6 @@ class RecursiveLeastSquares:
             return
         self._snapshot_t.append(t)
         self._snapshot_theta.append(self._theta.copy())
-        self._rmse_t.append(t)
         self._rmse.append(self.running_rmse)
         step = self.params.checkpoint_s
         if self._next_checkpoint is None:
@@ -381,8 +355,7 @@ class RecursiveLeastSquares:
 
 @cache
 def _cholesky_routines() -> tuple:
-    """LAPACK's dpotrf and dtrtrs, imported on first use: validating a config that names `rls`
-    imports this module, and scipy.linalg takes 0.16 s to import (see `triangular.py`)."""
+    """LAPACK's dpotrf and dtrtrs, imported on first use (scipy.linalg takes 0.16 s)."""
     from scipy.linalg.lapack import dpotrf, dtrtrs
 
     return dpotrf, dtrtrs

@@ -1,7 +1,5 @@
-"""What an identification produces, grouped: the identified model, the data it was identified
-and validated on, its torque predictions, the metrics (metrics.json), diagnostics and the twin
-write-back. Built by `modes/pipeline.identify`; read by the run report, the plots, the closed
-loop, the rehearsal checks and `mode=predict`."""
+"""What an identification produces (`modes/pipeline.identify`): the identified model, its
+data, torque predictions, metrics (metrics.json), diagnostics and the twin write-back."""
 
 from __future__ import annotations
 
@@ -26,8 +24,7 @@ if TYPE_CHECKING:
 
 
 class StepTimer:
-    """Wall time per pipeline step, in s; each step says when it ends, with its time, when
-    stderr is not a terminal (`progress.stage_line`; on a terminal the bars say it)."""
+    """Wall time per pipeline step, in s, each reported as it ends (`progress.stage_line`)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
@@ -59,10 +56,9 @@ class TorquePredictions:
 
 @dataclass
 class IdentifiedModel:
-    """The identified model. theta: standard parameters (minimum-norm from base parameters,
-    or the estimator's own), in `builder.parameter_names` order; builder carries the fitted
-    nonlinear friction values (`friction_fit`: how they were fitted; None for a linear
-    friction model); residual: the fitted residual learner (None: no fusion stage)."""
+    """The identified model. theta: standard parameters in `builder.parameter_names` order;
+    builder carries the fitted nonlinear friction values (`friction_fit`: how; None for a
+    linear model); residual: the fitted residual learner (None: no fusion)."""
 
     robot: RobotModel
     builder: RegressorBuilder
@@ -88,10 +84,9 @@ class IdentificationData:
 
 @dataclass
 class Diagnostics:
-    """cond: of the base regressor of the identification data; truth_theta: the simulated
-    robot's true standard parameters (None for a real robot); physical_violations: the
-    physical conditions the identified links break (empty: physically valid); timing: s per
-    pipeline step."""
+    """cond: of the identification data's base regressor; truth_theta: a simulated robot's
+    true standard parameters (else None); physical_violations: the conditions the identified
+    links break; timing: s per pipeline step."""
 
     cond: float
     truth_theta: np.ndarray | None = None
@@ -101,9 +96,8 @@ class Diagnostics:
 
 @dataclass
 class TwinWriteBack:
-    """The digital twin: the robot with the identified parameters written back (None when
-    they are not physically valid), and why it was refused (each link and the condition it
-    breaks)."""
+    """The robot with the identified parameters written back (None when not physically
+    valid), and why it was refused (each link and the condition it breaks)."""
 
     model: RobotModel | None = None
     refused: list[str] = field(default_factory=list)

@@ -1,13 +1,11 @@
-"""The sufficient statistics of the least-squares identification of one recording (or one part
-of it), their merge and their file: the map and reduce of exact distributed identification.
+"""The sufficient statistics of the least-squares identification of one recording (or part),
+their merge and their file (`statistics.npz`): the map and reduce of exact distributed
+identification.
 
-Per joint j, the triangular factor R_j of the QR decomposition of [Y_j | tau_j] in the standard
-parameters ((p+1, p+1): R_jᵀR_j = [Y_j | tau_j]ᵀ[Y_j | tau_j]), the number of samples and Σ tau_j,
-Σ tau_j² (Nm, Nm²; for R² about each joint's mean). Stacking the factors of several parts and
-factoring again gives the factor of all their rows, so every quadratic fit (the base parameters,
-LS, WLS, the physically consistent LMI) and the training RMSE and R² come out as from one pass
-over all samples; only estimators that re-stream the samples (RLS) and nonlinear friction fits
-need the data. The file (`statistics.npz`) is a few hundred kB whatever the number of samples.
+Per joint j, the triangular factor R_j of [Y_j | tau_j] in the standard parameters
+((p+1, p+1): R_jᵀR_j = [Y_j | tau_j]ᵀ[Y_j | tau_j]), the number of samples and Σ tau_j, Σ tau_j²
+(Nm, Nm²). Stacking the factors of several parts and factoring again gives the factor of all
+their rows, so every quadratic fit and the training RMSE and R² are as from one pass.
 """
 
 from __future__ import annotations
@@ -37,11 +35,10 @@ COMPATIBILITY_KEYS = ("robot", "joint_names", "parameter_names", "friction", "re
 
 @dataclass
 class SufficientStatistics:
-    """r_factors: (n, p+1, p+1) per-joint factors of [Y_j | tau_j] with the low-passed torque
-    (what estimation fits); n_samples; tau_sum, tau_square_sum: (n,) Σ tau (Nm) and Σ tau²
-    (Nm²) per joint; info: what produced them (the COMPATIBILITY_KEYS, and per part its
-    source, part index, rows and times); recorded_*: the same three of the torque as recorded
-    (what the fit is scored against; None: the data were never filtered, tau is as recorded)."""
+    """r_factors: (n, p+1, p+1) per-joint factors of [Y_j | tau_j] with the low-passed torque;
+    n_samples; tau_sum, tau_square_sum: (n,) Σ tau (Nm) and Σ tau² (Nm²) per joint; info: what
+    produced them (COMPATIBILITY_KEYS, and per part its source, index, rows and times);
+    recorded_*: the same three of the torque as recorded (None: tau is as recorded)."""
 
     r_factors: np.ndarray
     n_samples: int
@@ -94,10 +91,9 @@ class SufficientStatistics:
             ) from None
 
     def fit(self, theta: np.ndarray, filtered: bool = False) -> dict[str, Any]:
-        """The training fit of standard parameters `theta` from the statistics alone, against
-        the torque as recorded (`filtered`: against the low-passed torque): RMSE (Nm) and R²
-        pooled and per joint, as `identify.metrics.torque_metrics` computes them from the
-        samples (SSE_j = |R_j [theta; -1]|², SST_j = Σ tau² - (Σ tau)² / N)."""
+        """The training fit of standard parameters `theta` against the torque as recorded
+        (`filtered`: the low-passed one), as `metrics.torque_metrics` computes it from the
+        samples: SSE_j = |R_j [theta; -1]|², SST_j = Σ tau² - (Σ tau)² / N."""
         recorded = not filtered and self.recorded_factors is not None
         factors = self.recorded_factors if recorded else self.r_factors
         tau_sum = self.recorded_tau_sum if recorded else self.tau_sum
@@ -117,9 +113,8 @@ class SufficientStatistics:
 
 
 def statistics_of(builder, data, chunk_size: int, info: dict[str, Any]) -> SufficientStatistics:
-    """The statistics of a preprocessed dataset (`data.ddq` set) for the regressor of
-    `builder` (linear friction models only), streamed in chunks of `chunk_size` samples; a
-    second pass factors the torque as recorded (what metrics score) when it differs."""
+    """The statistics of a preprocessed dataset for `builder`'s regressor (linear friction
+    models only); a second pass factors the torque as recorded when it differs."""
     friction = recording_friction(builder, data)
 
     def factored(torque: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
@@ -139,9 +134,8 @@ def statistics_of(builder, data, chunk_size: int, info: dict[str, Any]) -> Suffi
 
 
 def merge(parts: list[SufficientStatistics], names: list[str]) -> SufficientStatistics:
-    """The statistics of all rows of `parts` (their per-joint factors stacked and factored
-    again); UserError naming the file (`names`) when parts disagree on robot, parameters,
-    friction, regressor or preprocessing, or when a part is missing or given twice."""
+    """The statistics of all rows of `parts`; UserError naming the file (`names`) when parts
+    disagree on a COMPATIBILITY_KEYS entry, or a part is missing or given twice."""
     if not parts:
         raise UserError("No statistics to combine: give the factor jobs' outputs.")
     first = parts[0].info
@@ -154,29 +148,21 @@ def merge(parts: list[SufficientStatistics], names: list[str]) -> SufficientStat
                     "share robot, friction model, regressor and preprocessing settings."
                 )
     _check_parts([p.info for p in parts], names)
-    factors = np.stack(
-        [stack_factors([p.r_factors[j] for p in parts]) for j in range(parts[0].r_factors.shape[0])]
-    )
     info = {key: first.get(key) for key in COMPATIBILITY_KEYS}
     info["parts"] = [p.info.get("part") for p in parts]
+
+    def merged(factors: str, tau_sum: str, square_sum: str) -> tuple[np.ndarray, ...]:
+        stacks = [getattr(p, factors) for p in parts]
+        joints = [stack_factors([f[j] for f in stacks]) for j in range(stacks[0].shape[0])]
+        sums = [np.sum([getattr(p, name) for p in parts], axis=0) for name in (tau_sum, square_sum)]
+        return np.stack(joints), *sums
+
+    factors, tau_sum, square_sum = merged("r_factors", "tau_sum", "tau_square_sum")
     recorded: tuple[np.ndarray | None, ...] = (None, None, None)
     if all(p.recorded_factors is not None for p in parts):
-        n_joints = parts[0].recorded_factors.shape[0]
-        recorded = (
-            np.stack(
-                [stack_factors([p.recorded_factors[j] for p in parts]) for j in range(n_joints)]
-            ),
-            np.sum([p.recorded_tau_sum for p in parts], axis=0),
-            np.sum([p.recorded_tau_square_sum for p in parts], axis=0),
-        )
-    return SufficientStatistics(
-        factors,
-        sum(p.n_samples for p in parts),
-        np.sum([p.tau_sum for p in parts], axis=0),
-        np.sum([p.tau_square_sum for p in parts], axis=0),
-        info,
-        *recorded,
-    )
+        recorded = merged(*RECORDED)
+    n_samples = sum(p.n_samples for p in parts)
+    return SufficientStatistics(factors, n_samples, tau_sum, square_sum, info, *recorded)
 
 
 def _check_parts(infos: list[dict[str, Any]], names: list[str]) -> None:

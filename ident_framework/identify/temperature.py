@@ -1,12 +1,9 @@
 """Whether the friction gets its temperature term, and at which reference temperature.
 
-`friction.temperature` of `coulomb_viscous` (see its module doc): `off` never; `on` always
-(the identification and validation data must record joint temperatures, °C); `auto` off when
-the identification data record none (or the validation data, when they are another
-recording), else chosen by `tuning=cv` (the tuning tries it on and off), else on. The
-reference T_ref (`friction.reference_temperature`, °C per joint) is fixed here, before any
-fold or estimate: the configured value, else the identification data's mean per joint,
-rounded to 0.01 °C. fv and fc are then the friction at T_ref, the twin is written at T_ref.
+`friction.temperature` (`coulomb_viscous`): `off`; `on` (the data must record joint
+temperatures, °C); `auto`: off when a dataset records none, else chosen by `tuning=cv`, else
+on. T_ref (`friction.reference_temperature`, °C per joint) is fixed here, before any fold or
+estimate: the configured value, else the identification data's mean, rounded to 0.01 °C.
 """
 
 from __future__ import annotations
@@ -17,12 +14,6 @@ from ident_framework.config.run_config import RunConfig
 from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
 from ident_framework.identify.tuning.selection import apply_chosen
-
-
-def temperature_mode(config: RunConfig) -> str | None:
-    """The configured `friction.temperature` (auto | on | off), None when the friction
-    plugin has no temperature term."""
-    return getattr(config.plugins["friction"].params, "temperature", None)
 
 
 def with_temperature(config: RunConfig, mode: str, reference: list[float] | None) -> RunConfig:
@@ -39,9 +30,8 @@ def resolve_temperature(
     tuned: bool,
 ) -> RunConfig:
     """`config` with the temperature term decided (on / off, or auto left to the tuning when
-    `tuned`) and its reference temperature fixed (see the module doc). UserError when
-    friction.temperature=on and a recording has no joint temperatures."""
-    mode = temperature_mode(config)
+    `tuned`) and T_ref fixed. UserError when it is on and a recording has no temperatures."""
+    mode = getattr(config.plugins["friction"].params, "temperature", None)
     if mode is None or mode == "off":
         return config
     lacking = [

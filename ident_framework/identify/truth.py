@@ -41,9 +41,8 @@ def true_friction(
 def at_reference_temperature(
     physical: dict[str, Any], thermal: dict[str, Any], model: Any
 ) -> dict[str, Any]:
-    """The true fv, fc of a simulated robot whose friction scales by (1 - k (T - T0)) (its
-    `truth["temperature"]`) at the model's reference T_ref, and fv_T, fc_T = -k fv, -k fc
-    (the friction at T0) per kelvin."""
+    """The true fv, fc at the model's T_ref of a simulated robot whose friction scales by
+    (1 - k (T - T0)), and fv_T, fc_T = -k fv, -k fc (at T0) per kelvin."""
     k, t0 = float(thermal["coefficient_per_k"]), float(thermal["reference_c"])
     n = len(np.atleast_1d(physical.get("fc", physical.get("fv", [0.0]))))
     reference = np.broadcast_to(np.asarray(model.reference_temperature, dtype=float), (n,))
@@ -59,9 +58,8 @@ def at_reference_temperature(
 def true_standard_parameters(
     builder: RegressorBuilder, truth: dict[str, Any] | None
 ) -> np.ndarray | None:
-    """Standard parameter vector of the simulated robot for this regressor, or None without a
-    truth. Friction parameters the simulator does not have are zero (so the reference is the
-    truth seen through the same friction model); see `true_builder` for nonlinear ones."""
+    """Standard parameter vector of the simulated robot for this regressor (None without a
+    truth); friction parameters the simulator does not have are zero."""
     if not truth:
         return None
     linear, _ = true_friction(builder, truth)
@@ -85,10 +83,9 @@ def truth_metrics(
     chunk_size: int,
     slow_per_joint: bool = False,
 ) -> tuple[np.ndarray | None, dict[str, Any] | None]:
-    """Truth comparison step: (true standard parameters, metrics.json `truth`) of a simulated
-    robot, (None, None) for a real one. The validation RMSE (Nm) and R² the true parameters
-    reach, and the ratio of the identified model's RMSE `identified_rmse` to it; with
-    `slow_per_joint` also the true parameters' RMSE per joint where the joints move slowly."""
+    """(true standard parameters, metrics.json `truth`) of a simulated robot, (None, None)
+    for a real one: the validation RMSE (Nm) and R² of the true parameters, the ratio of
+    `identified_rmse` to it, and (`slow_per_joint`) their slow-motion RMSE per joint."""
     truth_theta = true_standard_parameters(builder, truth)
     if truth_theta is None:
         return None, None
@@ -103,9 +100,11 @@ def truth_metrics(
         "rmse_ratio_identified_to_true": identified_rmse / true_rmse["rmse"],
     }
     if slow_per_joint:
-        speed_limits = builder.robot.limits.velocity
         metrics["validation_slow_rmse_per_joint_true_parameters"] = slow_motion_metrics(
-            validation.measured_torque, true_prediction, validation.dq, speed_limits
+            validation.measured_torque,
+            true_prediction,
+            validation.dq,
+            builder.robot.limits.velocity,
         )["rmse_per_joint"]
     return truth_theta, metrics
 
@@ -120,8 +119,7 @@ def friction_comparison(
     builder: RegressorBuilder, theta: np.ndarray, truth: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Identified friction per joint by physical name (fc Nm, v_s rad/s, ...) and, for a
-    simulated robot, the true values of the names its true friction has, with the relative
-    error in % (null where the true value is 0)."""
+    simulated robot, the true values and the relative error in % (null where the truth is 0)."""
     identified = friction_terms.physical_parameters(
         builder.friction, friction_values(builder, theta), builder.nonlinear
     )

@@ -1,12 +1,10 @@
 """Per fold, the triangular factor of every candidate column at once.
 
-For one preprocessing of the identification data the rows are streamed once through the
-regressor into one QR factor per cell (`folds.FoldPlan.cells`; a row, one joint's equation at
-one sample, goes to that joint's cell). The columns: the rigid-body ones, each joint's
-candidates (every friction shape, rotor inertia, offset), then the low-passed torque (what the
-estimator fits) and the torque as recorded (what held-out error is scored against), Nm. A fold
-(`folds.FoldLayout`) is a union of cells; a candidate's factor over any folds is the QR of the
-stacked column slices (`cross_validation.py`), never refactored from the data.
+For one preprocessing the rows (one joint's equation at one sample) are streamed once through
+the regressor into one QR factor per cell (`folds.FoldPlan.cells`). Columns: the rigid-body
+ones, each joint's candidates (friction shapes, rotor inertia, offset), the low-passed torque
+and the torque as recorded (Nm). A candidate's factor over any folds is the QR of the stacked
+column slices, never refactored from the data.
 
 Rationale: docs/design.md#tuning-by-cross-validation
 """
@@ -27,32 +25,23 @@ from ident_framework.parallel_work import forked_map
 from ident_framework.triangular import one_blas_thread, stacked_r
 
 CHUNK = 2000  # rows per regressor call
-# the joints' factors are computed in this many groups, side by side on forked workers when
-# the cores are free, else one after the other: a fixed count, not the worker count, so that
-# the columns are filtered in the same batches (and round alike) on any number of cores
-JOINT_GROUPS = 2
+JOINT_GROUPS = 2  # the joints' factors, in groups (fixed: same rounding on any core count)
 
 
 @dataclass(frozen=True)
 class OwnColumns:
-    """A joint's own candidate columns: `names` (per joint, e.g. "fv", "fc[tanh 0.003]",
-    "Ia", "offset") and `values(data, rows, joints=None)` -> (len(rows), n, len(names)) at
-    those rows of a preprocessed dataset (`joints`, a mask (n,): only those joints' values
-    are needed, the others may be zero); `shared`: columns whose parameter is shared by
-    several joints' rows (a coupled motor's, `model/coupling.py`), `shared_values(data,
-    rows)` -> (len(rows), n, len(shared)); `load`: the indices (into `names`) of columns given
-    per Nm of load, which are multiplied by |tau_load| of their row, the nominal robot
-    model's rigid-body + rotor torque (`RegressorBuilder.load_torque`: the load-dependent
-    friction's columns)."""
+    """A joint's own candidate columns: `names` (e.g. "fv", "fc[tanh 0.003]", "Ia", "offset")
+    and `values(data, rows, joints=None)` -> (len(rows), n, len(names)) (`joints`: a mask of
+    the joints needed); `shared`: columns shared by several joints' rows (a coupled motor's),
+    `shared_values(data, rows)` -> (len(rows), n, len(shared)); `load`: indices of columns
+    given per Nm of load, multiplied by the nominal model's |tau_load| of their row."""
 
     names: tuple[str, ...]
     values: Callable[..., np.ndarray]
     shared: tuple[str, ...] = ()
     shared_values: Callable[[Dataset, np.ndarray], np.ndarray] | None = None
     load: tuple[int, ...] = ()
-    # per joint, the indices (into `names`) of the columns a candidate may use on its rows
-    # (None: all): a space that scores one candidate factors only those (the others' parameters
-    # are in no candidate it scores; their columns in the factor are zero)
+    # per joint, the indices (into `names`) of the columns its factor holds (None: all)
     active: tuple[tuple[int, ...], ...] | None = None
 
     def used(self, joint: int) -> np.ndarray:
@@ -68,11 +57,9 @@ class OwnColumns:
 @dataclass
 class FoldFactors:
     """Per cell c: `merged[c]` (P, P) factor of [inertial | own columns of every joint |
-    tau_filtered | tau_recorded] over the cell's rows, all joints; `per_joint[c][j]` the same
-    for joint j's rows only; `counts[c, j]` joint j's rows in cell c. Column layout: 10 n
-    inertial, then joint j's own columns at 10 n + j e + i, then the shared columns
-    (`OwnColumns.shared`), then the two torque columns. `layout`: the folds over the cells
-    (None: each cell is a fold)."""
+    shared | tau_filtered | tau_recorded] over the cell's rows; `per_joint[c][j]` the same for
+    joint j's rows; `counts[c, j]` joint j's rows in cell c. Joint j's own column i is at
+    10 n + j e + i. `layout`: the folds over the cells (None: each cell is a fold)."""
 
     merged: list[np.ndarray]
     per_joint: list[list[np.ndarray]]
@@ -116,9 +103,7 @@ class FoldFactors:
     @cached_property
     def training(self) -> list[np.ndarray]:
         """Per fold of `folds`, the factor of its training rows over every column: the merge
-        of its partition's other row groups (`groups`). A candidate's training factor is the
-        QR of its columns' slice of this one (exact: R of A[:, S] is R of R_A[:, S]), one
-        small QR per fold instead of a merge of every group."""
+        of its partition's other row groups (`groups`)."""
         layout = self.folds
         groups = self.groups if self.grouped else [list(enumerate(self.merged))]
         with one_blas_thread():
@@ -171,11 +156,9 @@ def fold_factors(
     layout: FoldLayout | None = None,
 ) -> FoldFactors:
     """The factors of every cell (`n_folds` of them) over the preprocessed recordings, every
-    stride-th sample of those in a cell so that at most about `max_samples` samples are used
-    in all. `spaces`: the joints' structural row spaces (`linear_problem.joint_row_spaces`);
-    `layout`: the folds over the cells (None: each cell is a fold). The rigid-body rows are
-    computed once; a joint's rows need only its own columns besides them: the joints are
-    factored in `JOINT_GROUPS` groups."""
+    stride-th sample in a cell so that at most about `max_samples` are used. `spaces`: the
+    joints' row spaces (`linear_problem.joint_row_spaces`); `layout`: the folds over the cells
+    (None: each cell is a fold)."""
     n = builder.robot.n_joints
     e = len(own.names)
     groups = _balanced([spaces[j].shape[1] + e for j in range(n)], JOINT_GROUPS)
@@ -213,19 +196,6 @@ def _balanced(costs: list[int], groups: int) -> list[tuple[int, ...]]:
     return [tuple(sorted(m)) for m in members]
 
 
-@dataclass(frozen=True)
-class _RigidRows:
-    """The rows one recording gives the factors: `kept` (M,) its samples used, in time order
-    (a chunk's rows are added cell by cell: the QR factor of a cell does not depend on its
-    rows' order); per joint j, `joint[j]` (M, r_j)
-    its rigid-body rows in its structural row space; `load` (M, n) |tau_load| Nm of the
-    nominal model (the load-dependent friction's columns), or None."""
-
-    kept: np.ndarray
-    joint: list[np.ndarray]
-    load: np.ndarray | None
-
-
 def _rigid_rows(
     builder: RegressorBuilder,
     recording: FoldRows,
@@ -233,9 +203,10 @@ def _rigid_rows(
     spaces: list[np.ndarray],
     stride: int,
     load: bool,
-) -> _RigidRows:
-    """Every stride-th sample in a cell of `recording` and its rigid-body rows (`_RigidRows`),
-    computed CHUNK samples at a time."""
+) -> tuple[np.ndarray, list[np.ndarray], np.ndarray | None]:
+    """(kept (M,): every stride-th sample in a cell of `recording`, in time order; per joint j
+    its rigid-body rows (M, r_j) in its row space; the nominal model's |tau_load| (M, n) Nm, or
+    None)."""
     n = builder.robot.n_joints
     blocks = [builder.subtree_block(j) for j in range(n)]
     kept = np.flatnonzero(labels[:, 0] >= 0)[::stride]
@@ -249,13 +220,13 @@ def _rigid_rows(
             joint[j][start : start + len(rows)] = rigid[:, j, blocks[j]] @ spaces[j]
         if loads is not None:
             loads[start : start + len(rows)] = np.abs(builder.load_torque(rigid, data.ddq[rows]))
-    return _RigidRows(kept, joint, loads)
+    return kept, joint, loads
 
 
 def _joint_factors(
     builder: RegressorBuilder,
     recordings: list[FoldRows],
-    rigid: list[_RigidRows],
+    rigid: list[tuple[np.ndarray, list[np.ndarray], np.ndarray | None]],
     n_folds: int,
     own: OwnColumns,
     spaces: list[np.ndarray],
@@ -278,8 +249,8 @@ def _joint_factors(
     }
     counts = np.zeros((n_folds, n), dtype=int)
     with one_blas_thread():
-        for recording, rows_of in zip(recordings, rigid, strict=True):
-            kept, labels = rows_of.kept, _per_joint(recording.labels, n)
+        for recording, (kept, rigid_rows, loads) in zip(recordings, rigid, strict=True):
+            labels = _per_joint(recording.labels, n)
             for j in joints:
                 counts[:, j] += np.bincount(labels[kept, j], minlength=n_folds)
             own_values = own.values(recording.data, kept, wanted)
@@ -287,7 +258,7 @@ def _joint_factors(
                 shared = own.shared_values(recording.data, kept)
                 own_values = np.concatenate([own_values, shared], axis=-1)
             if own.load:
-                own_values[:, :, list(own.load)] *= rows_of.load[:, :, None]
+                own_values[:, :, list(own.load)] *= loads[:, :, None]
             data = recording.data
             for start in range(0, len(kept), CHUNK):
                 rows = kept[start : start + CHUNK]
@@ -299,7 +270,7 @@ def _joint_factors(
                     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
                         mine = order[lo:hi]
                         accumulators[j][cell[mine[0]]].add_blocks(
-                            rows_of.joint[j][start + mine],
+                            rigid_rows[j][start + mine],
                             own_part[mine, j][:, taken[j]],
                             data.tau[rows[mine], j],
                             recording.tau_recorded[rows[mine], j],

@@ -28,7 +28,7 @@ from ident_framework.identify.tuning.block_factors import (
     fold_factors,
 )
 from ident_framework.identify.tuning.excerpts import Excerpt, halo_s, plan_excerpts
-from ident_framework.identify.tuning.folds import FoldLayout, FoldPlan
+from ident_framework.identify.tuning.folds import FoldPlan
 from ident_framework.identify.tuning.search import (
     Candidate,
     ColumnSpace,
@@ -41,17 +41,15 @@ from ident_framework.parallel_work import forked_imap
 
 
 def load_columns(config: RunConfig) -> tuple[bool, bool]:
-    """(the fold factors hold the load-dependent columns, the term is a candidate): columns
-    when friction.load_dependent is on, or auto (left to the tuning by
-    `identify/load_friction.py`: then a candidate)."""
+    """(the fold factors hold the load-dependent columns: friction.load_dependent on or auto,
+    the term is a candidate: auto)."""
     mode = getattr(config.plugins["friction"].params, "load_dependent", None)
     return mode in ("auto", "on"), mode == "auto"
 
 
 class ColumnSpaces:
-    """The column space (fold factors) of each preprocessing candidate: one preprocessing of
-    every recording and one regressor pass each, all candidates at once on forked workers
-    (`build`), or one when first asked for (`get`)."""
+    """The column space (fold factors) of each preprocessing candidate: all at once on forked
+    workers (`build`), or one when first asked for (`get`)."""
 
     def __init__(self, config, robot, builder, recordings, plan, friction, start, checked) -> None:
         self.config, self.robot, self.builder = config, robot, builder
@@ -82,8 +80,7 @@ class ColumnSpaces:
     @property
     def costly_columns(self) -> bool:
         """Every candidate friction column costs a filter pass over the whole recording
-        (parallel friction columns, `preprocessing.friction_columns`), not just the rows the
-        cross-validation uses: build spaces that score one candidate with its columns only."""
+        (parallel friction columns): build spaces that score one candidate alone."""
         return self.coulomb and bool(self.builder.parallel_friction)
 
     def own(self, lead: tuple[float, ...], only: Candidate | None = None) -> OwnColumns:
@@ -110,10 +107,9 @@ class ColumnSpaces:
         leads: list[tuple[float, ...]],
         only: Candidate | None = None,
     ) -> Iterator[ColumnSpace]:
-        """The space of each preprocessing candidate with each acceleration lead (distinct,
-        none built yet), in order, each as soon as it is built: side by side on forked
-        workers (`parallel_work.py`). `only`: spaces that hold that candidate's columns only
-        (to score it; `get` builds a whole space when one is needed)."""
+        """The space of each preprocessing candidate with each acceleration lead (none built
+        yet), in order as each is built on forked workers. `only`: spaces that hold that
+        candidate's columns only."""
         keys = [(c, lead, only) for c in candidates for lead in leads]
         if any(resamples_any(r, self.config.preprocessing) for r in self.recordings):
             preload_cubic_spline()  # here once, not in every worker (jittery logs)
@@ -174,45 +170,32 @@ class ColumnSpaces:
         lead: tuple[float, ...],
         only: Candidate | None = None,
     ) -> ColumnSpace:
-        own = self.own(lead, only)
+        own, settings, n = self.own(lead, only), self.config.tuning, self.robot.n_joints
+        shapes = None  # the factors with the folds of the shape stages (None: the same folds)
+        if self.coulomb and set(settings.shape_partitions) != set(settings.partitions):
+            shapes = FoldFactors(*parts, n, own, self.plan.layout(tuple(settings.shape_partitions)))
         return ColumnSpace(
-            FoldFactors(*parts, self.robot.n_joints, own, self._layout()),
+            FoldFactors(*parts, n, own, self.plan.layout(tuple(settings.partitions))),
             self.robot.inertial_parameters(),
             self.robot.armature(),
             self.coulomb,
             tuple(self.builder.friction.parameter_names),
             self.toggle,
             self.load_toggle,
-            self._shape_factors(parts, own),
+            shapes,
         )
-
-    def _layout(self, shapes: bool = False) -> FoldLayout:
-        settings = self.config.tuning
-        return self.plan.layout(tuple(settings.shape_partitions if shapes else settings.partitions))
-
-    def _shape_factors(
-        self, parts: tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray], own: OwnColumns
-    ) -> FoldFactors | None:
-        """The factors with the folds of the shape stages, None when they are the same."""
-        settings = self.config.tuning
-        if not self.coulomb or set(settings.shape_partitions) == set(settings.partitions):
-            return None
-        layout = self._layout(shapes=True)
-        return FoldFactors(*parts, self.robot.n_joints, own, layout)
 
 
 def _fold_rows(
     recording: Dataset, params: Any, plan: FoldPlan, index: int, trusted: np.ndarray | None
 ) -> FoldRows:
     """A recording preprocessed with `params`, the recorded torque at its rows, the cell of
-    each joint's row (`FoldPlan.cells`; -1, no cell, for the rows the data checks do not
-    trust: `trusted` over the raw rows)."""
+    each joint's row (`FoldPlan.cells`; -1 where the data checks do not trust the raw rows)."""
     data = preprocess(recording, params)
-    recorded = data.recorded.tau  # preprocessing keeps recorded rows: their torque as recorded
     labels = plan.cells(index, data.timestamp, recording.q.shape[1])
     if trusted is not None and not trusted.all():
         labels[~trusted_at(recording, trusted, data.timestamp)] = -1
-    return FoldRows(data, recorded, labels)
+    return FoldRows(data, data.recorded.tau, labels)
 
 
 def _excerpt_rows(
@@ -282,11 +265,8 @@ def _velocity_column(
 
 
 class _LastBasis:
-    """Friction basis columns of the candidate models: the basis of the last model, velocity
-    and joints asked for is kept, so that two columns of one model asked for one after the
-    other (a Stribeck shape's fc and fs) cost one evaluation. `separable`: each joint's
-    columns depend on its own velocity only and the models' settings are one value for every
-    joint, so that the joints asked for can be computed alone."""
+    """Friction basis columns of the candidate models, the last basis kept (a Stribeck shape's
+    fc and fs: one evaluation). `separable`: the joints asked for can be computed alone."""
 
     def __init__(self, separable: bool) -> None:
         self.separable = separable
@@ -430,17 +410,10 @@ def _own_columns(
     lead: tuple[float, ...] = (),
     own_shape_only: bool = False,
 ) -> OwnColumns:
-    """Every joint's own candidate columns: friction shapes (and, `friction[1]`, their
-    temperature columns: each times T - T_ref; `load`, each Coulomb shape's load column: times
-    |tau_load| of the nominal model, `OwnColumns.load`), rotor inertia, offset; and the coupled
-    motors' columns (`robot.coupled_joints`: shared by two joints' rows, always in the model,
-    with the configured friction shape and rotor-inertia option). `lead`: the Coulomb shapes'
-    acceleration lead, s per joint (empty: none). With parallel friction columns
-    (`preprocessing.friction_columns`) every friction column is computed from the unfiltered
-    velocity and low-passed like the torque, as the final fit computes it; with
-    `own_shape_only` (a space that scores `start` alone) only for the joints whose shape
-    `start` makes it (the other joints' values of that column are zero: they never use it).
-    """
+    """Every joint's own candidate columns: friction shapes (with `friction[1]` their
+    temperature columns, with `load` their load columns), rotor inertia, offset; and the
+    coupled motors' shared columns. `lead`: the shapes' acceleration lead, s per joint.
+    `own_shape_only`: a column only for the joints whose shape in `start` uses it."""
     coulomb, thermal = friction
     if coulomb:
         names, friction_values = _coulomb_friction_values(

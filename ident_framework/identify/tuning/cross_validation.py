@@ -1,18 +1,16 @@
 """Held-out error of one candidate (a column set and regularisers) from the folds' factors.
 
-For fold k: the training factor of the candidate's columns S is the QR of the slice
-`T_k[:, S + tau_filtered]` of the other cells' merged factor (`FoldFactors.training`); the base
-parameters are those of all folds together; the estimate is the spectral solve of
-`triangular.py` (least squares, ridge toward the nominal parameters, truncated SVD); the
-held-out sum of squares (Nm²) is `|R_k[:, S + tau_recorded] [theta; -1]|²`, against the torque
-as recorded. With a time and a kind partition the CV error (Nm) is the root of the mean of the two
-partitions' mean squares; each fold's RMSE is kept for `rules.py`.
+For fold k the training factor of the candidate's columns S is the QR of the slice
+`T_k[:, S + tau_filtered]` of `FoldFactors.training`; the base parameters are those of all folds;
+the held-out sum of squares (Nm²) is `|R_k[:, S + tau_recorded] [theta; -1]|²`. The CV error
+(Nm) is the root of the mean of the partitions' mean squares.
 
 Rationale: docs/design.md#tuning-by-cross-validation
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,9 +26,8 @@ PLAIN: Regulariser = (0.0, 0.0)
 
 @dataclass(frozen=True)
 class HeldOut:
-    """CV figures of one candidate and regulariser: RMSE (Nm) over every held-out sample and
-    joint (pooled per partition, the partitions' mean squares averaged), per-joint RMSE (None
-    unless asked for), rank of the base regressor, each fold's RMSE (Nm; NaN: an empty fold)."""
+    """CV figures of one candidate and regulariser: RMSE (Nm), per-joint RMSE (None unless
+    asked for), rank of the base regressor, each fold's RMSE (Nm; NaN: an empty fold)."""
 
     rmse: float
     rmse_per_joint: np.ndarray | None
@@ -54,39 +51,58 @@ def cross_validate(
 ) -> list[HeldOut]:
     """CV figures of the columns `columns` (indices into the factors' layout) with each
     regulariser; `nominal` (len(columns),) the prior values of those columns."""
+
+    def fold_thetas(k: int, base: BaseParameters, projected: np.ndarray, n_train: int):
+        r, prior = base.rank, base.basis.T @ nominal
+        train = stacked_r([projected])
+        r_w, rhs = train[:r, :r], train[:r, r]
+        for i, (ridge, truncate) in enumerate(regularisers):
+            if ridge == 0.0 and truncate == 0.0:
+                beta = _least_squares(r_w, rhs, prior)
+            else:
+                beta = spectral_solve(r_w, rhs, prior, ridge, truncate)[0]
+            yield i, np.append(base.basis @ beta, -1.0)
+
+    return _cross_validate(factors, columns, tolerance, len(regularisers), per_joint, fold_thetas)
+
+
+def _cross_validate(
+    factors: FoldFactors,
+    columns: np.ndarray,
+    tolerance: float,
+    n_options: int,
+    per_joint: bool,
+    fold_thetas: Callable[..., Iterator[tuple[int, np.ndarray | None]]],
+) -> list[HeldOut]:
+    """HeldOut per option; `fold_thetas(k, base, projected, n_train)` gives fold k's option
+    index and [theta; -1] (None: no candidate there) from its projected training factor."""
     layout = factors.folds
-    n_folds = len(layout.cells)
     test_columns = np.append(columns, factors.tau_recorded)
-    sse = np.zeros((len(regularisers), n_folds))
-    sse_joint = np.zeros((len(regularisers), n_folds, factors.n_joints))
+    sse = np.zeros((n_options, len(layout.cells)))
+    sse_joint = np.zeros((n_options, len(layout.cells), factors.n_joints))
     rows = np.array([factors.counts[list(cells)].sum(axis=0) for cells in layout.cells])
     with one_blas_thread():
         base = base_of(factors, columns, tolerance)
-        basis, r = base.basis, base.rank
-        prior = basis.T @ nominal
         for k, held_cells in enumerate(layout.cells):
             if rows[k].sum() == 0:
                 continue
-            train = stacked_r([_project(factors.training[k], factors, columns, basis)])
-            r_w, rhs = train[:r, :r], train[:r, r]
+            projected = _project(factors.training[k], factors, columns, base.basis)
+            n_train = int(factors.counts.sum() - rows[k].sum())  # every other cell trains
             held = [factors.merged[c][:, test_columns] for c in held_cells]
-            for i, (ridge, truncate) in enumerate(regularisers):
-                if ridge == 0.0 and truncate == 0.0:
-                    beta = _least_squares(r_w, rhs, prior)
-                else:
-                    beta = spectral_solve(r_w, rhs, prior, ridge, truncate)[0]
-                theta = np.append(basis @ beta, -1.0)
-                sse[i, k] = _held_out_sse(held, theta)
+            for i, augmented in fold_thetas(k, base, projected, n_train):
+                if augmented is None:  # a degenerate fold: this option is no candidate
+                    sse[i, k] = np.inf
+                    continue
+                sse[i, k] = _held_out_sse(held, augmented)
                 if per_joint:
                     sse_joint[i, k] = _held_out_sse_per_joint(
-                        factors, held_cells, test_columns, theta
+                        factors, held_cells, test_columns, augmented
                     )
     return _figures(layout, rows, sse, sse_joint if per_joint else None, base.rank)
 
 
 def base_of(factors: FoldFactors, columns: np.ndarray, tolerance: float) -> BaseParameters:
-    """The base parameters of the columns over all folds (structural: the same for every
-    fold), from the factor of every row (exact: R of A[:, S] is R of R_A[:, S])."""
+    """The base parameters of the columns over all folds, from the factor of every row."""
     total = stacked_r([factors.whole[:, columns]])
     return BaseParameters.from_r_factor(total, [str(c) for c in columns], tolerance)
 
@@ -99,8 +115,7 @@ def _project(
 
 
 def _held_out_sse(held: list[np.ndarray], augmented: np.ndarray) -> float:
-    """Sum of squares (Nm²) of the held-out cells' factors `held` (columns S + tau_recorded)
-    at [theta; -1]."""
+    """Sum of squares (Nm²) of the held-out cells' factors `held` at [theta; -1]."""
     return sum(float(np.sum((h @ augmented) ** 2)) for h in held)
 
 
@@ -116,8 +131,8 @@ def _held_out_sse_per_joint(
 
 
 def _least_squares(r_w: np.ndarray, rhs: np.ndarray, prior: np.ndarray) -> np.ndarray:
-    """The least-squares solve of a fold; a fold whose training rows leave a base direction
-    unexcited (a short recording cut into blocks) keeps the prior there (pseudo-inverse)."""
+    """The least-squares solve of a fold; where its rows leave a base direction unexcited, the
+    prior (pseudo-inverse)."""
     try:
         return solve_upper(r_w, rhs)
     except np.linalg.LinAlgError:
@@ -128,8 +143,7 @@ def _figures(
     layout, rows: np.ndarray, sse: np.ndarray, sse_joint: np.ndarray | None, rank: int
 ) -> list[HeldOut]:
     """HeldOut per option from the folds' sums of squares `sse` (options, folds) (and per
-    joint, (options, folds, n)) and held-out rows `rows` (folds, n): each partition's mean
-    square, averaged over the partitions."""
+    joint, (options, folds, n)) and held-out rows `rows` (folds, n)."""
     partition = np.asarray(layout.partition)
     parts = range(layout.n_partitions)
     count = rows.sum(axis=1)
@@ -165,45 +179,23 @@ def cross_validate_geometric(
     tolerance: float,
     per_joint: bool = False,
 ) -> list[HeldOut]:
-    """CV figures of the columns `columns` (the first 10 n the links' inertial parameters)
-    estimated by the log-det prior toward `nominal` (`identify/geometric_prior.py`) with each
-    of `weights`; `signed` (len(columns),) marks the parameters kept > 0. The folds are those
-    of `cross_validate`; each fold's data term is χ² in units of its own training rows'
-    least-squares residual variance. The weights are solved from the largest down, each from
-    the last estimate (`geometric_prior.fit_weights`)."""
-    layout = factors.folds
-    n_folds = len(layout.cells)
+    """`cross_validate` with the log-det prior toward `nominal` (`geometric_prior.py`) for each
+    of `weights` (solved from the largest down); `signed` marks the parameters kept > 0. Each
+    fold's χ² is in units of its training rows' least-squares residual variance."""
     fit_columns = np.append(columns, factors.tau_filtered)
-    test_columns = np.append(columns, factors.tau_recorded)
     order = np.argsort(weights)[::-1]
-    sse = np.zeros((len(weights), n_folds))
-    sse_joint = np.zeros((len(weights), n_folds, factors.n_joints))
-    rows = np.array([factors.counts[list(cells)].sum(axis=0) for cells in layout.cells])
     prior = PriorLayout(factors.n_joints, np.asarray(nominal, dtype=float), signed)
-    theta = None
-    with one_blas_thread():
-        base = base_of(factors, columns, tolerance)
-        basis, rank = base.basis, base.rank
-        for k, held_cells in enumerate(layout.cells):
-            if rows[k].sum() == 0:
-                continue
-            training = factors.training[k]
-            projected = _project(training, factors, columns, basis)
-            rss = float(stacked_r([projected])[rank, rank] ** 2)
-            n_train = int(factors.counts.sum() - rows[k].sum())  # every other cell trains
-            sigma2 = max(rss / max(n_train - rank, 1), 1e-300)
-            train = stacked_r([training[:, fit_columns]])
-            held = [factors.merged[c][:, test_columns] for c in held_cells]
-            fits = fit_weights(train, sigma2, prior, [weights[i] for i in order], theta)
-            theta = None if fits[-1] is None else fits[-1].theta  # the next fold's start
-            for i, fit in zip(order, fits, strict=True):
-                if fit is None:  # a degenerate fold: this weight is no candidate
-                    sse[i, k] = np.inf
-                    continue
-                augmented = np.append(fit.theta, -1.0)
-                sse[i, k] = _held_out_sse(held, augmented)
-                if per_joint:
-                    sse_joint[i, k] = _held_out_sse_per_joint(
-                        factors, held_cells, test_columns, augmented
-                    )
-    return _figures(layout, rows, sse, sse_joint if per_joint else None, rank)
+    start = None
+
+    def fold_thetas(k: int, base: BaseParameters, projected: np.ndarray, n_train: int):
+        nonlocal start
+        rank = base.rank
+        rss = float(stacked_r([projected])[rank, rank] ** 2)
+        sigma2 = max(rss / max(n_train - rank, 1), 1e-300)
+        train = stacked_r([factors.training[k][:, fit_columns]])
+        fits = fit_weights(train, sigma2, prior, [weights[i] for i in order], start)
+        start = None if fits[-1] is None else fits[-1].theta  # the next fold's start
+        for i, fit in zip(order, fits, strict=True):
+            yield i, None if fit is None else np.append(fit.theta, -1.0)
+
+    return _cross_validate(factors, columns, tolerance, len(weights), per_joint, fold_thetas)

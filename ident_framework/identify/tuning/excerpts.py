@@ -1,15 +1,10 @@
 """The rows the cross-validation reads from a long recording: short windows, not a stride.
 
-Every preprocessing candidate filters what the cross-validation reads. A recording of up to a
-few times `tuning.max_samples` samples is preprocessed whole and every k-th sample is used. A
-longer one would cost each candidate a pass over all of it, so the cross-validation reads
-about `max_samples` samples from short windows instead, WINDOWS_PER_FOLD in each fold position
-(a time block, or a block of the period's phase when the motion repeats), spread over the
-recording so that they hold as many kinds of its motion as a stride would. Each window is
-preprocessed with a halo of recording on either side, as a factor job (`mode=factor`)
-preprocesses its part: the filters' edge transients decay within the halo, so the window's
-filtered values equal the whole recording's at those rows (to 1e-9 of their scale), and the
-cost of the tuning stops growing with the recording's length.
+A recording of up to a few times `tuning.max_samples` samples is preprocessed whole and every
+k-th sample used; from a longer one the cross-validation reads about `max_samples` samples from
+short windows, WINDOWS_PER_FOLD in each fold position, spread over the recording. Each window
+is preprocessed with a halo on either side, within which the filters' edge transients decay,
+so its filtered values equal the whole recording's.
 """
 
 from __future__ import annotations
@@ -24,14 +19,9 @@ from ident_framework.data.dataset import Dataset
 from ident_framework.data.preprocessing import PreprocessingParams, default_trim_s, recording_steps
 from ident_framework.identify.tuning.folds import FoldPlan
 
-# halo on each side of a window, in filter edges of the candidate preprocessing with the
-# velocity differentiated from q (12 time constants of the Butterworth's slowest pole each:
-# two leave e^-24 of an edge transient, whichever the velocity source)
-HALO_EDGES = 2
+HALO_EDGES = 2  # halo each side, in filter edges (12 time constants each: e^-24 left)
 WINDOWS_PER_FOLD = 2  # windows in each fold position (time or phase block)
-# windows are read only when they (with the slowest candidate's halos) hold at most this
-# share of the samples
-WINDOWED_SHARE = 0.7
+WINDOWED_SHARE = 0.7  # windows only when they (and halos) hold at most this share of samples
 
 
 @dataclass(frozen=True)
@@ -118,9 +108,8 @@ def _window_count(plan: FoldPlan, samples: int, total: int) -> int:
 
 def _centres(plan: FoldPlan, index: int, t: np.ndarray, count: int, half_s: float) -> list[float]:
     """The window centres (s) of recording `index`: window k at fold position (k + 1/2) /
-    count, of the time from the recording's start, or of the period's phase when its motion
-    repeats: then in the periods that hold a whole window (`half_s` s on either side of its
-    centre, whatever its phase) in turn, so that the windows are spread over the recording."""
+    count of the recording's time, or of the period's phase when the motion repeats (then in
+    turn through the periods that hold a whole window, `half_s` s either side)."""
     start, duration = float(t[0]), float(t[-1] - t[0])
     period = plan.periods[index] if plan.kind != "recordings" else None
     if not period:

@@ -1,13 +1,10 @@
 """Folds of time-blocked cross-validation: contiguous parts of the motion, never a shuffle.
 
-- With at least `n_folds` recordings, each recording is one fold. Otherwise each recording is
-  cut into `n_folds` contiguous time blocks and fold k holds the k-th block of each; a
-  recording whose motion repeats (detected from q) is cut in the phase of its period.
-- Samples within `guard_s` s of a block boundary belong to no fold.
-- Folds by kind of motion (`tuning.partitions` with `kind`): per joint, the rows where it is at
-  rest, creeping, slow or turning round (`motion_kinds`), one kind per fold, trained on every
-  other row. Rows are grouped in cells (time block x kind) whose factors both partitions merge
-  exactly; no guard band separates kinds.
+With at least `n_folds` recordings, each is one fold; otherwise each is cut into `n_folds`
+time blocks (of its period's phase when the motion repeats), fold k the k-th block of each,
+with `guard_s` s at block boundaries in no fold. Folds by kind of motion (`kind` partition):
+per joint, its rest, creep, slow or reversal rows, one kind per fold. Rows are grouped in cells
+(time block x kind) whose factors both partitions merge.
 
 Rationale: docs/design.md#tuning-by-cross-validation
 """
@@ -184,10 +181,8 @@ def plan_folds(
     bands: tuple[float, float, float] = (0.01, 0.05, 0.2),
     turn_s: float = 0.5,
 ) -> FoldPlan:
-    """The folds of `recordings` (raw, in time order). Partition "time": one fold per
-    recording when there are at least `n_folds`, else `n_folds` blocks of each (of its
-    period's phase when it repeats). Partition "kind": per joint, its rows by kind of motion
-    (`motion_kinds` with `bands` rad/s and `turn_s` s; velocity from q, `joint_speed`)."""
+    """The folds of `recordings` (raw, in time order) in `partitions` (module doc); kinds of
+    motion by `motion_kinds` with `bands` rad/s and `turn_s` s."""
     starts = tuple(float(r.timestamp[0]) for r in recordings)
     durations = tuple(float(r.duration) for r in recordings)
     by_time = "time" in partitions
@@ -210,24 +205,14 @@ def plan_folds(
     return FoldPlan(kind, n_folds, starts, durations, periods, guard_s, **extra)
 
 
-# -- folds by kind of motion -----------------------------------------------------------------
-#
-# A row of the cross-validation is one joint's torque equation at one sample. Its kind is that
-# joint's own motion at that sample, so a sample's rows may be of different kinds (joint 1 at
-# rest while joint 2 moves fast): the kind partition holds out, per joint, the rows where that
-# joint is slow, creeping, at rest or turning round, and trains on every other row (all
-# joints). Fast rows are never held out in it: they are what the other kinds are predicted
-# from (a fold that held the fast rows out would fit the rigid body to slow rows only, an
-# ill-posed problem unlike any the command solves).
-
+# A row's kind is its joint's own motion at that sample; fast rows are never held out.
 KIND_NAMES = ("fast", "rest", "creep", "slow", "reversal")  # kind ids 0..4; 0 is never held out
 KIND_SMOOTHING_S = 0.02  # s: the kinds' velocity is (q(t + h) - q(t - h)) / 2h with this h
 
 
 def joint_speed(timestamp: np.ndarray, q: np.ndarray, half_window_s: float) -> np.ndarray:
-    """(N, n) rad/s: central difference of q over ±`half_window_s` at each sample (q
-    interpolated at the recorded timestamps; one-sided at the recording's ends). Insensitive
-    to the measured velocity's noise (a 5 kHz numpy.gradient) and to the candidate filters."""
+    """(N, n) rad/s: central difference of q over ±`half_window_s` at each sample (one-sided
+    at the recording's ends), independent of the candidate filters."""
     t = np.asarray(timestamp, dtype=float)
     q = np.asarray(q, dtype=float)
     later = np.minimum(t + half_window_s, t[-1])
@@ -267,11 +252,9 @@ def motion_kinds(
 
 @dataclass(frozen=True)
 class FoldLayout:
-    """Which cells (the fold factors' row groups) each fold holds out; it trains on all
-    other cells. cells: per fold, the cell indices; partition: per fold, 0 for the time or
-    recording partition, 1 for the kind partition; names: per fold, e.g. "block 2", "rest".
-    A candidate's CV error is the root of the mean over partitions of each partition's mean
-    square (every row is held out at most once in each)."""
+    """Which cells (the fold factors' row groups) each fold holds out, training on the others.
+    cells: per fold, the cell indices; partition: per fold, 0 for the time or recording
+    partition, 1 for the kind partition; names: per fold, e.g. "block 2", "rest"."""
 
     cells: tuple[tuple[int, ...], ...]
     partition: tuple[int, ...]

@@ -1,32 +1,91 @@
-"""A friction model's own variants chosen by `tuning=cv`, before the friction models are.
+"""The friction model chosen by `tuning=cv`: first the configured model's own variants, then
+the models of `tuning.friction_models`.
 
 A friction plugin may offer variants of its settings (`FrictionModel.tuning_variants`, the
-simplest first; e.g. LuGre with `stribeck: auto`: without, then with its Stribeck curve). Each
-variant gets the whole selection of `selection.select_options` on the same folds, with its own
-shape fitted to the identification data; its per-fold mean square is multiplied by
-(N + p) / (N - p) (p fitted nonlinear parameters, N torque rows). The simplest is kept unless
-another beats it by more than the paired standard error (`rules.choose`, `one_se_paired`).
-The chosen variant goes on through `friction_models.select_friction_model`; its settings are
-in the tuned config and in `tuning.chosen` (applied by `mode=predict`), the comparison heads
-the `friction_models` table. Models without variants (the built-ins) skip this step.
+simplest first). Each gets the whole `selection.select_options` on the same folds at its own
+fitted shape, its per-fold mean square times (N + p) / (N - p) (p fitted nonlinear parameters,
+N torque rows). Then each model listed (the configured one as configured, the others at their
+defaults) gets the same, a nonlinear one at its fitted shape (`friction_fit.shape_for_tuning`).
+Each time the simplest (the configured) is kept unless another wins by more than the paired
+standard error (`rules.choose`, `one_se_paired`).
 
 Rationale: docs/design.md#tuning-by-cross-validation
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
 
+from ident_framework.config.registry import get_registry
 from ident_framework.config.run_config import RunConfig, SelectedPlugin
 from ident_framework.data.dataset import Dataset, recordings_of
-from ident_framework.identify.tuning.friction_models import Prepare, select_friction_model
-from ident_framework.identify.tuning.rules import choose
+from ident_framework.identify.tuning.rules import choose, difference_to_first
 from ident_framework.identify.tuning.selection import select_options
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
+
+Prepare = Callable[[RunConfig], tuple[RunConfig, RegressorBuilder]]
+
+
+def with_friction_model(config: RunConfig, name: str) -> RunConfig:
+    """`config` with the friction plugin `name` at its defaults (the configured one as is)."""
+    if config.plugins["friction"].info.name == name:
+        return config
+    info = get_registry().get("friction", name)
+    plugins = {**config.plugins, "friction": SelectedPlugin(info, info.schema())}
+    return replace(config, plugins=plugins)
+
+
+def select_friction_model(
+    config: RunConfig,
+    robot: RobotModel,
+    recorded: Dataset,
+    checked: list[tuple[np.ndarray, dict[str, Any]]] | None,
+    prepare: Prepare,
+) -> tuple[RunConfig, RegressorBuilder]:
+    """(the tuned config, its regressor) of the friction model chosen among
+    `tuning.friction_models` (module doc); `prepare(config)` gives a model's config and
+    regressor ready for the selection (its friction terms resolved, its shape fitted)."""
+    configured = config.plugins["friction"].info.name
+    names = list(dict.fromkeys([configured, *config.tuning.friction_models]))
+    recordings = recordings_of(recorded)
+    tuned = []
+    for name in names:
+        candidate, builder = prepare(with_friction_model(config, name))
+        tuned.append(select_options(candidate, robot, builder, recordings, checked))
+    if len(tuned) == 1:
+        return tuned[0]
+    selections = [c.selection for c, _ in tuned]
+    rmse = np.array([s.cv_rmse for s in selections])
+    se = np.array([s.cv_se for s in selections])
+    folds = np.array([[np.nan if v is None else v for v in s.fold_rmse] for s in selections])
+    picked, best = choose(rmse, se, [(i,) for i in range(len(names))], "one_se_paired", folds)
+    table = [
+        {
+            "friction": name,
+            "cv_rmse": float(rmse[i]),
+            "cv_se": float(se[i]),
+            "difference_to_configured": mean,
+            "difference_se": spread,
+            "chosen": i == picked,
+        }
+        for i, (name, (mean, spread)) in enumerate(
+            zip(names, difference_to_first(folds), strict=True)
+        )
+    ]
+    chosen_config, chosen_builder = tuned[picked]
+    chosen = chosen_config.selection.chosen
+    if picked > 0:  # mode=predict rebuilds the chosen model from the saved config (first)
+        friction = chosen_config.plugins["friction"]
+        settings = {"plugin": names[picked], **asdict(friction.params)}
+        chosen = {"friction": settings, **chosen}
+    selection = replace(chosen_config.selection, friction_models=table, chosen=chosen)
+    return replace(chosen_config, selection=selection), chosen_builder
+
 
 RULE = "one_se_paired"  # a variant must win fold by fold (the simplest first)
 
@@ -48,8 +107,7 @@ def select_friction(
     prepare: Prepare,
 ) -> tuple[RunConfig, RegressorBuilder]:
     """(the tuned config, its regressor): the configured friction model's variant chosen by
-    the cross-validation (module doc), then the friction model
-    (`friction_models.select_friction_model`)."""
+    the cross-validation (module doc), then the friction model (`select_friction_model`)."""
     variants = config.plugins["friction"].create().tuning_variants()
     if not variants:
         return select_friction_model(config, robot, recorded, checked, prepare)
@@ -97,23 +155,19 @@ def _table(selections: list[Any], factors: list[float]) -> list[dict[str, Any]]:
     prediction error factor, its per-fold RMSE and their difference to the first's (mean, SE)."""
     raw = np.array([[np.nan if v is None else v for v in s.fold_rmse] for s in selections])
     folds = raw * np.sqrt(np.asarray(factors))[:, None]
-    difference = folds - folds[0]
-    finite = np.all(np.isfinite(folds), axis=0)
-    count = int(finite.sum())
-    rows = []
-    for i, selection in enumerate(selections):
-        spread = np.std(difference[i, finite], ddof=1) / np.sqrt(count) if count > 1 else 0.0
-        rows.append(
-            {
-                "cv_rmse": float(selection.cv_rmse),
-                "cv_se": float(selection.cv_se),
-                "fpe_factor": float(factors[i]),
-                "fold_rmse_fpe": [float(v) if np.isfinite(v) else None for v in folds[i]],
-                "difference_to_configured": float(np.mean(difference[i, finite])),
-                "difference_se": float(spread),
-            }
+    return [
+        {
+            "cv_rmse": float(selection.cv_rmse),
+            "cv_se": float(selection.cv_se),
+            "fpe_factor": float(factors[i]),
+            "fold_rmse_fpe": [float(v) if np.isfinite(v) else None for v in folds[i]],
+            "difference_to_configured": mean,
+            "difference_se": spread,
+        }
+        for i, (selection, (mean, spread)) in enumerate(
+            zip(selections, difference_to_first(folds), strict=True)
         )
-    return rows
+    ]
 
 
 def _pick(table: list[dict[str, Any]]) -> int:

@@ -5,15 +5,9 @@ simplest candidate whose CV RMSE is within one standard error of the lowest (SE:
 best candidate's per-fold RMSE over sqrt(folds)), then the lowest CV RMSE; "one_se_paired", the
 same with each candidate's SE of its per-fold difference to the best.
 
-"Simpler" (`complexity`, a tuple, smaller is simpler):
-1. fewer columns (rotor inertia, offset, temperature and load terms, each Stribeck term);
-2. fewer joints with a tanh friction shape;
-3. no Coulomb dead band (0 rad/s) over a dead band;
-4. stronger regularisation (larger ridge or truncation share; none is the least simple);
-5. the configured preprocessing over any other cut-off or velocity source.
-
-Stability: per fold, the candidate that fold alone would pick; how many folds agree with the
-stage's pick, and the pick's rank per fold.
+"Simpler" (`complexity`): fewer columns, fewer joints with a smooth friction shape, no
+Coulomb dead band, stronger regularisation, the configured preprocessing; in that order.
+Stability: how many folds alone would pick the stage's pick, and its rank per fold.
 
 Rationale: docs/design.md#tuning-by-cross-validation
 """
@@ -86,6 +80,17 @@ def choose(
     return int(picked), best
 
 
+def difference_to_first(folds: np.ndarray) -> list[tuple[float, float]]:
+    """Per candidate (row of `folds`, per-fold RMSE in Nm, NaN: empty), the mean of its
+    per-fold difference to the first candidate's and the standard error of that mean."""
+    finite = np.all(np.isfinite(folds), axis=0)
+    difference, count = (folds - folds[0])[:, finite], int(finite.sum())
+    return [
+        (float(np.mean(d)), float(np.std(d, ddof=1) / np.sqrt(count)) if count > 1 else 0.0)
+        for d in difference
+    ]
+
+
 def paired_se(fold_rmse: np.ndarray, best: int) -> np.ndarray:
     """(m,) Nm: per candidate, the standard error of its per-fold RMSE minus the best's
     (empty folds left out; 0 for the best itself and with fewer than two folds)."""
@@ -116,10 +121,8 @@ def decide(
     rule: str,
     configured: tuple[float, bool],
 ) -> int:
-    """Pick among `candidates` (`search.Candidate`, the incumbent first; their logged rows
-    are the last len(candidates) of `log` unless the incumbent's was logged earlier: then
-    it is looked up) with their `cross_validation.HeldOut` figures; record the `Decision` in
-    `log.decisions` and each candidate's folds won in its row. Returns the picked index."""
+    """The index picked among `candidates` (`search.Candidate`, the incumbent first) with
+    their `HeldOut` figures; the `Decision` is recorded in `log`, folds won in each row."""
     rmse = np.array([f.rmse for f in figures])
     se = np.array([f.se for f in figures])
     folds = np.array([f.fold_rmse for f in figures])

@@ -1,14 +1,9 @@
 """The candidates the selection tries, in stages, and the table of their CV RMSE.
 
-Coordinate search, each stage keeping the best candidate so far. On the configured
-preprocessing the column options are chosen greedily (`search_columns`): rotor inertia and
-offset columns, the Coulomb dead band, each joint's friction shape (dead-band sign, tanh or
-saturated sign of a width, Stribeck of `tuning.stribeck_velocities`; `sweeps` passes), the
-temperature term, the load-dependent term (`load_dependent: auto`, scored with the nominal
-model's tau_load; the final fit iterates it, `identify/load_friction.py`), then the
-regularisation (ridge, truncated SVD; `ls` only). Then every preprocessing candidate (low-pass
-cut-off x velocity source) is scored with those options; when another wins, the column
-options are searched again on it.
+Coordinate search, each stage keeping the best candidate so far: greedily on the configured
+preprocessing (`search_columns`) rotor inertia and offset columns, the Coulomb dead band, each
+joint's friction shape (`sweeps` passes), the temperature and load-dependent terms, then the
+regularisation (`ls` only); then every preprocessing candidate with those options.
 """
 
 from __future__ import annotations
@@ -30,6 +25,7 @@ from ident_framework.identify.tuning.rules import Decision, decide
 from ident_framework.parallel_work import forked_pool
 
 SHAPE_DEAD_BAND = 0.0  # a joint's tanh width 0: the dead-band sign
+SHAPE_FIELDS = {"tanh": "tanh_width", "sat": "saturation_width", "stribeck": "stribeck_velocity"}
 
 
 def temperature_name(column: str) -> str:
@@ -83,19 +79,12 @@ class Candidate:
     def with_shape(self, joint: int, family: str, width: float) -> Candidate:
         """This candidate with joint `joint`'s shape `family` (tanh, sat, stribeck or dead
         band) of width (or Stribeck velocity) `width` rad/s."""
-        n = len(self.tanh_width)
-        saturation = self.saturation_width or (SHAPE_DEAD_BAND,) * n
-        stribeck = self.stribeck_velocity or (SHAPE_DEAD_BAND,) * n
-        return replace(
-            self,
-            tanh_width=_with(self.tanh_width, joint, width if family == "tanh" else 0.0),
-            saturation_width=unless_zero(
-                _with(saturation, joint, width if family == "sat" else 0.0)
-            ),
-            stribeck_velocity=unless_zero(
-                _with(stribeck, joint, width if family == "stribeck" else 0.0)
-            ),
-        )
+        changes = {}
+        for name, key in SHAPE_FIELDS.items():
+            values = list(getattr(self, key) or (SHAPE_DEAD_BAND,) * len(self.tanh_width))
+            values[joint] = width if family == name else 0.0
+            changes[key] = tuple(values) if name == "tanh" else unless_zero(tuple(values))
+        return replace(self, **changes)
 
     def row(self) -> dict[str, Any]:
         return {
@@ -221,7 +210,7 @@ class SearchLog:
         raise KeyError(f"no row for {options}")
 
 
-def _regularisers(candidate: Candidate) -> Regulariser:
+def _regulariser(candidate: Candidate) -> Regulariser:
     return (candidate.ridge, candidate.truncate)
 
 
@@ -234,19 +223,18 @@ def score_candidate(
     return held
 
 
-def candidate_figures(space: ColumnSpace, candidate: Candidate, tolerance: float) -> HeldOut:
+def candidate_figures(
+    space: ColumnSpace, candidate: Candidate, tolerance: float, per_joint: bool = False
+) -> HeldOut:
     """CV figures of one candidate on `space`'s folds (not logged)."""
     columns, nominal = space.columns(candidate)
     if candidate.weight > 0.0:
-        signed = space.signed(columns)
-        held = cross_validate_geometric(
-            space.factors, columns, nominal, signed, [candidate.weight], tolerance
-        )
-    else:
-        held = cross_validate(
-            space.factors, columns, nominal, [_regularisers(candidate)], tolerance
-        )
-    return held[0]
+        signed, weights = space.signed(columns), [candidate.weight]
+        return cross_validate_geometric(
+            space.factors, columns, nominal, signed, weights, tolerance, per_joint
+        )[0]
+    regulariser = [_regulariser(candidate)]
+    return cross_validate(space.factors, columns, nominal, regulariser, tolerance, per_joint)[0]
 
 
 # (items, chunk) -> figures of each item (judged by the shape folds, candidate), in order
@@ -255,7 +243,7 @@ ScoreMap = Callable[[Sequence[tuple[bool, Candidate]], int], Iterable[HeldOut]]
 
 class _ColumnSearch:
     """One greedy search over the column options: the incumbent (`best`, its CV figures
-    `held`) and the folds judging the current stage (`judge`)."""
+    `held`) and whether the shape folds judge the current stage (`shapes`)."""
 
     def __init__(
         self,
@@ -269,16 +257,12 @@ class _ColumnSearch:
     ) -> None:
         self.space, self.grids, self.tolerance, self.log = space, grids, tolerance, log
         self.configured, self.scores = configured, scores
-        self.shapes = False  # the current stage is judged by the shape folds
+        self.shapes = False
         self.best, self.held = start, self.score(start, "start")
 
-    @property
-    def judge(self) -> ColumnSpace:
-        """The space with the folds judging the current stage."""
-        return self.space.judged_by(self.shapes)
-
     def score(self, candidate: Candidate, stage: str) -> HeldOut:
-        return score_candidate(self.judge, candidate, self.tolerance, stage, self.log)
+        judge = self.space.judged_by(self.shapes)
+        return score_candidate(judge, candidate, self.tolerance, stage, self.log)
 
     def judged_by(self, shapes: bool) -> None:
         """Judge the next stages by the shape folds (or the ordinary ones again); the
@@ -350,7 +334,7 @@ class _ColumnSearch:
     def regularisation(self) -> None:
         grids, best = self.grids, self.best
         options = [(r, 0.0) for r in grids.ridges] + [(0.0, t) for t in grids.truncations]
-        options = [o for o in options if o != _regularisers(best)]
+        options = [o for o in options if o != _regulariser(best)]
         columns, nominal = self.space.columns(best)
         held = cross_validate(self.space.factors, columns, nominal, options, self.tolerance)
         candidates = [replace(best, ridge=r, truncate=t) for r, t in options]
@@ -369,9 +353,8 @@ def search_columns(
     log: SearchLog,
     configured: tuple[float, bool] | None = None,
 ) -> tuple[Candidate, HeldOut]:
-    """The best column options and regulariser for one preprocessing (greedy stages, each
-    stage's pick by `grids.rule`: `rules.py`; `configured`: the configured preprocessing,
-    simpler than others, default `start`'s); (candidate, its CV figures)."""
+    """(the best column options and regulariser for one preprocessing, its CV figures);
+    `configured`: the configured preprocessing (default `start`'s)."""
     configured = configured or (start.lowpass_hz, start.measured_velocity)
 
     def figures(item: tuple[bool, Candidate]) -> HeldOut:
@@ -409,9 +392,8 @@ def choose_prior_weight(
     rule: str,
     configured: tuple[float, bool],
 ) -> tuple[Candidate, HeldOut]:
-    """The last stage for estimator=geometric: `best` (columns and preprocessing chosen with
-    least squares) with the weight of the log-det prior picked by `rule` (`rules.py`; a larger
-    weight is simpler: closer to the nominal model), and its CV figures with per-joint RMSE."""
+    """The last stage for estimator=geometric: `best` with the prior weight picked by `rule`
+    (a larger weight is simpler), and its CV figures with per-joint RMSE."""
     columns, nominal = space.columns(best)
     held = cross_validate_geometric(
         space.factors, columns, nominal, space.signed(columns), weights, tolerance, True
@@ -421,25 +403,6 @@ def choose_prior_weight(
         log.add("prior weight", candidate, figures)
     i = decide(log, "prior weight", candidates, held, rule, configured)
     return candidates[i], held[i]
-
-
-def per_joint_rmse(space: ColumnSpace, candidate: Candidate, tolerance: float) -> np.ndarray:
-    columns, nominal = space.columns(candidate)
-    if candidate.weight > 0.0:
-        signed = space.signed(columns)
-        return cross_validate_geometric(
-            space.factors, columns, nominal, signed, [candidate.weight], tolerance, True
-        )[0].rmse_per_joint
-    regulariser = _regularisers(candidate)
-    return cross_validate(space.factors, columns, nominal, [regulariser], tolerance, True)[
-        0
-    ].rmse_per_joint
-
-
-def _with(values: tuple[float, ...], joint: int, value: float) -> tuple[float, ...]:
-    out = list(values)
-    out[joint] = value
-    return tuple(out)
 
 
 def unless_zero(values: tuple[float, ...]) -> tuple[float, ...]:

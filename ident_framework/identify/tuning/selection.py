@@ -1,9 +1,6 @@
-"""The selection step of the pipeline: choose options by cross-validation on the
-identification recordings, and return the config (and regressor) with the chosen values.
-
-`select_options` is the one call `modes/pipeline.py` makes. It never sees the validation
-data. The chosen values are config keys (`Selection.chosen`, e.g. `preprocessing.lowpass_hz`),
-written to parameters.yaml so that `mode=predict` rebuilds the same model.
+"""The selection step of the pipeline (`select_options`): choose options by cross-validation
+on the identification recordings (never the validation data), and return the config (and
+regressor) with the chosen values, config keys saved to parameters.yaml for `mode=predict`.
 """
 
 from __future__ import annotations
@@ -24,8 +21,8 @@ from ident_framework.identify.tuning.rules import decide, stability_summary
 from ident_framework.identify.tuning.search import (
     Candidate,
     SearchLog,
+    candidate_figures,
     choose_prior_weight,
-    per_joint_rmse,
     score_candidate,
     search_columns,
     unless_zero,
@@ -42,9 +39,8 @@ NYQUIST_SHARE = 0.9  # cut-off candidates must lie below this share of the Nyqui
 @dataclass
 class Selection:
     """What the selection chose and measured. chosen: config key -> value; cv_rmse (Nm) of
-    the chosen candidate (pooled and per joint) and of the options as configured (least
-    squares); least_squares_cv_rmse: the chosen columns fitted by least squares, when a
-    physically consistent estimator's weight was chosen after them (else None); folds: how
+    the chosen candidate and of the options as configured; least_squares_cv_rmse: the chosen
+    columns by least squares when a prior weight was chosen after them (else None); folds: how
     the folds were formed; table: every candidate tried (`SearchLog.rows`)."""
 
     chosen: dict[str, Any]
@@ -137,7 +133,7 @@ def select_options(
         )
         per_joint = best_held.rmse_per_joint
     else:
-        per_joint = per_joint_rmse(best_space, best, tolerance)
+        per_joint = candidate_figures(best_space, best, tolerance, True).rmse_per_joint
     best_rmse = best_held.rmse
     _mark_chosen(log, best, best_rmse)
     chosen_keys = _chosen_keys(best, coulomb, regularise, exact)
@@ -179,12 +175,9 @@ def _search(
 ) -> tuple[Candidate, HeldOut, tuple[float, bool]]:
     """(best candidate, its CV figures, its preprocessing) of the least-squares stages over the
     preprocessing `candidates` (the configured first)."""
-    # 1. column options on the configured preprocessing; 2. every preprocessing with them;
-    # 3. the Coulomb shapes' acceleration lead (coulomb_viscous) on the preprocessing that
-    # won; 4. the column options again if another preprocessing or lead won. (The column
-    # search of 1. runs while the forked workers build the other candidates' spaces; when
-    # every friction column costs a pass over the whole recording, they are built after it,
-    # each with the columns of 1.'s choice only.)
+    # 1. column options on the configured preprocessing (while the workers build the other
+    # spaces); 2. every preprocessing with them; 3. the acceleration lead; 4. the column
+    # options again if another preprocessing or lead won.
     configured = candidates[0]
     if spaces.costly_columns:
         first = spaces.get(configured, start.acceleration_lead)
@@ -259,9 +252,10 @@ def _temperature_columns(config: RunConfig, recordings: list[Dataset]) -> tuple[
 
 def _mark_chosen(log: SearchLog, best: Candidate, best_rmse: float) -> None:
     """Flag the (first) row of the chosen candidate in the table."""
-    found = False
+    found, options = False, best.row()
     for row in log.rows:
-        row["chosen"] = not found and row["cv_rmse"] == best_rmse and _same(row, best)
+        same = all(row[key] == value for key, value in options.items())
+        row["chosen"] = not found and row["cv_rmse"] == best_rmse and same
         found = found or row["chosen"]
 
 
@@ -280,10 +274,6 @@ def apply_chosen(config: RunConfig, chosen: dict[str, Any]) -> RunConfig:
                 selected.info, replace(selected.params, **{name: value})
             )
     return replace(config, preprocessing=preprocessing, regressor=regressor, plugins=plugins)
-
-
-def _same(row: dict[str, Any], candidate: Candidate) -> bool:
-    return all(row[key] == value for key, value in candidate.row().items())
 
 
 def _configured(config: RunConfig, n: int) -> Candidate:
@@ -353,14 +343,9 @@ def _chosen_keys(best: Candidate, coulomb: bool, regularise: bool, exact: bool) 
     chosen["regressor.torque_offset"] = bool(best.torque_offset)
     if coulomb:
         chosen["friction.dead_band"] = float(best.dead_band)
-        widths = [float(w) for w in best.tanh_width]
-        chosen["friction.tanh_width"] = widths if any(w > 0 for w in widths) else None
-        saturated = [float(w) for w in best.saturation_width]
-        chosen["friction.saturation_width"] = saturated if any(w > 0 for w in saturated) else None
-        leads = [float(w) for w in best.acceleration_lead]
-        chosen["friction.acceleration_lead"] = leads if any(w > 0 for w in leads) else None
-        velocities = [float(v) for v in best.stribeck_velocity]
-        chosen["friction.stribeck_velocity"] = velocities if any(velocities) else None
+        for key in ("tanh_width", "saturation_width", "acceleration_lead", "stribeck_velocity"):
+            values = [float(w) for w in getattr(best, key)]  # none set: null
+            chosen[f"friction.{key}"] = values if any(w > 0 for w in values) else None
     if regularise:
         chosen["estimator.ridge"] = float(best.ridge)
         chosen["estimator.truncate"] = float(best.truncate)
