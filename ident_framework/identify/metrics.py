@@ -49,23 +49,42 @@ SLOW_SPEED_MIN = 0.005  # rad/s: below this a joint counts as at rest, not as mo
 SLOW_SPEED_FRACTION = 0.1  # of each joint's velocity limit: the upper end of "slow"
 
 
+def slow_rows(dq: np.ndarray, velocity_limits: np.ndarray) -> np.ndarray:
+    """(N, n) True where joint j moves slowly: SLOW_SPEED_MIN <= |dq_j| <= SLOW_SPEED_FRACTION
+    x its velocity limit (rad/s)."""
+    speed = np.abs(np.asarray(dq))
+    return (speed >= SLOW_SPEED_MIN) & (speed <= slow_speed_limits(velocity_limits))
+
+
+def slow_speed_limits(velocity_limits: np.ndarray) -> np.ndarray:
+    """(n,) the upper end of "slow" per joint (rad/s)."""
+    return SLOW_SPEED_FRACTION * np.asarray(velocity_limits, dtype=float)
+
+
 def slow_motion_metrics(
     tau_measured: np.ndarray,
     tau_predicted: np.ndarray,
     dq: np.ndarray,
     velocity_limits: np.ndarray,
 ) -> dict[str, object]:
-    """Torque RMSE (Nm) per joint over the samples where that joint moves slowly:
-    SLOW_SPEED_MIN <= |dq_j| <= SLOW_SPEED_FRACTION x its velocity limit (rad/s), where friction
-    models differ most. `rmse` pools those samples of all joints; null where a joint has none."""
-    speed = np.abs(np.asarray(dq))
-    upper = SLOW_SPEED_FRACTION * np.asarray(velocity_limits, dtype=float)
-    slow = (speed >= SLOW_SPEED_MIN) & (speed <= upper)
+    """Torque RMSE (Nm) per joint over the samples where that joint moves slowly (`slow_rows`),
+    where friction models differ most. `rmse` pools those samples of all joints; null where a
+    joint has none."""
+    slow = slow_rows(dq, velocity_limits)
     error = np.asarray(tau_measured) - np.asarray(tau_predicted)
-    counts = slow.sum(axis=0)
     squared = np.where(slow, error**2, 0.0).sum(axis=0)
+    return slow_metrics_of(squared, slow.sum(axis=0), velocity_limits)
+
+
+def slow_metrics_of(
+    squared: np.ndarray, counts: np.ndarray, velocity_limits: np.ndarray
+) -> dict[str, object]:
+    """`slow_motion_metrics` from each joint's sum of squared errors (Nm²) over its slow
+    samples and their counts."""
     return {
-        "speed_range_rad_s": [[SLOW_SPEED_MIN, float(u)] for u in upper],
+        "speed_range_rad_s": [
+            [SLOW_SPEED_MIN, float(u)] for u in slow_speed_limits(velocity_limits)
+        ],
         "samples_per_joint": [int(c) for c in counts],
         "rmse_per_joint": [
             float(np.sqrt(e / c)) if c else None for e, c in zip(squared, counts, strict=True)

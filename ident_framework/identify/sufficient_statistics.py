@@ -4,8 +4,10 @@ identification.
 
 Per joint j, the triangular factor R_j of [Y_j | tau_j] in the standard parameters
 ((p+1, p+1): R_jᵀR_j = [Y_j | tau_j]ᵀ[Y_j | tau_j]), the number of samples and Σ tau_j, Σ tau_j²
-(Nm, Nm²). Stacking the factors of several parts and factoring again gives the factor of all
-their rows, so every quadratic fit and the training RMSE and R² are as from one pass.
+(Nm, Nm²); the same factor over the rows where joint j moves slowly (`metrics.slow_rows`, the
+torque as recorded) and their count, for metrics.json's `slow` fit. Stacking the factors of
+several parts and factoring again gives the factor of all their rows, so every quadratic fit
+and the training RMSE and R² are as from one pass.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ from ident_framework.identify.linear_problem import (
     recording_friction,
     stack_factors,
 )
+from ident_framework.identify.metrics import slow_metrics_of, slow_rows
 
 FORMAT = "ident_framework.sufficient_statistics/2"
 # what must agree between parts for their statistics to describe one least-squares problem
 RECORDED = ("recorded_factors", "recorded_tau_sum", "recorded_tau_square_sum")
+SLOW = ("slow_factors", "slow_samples")
 COMPATIBILITY_KEYS = ("robot", "joint_names", "parameter_names", "friction", "regressor",
                       "preprocessing")  # fmt: skip
 
@@ -38,7 +42,9 @@ class SufficientStatistics:
     """r_factors: (n, p+1, p+1) per-joint factors of [Y_j | tau_j] with the low-passed torque;
     n_samples; tau_sum, tau_square_sum: (n,) Σ tau (Nm) and Σ tau² (Nm²) per joint; info: what
     produced them (COMPATIBILITY_KEYS, and per part its source, index, rows and times);
-    recorded_*: the same three of the torque as recorded (None: tau is as recorded)."""
+    recorded_*: the same three of the torque as recorded (None: tau is as recorded);
+    slow_factors (n, p+1, p+1), slow_samples (n,): per joint the factor of its slow rows
+    against the torque as recorded, and their number (None: not collected)."""
 
     r_factors: np.ndarray
     n_samples: int
@@ -48,6 +54,8 @@ class SufficientStatistics:
     recorded_factors: np.ndarray | None = None
     recorded_tau_sum: np.ndarray | None = None
     recorded_tau_square_sum: np.ndarray | None = None
+    slow_factors: np.ndarray | None = None
+    slow_samples: np.ndarray | None = None
 
     @property
     def joint_factors(self) -> list[np.ndarray]:
@@ -64,7 +72,7 @@ class SufficientStatistics:
             tau_sum=self.tau_sum,
             tau_square_sum=self.tau_square_sum,
             info=np.asarray(json.dumps({"format": FORMAT, **self.info})),
-            **{name: getattr(self, name) for name in RECORDED if getattr(self, name) is not None},
+            **{n: getattr(self, n) for n in RECORDED + SLOW if getattr(self, n) is not None},
         )
         os.replace(partial, target)
         return target
@@ -83,12 +91,22 @@ class SufficientStatistics:
                     saved["tau_square_sum"].astype(float),
                     info,
                     *(saved[name].astype(float) if name in saved else None for name in RECORDED),
+                    *(saved[name] if name in saved else None for name in SLOW),
                 )
         except (OSError, KeyError, ValueError) as error:
             raise UserError(
                 f"{path} is not a statistics file of a factor job ({error}); give the folders "
                 "or statistics.npz files that `mode=factor` wrote."
             ) from None
+
+    def slow_fit(self, theta: np.ndarray, velocity_limits: np.ndarray) -> dict[str, Any] | None:
+        """`metrics.slow_motion_metrics` of standard parameters `theta`, from the slow rows'
+        factors; None without them."""
+        if self.slow_factors is None or self.slow_samples is None:
+            return None
+        extended = np.append(np.asarray(theta, dtype=float), -1.0)
+        squared = np.array([float(np.sum((r @ extended) ** 2)) for r in self.slow_factors])
+        return slow_metrics_of(squared, self.slow_samples, velocity_limits)
 
     def fit(self, theta: np.ndarray, filtered: bool = False) -> dict[str, Any]:
         """The training fit of standard parameters `theta` against the torque as recorded
@@ -112,25 +130,40 @@ class SufficientStatistics:
         }
 
 
-def statistics_of(builder, data, chunk_size: int, info: dict[str, Any]) -> SufficientStatistics:
+def statistics_of(
+    builder, data, chunk_size: int, info: dict[str, Any], velocity_limits: np.ndarray
+) -> SufficientStatistics:
     """The statistics of a preprocessed dataset for `builder`'s regressor (linear friction
-    models only); a second pass factors the torque as recorded when it differs."""
+    models only); a second pass factors the torque as recorded when it differs, and one per
+    joint that joint's slow rows (`velocity_limits`, rad/s)."""
     friction = recording_friction(builder, data)
 
-    def factored(torque: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
-        rows = replace(data, tau=torque)
+    def factored(torque: np.ndarray, rows: Any = None) -> tuple[np.ndarray, int]:
+        part, part_friction = replace(data, tau=torque), friction
+        if rows is not None:
+            part = part.select(rows)
+            part_friction = None if friction is None else friction[rows]
         factors, n_samples = accumulate_joint_factors(
-            builder, dataset_chunks(rows, chunk_size, friction), None, progress=False
+            builder, dataset_chunks(part, chunk_size, part_friction), None, progress=False
         )
-        return np.stack(factors), n_samples, torque.sum(axis=0), np.sum(torque**2, axis=0)
+        return np.stack(factors), n_samples
 
-    factors, n_samples, tau_sum, square_sum = factored(np.asarray(data.tau, dtype=float))
+    tau = np.asarray(data.tau, dtype=float)
+    factors, n_samples = factored(tau)
     recorded = np.asarray(data.measured_torque, dtype=float)
     extra: tuple[np.ndarray | None, ...] = (None, None, None)
     if not np.array_equal(recorded, data.tau):
-        recorded_factors, _, recorded_sum, recorded_square_sum = factored(recorded)
-        extra = (recorded_factors, recorded_sum, recorded_square_sum)
-    return SufficientStatistics(factors, n_samples, tau_sum, square_sum, info, *extra)
+        extra = (factored(recorded)[0], recorded.sum(axis=0), np.sum(recorded**2, axis=0))
+    slow = slow_rows(data.dq, velocity_limits)
+    width = factors.shape[1]
+    slow_factors = np.stack([
+        factored(recorded, np.flatnonzero(rows))[0][j] if rows.any() else np.zeros((width, width))
+        for j, rows in enumerate(slow.T)
+    ])  # fmt: skip
+    return SufficientStatistics(
+        factors, n_samples, tau.sum(axis=0), np.sum(tau**2, axis=0), info, *extra,
+        slow_factors, slow.sum(axis=0),
+    )  # fmt: skip
 
 
 def merge(parts: list[SufficientStatistics], names: list[str]) -> SufficientStatistics:
@@ -161,8 +194,15 @@ def merge(parts: list[SufficientStatistics], names: list[str]) -> SufficientStat
     recorded: tuple[np.ndarray | None, ...] = (None, None, None)
     if all(p.recorded_factors is not None for p in parts):
         recorded = merged(*RECORDED)
+    slow: tuple[np.ndarray | None, ...] = (None, None)
+    if all(p.slow_factors is not None for p in parts):
+        n_joints = parts[0].slow_factors.shape[0]
+        slow = (
+            np.stack([stack_factors([p.slow_factors[j] for p in parts]) for j in range(n_joints)]),
+            np.sum([p.slow_samples for p in parts], axis=0),
+        )
     n_samples = sum(p.n_samples for p in parts)
-    return SufficientStatistics(factors, n_samples, tau_sum, square_sum, info, *recorded)
+    return SufficientStatistics(factors, n_samples, tau_sum, square_sum, info, *recorded, *slow)
 
 
 def _check_parts(infos: list[dict[str, Any]], names: list[str]) -> None:

@@ -64,7 +64,7 @@ from ident_framework.identify.sufficient_statistics import (
     merge,
     statistics_of,
 )
-from ident_framework.identify.temperature import temperature_mode, with_temperature
+from ident_framework.identify.temperature import with_temperature
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model import friction_terms
 from ident_framework.model.physical_consistency import physical_check
@@ -123,9 +123,8 @@ def run_factor(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, A
             "source.path=FILE or source=rosbag). Record the motion first."
         )
     data, where = read_part(config, robot, source)
-    statistics = statistics_of(
-        builder, data, config.chunk_size, {**_compatibility(config, robot, builder), "part": where}
-    )
+    info = {**_compatibility(config, robot, builder), "part": where}
+    statistics = statistics_of(builder, data, config.chunk_size, info, robot.limits.velocity)
     path = statistics.save(staging / STATISTICS)
     summary = {
         **where,
@@ -249,7 +248,7 @@ def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, 
         "identifiability": identifiability_metrics(
             base, cond, estimator, settings.warn_relative_std_percent
         ),
-        "train": _train_metrics(total, parts, theta),
+        "train": _train_metrics(total, parts, theta, robot.limits.velocity),
         "validation": fit_metrics(validation, predicted, robot.limits.velocity),
         **estimator_metrics(estimator),
     }
@@ -269,7 +268,8 @@ def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, 
         "peak_memory_mb": _peak_memory_mb(),
         "cpu_time_s": _cpu_time_s(),
     }
-    if temperature_mode(config) == "auto":  # auto: off in distributed identification
+    friction_params = config.plugins["friction"].params
+    if getattr(friction_params, "temperature", None) == "auto":  # off in distributed runs
         config = with_temperature(config, "off", None)
     result = IdentificationResult(
         resolve_load(config, tuned=False),
@@ -284,11 +284,16 @@ def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, 
     return metrics
 
 
-def _train_metrics(total: SufficientStatistics, parts: list, theta: np.ndarray) -> dict:
-    """metrics.json `train` from the statistics: the fit against the torque as recorded, per
-    recording (a file given as several files: one part each) and against the low-passed
-    torque; `slow` is not served (it needs the samples' velocities)."""
+def _train_metrics(
+    total: SufficientStatistics, parts: list, theta: np.ndarray, velocity_limits: np.ndarray
+) -> dict:
+    """metrics.json `train` from the statistics: the fit against the torque as recorded (also
+    where joints move slowly), per recording (a file given as several files: one part each)
+    and against the low-passed torque."""
     physical = total.fit(theta)
+    slow = total.slow_fit(theta, velocity_limits)
+    if slow is not None:  # statistics of an older factor job have none
+        physical["slow"] = slow
     sources = {p.info["part"].get("file", p.info["part"]["source"]) for p in parts}
     pieces = [(next(iter(sources)), total)] if len(sources) == 1 else [
         (p.info["part"]["file"], p) for p in parts
