@@ -1,20 +1,10 @@
 """The "real" robot of a simulated run: the nominal model with perturbed true parameters.
 
-`perturb_robot` draws, from one seed, a physically valid variant of every link (mass, centre of
-mass, inertia about the centre of mass), adds a payload the nominal model does not know about
-to the last link, and gives every joint viscous friction (MuJoCo `damping`), Coulomb friction
-(`frictionloss`) and rotor inertia (`armature`). `SimulatedTruth` holds the resulting true
-parameters in the regressor's conventions (Pinocchio's 10 inertial parameters per link about
-the joint frame; Nm·s/rad, Nm, kg·m² per joint).
-
-Default joint dynamics of the UR e-Series arms (per joint, base to wrist 3) are UR-like
-magnitudes (order of what identification studies of UR arms report), not measured values:
-
-- viscous friction 4, 4, 2.5, 1, 1, 1 Nm·s/rad
-- Coulomb friction 7, 7, 4, 1.5, 1.5, 1.2 Nm
-- rotor inertia reflected through the gearbox 0.4, 0.4, 0.15, 0.04, 0.04, 0.04 kg·m²
-
-Other arms get the same magnitudes scaled by their effort limits (see `default_joint_dynamics`).
+`perturb_robot` draws, from one seed, a physically valid variant of every link, adds a payload
+the nominal model does not know about to the last link, and gives every joint viscous friction
+(MuJoCo `damping`), Coulomb friction (`frictionloss`) and rotor inertia (`armature`): UR-like
+magnitudes for UR arms (not measured values), scaled by the effort limits for other arms.
+`SimulatedTruth` holds the true parameters in the regressor's conventions.
 """
 
 from __future__ import annotations
@@ -41,21 +31,11 @@ _EFFORT_IF_UNLIMITED = 50.0  # Nm, stands in for an infinite effort limit in the
 
 @dataclass
 class PerturbationParams(Params):
-    """How the true robot differs from the nominal one.
-
-    mass_std: relative standard deviation of each link mass (log-normal factor).
-    com_std_m: standard deviation of each centre-of-mass coordinate, m (link frame).
-    inertia_std: relative standard deviation of the principal second moments of each link's
-        mass distribution (log-normal factors, applied on top of the link's mass factor;
-        principal moments of inertia change by about as much, and stay a valid triangle).
-    inertia_rotation_std_deg: standard deviation of a random rotation of each link's principal
-        axes, degrees.
-    payload_mass_kg: mass of a payload rigidly attached to the last link (0: none).
-    payload_position_m: its centre of mass in the last link's frame, m (UR: the flange frame,
-        +z pointing out of the tool flange).
-    payload_radius_m: the payload is a solid sphere of this radius (inertia 2/5 m r²).
-    viscous, coulomb, armature: per joint friction (Nm·s/rad, Nm) and rotor inertia (kg·m²);
-        None: `default_joint_dynamics`.
+    """How the true robot differs from the nominal one (conf/source/mujoco.yaml): log-normal
+    factors on each link's mass and principal second moments (relative stds), a normal offset of
+    its centre of mass (m, link frame) and rotation of its principal axes (deg); a payload, a
+    solid sphere on the last link (kg, m in its frame, m); per joint viscous (Nm·s/rad), Coulomb
+    (Nm) and rotor inertia (kg·m²), None: `default_joint_dynamics`.
     """
 
     mass_std: float = param(0.10, ge=0)
@@ -74,15 +54,11 @@ class PerturbationParams(Params):
 
 @dataclass(frozen=True)
 class SimulatedTruth:
-    """True parameters of a simulated robot.
-
-    inertial: (10 n,) Pinocchio parameters per link about its joint frame, payload included.
-    viscous (Nm·s/rad), coulomb (Nm), armature (kg·m²): (n,) per joint.
-    payload: {"link", "mass_kg", "position_m", "inertia_kgm2"} or None (no or unknown payload).
-    origin: how the robot was made ("perturbed nominal, seed 0", a model file, ...).
-    friction: a friction plugin's true joint friction ({"plugin", "parameters": physical values
-    per joint by name, ...}, see `true_friction.py`), or None: the MJCF's viscous damping and
-    Coulomb friction loss above are the joint friction.
+    """True parameters of a simulated robot. inertial: (10 n,) Pinocchio parameters per link
+    about its joint frame, payload included; viscous (Nm·s/rad), coulomb (Nm), armature (kg·m²)
+    per joint; payload: {"link", "mass_kg", "position_m", "inertia_kgm2"} or None; origin: how
+    the robot was made; friction: a friction plugin's true joint friction (`true_friction.py`),
+    or None: viscous and coulomb are the joint friction.
     """
 
     joint_names: tuple[str, ...]

@@ -1,17 +1,11 @@
 """Closed-loop MuJoCo simulation of a robot following a reference, recorded like RTDE would.
 
-`simulate` drives the "real" robot (`perturbed_robot.perturb_robot`, or any MJCF) along a
-reference (q in rad, dq in rad/s, ddq in rad/s², t in s) with computed-torque feed-forward from
-the controller's own model (normally the nominal robot) plus joint PD feedback
-(`default_gains`); the motors saturate at the joints' effort limits. It returns a `Dataset`
-(torques in Nm, the accelerations the simulator applied). The integrator is explicit Euler
-(MuJoCo's `eulerdamp` off), so every recorded row satisfies the rigid-body + rotor-inertia +
-viscous + Coulomb model exactly; a diverging run raises a UserError.
-
-Thermal model (`SimulationParams`: `temperature_c`, `friction_temperature_coefficient`,
-`friction_reference_c`): joint temperatures run linearly over the recording (°C, recorded as
-`Dataset.temperature`) and the MJCF's damping and frictionloss are scaled by (1 - k (T - T0))
-at every sample (a plugin's true friction is not scaled).
+`simulate` drives the "real" robot along a reference (q rad, dq rad/s, ddq rad/s², t s) with
+computed-torque feed-forward from the controller's model plus joint PD feedback; the motors
+saturate at the effort limits. It returns a `Dataset` (torques in Nm). Explicit Euler (MuJoCo's
+`eulerdamp` off): every recorded row satisfies the rigid-body + rotor-inertia + viscous +
+Coulomb model exactly. Optional thermal model: joint temperatures (°C) run linearly over the
+recording and scale the MJCF's damping and frictionloss by (1 - k (T - T0)).
 
 Rationale (integrator): docs/design.md#simulated-robot
 """
@@ -43,8 +37,7 @@ from ident_framework.simulation.unmodelled import (
     unmodelled_torque,
 )
 
-# PD gains that track a UR e-Series arm to ~5e-5 rad at 1 kHz (measured with computed-torque
-# feed-forward; wrist joints go unstable above kd ≈ 30 Nm·s/rad), base to wrist 3.
+# PD gains that track a UR e-Series arm to ~5e-5 rad at 1 kHz, base to wrist 3.
 UR_KP = (2000.0, 2000.0, 1500.0, 600.0, 600.0, 400.0)  # Nm/rad
 UR_KD = (100.0, 100.0, 80.0, 15.0, 10.0, 5.0)  # Nm·s/rad
 ENCODER_RESOLUTION = 2.0 * math.pi / 2**20  # rad, a 20-bit absolute encoder
@@ -65,23 +58,11 @@ def _rates_divide(params: SimulationParams) -> None:
 
 @dataclass
 class SimulationParams(Params):
-    """sim_rate_hz: MuJoCo steps per s; record_rate_hz: recorded samples per s (must divide the
-    sim rate; 500 Hz is UR's RTDE rate); kp (Nm/rad), kd (Nm·s/rad): PD gains per joint (None:
-    `default_gains`); torque_noise_std: Gaussian torque noise std in Nm, one value or one per
-    joint; encoder_resolution: position quantisation step in rad (0: none);
-    record_acceleration: also record MuJoCo's exact qacc as `ddq`;
-    unmodelled: an extra joint torque the rigid-body + Coulomb-viscous model lacks
-    (`UNMODELLED_EFFECTS`), applied as a generalised force each step, of size
-    `unmodelled_scale` (see `unmodelled_friction`, `cogging_torque`); cogging_periods (cycles
-    per joint revolution, whole numbers) and cogging_phase_rad (rad): the cogging term's
-    harmonic and phase, one value or one per joint.
-    temperature_c: a thermal model, [T_start, T_end] °C: every joint's temperature runs
-    linearly from T_start to T_end over the recording and is recorded (`Dataset.temperature`,
-    RTDE's `joint_temperatures`); null: no temperatures. friction_temperature_coefficient k
-    (1/K): the MJCF's damping and frictionloss are scaled by (1 - k (T - friction_reference_c))
-    at every recorded sample (set in `model.dof_damping` / `dof_frictionloss` between steps),
-    i.e. friction falls by k per kelvin above the reference (a plugin's true friction is not
-    scaled)."""
+    """How the robot is simulated and recorded; each key is described in
+    conf/source/mujoco.yaml. record_rate_hz must divide sim_rate_hz; kp, kd None:
+    `default_gains`; unmodelled: see `unmodelled.py`; friction_temperature_coefficient k (1/K):
+    the MJCF's damping and frictionloss are scaled by (1 - k (T - friction_reference_c)) at
+    every recorded sample (a plugin's true friction is not scaled)."""
 
     sim_rate_hz: float = param(1000.0, gt=0, unit="Hz")
     record_rate_hz: float = param(500.0, gt=0, unit="Hz")
@@ -274,12 +255,9 @@ def simulate(
             f"integrator at {params.sim_rate_hz} Hz. Lower source.kd / source.kp or raise "
             "source.sim_rate_hz."
         )
-    reference = (time, q_ref, dq_ref, ddq_ref)
-    recorded = (q, dq, tau, ddq)
-    dataset = _recording(
-        true_robot, params, seed, truth, reference, recorded, ratio, (kp, kd, noise_std)
-    )
-    return with_temperatures(dataset, params)
+    reference, gains = (time, q_ref, dq_ref, ddq_ref), (kp, kd, noise_std)
+    out = _recording(true_robot, params, seed, truth, reference, (q, dq, tau, ddq), ratio, gains)
+    return with_temperatures(out, params)
 
 
 def _run_steps(

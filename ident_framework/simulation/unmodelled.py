@@ -1,9 +1,8 @@
-"""Torques the simulated robot has and the identified model lacks (`source.unmodelled`), applied
-each sim step as a generalised force, so the motors supply them and the recorded torque holds
-them: extra static friction at low speed (stribeck), friction depending on the joint angle
-(position), and a joint-side cogging ripple A_j sin(n_j q_j + phi_j) (cogging: low harmonics per
-joint revolution, as from a gear's kinematic error; motor-side cogging at pole pairs x gear
-ratio per revolution is not simulated)."""
+"""Torques the simulated robot has and the identified model lacks (`source.unmodelled`),
+applied each sim step as a generalised force: extra static friction at low speed (stribeck),
+friction depending on the joint angle (position), and a joint-side cogging ripple
+A_j sin(n_j q_j + phi_j) (low harmonics per joint revolution; motor-side cogging is not
+simulated)."""
 
 from __future__ import annotations
 

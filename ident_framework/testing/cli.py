@@ -1,10 +1,7 @@
 """Run the command line as a user would: `python -m ident_framework ARGS` in a fresh Python
-process. REPO is the checkout this package was imported from (tests run from one), SHARED the
-shared reference data beside it (`../shared`: tests that need it skip without it).
-
-`fake_distribution`: an installed plugin distribution made on the fly, exactly as pip would
-leave it (a `*.dist-info` folder with an `ident_framework` entry point, and the package files),
-in a folder to put on PYTHONPATH (`run_cli(..., pythonpath=)`).
+process. REPO: the checkout this package was imported from; SHARED: the shared reference data
+beside it (tests that need it skip without it). `fake_distribution`: an installed plugin
+distribution made on the fly, as pip would leave it, in a folder to put on PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -27,8 +24,7 @@ def run_cli(
     pythonpath: Path | None = None,
 ) -> subprocess.CompletedProcess:
     """`python -m ident_framework ARGS` in a subprocess (Hydra's full tracebacks off, plots
-    without a display; `pythonpath` put in front of PYTHONPATH); returns the CompletedProcess
-    (text stdout and stderr)."""
+    without a display; `pythonpath` put in front of PYTHONPATH), text output."""
     env = dict(os.environ, MPLBACKEND="Agg")
     env.pop("HYDRA_FULL_ERROR", None)
     if pythonpath is not None:

@@ -1,12 +1,7 @@
 """A simulated recording in which the payload changes part-way through (drift study), used by
-`experiments/drift_payload.py` and its test.
-
-`simulate_payload_change` runs the MuJoCo twin along consecutive pieces of one reference
-motion: the true robot with the payload before the change, then the same true robot (same
-perturbation seed) with the payload after it, continuing from the exact simulated state of the
-first piece's last row (`simulation/tracking.simulate(initial_state=...)`), and joins the two
-recordings. The controller knows only the nominal model. `state_jump_rad` (rad, the largest |q|
-difference across the change: encoder quantisation only) checks the continuity.
+`experiments/drift_payload.py` and its test: the MuJoCo twin runs the true robot with the first
+payload, then the same true robot with the second, continuing from the exact simulated state of
+the first piece's last row; the controller knows only the nominal model.
 """
 
 from __future__ import annotations
@@ -90,28 +85,17 @@ def simulate_payload_change(
             f"change_time_s must lie inside the trajectory (0, {trajectory.duration}) s, "
             f"got {change_time_s}"
         )
-    perturbation = perturbation if perturbation is not None else PerturbationParams()
-    simulation = simulation if simulation is not None else SimulationParams()
+    perturbation = perturbation or PerturbationParams()
+    simulation = simulation or SimulationParams()
     (robot_a, truth_a), (robot_b, truth_b) = payload_robots(nominal, perturbation, masses_kg, seed)
-    pieces = [
-        (robot_a, truth_a, TimeWindow(trajectory, 0.0, change_time_s)),
-        (
-            robot_b,
-            truth_b,
-            TimeWindow(trajectory, change_time_s, trajectory.duration - change_time_s),
-        ),
-    ]
-    (robot, truth, window), (robot_2, truth_2, window_2) = pieces
-    first = simulate(robot, nominal, window, simulation, 2 * seed + 1, progress=False, truth=truth)
+    window = TimeWindow(trajectory, 0.0, change_time_s)
+    first = simulate(robot_a, nominal, window, simulation, 2 * seed + 1, False, truth_a)
     # the second piece continues from the exact state of the first piece's last row (the
     # moment of the change); keep the second piece's row, recorded with the new payload
-    second = simulate(
-        robot_2, nominal, window_2, simulation, 2 * seed + 2, progress=False, truth=truth_2,
-        initial_state=(
-            np.array(first.metadata["final_state"]["q"]),
-            np.array(first.metadata["final_state"]["dq"]),
-        ),
-    )  # fmt: skip
+    window = TimeWindow(trajectory, change_time_s, trajectory.duration - change_time_s)
+    final = first.metadata["final_state"]
+    start = (np.array(final["q"]), np.array(final["dq"]))
+    second = simulate(robot_b, nominal, window, simulation, 2 * seed + 2, False, truth_b, start)
     jump = float(np.max(np.abs(second.q[0] - first.q[-1])))
     first = first.select(first.timestamp < change_time_s - 1e-9)
     columns = {}
@@ -177,27 +161,18 @@ def prepare_drift_setup(
     """Simulate the payload change and both validation recordings, build the LS problem.
     The simulation should record exact accelerations (record_acceleration=True): the data are
     used as they are, without preprocessing."""
-    simulation = (
-        simulation if simulation is not None else SimulationParams(record_acceleration=True)
-    )
-    perturbation = perturbation if perturbation is not None else PerturbationParams()
+    simulation = simulation or SimulationParams(record_acceleration=True)
+    perturbation = perturbation or PerturbationParams()
     nominal = builder.robot
     recording = simulate_payload_change(
         nominal, trajectory, change_time_s, masses_kg, perturbation, simulation, seed
     )
     if recording.data.ddq is None:
         raise ValueError("the drift study needs record_acceleration=True")
+    robots = payload_robots(nominal, perturbation, masses_kg, seed)
     validation = [
-        simulate(
-            robot,
-            nominal,
-            validation_trajectory,
-            simulation,
-            2 * seed + 3 + i,
-            progress=False,
-            truth=truth,
-        )
-        for i, (robot, truth) in enumerate(payload_robots(nominal, perturbation, masses_kg, seed))
+        simulate(robot, nominal, validation_trajectory, simulation, 2 * seed + 3 + i, False, truth)
+        for i, (robot, truth) in enumerate(robots)
     ]
     problem, base, _ = build_problem(
         builder, recording.data, chunk_size, tolerance=1e-8, progress=False

@@ -1,12 +1,8 @@
 """The package's import graph, read from its source (nothing is imported): which module imports
-which, grouped into the units of the layout (the subpackages and the base modules), the layer
-order those units follow, and sizes. `tests/test_layout.py` checks it; `tools/import_picture.py`
-prints it.
-
-Imports inside `if TYPE_CHECKING:` run never, so they pull no layer in at run time: they are
-kept apart (`ModuleInfo.type_imports`) and count for cycles only (`import_edges`), where a
-type-checking-only circle marks a shared type kept by the wrong module. Imports inside
-functions (deferred imports) count like any other.
+which, grouped into the units of the layout (subpackages and base modules), their layer order,
+and sizes (`tests/test_layout.py` checks it; `tools/import_picture.py` prints it). Imports under
+`if TYPE_CHECKING:` are kept apart (`ModuleInfo.type_imports`) and count for cycles only;
+deferred imports inside functions count like any other.
 """
 
 from __future__ import annotations

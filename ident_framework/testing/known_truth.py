@@ -1,9 +1,6 @@
 """Known truth for tests of the identification: a UR12e regressor with made-up parameters
-(inertial parameters within ±20 % of UR's, which need not be physical) and data made with
-them at exact accelerations, so the identification must return them.
-
-`multisine`: smooth multi-sine joint motions with exact derivatives, for known-truth tests and
-benchmarks (data whose accelerations are known, so no differentiation error enters).
+(inertial parameters within ±20 % of UR's) and data made with them at exact accelerations, so
+the identification must return them; `multisine`: smooth joint motions with exact derivatives.
 """
 
 from __future__ import annotations

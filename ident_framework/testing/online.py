@@ -77,43 +77,28 @@ class Service:
             ) from None
 
 
-def start_service(run_dir: Path, *overrides: str, fast: bool = True) -> Service:
-    command = [
-        sys.executable,
-        "-m",
-        "ident_framework",
-        "mode=online",
-        *(FAST if fast else ()),
-        *overrides,
-        f"hydra.run.dir={run_dir}",
-    ]
+@contextmanager
+def running_service(run_dir: Path, *overrides: str, timeout: float = 240) -> Iterator[Service]:
+    """Start the service (the real CLI, with `FAST`), wait for its URL, stop it (SIGINT) at the
+    end."""
+    command = [sys.executable, "-m", "ident_framework", "mode=online", *FAST, *overrides,
+               f"hydra.run.dir={run_dir}"]  # fmt: skip
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
     )
     service = Service(process, run_dir)
-    ready = threading.Event()
 
     def read() -> None:
         assert process.stdout is not None
         for line in process.stdout:
             service.lines.append(line)
-            match = URL.search(line)
-            if match:
+            if match := URL.search(line):
                 service.url = match.group(1)
-                ready.set()
-        ready.set()
 
     threading.Thread(target=read, daemon=True).start()
-    return service
-
-
-@contextmanager
-def running_service(run_dir: Path, *overrides: str, timeout: float = 240) -> Iterator[Service]:
-    """Start the service, wait for its URL, stop it (SIGINT) at the end."""
-    service = start_service(run_dir, *overrides)
     deadline = time.monotonic() + timeout
-    while not service.url and service.process.poll() is None and time.monotonic() < deadline:
+    while not service.url and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
     if not service.url:
         service.stop(signal.SIGKILL, 10)
@@ -121,5 +106,5 @@ def running_service(run_dir: Path, *overrides: str, timeout: float = 240) -> Ite
     try:
         yield service
     finally:
-        if service.process.poll() is None:
+        if process.poll() is None:
             service.stop()

@@ -1,13 +1,7 @@
-"""Check the written twin against recorded data, in MuJoCo (not Pinocchio).
-
-Two checks along a recording (q rad, dq rad/s, ddq rad/s², tau Nm; joint space):
-- inverse dynamics: MuJoCo's `mj_inverse` of the twin gives the joint torque that would
-  produce the recorded motion — rigid body, rotor inertia (armature), viscous damping and the
-  Coulomb friction loss, which MuJoCo models as a soft constraint (≈ fc·sign(dq) above a few
-  hundredths of a rad/s, smooth and acceleration-dependent below);
-- forward simulation: from the recorded state at the start of a window, the twin is driven
-  by the recorded torques (zero-order hold at the recording rate, MuJoCo's own integrator and
-  time step) and its joint positions are compared with the recorded ones after each horizon.
+"""Check the written twin against recorded data, in MuJoCo (not Pinocchio): inverse dynamics
+(`mj_inverse`: rigid body, armature, damping and MuJoCo's soft-constraint friction loss, ≈
+fc·sign(dq) above a few hundredths of a rad/s) and forward simulation driven by the recorded
+torques (zero-order hold), compared with the recorded joint positions after each horizon.
 """
 
 from __future__ import annotations

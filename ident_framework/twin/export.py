@@ -1,14 +1,8 @@
 """Identified parameters written back into the digital twin: the text of `twin.xml` (MJCF) and
-`twin.urdf` (`reports/run_report.write_twin` writes the files).
-
-The twin is the robot's own model with each moving link's mass (kg), centre of mass (m) and
-full inertia (kg·m²), and each joint's viscous damping (Nm·s/rad), Coulomb friction loss (Nm)
-and rotor inertia (armature, kg·m²) replaced by the identified values. Only physically valid
-link parameters are ever written (`twin_problems`). twin.xml is the robot's own MJCF text with
-exactly the edited attributes replaced at full precision, checked against an MjSpec edit;
-twin.urdf is generated from the compiled twin (URDF has no rotor-inertia field: the armature is
-only in twin.xml and parameters.yaml). A coupled transmission (`model/coupling.py`) is lumped
-into its joints' armature and damping, and write-back warns (`coupling_note`).
+`twin.urdf` (`reports/run_report.write_twin` writes the files): the robot's own model with each
+moving link's mass (kg), centre of mass (m) and full inertia (kg·m²), and each joint's viscous
+damping (Nm·s/rad), Coulomb friction loss (Nm) and rotor inertia (armature, kg·m²; not in
+URDF) replaced by the identified values, when they are physically valid (`twin_problems`).
 
 Rationale: docs/design.md#twin-write-back
 """
@@ -140,16 +134,7 @@ def _mjspec_edit(robot: RobotModel, dynamics: TwinDynamics) -> mujoco.MjModel:
         body = spec.body(model.body(model.joint(joint_name).bodyid[0]).name)
         body.mass = float(link.mass)
         body.ipos = np.asarray(link.lever, dtype=float)
-        body.fullinertia = np.array(
-            [
-                inertia[0, 0],
-                inertia[1, 1],
-                inertia[2, 2],
-                inertia[0, 1],
-                inertia[0, 2],
-                inertia[1, 2],
-            ]
-        )
+        body.fullinertia = inertia[[0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]]  # xx yy zz xy xz yz
         body.inertia = np.zeros(3)  # the principal form must be unset beside fullinertia
         body.iquat = np.array([1.0, 0.0, 0.0, 0.0])
         body.explicitinertial = True

@@ -2,20 +2,11 @@
 tau_meas_j - tau_physical_j (Nm), judged on held-out motion before they are used and shrunk
 where they do not know.
 
-- Inputs (`features.py`): by default joint j's own velocity (rad/s), acceleration (rad/s²) and
-  the physical model's friction torque (Nm), standardised; `features: auto` picks a set per
-  joint from `feature_candidates` on held-out folds of the identification data.
-- Acceptance and trust (`acceptance.py`): a joint is corrected only when every held-out fold
-  lowers its RMSE by `acceptance_margin`; each prediction is scaled by the ensemble's agreement
-  and the distance to the training data. `report_` (metrics.json `residual`) and
-  `prediction_report_` say per joint what was accepted, corrected, shrunk and refused.
-- Training (`network.py`): every network (joints × folds × members) in one batched torch
-  computation, deterministic given `seed` on the CPU.
-- Files (`files.py`): `bpnn_weights.pt` and `bpnn_model.json`; a reloaded model reproduces the
-  predictions bitwise on the CPU.
-
-torch is optional (the `bpnn` extra); without it a `residual=bpnn` config
-is a UserError naming the install command. Settings: `params.py` (`BpnnParams`).
+Inputs: `features.py`; folds, acceptance and trust: `acceptance.py`; batched training
+(deterministic given `seed` on the CPU): `network.py`; `bpnn_weights.pt` and `bpnn_model.json`
+(a reloaded model predicts bitwise the same on the CPU): `files.py`; settings: `params.py`.
+torch is optional (the `bpnn` extra): without it `residual=bpnn` is a UserError naming the
+install command.
 
 Rationale: docs/design.md#residual-learner-bpnn
 """
@@ -57,6 +48,10 @@ if TYPE_CHECKING:
 
 _STD_FLOOR = 1e-12  # a feature or residual with a smaller std is not scaled (std taken as 1)
 __all__ = ["DEFAULT_FEATURES", "BpnnParams", "BpnnResidual", "register_residual_learners"]
+
+
+def _floored(std: np.ndarray) -> np.ndarray:
+    return np.where(std > _STD_FLOOR, std, 1.0)
 
 
 def _stack(recordings: list[ResidualInputs]) -> ResidualInputs:
@@ -116,11 +111,8 @@ class BpnnResidual(ResidualLearnerDefaults):
         data: ResidualInputs, residual: np.ndarray | None, n_joints: int | None
     ) -> int:
         """Check that the arrays share one shape (N, n) (n = n_joints when given); return N."""
-        arrays = {name: getattr(data, name) for name in RESIDUAL_INPUT_FIELDS}
-        arrays = {name: value for name, value in arrays.items() if value is not None}
-        if residual is not None:
-            arrays["residual"] = residual
-        shapes = {name: np.shape(value) for name, value in arrays.items()}
+        arrays = {n: getattr(data, n) for n in RESIDUAL_INPUT_FIELDS} | {"residual": residual}
+        shapes = {name: np.shape(value) for name, value in arrays.items() if value is not None}
         first = shapes["q"]
         if len(first) != 2 or any(shape != first for shape in shapes.values()):
             raise UserError(
@@ -155,19 +147,19 @@ class BpnnResidual(ResidualLearnerDefaults):
         auto = self.params.features == AUTO
         if auto:  # every candidate's features; joint j's set is chosen below
             sets = self.params.feature_candidates
-            self.feature_names_ = [f for f in dict.fromkeys(n for c in sets for n in c)]
+            self.feature_names_ = list(dict.fromkeys(n for c in sets for n in c))
         self.feature_mask_ = None
         features, target, recording = self._checked_data(recordings, residuals)
         start = time.perf_counter()
+        std = features.std(axis=1, keepdims=True)
+        scaled = (features - features.mean(axis=1, keepdims=True)) / _floored(std)  # for folds
         folds = folds_for(
-            recording, self._scaled(features), self.params.holdout_fraction, self.params.seed
+            recording, scaled.astype(np.float32), self.params.holdout_fraction, self.params.seed
         )
-        n_candidates = len(self.params.feature_candidates) if auto else 1
         if auto:  # candidate c of joint j is "joint" j·C + c, judged on joint j's folds
             features, target, folds = per_candidate(self, features, target, folds)
         self.x_mean_ = features.mean(axis=1)
-        x_std = features.std(axis=1)
-        self.x_std_ = np.where(x_std > _STD_FLOOR, x_std, 1.0)
+        self.x_std_ = _floored(features.std(axis=1))
         standardised = self._standardise(features)
         self._set_folds(folds, features, target, standardised)
         self._train(folds, features, target, standardised)
@@ -184,20 +176,21 @@ class BpnnResidual(ResidualLearnerDefaults):
             target, corrections, folds, p.acceptance_margin, p.acceptance, untrained.all(axis=2)
         )
         if auto:
-            choose_features(self, n_candidates)
+            choose_features(self, len(p.feature_candidates))
         self.accepted_ = np.array(self.report_["accepted"], dtype=bool)
         self.training_time_s_ = time.perf_counter() - start
-        self.report_.update(self._training_summary(target.shape[1], len(recordings)))
-        return self
-
-    @staticmethod
-    def _scaled(features: np.ndarray) -> np.ndarray:
-        """(n, N, f) features standardised per joint and feature (for the folds)."""
-        std = features.std(axis=1, keepdims=True)
-        scaled = (features - features.mean(axis=1, keepdims=True)) / np.where(
-            std > _STD_FLOOR, std, 1.0
+        self.report_.update(
+            features=p.features if auto else list(p.features),
+            inputs=p.inputs,
+            recordings=len(recordings),
+            samples=target.shape[1],
+            folds=self.folds_,
+            members_per_fold=self.n_members_,
+            networks=self.n_networks_,
+            epochs_run=self.epochs_run_,
+            training_time_s=self.training_time_s_,
         )
-        return scaled.astype(np.float32)
+        return self
 
     def _checked_data(
         self, recordings: list[ResidualInputs], residuals: list[np.ndarray]
@@ -241,8 +234,7 @@ class BpnnResidual(ResidualLearnerDefaults):
         self.folds_ = [fold.kind for fold in folds]
         seen = np.any([fold.fit for fold in folds], axis=0)  # (n, N)
         self.y_mean_ = np.array([target[j, seen[j]].mean() for j in range(n)])
-        y_std = np.array([target[j, seen[j]].std() for j in range(n)])
-        self.y_std_ = np.where(y_std > _STD_FLOOR, y_std, 1.0)
+        self.y_std_ = _floored(np.array([target[j, seen[j]].std() for j in range(n)]))
         ranges = [[(features[j, f.fit[j]].min(0), features[j, f.fit[j]].max(0)) for j in range(n)]
                   for f in folds]  # fmt: skip
         self.fold_min_ = np.array([[r[0] for r in fold] for fold in ranges]).transpose(1, 0, 2)
@@ -283,7 +275,7 @@ class BpnnResidual(ResidualLearnerDefaults):
         device = resolve_device(p.device)
         with torch_settings(p.seed):
             generator = torch.Generator(device="cpu").manual_seed(p.seed)
-            layers = self._initial_layers(generator, device)
+            layers = self._initial_layers(generator, device, zero)
             loss = pointwise_loss(p.loss, np.repeat(p.huber_delta_nm / self.y_std_, F * M), device)
             arrays = (x_train, y_train, x_stop, y_stop, w_stop)
             tensors = tuple(torch.from_numpy(a).to(device) for a in arrays)
@@ -292,51 +284,19 @@ class BpnnResidual(ResidualLearnerDefaults):
             )
         self._state = {
             name: tensor.detach().cpu().contiguous()
-            for name, tensor in zip(self._parameter_names(), best, strict=True)
+            for name, tensor in zip(self._shapes(), best, strict=True)
         }
-        self.history_ = self._per_joint_history(history)
+        self.history_ = dict(history)  # per joint: each joint's mean over its networks
+        for name in ("train_loss_per_joint", "val_loss_per_joint"):
+            self.history_[name] = [
+                None if v is None else np.asarray(v).reshape(self.n_joints_, -1).mean(1).tolist()
+                for v in history[name]
+            ]
         self.best_epoch_ = [int(e) for e in best_epoch]
         self.epochs_run_ = int(epoch)
 
-    def _training_summary(self, n_samples: int, n_recordings: int) -> dict[str, Any]:
-        p = self.params
-        return {
-            "features": p.features if p.features == AUTO else list(p.features),
-            "inputs": p.inputs,
-            "recordings": n_recordings,
-            "samples": n_samples,
-            "folds": self.folds_,
-            "members_per_fold": self.n_members_,
-            "networks": self.n_networks_,
-            "epochs_run": self.epochs_run_,
-            "training_time_s": self.training_time_s_,
-        }
-
-    def _per_joint_history(self, history: dict[str, list]) -> dict[str, list]:
-        """The history with each joint's mean over its networks in the per-joint lists."""
-        n = self.n_joints_
-
-        def per_joint(values: list | None) -> list | None:
-            return (
-                None if values is None else np.asarray(values).reshape(n, -1).mean(axis=1).tolist()
-            )
-
-        return {
-            "train_loss": history["train_loss"],
-            "val_loss": history["val_loss"],
-            "train_loss_per_joint": [per_joint(v) for v in history["train_loss_per_joint"]],
-            "val_loss_per_joint": [per_joint(v) for v in history["val_loss_per_joint"]],
-        }
-
-    def _parameter_names(self) -> list[str]:
-        names = []
-        for k in range(self.params.hidden_layers + 1):
-            names += [f"layer{k}.weight", f"layer{k}.bias"]
-        return names
-
     def _shapes(self) -> dict[str, tuple[int, ...]]:
-        """Tensor shapes of the state dict: weight (K, in, out), bias (K, 1, out) for the K
-        networks, and `support` (n, F·S, f), the standardised training samples of the distance."""
+        """Shapes of the networks' tensors: weight (K, in, out), bias (K, 1, out) per layer."""
         k_networks, width = self.n_networks_, self.params.hidden_width
         sizes = [self.n_features_] + [width] * self.params.hidden_layers + [1]
         shapes: dict[str, tuple[int, ...]] = {}
@@ -346,7 +306,7 @@ class BpnnResidual(ResidualLearnerDefaults):
         return shapes
 
     def _initial_layers(
-        self, generator: torch.Generator, device: torch.device
+        self, generator: torch.Generator, device: torch.device, zero: np.ndarray
     ) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """PyTorch's Linear initialisation U(±1/sqrt(in)) per network; the last layer's weights
         at zero and its bias at the standardised 0 Nm, so an untrained network predicts
@@ -354,7 +314,6 @@ class BpnnResidual(ResidualLearnerDefaults):
         import torch
 
         shapes = list(self._shapes().values())
-        zero = np.repeat(-self.y_mean_ / self.y_std_, self.n_folds_ * self.n_members_)
         layers = []
         for k in range(0, len(shapes), 2):
             w_shape, b_shape = shapes[k], shapes[k + 1]
@@ -381,13 +340,8 @@ class BpnnResidual(ResidualLearnerDefaults):
         n, F, M = self.n_joints_, self.n_folds_, self.n_members_
         device = resolve_device(self.params.device)
         with torch_settings(), torch.no_grad():
-            layers = [
-                (
-                    self._state[f"layer{k}.weight"].to(device),
-                    self._state[f"layer{k}.bias"].to(device),
-                )
-                for k in range(self.params.hidden_layers + 1)
-            ]
+            tensors = [self._state[name].to(device) for name in self._shapes()]
+            layers = list(zip(tensors[::2], tensors[1::2], strict=True))
             inputs = torch.from_numpy(np.ascontiguousarray(x)).to(device)
             inputs = inputs.repeat_interleave(F * M, dim=0)
             out = forward(inputs, layers).cpu().numpy()[:, :, 0].astype(np.float64)
@@ -446,10 +400,6 @@ class BpnnResidual(ResidualLearnerDefaults):
         self.prediction_report_ = acceptance.classify(factor)
         return np.ascontiguousarray((factor * members.mean(axis=1)).T)
 
-    def describe(self) -> dict[str, Any]:
-        """Plain (JSON-safe) description of the fitted model: everything but the tensors."""
-        return files.describe(self)
-
     def save(self, folder: Path) -> None:
         """Write `folder/bpnn_weights.pt` and `folder/bpnn_model.json`."""
         files.save_model(self, folder)
@@ -464,11 +414,7 @@ class BpnnResidual(ResidualLearnerDefaults):
     def write_outputs(self, folder: Path) -> None:
         """Plot the loss curves of training to `folder/plots/bpnn_training.png` (the model
         files are written by `save`)."""
-        self.plot_training(Path(folder) / PLOT_FILE)
-
-    def plot_training(self, path: Path) -> None:
-        """Train and early-stopping loss per epoch (mean over networks and per joint)."""
-        files.plot_training(self, path)
+        files.plot_training(self, Path(folder) / PLOT_FILE)
 
 
 @hookimpl

@@ -1,18 +1,11 @@
-"""How far the `bpnn` residual learner's corrections are trusted: the held-out folds and the
-per-joint acceptance when it is fitted, the per-sample trust factor when it predicts.
+"""How far the `bpnn` residual learner's corrections are trusted: the held-out folds
+(`folds_for`) and the per-joint acceptance (`judge`) when it is fitted, the per-sample trust
+factor when it predicts.
 
-- Folds (`folds_for`): several recordings: leave one recording out. One recording: one fold
-  holds out, per joint, the k-means cluster of standardised features farthest from the mean
-  (k = round(1 / holdout_fraction), seeded), a second the last `holdout_fraction` in time.
-- Acceptance (`judge`): a joint is corrected only when, in every fold, its corrections as
-  applied (ensemble mean × trust) lower the held-out RMSE (Nm) by at least `margin`
-  (fraction); the training-part reduction is reported beside it.
-- Trust s in [0, 1] per sample and joint: s = s_ens · s_dist, with
-  s_ens = μ² / (μ² + κσ²) (`disagreement_factor`; μ, σ the members' mean and spread in Nm,
-  κ = `disagreement_weight`) and s_dist = 1 up to `trust_radius`, 0 from `refuse_radius`
-  (`distance_factor`; distance to the nearest training sample in standardised input space);
-  0 outside the range guard (`range_margin`). `classify`: corrected s ≥ 0.9, shrunk
-  0 < s < 0.9, refused s = 0.
+Trust s in [0, 1] per sample and joint: s = s_ens · s_dist, with s_ens = μ² / (μ² + κσ²)
+(`disagreement_factor`; μ, σ the members' mean and spread in Nm) and s_dist = 1 up to
+`trust_radius`, 0 from `refuse_radius` (`distance_factor`; standardised input space); 0 outside
+the range guard. `classify`: corrected s ≥ 0.9, shrunk 0 < s < 0.9, refused s = 0.
 
 Rationale: docs/design.md#residual-learner-bpnn
 """
@@ -91,10 +84,8 @@ EARLY_STOPPING_BLOCKS = 50  # contiguous time blocks of a joint's fit samples
 def early_stopping_part(fit: np.ndarray, fraction: float) -> np.ndarray:
     """(n, N) bool: per joint, the early-stopping part of its `fit` samples (the rest trains):
     the fit samples in time order cut into `EARLY_STOPPING_BLOCKS` contiguous blocks, of which
-    `fraction` spread evenly over the recording(s) (for 0.2: every fifth block). Not the time
-    tail: on a Fourier excitation that is the ramp to rest, slow samples unlike the rest, on
-    which no epoch may look better than the untrained network (measured: a joint's network
-    kept epoch 0 and learnt nothing)."""
+    `fraction` spread evenly over the recording(s) (for 0.2: every fifth block; not the time
+    tail, which on a Fourier excitation is the ramp to rest, unlike the rest)."""
     rank = np.cumsum(fit, axis=1) - 1  # 0-based position among the joint's fit samples
     total = np.maximum(fit.sum(axis=1, keepdims=True), 1)
     block = (rank * EARLY_STOPPING_BLOCKS) // total

@@ -1,10 +1,7 @@
-"""Files of the `bpnn` residual learner: `bpnn_weights.pt` (a state dict of tensors only,
-read back with `torch.load(..., weights_only=True)`: the networks' layers and `support`, the
-standardised training samples of the distance guard), `bpnn_model.json` (architecture,
-parameters, scalers, training ranges, acceptance, best epochs, loss history, torch version),
-checked when
-read back (a reloaded model reproduces the predictions bitwise on the CPU), and the training
-plot `plots/bpnn_training.png`.
+"""Files of the `bpnn` residual learner: `bpnn_weights.pt` (a state dict of tensors only: the
+networks' layers and `support`, the standardised training samples of the distance guard),
+`bpnn_model.json` (architecture, parameters, scalers, ranges, acceptance, history), both
+checked when read back, and the training plot `plots/bpnn_training.png`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
-"""The `bpnn` residual learner's networks and their training, in PyTorch (an optional
-dependency, the `bpnn` extra, imported only inside the functions that need it): the import
-check naming the install command, the device, deterministic settings restored afterwards, and
-the batched forward pass of the per-joint networks; their batches: every network (joint, fold,
-member; joint-major, K = n·F·M) gets its own samples, gathered into one (K, L, ...) array
-padded to one length L by repeating them (a padding weight of 0 marks the repeats where it
-matters); and their training: Adam on minibatches shuffled with a seeded generator, the loss
-summed over the networks (each network's gradient is its own loss's), and early stopping on
-each network's early-stopping loss (each keeps the weights of its own best epoch; training
-stops when none improved for `patience` epochs), inside `torch_settings`. See the package's
-docstring for the whole method.
+"""The `bpnn` residual learner's networks and their training in PyTorch (optional, the `bpnn`
+extra, imported only inside the functions that need it): the import check, the device,
+deterministic settings, the batched forward pass. Every network (joint, fold, member;
+joint-major, K = n·F·M) gets its own samples, gathered into one (K, L, ...) array padded to
+length L by repeating them (padding weight 0). Training: Adam on seeded shuffled minibatches,
+the loss summed over the networks, early stopping per network (each keeps its best epoch;
+training stops when none improved for `patience` epochs).
 """
 
 from __future__ import annotations
@@ -28,11 +24,7 @@ if TYPE_CHECKING:
     import torch
 
 
-# One torch thread: two gain ~30 % on an idle 2-core CPU but are 5-40x slower as soon as another
-# process is busy (parallel tests, multirun jobs); one thread also fixes the kernels at load.
-N_THREADS = 1
-
-
+N_THREADS = 1  # more are much slower as soon as another process is busy
 DEVICE_PATTERN = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")  # residual.device values
 TORCH_BUILDS_URL = "https://pytorch.org/get-started/locally/"
 
@@ -217,15 +209,20 @@ def train_networks(
     refused_val = torch.from_numpy(refused).to(device)
     zero_val = torch.from_numpy(zero.astype(np.float32)).to(device)[:, None, None]
 
-    def validation_loss() -> torch.Tensor:
-        with torch.no_grad():
-            prediction = torch.where(refused_val, zero_val, forward(x_val, layers))
-            return (loss(prediction - y_val) * w_val).sum(dim=(1, 2)) / w_total
+    def validation() -> torch.Tensor | None:
+        """Each network's early-stopping loss, appended to the history (None: no such part)."""
+        current = None
+        if n_val:
+            with torch.no_grad():
+                prediction = torch.where(refused_val, zero_val, forward(x_val, layers))
+                current = ((loss(prediction - y_val) * w_val).sum(dim=(1, 2)) / w_total).cpu()
+        history["val_loss"].append(None if current is None else current.mean().item())
+        history["val_loss_per_joint"].append(None if current is None else current.tolist())
+        return current
 
-    best_loss = validation_loss().cpu() if n_val else torch.full((n,), math.inf)
+    best_loss = validation()
+    best_loss = torch.full((n,), math.inf) if best_loss is None else best_loss
     best_epoch = torch.zeros(n, dtype=torch.long)
-    history["val_loss"].append(best_loss.mean().item() if n_val else None)
-    history["val_loss_per_joint"].append(best_loss.tolist() if n_val else None)
     bar = progress(
         range(1, params.epochs + 1), desc="bpnn residual", unit="epoch",
         enabled=params.progress, leave=False,
@@ -235,23 +232,14 @@ def train_networks(
         train_loss = _epoch(layers, optimizer, loss, x_train, y_train, params.batch_size, generator)
         history["train_loss"].append(train_loss.mean().item())
         history["train_loss_per_joint"].append(train_loss.tolist())
-        if not n_val:
-            history["val_loss"].append(None)
-            history["val_loss_per_joint"].append(None)
-            bar.set_postfix(train=f"{history['train_loss'][-1]:.4f}", refresh=False)
-            continue
-        current = validation_loss().cpu()
-        history["val_loss"].append(current.mean().item())
-        history["val_loss_per_joint"].append(current.tolist())
-        best_loss, best_epoch = _keep_better(
-            current, best_loss, best_epoch, epoch, best, parameters, device
-        )
-        bar.set_postfix(
-            train=f"{history['train_loss'][-1]:.4f}",
-            val=f"{history['val_loss'][-1]:.4f}",
-            refresh=False,
-        )
-        if params.patience and bool(((epoch - best_epoch) >= params.patience).all()):
+        postfix = {"train": f"{history['train_loss'][-1]:.4f}"}
+        if (current := validation()) is not None:
+            best_loss, best_epoch = _keep_better(
+                current, best_loss, best_epoch, epoch, best, parameters, device
+            )
+            postfix["val"] = f"{history['val_loss'][-1]:.4f}"
+        bar.set_postfix(postfix, refresh=False)
+        if n_val and params.patience and bool(((epoch - best_epoch) >= params.patience).all()):
             break
     bar.close()
     if not n_val:  # no early stopping: keep the last epoch

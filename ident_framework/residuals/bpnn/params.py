@@ -1,7 +1,5 @@
 """Parameters of the `bpnn` residual learner (`residual.*`), validated when the config is
-composed (a bad value fails before any job starts); see the package's docstring
-for the method.
-"""
+composed (a bad value fails before any job starts)."""
 
 from __future__ import annotations
 
@@ -23,7 +21,7 @@ DEFAULT_CANDIDATES = [
 
 
 def _torch_available(params: BpnnParams) -> None:
-    require_torch()  # before any job runs: the learner cannot train or load without it
+    require_torch()
 
 
 def _feature_sets(params: BpnnParams) -> None:
@@ -72,31 +70,14 @@ def _device_available(params: BpnnParams) -> None:
 
 @dataclass
 class BpnnParams(Params):
-    """Parameters of the `bpnn` residual learner.
+    """Parameters of the `bpnn` residual learner, each described in conf/residual/bpnn.yaml.
 
-    features: input names per joint (`features.FEATURES`: position, sin_position,
-    cos_position, velocity, acceleration, load, gravity, inertial, friction), or "auto": per
-    joint, the set of `feature_candidates` whose networks lower the held-out RMSE most in their
-    worst fold (all candidates train together on the same folds; the validation data play no
-    part). feature_candidates: the sets "auto" chooses from. inputs: "joint" (network j sees
-    joint j's features) or "full" (every network sees all joints'). hidden_width,
-    hidden_layers: MLP size (ReLU). ensemble_size: members per joint (split over the folds,
-    at least one per fold).
-    epochs: maximum training epochs. learning_rate: Adam step size. weight_decay: Adam's L2
-    penalty. batch_size: samples per minibatch. seed: weights, minibatch order, k-means.
-    device: "cpu", "cuda", "cuda:<i>" or "mps". validation_fraction: share of each network's
-    training samples kept for early stopping (blocks spread over the recordings), in [0, 1)
-    (0: the last epoch is kept). patience: epochs without a better early-stopping loss
-    before training stops (0: never early). acceptance: judge each joint on held-out motion (false:
-    accept every joint,
-    for experiments). acceptance_margin: the held-out RMSE reduction (fraction) a joint must
-    reach to be corrected. holdout_fraction: share of the samples held out per joint when there
-    is one recording (the region fold). disagreement_weight: κ of the ensemble shrinkage (0:
-    none). trust_radius, refuse_radius: distance to the nearest training sample
-    (standardised units) up to which corrections apply fully / beyond which they are 0;
-    refuse_radius null: no distance shrinkage. range_margin: per-feature guard margin m (≥ 0)
-    in units of each feature's training span; None: no guard. loss: "mse" or "huber"
-    (quadratic up to huber_delta_nm, Nm). progress: tqdm bar over the epochs on stderr.
+    features: input names per joint (`features.FEATURES`), or "auto": per joint, the set of
+    `feature_candidates` whose networks lower the held-out RMSE most in their worst fold.
+    trust_radius, refuse_radius: distance to the nearest training sample (standardised units)
+    up to which corrections apply fully / beyond which they are 0 (null: no distance
+    shrinkage). range_margin: guard margin in units of each feature's training span (None: no
+    guard). huber_delta_nm: Nm.
     """
 
     features: list[str] | str = field(default_factory=lambda: list(DEFAULT_FEATURES))
