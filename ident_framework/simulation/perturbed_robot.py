@@ -52,6 +52,9 @@ class PerturbationParams(Params):
     armature: list[float] | None = param(None, each=True, ge=0, unit="kg·m²")
 
 
+_ARRAYS = ("inertial", "viscous", "coulomb", "armature")  # SimulatedTruth's per-joint arrays
+
+
 @dataclass(frozen=True)
 class SimulatedTruth:
     """True parameters of a simulated robot. inertial: (10 n,) Pinocchio parameters per link
@@ -74,10 +77,7 @@ class SimulatedTruth:
         """Plain lists and floats (YAML- and JSON-safe); keys as `truth.py` reads them."""
         return {
             "joint_names": list(self.joint_names),
-            "inertial": [float(v) for v in self.inertial],
-            "viscous": [float(v) for v in self.viscous],
-            "coulomb": [float(v) for v in self.coulomb],
-            "armature": [float(v) for v in self.armature],
+            **{name: [float(v) for v in getattr(self, name)] for name in _ARRAYS},
             "payload": None if self.payload is None else dict(self.payload),
             "origin": self.origin,
             "friction": None if self.friction is None else dict(self.friction),
@@ -87,10 +87,7 @@ class SimulatedTruth:
     def from_dict(cls, values: dict[str, Any]) -> SimulatedTruth:
         return cls(
             joint_names=tuple(values["joint_names"]),
-            inertial=np.asarray(values["inertial"], dtype=float),
-            viscous=np.asarray(values["viscous"], dtype=float),
-            coulomb=np.asarray(values["coulomb"], dtype=float),
-            armature=np.asarray(values["armature"], dtype=float),
+            **{name: np.asarray(values[name], dtype=float) for name in _ARRAYS},
             payload=values.get("payload"),
             origin=values.get("origin", ""),
             friction=values.get("friction"),

@@ -99,27 +99,18 @@ def check_rates(sim_rate_hz: float, record_rate_hz: float) -> int:
     return int(round(ratio))
 
 
-def _diagonal_inertia(robot: RobotModel, q: np.ndarray) -> np.ndarray:
-    """(len(q), n) joint-space inertia diagonal M_jj (kg·m², rotor inertia included)."""
-    model = robot.pin_model
-    data = model.createData()
-    return np.array([np.diag(pin.crba(model, data, row)) for row in q])
-
-
 def default_gains(
     true_robot: RobotModel, q_reference: np.ndarray, sim_rate_hz: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(kp Nm/rad, kd Nm·s/rad) per joint, tuned on the robot being driven (as a real
-    controller is tuned on the real arm).
-
-    UR arms: UR_KP, UR_KD (tuned at 1 kHz; kd scaled by rate/1 kHz and kp by its square
-    below 1 kHz). Other arms: a PD of bandwidth 0.1·sim rate rad/s and damping ratio 0.7 on the
-    largest diagonal joint inertia M_jj (kg·m², rotor inertia included) along the reference.
-    Both are then lowered, per joint, as far as the explicit integrator needs to stay stable:
-    kd·dt <= 0.5·M_jj and kp·dt² <= 0.25·M_jj with the smallest M_jj along the reference.
-    With the default UR rotor inertias nothing is lowered."""
+    """(kp Nm/rad, kd Nm·s/rad) per joint, tuned on the robot being driven. UR arms: UR_KP,
+    UR_KD (kd scaled by rate/1 kHz and kp by its square below 1 kHz); other arms: bandwidth
+    0.1·sim rate rad/s, damping ratio 0.7 on the largest joint inertia M_jj (kg·m²) along the
+    reference. Both lowered per joint as far as the explicit integrator needs: kd·dt <= 0.5·M_jj
+    and kp·dt² <= 0.25·M_jj with the smallest M_jj."""
+    model = true_robot.pin_model
+    data = model.createData()
     rows = q_reference[:: max(1, len(q_reference) // 50)]
-    inertia = _diagonal_inertia(true_robot, rows)
+    inertia = np.array([np.diag(pin.crba(model, data, row)) for row in rows])  # (rows, n) M_jj
     if tuple(true_robot.joint_names) == UR_JOINTS:
         scale = min(1.0, sim_rate_hz / 1000.0)
         kp, kd = np.array(UR_KP) * scale**2, np.array(UR_KD) * scale
@@ -196,16 +187,13 @@ def simulate(
 ) -> Dataset:
     """Run the true robot along `trajectory` under the controller and record it.
 
-    Row k of the dataset is sim step k·(sim/record rate): t_k (s), the state at the start of
-    that step (q quantised to the encoder resolution, dq = qvel), tau_k = the joint torque the
-    motors applied during the step (MuJoCo's qfrc_actuator, after clamping) + Gaussian noise
-    drawn from `seed`, the reference at t_k as targets, and qacc_k as `ddq` if asked for.
-    `truth` (default: read from `true_robot`) goes to metadata["truth"]. The simulation
-    starts at `initial_state` (q rad, dq rad/s; default: the reference at t = 0);
-    metadata["final_state"] ({"q", "dq"} lists) is the exact state of the last row.
-    `friction`: a friction plugin's torque applied as the joint friction each step (through
-    qfrc_applied, evaluated at the step's velocity; a sequential model advances its state by
-    the step); the true robot should then have no damping and frictionloss of its own.
+    Row k is sim step k·(sim/record rate): t_k (s), the state at the start of that step (q
+    quantised to the encoder), tau_k the motors' torque during the step (after clamping) +
+    Gaussian noise from `seed`, the reference as targets, qacc_k as `ddq` if asked for. `truth`
+    (default: read from `true_robot`) goes to metadata["truth"]; `initial_state` (q rad, dq
+    rad/s; default: the reference at t = 0); metadata["final_state"]: the exact last state.
+    `friction`: a friction plugin's torque applied each step (the true robot should then have
+    no damping and frictionloss of its own).
     """
     n = true_robot.n_joints
     if tuple(controller_robot.joint_names) != tuple(true_robot.joint_names):

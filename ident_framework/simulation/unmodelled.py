@@ -37,18 +37,10 @@ def unmodelled_friction(
     return np.zeros_like(dq)
 
 
-def cogging_torque(
-    amplitude: np.ndarray, periods: np.ndarray, phase: np.ndarray, q: np.ndarray
-) -> np.ndarray:
-    """Position-periodic, velocity-independent joint torque (Nm) the motor must supply on top
-    of the rigid-body and friction torque: amplitude_j · sin(periods_j · q_j + phase_j), q in
-    rad (joint side), amplitude in Nm, periods in cycles per joint revolution."""
-    return amplitude * np.sin(periods * q + phase)
-
-
-def cogging_amplitude(scale: float, effort: np.ndarray) -> np.ndarray:
-    """(n,) cogging amplitude in Nm: scale × COGGING_FRACTION × each joint's effort limit (Nm);
-    UserError when a joint has no finite effort limit to size it by."""
+def cogging(params: Any, effort: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per joint the cogging ripple amplitude_j · sin(periods_j · q_j + phase_j) (q in rad, joint
+    side): amplitude (Nm, unmodelled_scale × COGGING_FRACTION × the effort limit), periods per
+    joint revolution, phase (rad); UserError when a joint has no finite effort limit."""
     effort = np.asarray(effort, dtype=float)
     if not np.all(np.isfinite(effort) & (effort > 0)):
         raise UserError(
@@ -57,15 +49,10 @@ def cogging_amplitude(scale: float, effort: np.ndarray) -> np.ndarray:
             "limits (URDF <limit effort=...>, MJCF actuatorfrcrange), or choose another "
             "source.unmodelled effect."
         )
-    return scale * COGGING_FRACTION * effort
-
-
-def cogging_shape(params: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(n,) cogging periods per revolution and (n,) phases (rad) of `params` (one value for all
-    joints, or one per joint)."""
+    n = len(effort)
     periods = per_joint_values(params.cogging_periods, n, "cogging_periods", one_for_all=True)
     phase = per_joint_values(params.cogging_phase_rad, n, "cogging_phase_rad", one_for_all=True)
-    return periods, phase
+    return params.unmodelled_scale * COGGING_FRACTION * effort, periods, phase
 
 
 def unmodelled_torque(
@@ -76,10 +63,8 @@ def unmodelled_torque(
     if params.unmodelled == "none" or params.unmodelled_scale == 0:
         return None
     if params.unmodelled == "cogging":
-        n = len(effort)
-        amplitude = cogging_amplitude(params.unmodelled_scale, effort)
-        periods, phase = cogging_shape(params, n)
-        return lambda q, dq: cogging_torque(amplitude, periods, phase, q)
+        amplitude, periods, phase = cogging(params, effort)
+        return lambda q, dq: amplitude * np.sin(periods * q + phase)
     kind, scale = params.unmodelled, params.unmodelled_scale
     return lambda q, dq: unmodelled_friction(kind, scale, coulomb, q, dq)
 
@@ -89,10 +74,8 @@ def unmodelled_metadata(params: Any, effort: np.ndarray) -> dict:
     (Nm), periods per revolution and phase (rad) per joint."""
     out = {"kind": params.unmodelled, "scale": float(params.unmodelled_scale)}
     if params.unmodelled == "cogging" and params.unmodelled_scale > 0:
-        periods, phase = cogging_shape(params, len(effort))
+        amplitude, periods, phase = cogging(params, effort)
         out.update(
-            amplitude_nm=cogging_amplitude(params.unmodelled_scale, effort).tolist(),
-            periods=periods.tolist(),
-            phase_rad=phase.tolist(),
+            amplitude_nm=amplitude.tolist(), periods=periods.tolist(), phase_rad=phase.tolist()
         )
     return out

@@ -193,8 +193,7 @@ def rmse_of(factor: tuple[np.ndarray, int], thetas: np.ndarray) -> np.ndarray:
     r_factor, rows = factor
     thetas = np.atleast_2d(thetas)
     augmented = np.hstack([thetas, -np.ones((len(thetas), 1))])
-    values = np.linalg.norm(augmented @ r_factor.T, axis=1) / np.sqrt(rows)
-    return values if values.size > 1 else values[:1]
+    return np.linalg.norm(augmented @ r_factor.T, axis=1) / np.sqrt(rows)
 
 
 def least_squares_on(factor: tuple[np.ndarray, int]) -> np.ndarray:
@@ -241,14 +240,9 @@ def recovery_time(
     index = np.flatnonzero(outside)
     if grace_s > 0.0 and len(index):
         runs = np.split(index, np.flatnonzero(np.diff(index) > 1) + 1)
-        index = np.concatenate(
-            [
-                run
-                for run in runs
-                if times[run[-1]] - times[run[0]] >= grace_s or run[-1] == len(times) - 1
-            ]
-            or [np.empty(0, dtype=int)]
-        )
+        end = len(times) - 1
+        kept = [r for r in runs if times[r[-1]] - times[r[0]] >= grace_s or r[-1] == end]
+        index = np.concatenate(kept or [np.empty(0, dtype=int)])
     if not len(index):
         return float(times[after][0] - change_time_s)
     last = int(index[-1])

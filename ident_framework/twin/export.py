@@ -170,8 +170,8 @@ def twin_urdf_text(twin: RobotModel) -> str:
                 xyz=_numbers(model.body_ipos[b] - offset[b]),
                 rpy=_numbers(pin.rpy.matrixToRpy(_rotation(model.body_iquat[b]))),
             )
-            ET.SubElement(inertial, "mass", value=repr(float(model.body_mass[b])))
-            ixx, iyy, izz = (repr(float(v)) for v in model.body_inertia[b])
+            ET.SubElement(inertial, "mass", value=_numbers(model.body_mass[b]))
+            ixx, iyy, izz = (_numbers(v) for v in model.body_inertia[b])
             ET.SubElement(inertial, "inertia", ixx=ixx, ixy="0", ixz="0", iyy=iyy, iyz="0", izz=izz)
         parent = int(model.body_parentid[b])
         if parent == 0:
@@ -182,22 +182,13 @@ def twin_urdf_text(twin: RobotModel) -> str:
             i = joints[0]
             name = model.joint(i).name
             joint = ET.SubElement(robot, "joint", name=name, type="revolute")
-            j = limits[name]
-            ET.SubElement(
-                joint,
-                "limit",
-                lower=repr(float(twin.limits.position[j, 0])),
-                upper=repr(float(twin.limits.position[j, 1])),
-                effort=repr(float(twin.limits.effort[j])),
-                velocity=repr(float(twin.limits.velocity[j])),
-            )
-            dof = model.jnt_dofadr[i]
-            ET.SubElement(
-                joint,
-                "dynamics",
-                damping=repr(float(model.dof_damping[dof])),
-                friction=repr(float(model.dof_frictionloss[dof])),
-            )
+            j, dof = limits[name], model.jnt_dofadr[i]
+            lower, upper = twin.limits.position[j]
+            effort, velocity = twin.limits.effort[j], twin.limits.velocity[j]
+            bounds = {"lower": lower, "upper": upper, "effort": effort, "velocity": velocity}
+            ET.SubElement(joint, "limit", {k: _numbers(v) for k, v in bounds.items()})
+            friction = {"damping": model.dof_damping[dof], "friction": model.dof_frictionloss[dof]}
+            ET.SubElement(joint, "dynamics", {k: _numbers(v) for k, v in friction.items()})
             ET.SubElement(joint, "axis", xyz=_numbers(model.jnt_axis[i]))
         else:
             joint = ET.SubElement(

@@ -256,22 +256,16 @@ def disagreement_factor(mean: np.ndarray, std: np.ndarray, weight: float) -> np.
 def classify(factor: np.ndarray) -> dict[str, object]:
     """Fractions of sample-joints corrected / shrunk / refused, pooled and per joint, from the
     factors (n, N) actually applied."""
-    corrected = factor >= CORRECTED_AT
-    refused = factor <= 0.0
+    corrected, refused = factor >= CORRECTED_AT, factor <= 0.0
     shrunk = ~corrected & ~refused
-    n_samples = factor.shape[1]
+    n, n_samples = factor.shape
 
-    def share(mask: np.ndarray) -> tuple[float, list[float]]:
-        if not n_samples:
-            return 0.0, [0.0] * factor.shape[0]
-        return float(mask.mean()), [float(v) for v in mask.mean(axis=1)]
+    def per_joint(values: np.ndarray) -> list[float]:
+        return [float(v) for v in values.mean(axis=1)] if n_samples else [0.0] * n
 
     figures: dict[str, object] = {"corrected_at_factor": CORRECTED_AT}
     for name, mask in (("corrected", corrected), ("shrunk", shrunk), ("refused", refused)):
-        pooled, per_joint = share(mask)
-        figures[f"{name}_fraction"] = pooled
-        figures[f"{name}_per_joint"] = per_joint
-    figures["mean_factor_per_joint"] = (
-        [float(v) for v in factor.mean(axis=1)] if n_samples else [0.0] * factor.shape[0]
-    )
+        figures[f"{name}_fraction"] = float(mask.mean()) if n_samples else 0.0
+        figures[f"{name}_per_joint"] = per_joint(mask)
+    figures["mean_factor_per_joint"] = per_joint(factor)
     return figures

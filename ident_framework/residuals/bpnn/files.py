@@ -221,12 +221,8 @@ def plot_training(model: Any, path: Path) -> None:
     train = [np.nan if v is None else v for v in history["train_loss"]]
     ax.semilogy(epochs, train, label="train", color="tab:gray")
     if history["val_loss"][0] is not None:
-        ax.semilogy(
-            epochs,
-            history["val_loss"],
-            label="early stopping (tail of each fold's training part)",
-            color="tab:blue",
-        )
+        label = "early stopping (tail of each fold's training part)"
+        ax.semilogy(epochs, history["val_loss"], label=label, color="tab:blue")
         per_joint = np.asarray(history["val_loss_per_joint"])
         for j in range(per_joint.shape[1]):
             verdict = "corrected" if model.accepted_[j] else "refused"
