@@ -129,10 +129,9 @@ def default_gains(
 
 
 def simulation_model(true_robot: RobotModel, sim_rate_hz: float) -> mujoco.MjModel:
-    """The true robot's MuJoCo model made ready to simulate: one motor (gear 1) per joint
-    replacing any actuators of the file, joint torque clamped at the effort limits (unless the
-    file clamps it already), explicit Euler at dt = 1/sim_rate_hz, contacts off (the arm moves
-    in free space; identification models have no contacts)."""
+    """The true robot's MuJoCo model made ready to simulate: one motor per joint replacing the
+    file's actuators, torque clamped at the effort limits, explicit Euler at 1/sim_rate_hz,
+    contacts off."""
     spec = true_robot.mujoco_spec()
     for actuator in list(spec.actuators):
         spec.delete(actuator)
@@ -260,11 +259,9 @@ def _run_steps(
     progress: bool,
     thermal: ThermalFriction | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Step the PD-controlled simulation: ctrl_k = base_k - kp q_k - kd dq_k, the plugin's
-    friction torque and the unmodelled torque `extra(q, dq)` (Nm the motors must supply)
-    applied each step. counts: (recorded rows,
-    sim steps per row, sim steps). Returns per recorded row (q, dq) at the start of its step,
-    the actuator torque and qacc of that step."""
+    """Step the PD-controlled simulation (ctrl_k = base_k - kp q_k - kd dq_k, plus the plugin's
+    friction and the unmodelled torque); counts: (rows, sim steps per row, sim steps). Returns per
+    row (q, dq) at the start of its step, the actuator torque and qacc of that step."""
     n_rows, ratio, n_steps = counts
     n = len(kp)
     qpos, qvel, ctrl = data.qpos, data.qvel, data.ctrl  # views, updated in place by mj_step

@@ -124,10 +124,9 @@ def simulate_payload_change(
 
 @dataclass
 class DriftSetup:
-    """Everything a drift study needs: the recording, validation recordings of the robot before
-    and after the change (same motion, own noise), the LS problem of the recording in base
-    parameters, and triangular factors R of [W_base | tau] of the recording's two parts and
-    of both validation recordings (for RMSE of many parameter vectors at O(r²) each)."""
+    """The recording, validation recordings before and after the change (same motion, own
+    noise), the LS problem in base parameters, and triangular factors R of [W_base | tau] of the
+    recording's two parts and of both validation recordings (RMSE of many parameter vectors)."""
 
     recording: PayloadChangeRecording
     validation_before: Dataset
@@ -207,9 +206,7 @@ def phase_matched_reference(
     times: np.ndarray, values: np.ndarray, change_time_s: float, period_s: float
 ) -> np.ndarray:
     """For each time t >= change_time_s, the value at the same phase of a periodic excitation
-    (period_s) in the last period before the change, t - m period_s in [change - period,
-    change); NaN before the change. Compares like with like when the error depends on the
-    phase of the motion (friction near zero speed, poses, excitation of the memory window)."""
+    (period_s) in the last period before the change; NaN before the change."""
     times = np.asarray(times, dtype=float)
     out = np.full(times.shape, np.nan)
     after = times >= change_time_s

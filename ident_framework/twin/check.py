@@ -41,11 +41,9 @@ def forward_divergence(
     horizons_s: tuple[float, ...] = HORIZONS_S,
     n_windows: int = N_WINDOWS,
 ) -> dict[str, object]:
-    """Joint-position divergence (rad) of the twin driven by the recorded torques.
-
-    `n_windows` windows of the longest horizon start evenly over the recording; each starts
-    from the recorded q, dq. Returns per horizon the RMS over windows of each joint's
-    |q_sim − q_meas| ("rms_per_joint"), its maximum ("max") and the windows used."""
+    """Joint-position divergence (rad) of the twin driven by the recorded torques from the
+    recorded q, dq at `n_windows` evenly spread starts: per horizon each joint's RMS over windows
+    of |q_sim − q_meas| ("rms_per_joint") and its maximum ("max")."""
     from mujoco import rollout  # the batched forward simulation (C, no Python per step)
 
     model = robot.mujoco_model()
@@ -93,12 +91,9 @@ def forward_divergence(
 def twin_metrics(
     twin: RobotModel, nominal: RobotModel, data: Dataset, identified_prediction: np.ndarray
 ) -> dict[str, object]:
-    """metrics.json `twin`: MuJoCo inverse dynamics of the twin along `data` (RMSE, R²); the
-    same on the moving samples (|dq_j| ≥ MOVING_RAD_S, per joint) beside the identified
-    model's own prediction `identified_prediction` (N, n) Nm there — where both friction
-    models agree, the two must match if the write-back is faithful; and the forward-simulation
-    divergence of the twin and, for comparison, of the nominal model (its friction and rotor
-    inertia as the model file gives them)."""
+    """metrics.json `twin`: MuJoCo inverse dynamics of the twin along `data` (RMSE, R²), the
+    same on the moving samples (|dq_j| ≥ MOVING_RAD_S) beside the identified model's
+    `identified_prediction` (N, n) Nm, and the forward divergence of the twin and the nominal."""
     tau = mujoco_inverse_dynamics(twin, data.q, data.dq, data.ddq)
     moving = np.abs(data.dq) >= MOVING_RAD_S
     measured = data.measured_torque  # as recorded, at the recorded timestamps

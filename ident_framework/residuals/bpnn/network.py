@@ -185,11 +185,9 @@ def train_networks(
     device: torch.device,
 ) -> tuple[list[torch.Tensor], torch.Tensor, dict[str, list], int]:
     """Train `layers` in place on data = (x_train, y_train, x_val, y_val, w_val) (standardised,
-    (K, N, f) and (K, N, 1) per network; w_val (K, N_val, 1) the weight of each early-stopping
-    sample: 0 for padding) with the `BpnnParams` `params`. The early-stopping loss is that of
-    the network as used: samples `refused` (K, N_val, 1) predict `zero` (K,), the standardised
-    0 Nm. Returns (the kept tensors, the epoch each network kept, the loss history per
-    network, epochs run)."""
+    per network; w_val: 0 for padding). The early-stopping loss is that of the network as used:
+    samples `refused` predict `zero` (K,), the standardised 0 Nm. Returns (the kept tensors, the
+    epoch each network kept, the loss history per network, epochs run)."""
     import torch
 
     from ident_framework.progress import progress
