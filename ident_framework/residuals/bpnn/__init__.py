@@ -4,9 +4,9 @@ where they do not know.
 
 Inputs: `features.py`; folds, acceptance and trust: `acceptance.py`; batched training
 (deterministic given `seed` on the CPU): `network.py`; `bpnn_weights.pt` and `bpnn_model.json`
-(a reloaded model predicts bitwise the same on the CPU): `files.py`; settings: `params.py`.
-torch is optional (the `bpnn` extra): without it `residual=bpnn` is a UserError naming the
-install command.
+(a reloaded model predicts bitwise the same on the CPU): `files.py`; settings: `BpnnParams`,
+validated when the config is composed. torch is optional (the `bpnn` extra): without it
+`residual=bpnn` is a UserError naming the install command.
 
 Rationale: docs/design.md#residual-learner-bpnn
 """
@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from omegaconf import ListConfig
 
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import (
@@ -27,20 +29,15 @@ from ident_framework.hookspecs import (
     ResidualLearnerDefaults,
     hookimpl,
 )
-from ident_framework.residuals.bpnn import acceptance, files
-from ident_framework.residuals.bpnn.acceptance import early_stopping_part, folds_for
-from ident_framework.residuals.bpnn.features import choose_features, per_candidate, raw_features
-from ident_framework.residuals.bpnn.files import PLOT_FILE
-from ident_framework.residuals.bpnn.network import (
-    forward,
-    gather,
-    gather_flags,
-    pointwise_loss,
-    resolve_device,
-    torch_settings,
-    train_networks,
+from ident_framework.params import Params, param
+from ident_framework.residuals.bpnn import acceptance, files, network
+from ident_framework.residuals.bpnn.features import (
+    check_features,
+    choose_features,
+    per_candidate,
+    raw_features,
 )
-from ident_framework.residuals.bpnn.params import AUTO, DEFAULT_FEATURES, BpnnParams
+from ident_framework.residuals.bpnn.network import gather, resolve_device, torch_settings
 
 if TYPE_CHECKING:
     import torch
@@ -48,6 +45,99 @@ if TYPE_CHECKING:
 
 _STD_FLOOR = 1e-12  # a feature or residual with a smaller std is not scaled (std taken as 1)
 __all__ = ["DEFAULT_FEATURES", "BpnnParams", "BpnnResidual", "register_residual_learners"]
+DEFAULT_FEATURES = ["velocity", "friction"]
+AUTO = "auto"  # features: auto -- each joint's set chosen among feature_candidates, held out
+DEFAULT_CANDIDATES = [
+    ["velocity", "friction"],  # friction-like: a function of the joint's own velocity
+    ["sin_position", "cos_position", "velocity", "friction"],  # ... and of its angle (revolute)
+]
+
+
+def _torch_available(params: BpnnParams) -> None:
+    network.require_torch()
+
+
+def _feature_sets(params: BpnnParams) -> None:
+    """`features` (a list or "auto") and `feature_candidates` (distinct lists), checked."""
+    if params.features != AUTO:
+        params.features = check_features(
+            list(params.features) if not isinstance(params.features, str) else params.features
+        )
+    candidates = params.feature_candidates
+    if not isinstance(candidates, list | tuple | ListConfig) or not candidates:
+        raise ValueError(
+            "feature_candidates must be a non-empty list of feature lists, got "
+            f"{params.feature_candidates!r}"
+        )
+    try:
+        params.feature_candidates = [
+            check_features(c if isinstance(c, str) else list(c)) for c in candidates
+        ]
+    except ValueError as error:
+        raise ValueError(f"feature_candidates: {error}") from None
+    if len({tuple(c) for c in params.feature_candidates}) != len(params.feature_candidates):
+        raise ValueError(f"feature_candidates lists a set twice: {params.feature_candidates}")
+
+
+def _refuse_beyond_trust(params: BpnnParams) -> None:
+    if params.refuse_radius is not None and not params.refuse_radius > params.trust_radius:
+        raise ValueError(
+            f"refuse_radius must be > trust_radius ({params.trust_radius}) or null, got "
+            f"{params.refuse_radius}"
+        )
+
+
+def _device_available(params: BpnnParams) -> None:
+    if not isinstance(params.device, str) or not network.DEVICE_PATTERN.match(params.device):
+        raise ValueError(
+            f"device must be 'cpu', 'cuda', 'cuda:<index>' or 'mps', got {params.device!r}"
+        )
+    if params.device != "cpu":  # fail when the config is validated, before any job runs
+        try:
+            resolve_device(params.device)
+        except UserError as error:
+            raise ValueError(str(error).rstrip(".")) from None
+
+
+@dataclass
+class BpnnParams(Params):
+    """Parameters of the `bpnn` residual learner, each described in conf/residual/bpnn.yaml.
+
+    features: input names per joint (`features.FEATURES`), or "auto": per joint, the set of
+    `feature_candidates` whose networks lower the held-out RMSE most in their worst fold.
+    trust_radius, refuse_radius: distance to the nearest training sample (standardised units)
+    up to which corrections apply fully / beyond which they are 0 (null: no distance
+    shrinkage). range_margin: guard margin in units of each feature's training span (None: no
+    guard). huber_delta_nm: Nm.
+    """
+
+    features: list[str] | str = field(default_factory=lambda: list(DEFAULT_FEATURES))
+    feature_candidates: list[list[str]] = field(
+        default_factory=lambda: [list(c) for c in DEFAULT_CANDIDATES]
+    )
+    inputs: str = param("joint", choices=("joint", "full"))
+    hidden_width: int = param(32, ge=1)
+    hidden_layers: int = param(2, ge=1)
+    ensemble_size: int = param(4, ge=1)
+    epochs: int = param(60, ge=1)
+    learning_rate: float = param(3e-3, gt=0)
+    weight_decay: float = param(1e-4, ge=0)
+    batch_size: int = param(128, ge=1)
+    seed: int = param(0, ge=0)
+    device: str = "cpu"
+    validation_fraction: float = param(0.2, ge=0, lt=1)
+    patience: int = param(15, ge=0)
+    acceptance: bool = param(True)
+    acceptance_margin: float = param(0.02, ge=0, lt=1)
+    holdout_fraction: float = param(0.2, gt=0, le=0.5)
+    disagreement_weight: float = param(1.0, ge=0)
+    trust_radius: float = param(0.25, ge=0)
+    refuse_radius: float | None = param(1.0, null=True, finite=True)
+    range_margin: float | None = param(0.1, ge=0, null=True)
+    loss: str = param("mse", choices=("mse", "huber"))
+    huber_delta_nm: float = param(0.5, gt=0, unit="Nm")
+    progress: bool = param(True)
+    rules = (_torch_available, _feature_sets, _refuse_beyond_trust, _device_available)
 
 
 def _floored(std: np.ndarray) -> np.ndarray:
@@ -153,7 +243,7 @@ class BpnnResidual(ResidualLearnerDefaults):
         start = time.perf_counter()
         std = features.std(axis=1, keepdims=True)
         scaled = (features - features.mean(axis=1, keepdims=True)) / _floored(std)  # for folds
-        folds = folds_for(
+        folds = acceptance.folds_for(
             recording, scaled.astype(np.float32), self.params.holdout_fraction, self.params.seed
         )
         if auto:  # candidate c of joint j is "joint" j·C + c, judged on joint j's folds
@@ -253,7 +343,7 @@ class BpnnResidual(ResidualLearnerDefaults):
         import torch
 
         p, F, M = self.params, self.n_folds_, self.n_members_
-        stop = [early_stopping_part(fold.fit, p.validation_fraction) for fold in folds]
+        stop = [acceptance.early_stopping_part(fold.fit, p.validation_fraction) for fold in folds]
         train = [fold.fit & ~s for fold, s in zip(folds, stop, strict=True)]
         if min(int(t.sum(axis=1).min()) for t in train) < 2 or (
             p.validation_fraction > 0 and min(int(s.sum(axis=1).min()) for s in stop) < 1
@@ -267,7 +357,7 @@ class BpnnResidual(ResidualLearnerDefaults):
         x_train, y_train, _ = gather(standardised, y, train, M)
         x_stop, y_stop, w_stop = gather(standardised, y, stop, M)
         outside = [self._outside(features, f) for f in range(F)]
-        refused_stop = gather_flags(outside, stop, M)
+        refused_stop = network.gather_flags(outside, stop, M)
         if p.validation_fraction == 0:  # no early stopping: empty early-stopping parts
             x_stop, y_stop, w_stop = x_stop[:, :0], y_stop[:, :0], w_stop[:, :0]
             refused_stop = refused_stop[:, :0]
@@ -276,10 +366,11 @@ class BpnnResidual(ResidualLearnerDefaults):
         with torch_settings(p.seed):
             generator = torch.Generator(device="cpu").manual_seed(p.seed)
             layers = self._initial_layers(generator, device, zero)
-            loss = pointwise_loss(p.loss, np.repeat(p.huber_delta_nm / self.y_std_, F * M), device)
+            delta = np.repeat(p.huber_delta_nm / self.y_std_, F * M)
+            loss = network.pointwise_loss(p.loss, delta, device)
             arrays = (x_train, y_train, x_stop, y_stop, w_stop)
             tensors = tuple(torch.from_numpy(a).to(device) for a in arrays)
-            best, best_epoch, history, epoch = train_networks(
+            best, best_epoch, history, epoch = network.train_networks(
                 p, layers, generator, tensors, refused_stop, zero, loss, device
             )
         self._state = {
@@ -344,7 +435,7 @@ class BpnnResidual(ResidualLearnerDefaults):
             layers = list(zip(tensors[::2], tensors[1::2], strict=True))
             inputs = torch.from_numpy(np.ascontiguousarray(x)).to(device)
             inputs = inputs.repeat_interleave(F * M, dim=0)
-            out = forward(inputs, layers).cpu().numpy()[:, :, 0].astype(np.float64)
+            out = network.forward(inputs, layers).cpu().numpy()[:, :, 0].astype(np.float64)
         out = out.reshape(n, F, M, -1)
         return out * self.y_std_[:, None, None, None] + self.y_mean_[:, None, None, None]
 
@@ -414,7 +505,7 @@ class BpnnResidual(ResidualLearnerDefaults):
     def write_outputs(self, folder: Path) -> None:
         """Plot the loss curves of training to `folder/plots/bpnn_training.png` (the model
         files are written by `save`)."""
-        files.plot_training(self, Path(folder) / PLOT_FILE)
+        files.plot_training(self, Path(folder) / files.PLOT_FILE)
 
 
 @hookimpl
