@@ -5,7 +5,11 @@ computed-torque feed-forward from the controller's model plus joint PD feedback;
 saturate at the effort limits. It returns a `Dataset` (torques in Nm). Explicit Euler (MuJoCo's
 `eulerdamp` off): every recorded row satisfies the rigid-body + rotor-inertia + viscous +
 Coulomb model exactly. Optional thermal model: joint temperatures (°C) run linearly over the
-recording and scale the MJCF's damping and frictionloss by (1 - k (T - T0)).
+recording and scale the MJCF's damping and frictionloss by (1 - k (T - T0)). Optional torques
+the identified model lacks (`source.unmodelled`), applied each sim step as a generalised force:
+extra static friction at low speed (stribeck), friction depending on the joint angle
+(position), a joint-side cogging ripple A_j sin(n_j q_j + phi_j) (motor-side cogging is not
+simulated).
 
 Rationale (integrator): docs/design.md#simulated-robot
 """
@@ -16,6 +20,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -30,12 +35,6 @@ from ident_framework.params import Params, param
 from ident_framework.progress import progress as progress_bar
 from ident_framework.simulation.perturbed_robot import SimulatedTruth, truth_from_robot
 from ident_framework.simulation.true_friction import TrueFriction
-from ident_framework.simulation.unmodelled import (
-    MAX_COGGING_PERIODS,
-    UNMODELLED_EFFECTS,
-    unmodelled_metadata,
-    unmodelled_torque,
-)
 
 # PD gains that track a UR e-Series arm to ~5e-5 rad at 1 kHz, base to wrist 3.
 UR_KP = (2000.0, 2000.0, 1500.0, 600.0, 600.0, 400.0)  # Nm/rad
@@ -43,13 +42,77 @@ UR_KD = (100.0, 100.0, 80.0, 15.0, 10.0, 5.0)  # Nm·s/rad
 ENCODER_RESOLUTION = 2.0 * math.pi / 2**20  # rad, a 20-bit absolute encoder
 _FEEDFORWARD_COULOMB_SMOOTHING = 0.01  # rad/s, tanh width of the controller's Coulomb term
 _PROGRESS_CHUNK = 1000  # steps per progress-bar update
-
-
+UNMODELLED_EFFECTS = ("none", "stribeck", "position", "cogging")
+COGGING_FRACTION = 0.01  # cogging amplitude per unit unmodelled_scale, of the joint's effort limit
+MAX_COGGING_PERIODS = 12  # cycles per joint revolution: a low-harmonic, joint-side ripple
+STRIBECK_VELOCITY = 0.05  # rad/s, width of the extra static friction
+_SIGN_SMOOTHING = 0.002  # rad/s, tanh width standing in for sign(dq)
 COGGING_NOTE = (
     "cycles per joint revolution, one for all joints or one per joint: the joint-side ripple is "
     "periodic in the joint angle; motor-side cogging at pole pairs x gear ratio per revolution "
     "is not simulated"
 )
+
+
+def unmodelled_friction(
+    kind: str, scale: float, coulomb: np.ndarray, q: np.ndarray, dq: np.ndarray
+) -> np.ndarray:
+    """Friction torque (Nm, opposing the motion) that Coulomb-viscous friction does not model.
+
+    stribeck: extra static friction at low speed, 0.5·fc·exp(−(dq/0.05)²)·sign(dq), i.e. the
+    static level is 1.5 × the Coulomb level (Stribeck effect). position: friction that depends
+    on the joint angle (e.g. gear eccentricity), 0.15·fc·(1 + sin 2q)·sign(dq). Both scaled by
+    `scale`; sign(dq) is a steep tanh (width 0.002 rad/s)."""
+    sign = np.tanh(dq / _SIGN_SMOOTHING)
+    if kind == "stribeck":
+        return scale * 0.5 * coulomb * np.exp(-((dq / STRIBECK_VELOCITY) ** 2)) * sign
+    if kind == "position":
+        return scale * 0.3 * coulomb * 0.5 * (1.0 + np.sin(2.0 * q)) * sign
+    return np.zeros_like(dq)
+
+
+def cogging(params: Any, effort: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per joint the cogging ripple amplitude_j · sin(periods_j · q_j + phase_j) (q in rad, joint
+    side): amplitude (Nm, unmodelled_scale × COGGING_FRACTION × the effort limit), periods per
+    joint revolution, phase (rad); UserError when a joint has no finite effort limit."""
+    effort = np.asarray(effort, dtype=float)
+    if not np.all(np.isfinite(effort) & (effort > 0)):
+        raise UserError(
+            "source.unmodelled=cogging sizes the ripple by each joint's effort limit, but the "
+            f"robot's effort limits are {effort.tolist()} Nm. Give the robot finite effort "
+            "limits (URDF <limit effort=...>, MJCF actuatorfrcrange), or choose another "
+            "source.unmodelled effect."
+        )
+    n = len(effort)
+    periods = per_joint_values(params.cogging_periods, n, "cogging_periods", one_for_all=True)
+    phase = per_joint_values(params.cogging_phase_rad, n, "cogging_phase_rad", one_for_all=True)
+    return params.unmodelled_scale * COGGING_FRACTION * effort, periods, phase
+
+
+def unmodelled_torque(
+    params: Any, effort: np.ndarray, coulomb: np.ndarray
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """The unmodelled torque (Nm) the motors must supply, as a function of (q rad, dq rad/s),
+    per `params.unmodelled`; None when there is none."""
+    if params.unmodelled == "none" or params.unmodelled_scale == 0:
+        return None
+    if params.unmodelled == "cogging":
+        amplitude, periods, phase = cogging(params, effort)
+        return lambda q, dq: amplitude * np.sin(periods * q + phase)
+    kind, scale = params.unmodelled, params.unmodelled_scale
+    return lambda q, dq: unmodelled_friction(kind, scale, coulomb, q, dq)
+
+
+def unmodelled_metadata(params: Any, effort: np.ndarray) -> dict:
+    """metadata["unmodelled"]: the planted effect, its scale, and for cogging the amplitude
+    (Nm), periods per revolution and phase (rad) per joint."""
+    out = {"kind": params.unmodelled, "scale": float(params.unmodelled_scale)}
+    if params.unmodelled == "cogging" and params.unmodelled_scale > 0:
+        amplitude, periods, phase = cogging(params, effort)
+        out.update(
+            amplitude_nm=amplitude.tolist(), periods=periods.tolist(), phase_rad=phase.tolist()
+        )
+    return out
 
 
 def _rates_divide(params: SimulationParams) -> None:
@@ -60,7 +123,7 @@ def _rates_divide(params: SimulationParams) -> None:
 class SimulationParams(Params):
     """How the robot is simulated and recorded; each key is described in
     conf/source/mujoco.yaml. record_rate_hz must divide sim_rate_hz; kp, kd None:
-    `default_gains`; unmodelled: see `unmodelled.py`; friction_temperature_coefficient k (1/K):
+    `default_gains`; unmodelled: `unmodelled_torque`; friction_temperature_coefficient k (1/K):
     the MJCF's damping and frictionloss are scaled by (1 - k (T - friction_reference_c)) at
     every recorded sample (a plugin's true friction is not scaled)."""
 

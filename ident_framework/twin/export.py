@@ -118,13 +118,7 @@ def twin_model(robot: RobotModel, dynamics: TwinDynamics, name: str | None = Non
     """The twin as a RobotModel: `robot` with `dynamics`, written at full precision by
     `RobotModel.with_dynamics` and checked to compile to the same model as an MjSpec edit."""
     edited = _mjspec_edit(robot, dynamics)
-    twin = robot.with_dynamics(
-        inertial=dynamics.inertial,
-        armature=dynamics.armature,
-        damping=dynamics.damping,
-        frictionloss=dynamics.frictionloss,
-        name=name or f"{robot.name}_twin",
-    )
+    twin = robot.with_dynamics(**vars(dynamics), name=name or f"{robot.name}_twin")
     written = twin.mujoco_model()
     for field in ("body_mass", "body_ipos", "body_inertia", "dof_armature", "dof_damping"):
         if not np.allclose(getattr(written, field), getattr(edited, field), rtol=1e-9, atol=1e-12):
