@@ -122,11 +122,6 @@ def default_joint_dynamics(robot: RobotModel) -> dict[str, np.ndarray]:
     return {name: ratio * effort for name, ratio in _PER_EFFORT.items()}
 
 
-def _random_rotation(rng: np.random.Generator, std_rad: float) -> np.ndarray:
-    """Rotation matrix exp(w^) with w ~ N(0, std² I), rad."""
-    return pin.exp3(rng.normal(0.0, std_rad, 3)) if std_rad > 0 else np.eye(3)
-
-
 def perturb_link(
     link: pin.Inertia, params: PerturbationParams, rng: np.random.Generator
 ) -> pin.Inertia:
@@ -141,7 +136,8 @@ def perturb_link(
     second = np.maximum(0.5 * moments.sum() - moments, 0.0)  # s_i = tr/2 - lambda_i
     second *= np.exp(rng.normal(0.0, params.inertia_std, 3)) * (mass / link.mass)
     new_moments = second.sum() - second  # lambda_i = s_j + s_k
-    axes = _random_rotation(rng, np.radians(params.inertia_rotation_std_deg)) @ axes
+    std_rad = np.radians(params.inertia_rotation_std_deg)  # rotation exp(w^), w ~ N(0, std² I)
+    axes = (pin.exp3(rng.normal(0.0, std_rad, 3)) if std_rad > 0 else np.eye(3)) @ axes
     inertia = axes @ np.diag(new_moments) @ axes.T
     return pin.Inertia(mass, com, 0.5 * (inertia + inertia.T))
 
@@ -151,16 +147,6 @@ def payload_inertia(params: PerturbationParams) -> pin.Inertia:
     mass = params.payload_mass_kg
     moment = 0.4 * mass * params.payload_radius_m**2
     return pin.Inertia(mass, np.asarray(params.payload_position_m), moment * np.eye(3))
-
-
-def _joint_array(
-    robot: RobotModel, name: str, value: list[float] | None, default: np.ndarray
-) -> np.ndarray:
-    if value is None:
-        return np.asarray(default, dtype=float)
-    return per_joint_values(
-        value, robot.n_joints, name, robot_name=robot.name, joint_names=robot.joint_names
-    )
 
 
 def perturb_robot(
@@ -184,10 +170,13 @@ def perturb_robot(
             "inertia_kgm2": float(0.4 * params.payload_mass_kg * params.payload_radius_m**2),
         }
     inertial = np.concatenate([link.toDynamicParameters() for link in links])
-    defaults = default_joint_dynamics(nominal)
-    viscous = _joint_array(nominal, "viscous", params.viscous, defaults["viscous"])
-    coulomb = _joint_array(nominal, "coulomb", params.coulomb, defaults["coulomb"])
-    armature = _joint_array(nominal, "armature", params.armature, defaults["armature"])
+    defaults, names = default_joint_dynamics(nominal), nominal.joint_names
+    viscous, coulomb, armature = (
+        defaults[key]
+        if (value := getattr(params, key)) is None
+        else per_joint_values(value, len(names), key, robot_name=nominal.name, joint_names=names)
+        for key in ("viscous", "coulomb", "armature")
+    )
     robot = nominal.with_dynamics(
         inertial=inertial,
         armature=armature,

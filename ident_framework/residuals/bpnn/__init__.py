@@ -330,7 +330,7 @@ class BpnnResidual(ResidualLearnerDefaults):
         self.fold_min_ = np.array([[r[0] for r in fold] for fold in ranges]).transpose(1, 0, 2)
         self.fold_max_ = np.array([[r[1] for r in fold] for fold in ranges]).transpose(1, 0, 2)
         self.x_min_, self.x_max_ = self.fold_min_.min(axis=1), self.fold_max_.max(axis=1)
-        size = min(acceptance.support_size(fold.fit) for fold in folds)
+        size = int(min(acceptance.MAX_SUPPORT, *(fold.fit.sum(axis=1).min() for fold in folds)))
         rows = [acceptance.support_rows(fold.fit, size)[:, :, None] for fold in folds]
         support = [np.take_along_axis(standardised, r, axis=1) for r in rows]
         self.support_ = np.concatenate(support, axis=1).astype(np.float32)  # fold f: [f·S, (f+1)·S)

@@ -28,15 +28,6 @@ class Fold:
     kind: str  # "recording <r>" or "region"
 
 
-def recording_folds(recording: np.ndarray, n_joints: int) -> list[Fold]:
-    """Leave one recording out: one fold per recording id in `recording` (N,)."""
-    folds = []
-    for r in np.unique(recording):
-        held = np.broadcast_to(recording == r, (n_joints, recording.size)).copy()
-        folds.append(Fold(~held, held, f"recording {int(r)}"))
-    return folds
-
-
 def region_fold(standardised: np.ndarray, holdout_fraction: float, seed: int) -> Fold:
     """Hold out, per joint, the k-means cluster of `standardised` (n, N, f) features farthest
     from their mean (k = round(1 / holdout_fraction), at least 2)."""
@@ -57,25 +48,18 @@ def region_fold(standardised: np.ndarray, holdout_fraction: float, seed: int) ->
     return Fold(~held, held, "region")
 
 
-def time_fold(n_joints: int, n_samples: int, holdout_fraction: float) -> Fold:
-    """Hold out the last `holdout_fraction` of the samples in time (every joint)."""
-    held = np.zeros((n_joints, n_samples), dtype=bool)
-    held[:, int(round(n_samples * (1.0 - holdout_fraction))) :] = True
-    return Fold(~held, held, "time tail")
-
-
 def folds_for(
     recording: np.ndarray, standardised: np.ndarray, holdout_fraction: float, seed: int
 ) -> list[Fold]:
-    """Leave-one-recording-out folds when there are several recordings, else the region fold
-    and the time-tail fold."""
-    if np.unique(recording).size > 1:
-        return recording_folds(recording, standardised.shape[0])
+    """Leave one recording out (`recording` (N,): the ids) when there are several, else the
+    region fold and the time tail: the last `holdout_fraction` of the samples (every joint)."""
     n, n_samples, _ = standardised.shape
-    return [
-        region_fold(standardised, holdout_fraction, seed),
-        time_fold(n, n_samples, holdout_fraction),
-    ]
+    if (ids := np.unique(recording)).size > 1:
+        held = [np.broadcast_to(recording == r, (n, n_samples)).copy() for r in ids]
+        return [Fold(~h, h, f"recording {int(r)}") for h, r in zip(held, ids, strict=True)]
+    tail = np.zeros((n, n_samples), dtype=bool)
+    tail[:, int(round(n_samples * (1.0 - holdout_fraction))) :] = True
+    return [region_fold(standardised, holdout_fraction, seed), Fold(~tail, tail, "time tail")]
 
 
 EARLY_STOPPING_BLOCKS = 50  # contiguous time blocks of a joint's fit samples
@@ -222,11 +206,6 @@ def support_rows(mask: np.ndarray, size: int) -> np.ndarray:
         index = np.flatnonzero(row)
         rows.append(index[np.linspace(0, index.size - 1, size).round().astype(int)])
     return np.stack(rows)
-
-
-def support_size(mask: np.ndarray) -> int:
-    """Support samples per joint: MAX_SUPPORT, or the fewest training samples of a joint."""
-    return int(min(MAX_SUPPORT, mask.sum(axis=1).min()))
 
 
 def nearest_distance(support: np.ndarray, x: np.ndarray) -> np.ndarray:
