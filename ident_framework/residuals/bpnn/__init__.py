@@ -186,14 +186,12 @@ class BpnnResidual(ResidualLearnerDefaults):
     @property
     def n_features_(self) -> int:
         """Input features per network: len(features) ("joint") or n·len(features) ("full")."""
-        assert self.n_joints_ is not None
         k = len(self.feature_names_)
         return k if self.params.inputs == "joint" else k * self.n_joints_
 
     @property
     def n_networks_(self) -> int:
         """Networks in all: joints × folds × members (joint-major)."""
-        assert self.n_joints_ is not None
         return self.n_joints_ * self.n_folds_ * self.n_members_
 
     @staticmethod

@@ -167,11 +167,7 @@ def pointwise_loss(loss: str, delta: np.ndarray, device: torch.device) -> Loss:
             return torch.where(size <= limit, 0.5 * size**2, limit * (size - 0.5 * limit))
 
         return huber
-
-    def squared(error: torch.Tensor) -> torch.Tensor:
-        return error**2
-
-    return squared
+    return lambda error: error**2
 
 
 def train_networks(
