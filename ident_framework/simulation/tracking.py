@@ -283,9 +283,7 @@ def simulate(
 
     model = simulation_model(true_robot, params.sim_rate_hz)
     data = mujoco.MjData(model)
-    data.qpos[:], data.qvel[:] = (
-        initial_state if initial_state is not None else (q_ref[0], dq_ref[0])
-    )
+    data.qpos[:], data.qvel[:] = initial_state or (q_ref[0], dq_ref[0])
     mujoco.mj_forward(model, data)
     coulomb = true_robot.joint_friction()[1]
     plugin_torque = None

@@ -147,11 +147,10 @@ def _floored(std: np.ndarray) -> np.ndarray:
 def _stack(recordings: list[ResidualInputs]) -> ResidualInputs:
     """One `ResidualInputs` holding the rows of all recordings (a field missing in one is
     missing in all)."""
-    columns = []
-    for name in RESIDUAL_INPUT_FIELDS:
-        values = [getattr(r, name) for r in recordings]
-        columns.append(None if any(v is None for v in values) else np.concatenate(values))
-    return ResidualInputs(*columns)
+    columns = [[getattr(r, name) for r in recordings] for name in RESIDUAL_INPUT_FIELDS]
+    return ResidualInputs(
+        *(None if any(v is None for v in c) else np.concatenate(c) for c in columns)
+    )
 
 
 class BpnnResidual(ResidualLearnerDefaults):
@@ -253,7 +252,6 @@ class BpnnResidual(ResidualLearnerDefaults):
         self._train(folds, features, target, standardised)
 
         members = self._member_outputs(standardised)  # (n, F, M, N) Nm
-        self.accepted_ = np.ones(self.n_joints_, dtype=bool)
         corrections = [
             self._factor(members[:, f], standardised, features, f) * members[:, f].mean(axis=1)
             for f in range(self.n_folds_)
