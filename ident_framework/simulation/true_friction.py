@@ -98,8 +98,7 @@ def parse_true_friction(values: dict[str, Any] | None, key: str) -> TrueFriction
                 "damping and frictionloss)."
             )
         return None
-    registry = get_registry()
-    info, params = validate_plugin_config(values, "friction", key, registry)
+    info, params = validate_plugin_config(values, "friction", key, get_registry())
     model = info.factory(params)
     friction_terms.check_friction_model(model, info.name, info.distribution)
     if not isinstance(given, dict):

@@ -69,19 +69,12 @@ def module_name(root: Path, path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _type_checking_only(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _import_nodes(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
     """Every import statement, and whether it is under `if TYPE_CHECKING:`."""
     stack: list[tuple[ast.AST, bool]] = [(tree, False)]
     while stack:
         node, type_only = stack.pop()
-        if isinstance(node, ast.If) and _type_checking_only(node):
+        if isinstance(node, ast.If) and ast.unparse(node.test).split(".")[-1] == "TYPE_CHECKING":
             stack.extend((child, True) for child in node.body)
             stack.extend((child, type_only) for child in node.orelse)
             continue
@@ -120,10 +113,7 @@ def read_modules(root: Path) -> dict[str, ModuleInfo]:
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
                            for a in node.names]  # fmt: skip
             found = {t for t in targets if t in modules and t != name}
-            if type_only:
-                info.type_imports |= found
-            else:
-                info.imports |= found
+            (info.type_imports if type_only else info.imports).update(found)
         infos[name] = info
     return infos
 

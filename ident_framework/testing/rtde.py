@@ -4,7 +4,6 @@ loopback address 127.0.6.x, port 30004), and a control interface that records co
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -29,14 +28,9 @@ def running_emulator(host: str, *args: str, timeout_s: float = 60.0) -> Iterator
     """Start the emulator on `host`, wait for its ready line, stop it with SIGTERM at the end
     and check that it shut down cleanly (exit code 0)."""
     command = [sys.executable, "-m", "ident_framework.rtde.emulator", "--host", host, *args]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
-    )
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     emulator = EmulatorProcess(host, process)
-    reader = threading.Thread(
-        target=lambda: emulator.stderr.extend(process.stderr),
-        daemon=True,  # type: ignore[arg-type]
-    )
+    reader = threading.Thread(target=lambda: emulator.stderr.extend(process.stderr), daemon=True)
     reader.start()
     try:
         deadline = time.monotonic() + timeout_s
