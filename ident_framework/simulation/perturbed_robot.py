@@ -184,7 +184,7 @@ def perturb_robot(
         frictionloss=coulomb,
         name=f"{nominal.name}_true_seed{seed}",
     )
-    truth = SimulatedTruth(
+    return robot, SimulatedTruth(
         joint_names=tuple(nominal.joint_names),
         inertial=robot.inertial_parameters(),
         viscous=viscous,
@@ -193,7 +193,6 @@ def perturb_robot(
         payload=payload,
         origin=f"perturbed {nominal.name}, seed {seed}",
     )
-    return robot, truth
 
 
 def link_is_valid(parameters: np.ndarray, tolerance: float = 1e-12) -> bool:

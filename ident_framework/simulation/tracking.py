@@ -382,8 +382,7 @@ def _recording(
     kp, kd, noise_std = gains
     n_rows = len(q)
     rows = np.arange(n_rows) * ratio
-    rng = np.random.default_rng(seed)
-    tau_measured = tau + rng.normal(size=tau.shape) * noise_std
+    tau_measured = tau + np.random.default_rng(seed).normal(size=tau.shape) * noise_std
     if params.encoder_resolution > 0:
         q_measured = np.round(q / params.encoder_resolution) * params.encoder_resolution
     else:

@@ -124,6 +124,5 @@ def _masked_rmse(error: np.ndarray, mask: np.ndarray) -> float | None:
 
 
 def _addresses(model: mujoco.MjModel, robot: RobotModel) -> tuple[np.ndarray, np.ndarray]:
-    qpos = np.array([model.joint(name).qposadr[0] for name in robot.joint_names])
-    dof = np.array([model.joint(name).dofadr[0] for name in robot.joint_names])
-    return qpos, dof
+    joints = [model.joint(name) for name in robot.joint_names]
+    return np.array([j.qposadr[0] for j in joints]), np.array([j.dofadr[0] for j in joints])
