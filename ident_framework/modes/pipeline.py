@@ -48,7 +48,7 @@ from ident_framework.model import friction_terms
 from ident_framework.model.physical_consistency import physical_check
 from ident_framework.model.regressor import RegressorBuilder, regressor_builder
 from ident_framework.model.robot import RobotModel, load_robot
-from ident_framework.twin.export import write_back
+from ident_framework.twin.write_back import write_back
 
 
 def _split_tail(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:

@@ -2,34 +2,23 @@
 `twin.urdf` (`reports/run_report.write_twin` writes the files): the robot's own model with each
 moving link's mass (kg), centre of mass (m) and full inertia (kg·m²), and each joint's viscous
 damping (Nm·s/rad), Coulomb friction loss (Nm) and rotor inertia (armature, kg·m²; not in
-URDF) replaced by the identified values, when they are physically valid (`twin_problems`);
-`write_back`: the pipeline step that writes the twin and checks it (`check.py`).
+URDF) replaced by the identified values, when they are physically valid (`twin_problems`).
 
 Rationale: docs/design.md#twin-write-back
 """
 
 from __future__ import annotations
 
-import logging
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
 
 import mujoco
 import numpy as np
 import pinocchio as pin
 
-from ident_framework.data.dataset import Dataset
-from ident_framework.identify.result import TwinWriteBack
 from ident_framework.model.coupling import Coupling
 from ident_framework.model.physical_consistency import check_link
-from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import N_INERTIAL, RobotModel
-from ident_framework.twin.check import twin_metrics
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -219,29 +208,3 @@ def _rotation(quat: np.ndarray) -> np.ndarray:
 
 def _numbers(values) -> str:
     return " ".join(repr(float(v)) for v in np.asarray(values, dtype=float).ravel())
-
-
-def write_back(
-    robot: RobotModel,
-    builder: RegressorBuilder,
-    theta: np.ndarray,
-    mass_share: np.ndarray | None,
-    validation: Dataset,
-    physical_prediction: np.ndarray,
-    timed: Callable[[str], AbstractContextManager[Any]],
-) -> tuple[TwinWriteBack, dict[str, Any]]:
-    """(the twin or why it was refused, its metrics.json entry: `twin` (`twin_metrics`, and
-    `coupling` when a coupled transmission is only approximated) or `twin_not_written`).
-    `timed(step)` times the write and check (a `StepTimer`)."""
-    dynamics = identified_dynamics(robot, builder.parameter_names, theta, builder.couplings)
-    refused = twin_problems(robot, dynamics, mass_share)
-    if refused:
-        return TwinWriteBack(None, refused), {"twin_not_written": refused}
-    with timed("twin"):
-        twin = twin_model(robot, dynamics)
-        metrics = twin_metrics(twin, robot, validation, physical_prediction)
-    note = coupling_note(robot, builder.couplings)
-    if note is not None:
-        log.warning("twin: %s", note)
-        metrics = {**metrics, "coupling": note}
-    return TwinWriteBack(twin, []), {"twin": metrics}
