@@ -192,9 +192,8 @@ def default_gains(
 
 
 def simulation_model(true_robot: RobotModel, sim_rate_hz: float) -> mujoco.MjModel:
-    """The true robot's MuJoCo model made ready to simulate: one motor per joint replacing the
-    file's actuators, torque clamped at the effort limits, explicit Euler at 1/sim_rate_hz,
-    contacts off."""
+    """The true robot's MuJoCo model ready to simulate: one motor per joint replacing the file's
+    actuators, torque clamped at the effort limits, explicit Euler at 1/sim_rate_hz, no contacts."""
     spec = true_robot.mujoco_spec()
     for actuator in list(spec.actuators):
         spec.delete(actuator)
@@ -457,8 +456,7 @@ class ThermalFriction:
     def of(
         model: mujoco.MjModel, robot: RobotModel, params: SimulationParams, t: np.ndarray
     ) -> ThermalFriction | None:
-        """The thermal friction of `params` at the recorded times t (s); None without a
-        thermal model or with k = 0 (the friction stays as the MJCF gives it)."""
+        """`params`'s thermal friction at the recorded times t (s); None without one or k = 0."""
         temperature = joint_temperatures(params, t, robot.n_joints)
         if temperature is None or params.friction_temperature_coefficient == 0:
             return None
@@ -480,8 +478,7 @@ class ThermalFriction:
 
 
 def with_temperatures(dataset: Dataset, params: SimulationParams) -> Dataset:
-    """The recording with its joint temperatures and the truth's thermal model (unchanged
-    without one)."""
+    """The recording with its joint temperatures and the truth's thermal model, if any."""
     temperature = joint_temperatures(params, dataset.timestamp, dataset.n_joints)
     if temperature is None:
         return dataset

@@ -32,8 +32,7 @@ class TrueFrictionSpec:
     given: dict[str, Any]  # physical name -> float or list of floats (one per joint)
 
     def resolve(self, viscous: np.ndarray, coulomb: np.ndarray) -> TrueFriction:
-        """The complete true friction of n joints, fc and fv defaulting to the given levels
-        (Nm, Nm·s/rad per joint)."""
+        """The complete true friction of n joints; fc, fv default to `coulomb`, `viscous`."""
         n = len(coulomb)
         for name, value in self.given.items():
             key = f"source.true_friction.parameters.{name}"

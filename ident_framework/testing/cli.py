@@ -134,8 +134,7 @@ class Service:
 
 @contextmanager
 def running_service(run_dir: Path, *overrides: str, timeout: float = 240) -> Iterator[Service]:
-    """Start the service (the real CLI, with `FAST`), wait for its URL, stop it (SIGINT) at the
-    end."""
+    """Start mode=online (with `FAST`), wait for its URL, stop it (SIGINT) at the end."""
     command = [sys.executable, "-m", "ident_framework", "mode=online", *FAST, *overrides,
                f"hydra.run.dir={run_dir}"]  # fmt: skip
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

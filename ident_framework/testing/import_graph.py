@@ -158,8 +158,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def upward_imports(modules: dict[str, ModuleInfo]) -> list[str]:
-    """`a.b -> c.d` for each import of a module from a higher layer (or from a unit that is in
-    no layer)."""
+    """`a.b -> c.d` per import from a higher layer (or from a unit in no layer)."""
     found = []
     for info in modules.values():
         for target in sorted(info.imports):
@@ -170,8 +169,7 @@ def upward_imports(modules: dict[str, ModuleInfo]) -> list[str]:
 
 
 def picture(modules: dict[str, ModuleInfo]) -> list[str]:
-    """The units layer by layer, each with its modules' count and lines and the units it
-    imports."""
+    """The units layer by layer: their modules' count and lines, the units they import."""
     edges = unit_edges(modules)
     lines = ["layer  unit              modules  lines  imports (units)"]
     for rank in reversed(range(len(LAYERS))):

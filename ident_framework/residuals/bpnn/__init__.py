@@ -145,8 +145,7 @@ def _floored(std: np.ndarray) -> np.ndarray:
 
 
 def _stack(recordings: list[ResidualInputs]) -> ResidualInputs:
-    """One `ResidualInputs` holding the rows of all recordings (a field missing in one is
-    missing in all)."""
+    """One `ResidualInputs` of all recordings' rows (a field missing in one is missing in all)."""
     columns = [[getattr(r, name) for r in recordings] for name in RESIDUAL_INPUT_FIELDS]
     return ResidualInputs(
         *(None if any(v is None for v in c) else np.concatenate(c) for c in columns)
@@ -312,8 +311,7 @@ class BpnnResidual(ResidualLearnerDefaults):
     def _set_folds(
         self, folds: list, features: np.ndarray, target: np.ndarray, standardised: np.ndarray
     ) -> None:
-        """Fold counts, the output scaler (from the samples some fold trains on), each fold's
-        training range and distance support."""
+        """Fold counts, the output scaler, each fold's training range and distance support."""
         p, n = self.params, self.n_joints_
         self.n_folds_ = len(folds)
         self.n_members_ = max(1, math.ceil(p.ensemble_size / self.n_folds_))
@@ -493,14 +491,12 @@ class BpnnResidual(ResidualLearnerDefaults):
 
     @classmethod
     def load(cls, folder: Path, device: str | None = None) -> BpnnResidual:
-        """The model saved in `folder` by `save`, on its saved device or on `device` (e.g. "cpu"
-        for a model trained on a GPU); an unavailable device is a UserError."""
+        """The model saved in `folder`, on its saved device or on `device` (absent: UserError)."""
         return files.load_model(cls, BpnnParams, folder, device)
 
     # ------------------------------------------------------------------------------ outputs
     def write_outputs(self, folder: Path) -> None:
-        """Plot the loss curves of training to `folder/plots/bpnn_training.png` (the model
-        files are written by `save`)."""
+        """Plot the training loss curves to `folder/plots/bpnn_training.png`."""
         files.plot_training(self, Path(folder) / files.PLOT_FILE)
 
 

@@ -82,8 +82,7 @@ def save_model(model: Any, folder: Path) -> None:
 
 
 def load_model(cls: type, params_type: type, folder: Path, device: str | None = None) -> Any:
-    """The model saved in `folder` by `save`, on its saved device or on `device` (e.g. "cpu"
-    for a model trained on a GPU); an unavailable device is a UserError."""
+    """The model saved in `folder` by `save_model` (see `BpnnResidual.load`)."""
     import torch
 
     folder = Path(folder)
@@ -118,8 +117,7 @@ def load_model(cls: type, params_type: type, folder: Path, device: str | None = 
 def _from_document(
     cls: type, params_type: type, model_path: Path, device: str | None, redo: str
 ) -> Any:
-    """The model described by `model_path` (bpnn_model.json), without its weights; on its
-    saved device or on `device`."""
+    """The model described by `model_path` (bpnn_model.json), without its weights."""
     try:
         document = json.loads(model_path.read_text())
         if document.get("format") != FORMAT:
@@ -177,8 +175,7 @@ def _from_document(
 def _checked_state(
     model: Any, state: Any, model_path: Path, weights_path: Path, redo: str
 ) -> dict[str, Any]:
-    """The state dict read from `weights_path`, checked against the architecture: the
-    tensors' names, shapes, float32 and finite."""
+    """The state dict read from `weights_path`, checked: names, shapes, finite float32."""
     import torch
 
     expected = {
@@ -207,8 +204,7 @@ def _checked_state(
 
 
 def plot_training(model: Any, path: Path) -> None:
-    """Train and validation loss per epoch (mean over joints and per joint), best epochs
-    marked."""
+    """Train and validation loss per epoch (mean and per joint), best epochs marked."""
     import matplotlib
 
     matplotlib.use("Agg")

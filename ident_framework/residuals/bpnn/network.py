@@ -142,8 +142,7 @@ def gather(
 
 
 def gather_flags(flags: list[np.ndarray], masks: list[np.ndarray], members: int) -> np.ndarray:
-    """(K, L, 1) of per-fold flags ((n, N) bool each) at each network's samples of `masks`,
-    ordered as `gather` orders them."""
+    """(K, L, 1) per-fold flags ((n, N) bool each) at the samples `gather` takes."""
     index, _ = sample_index(masks)
     joint = np.arange(flags[0].shape[0])[:, None]
     picked = np.stack([flag[joint, index[:, f]] for f, flag in enumerate(flags)], axis=1)
