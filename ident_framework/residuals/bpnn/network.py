@@ -213,6 +213,20 @@ def train_networks(
         history["val_loss_per_joint"].append(None if current is None else current.tolist())
         return current
 
+    def train_epoch() -> torch.Tensor:
+        """One pass over the training part in shuffled minibatches; (K,) mean loss each."""
+        n_train = x_train.shape[1]
+        order = torch.randperm(n_train, generator=generator).to(x_train.device)
+        total = torch.zeros(n, device=x_train.device)
+        for begin in range(0, n_train, params.batch_size):
+            index = order[begin : begin + params.batch_size]
+            batch_loss = loss(forward(x_train[:, index], layers) - y_train[:, index]).mean((1, 2))
+            optimizer.zero_grad(set_to_none=True)
+            batch_loss.sum().backward()
+            optimizer.step()
+            total += batch_loss.detach() * len(index)
+        return (total / n_train).cpu()
+
     best_loss = validation()
     best_loss = torch.full((n,), math.inf) if best_loss is None else best_loss
     best_epoch = torch.zeros(n, dtype=torch.long)
@@ -222,14 +236,20 @@ def train_networks(
     )  # fmt: skip
     epoch = 0
     for epoch in bar:
-        train_loss = _epoch(layers, optimizer, loss, x_train, y_train, params.batch_size, generator)
+        train_loss = train_epoch()
         history["train_loss"].append(train_loss.mean().item())
         history["train_loss_per_joint"].append(train_loss.tolist())
         postfix = {"train": f"{history['train_loss'][-1]:.4f}"}
         if (current := validation()) is not None:
-            best_loss, best_epoch = _keep_better(
-                current, best_loss, best_epoch, epoch, best, parameters, device
-            )
+            better = current < best_loss  # keep each network's weights of its best epoch
+            if bool(better.any()):
+                best_loss = torch.where(better, current, best_loss)
+                best_epoch = torch.where(better, epoch, best_epoch)
+                mask = better.to(device)
+                with torch.no_grad():
+                    for kept, now in zip(best, parameters, strict=True):
+                        shape = (n,) + (1,) * (now.dim() - 1)
+                        kept.copy_(torch.where(mask.view(shape), now, kept))
             postfix["val"] = f"{history['val_loss'][-1]:.4f}"
         bar.set_postfix(postfix, refresh=False)
         if n_val and params.patience and bool(((epoch - best_epoch) >= params.patience).all()):
@@ -239,54 +259,3 @@ def train_networks(
         best = [t.detach().clone() for t in parameters]
         best_epoch = torch.full((n,), epoch, dtype=torch.long)
     return best, best_epoch, history, epoch
-
-
-def _epoch(
-    layers: Layers,
-    optimizer: torch.optim.Optimizer,
-    loss: Loss,
-    x_train: torch.Tensor,
-    y_train: torch.Tensor,
-    batch_size: int,
-    generator: torch.Generator,
-) -> torch.Tensor:
-    """One pass over the training part in shuffled minibatches; (n,) mean loss per joint."""
-    import torch
-
-    n, n_train, device = x_train.shape[0], x_train.shape[1], x_train.device
-    order = torch.randperm(n_train, generator=generator).to(device)
-    total = torch.zeros(n, device=device)
-    for begin in range(0, n_train, batch_size):
-        index = order[begin : begin + batch_size]
-        error = forward(x_train[:, index], layers) - y_train[:, index]
-        per_joint = loss(error).mean(dim=(1, 2))
-        optimizer.zero_grad(set_to_none=True)
-        per_joint.sum().backward()
-        optimizer.step()
-        total += per_joint.detach() * len(index)
-    return (total / n_train).cpu()
-
-
-def _keep_better(
-    loss: torch.Tensor,
-    best_loss: torch.Tensor,
-    best_epoch: torch.Tensor,
-    epoch: int,
-    best: list[torch.Tensor],
-    parameters: list[torch.Tensor],
-    device: torch.device,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Keep, per joint, the weights of the epoch with the lowest validation loss so far."""
-    import torch
-
-    better = loss < best_loss
-    if bool(better.any()):
-        best_loss = torch.where(better, loss, best_loss)
-        best_epoch = torch.where(better, epoch, best_epoch)
-        mask = better.to(device)
-        n = len(mask)
-        with torch.no_grad():
-            for kept, current in zip(best, parameters, strict=True):
-                shape = (n,) + (1,) * (current.dim() - 1)
-                kept.copy_(torch.where(mask.view(shape), current, kept))
-    return best_loss, best_epoch
