@@ -98,8 +98,7 @@ def wait_for_page(page: Any, expression: str, timeout_s: float = 30.0) -> Any:
     every 0.2 s for up to `timeout_s` s (AssertionError after that)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        value = page.evaluate(expression)
-        if value:
+        if value := page.evaluate(expression):
             return value
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {expression}")
@@ -144,7 +143,6 @@ def running_service(run_dir: Path, *overrides: str, timeout: float = 240) -> Ite
     service = Service(process, run_dir)
 
     def read() -> None:
-        assert process.stdout is not None
         for line in process.stdout:
             service.lines.append(line)
             if match := URL.search(line):
