@@ -289,7 +289,7 @@ def simulate(
     if friction is not None:
         plugin_torque = friction.stepper(dt)
         coulomb = friction.physical.get("fc", coulomb)
-    thermal = ThermalFriction.of(model, true_robot, params, time[::ratio][:n_rows])
+    thermal = thermal_friction(model, true_robot, params, time[::ratio][:n_rows])
     extra = unmodelled_torque(params, true_robot.limits.effort, coulomb)
     q, dq, tau, ddq = _run_steps(
         model, data, base, kp, kd, (n_rows, ratio, n_steps), plugin_torque, extra, progress,
@@ -317,7 +317,7 @@ def _run_steps(
     plugin_torque: Callable[[np.ndarray], np.ndarray] | None,
     extra: Callable[[np.ndarray, np.ndarray], np.ndarray] | None,
     progress: bool,
-    thermal: ThermalFriction | None = None,
+    thermal: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Step the PD-controlled simulation (ctrl_k = base_k - kp q_k - kd dq_k, plus the plugin's
     friction and the unmodelled torque); counts: (rows, sim steps per row, sim steps). Returns per
@@ -341,7 +341,7 @@ def _run_steps(
             for row in range(start, stop):
                 k0 = row * ratio
                 if thermal is not None:
-                    thermal.set_row(model, row)
+                    thermal(row)
                 q[row] = qpos
                 dq[row] = qvel
                 for k in range(k0, k0 + ratio if row < n_rows - 1 else k0 + 1):
@@ -440,41 +440,25 @@ def joint_temperatures(params: SimulationParams, t: np.ndarray, n: int) -> np.nd
     return np.repeat((start + (end - start) * share)[:, None], n, axis=1)
 
 
-@dataclass(frozen=True)
-class ThermalFriction:
-    """The MJCF's damping (Nm·s/rad) and frictionloss (Nm) of each joint's dof at the
-    reference temperature, the recorded temperatures (rows, n) °C and k (1/K)."""
+def thermal_friction(
+    model: mujoco.MjModel, robot: RobotModel, params: SimulationParams, t: np.ndarray
+) -> Callable[[int], None] | None:
+    """row -> set the model's damping (Nm·s/rad) and frictionloss (Nm) to the MJCF's scaled to
+    the temperature of recorded row `row` (t: the recorded times, s); None without a thermal
+    model or with k = 0."""
+    temperature = joint_temperatures(params, t, robot.n_joints)
+    if temperature is None or params.friction_temperature_coefficient == 0:
+        return None
+    dofs = np.array([model.jnt_dofadr[model.joint(name).id] for name in robot.joint_names])
+    damping, frictionloss = model.dof_damping[dofs].copy(), model.dof_frictionloss[dofs].copy()
+    k, t0 = float(params.friction_temperature_coefficient), float(params.friction_reference_c)
 
-    dofs: np.ndarray
-    damping: np.ndarray
-    frictionloss: np.ndarray
-    temperature: np.ndarray
-    coefficient: float
-    reference_c: float
+    def set_row(row: int) -> None:
+        scale = 1.0 - k * (temperature[row] - t0)
+        model.dof_damping[dofs] = damping * scale
+        model.dof_frictionloss[dofs] = frictionloss * scale
 
-    @staticmethod
-    def of(
-        model: mujoco.MjModel, robot: RobotModel, params: SimulationParams, t: np.ndarray
-    ) -> ThermalFriction | None:
-        """`params`'s thermal friction at the recorded times t (s); None without one or k = 0."""
-        temperature = joint_temperatures(params, t, robot.n_joints)
-        if temperature is None or params.friction_temperature_coefficient == 0:
-            return None
-        dofs = np.array([model.jnt_dofadr[model.joint(name).id] for name in robot.joint_names])
-        return ThermalFriction(
-            dofs,
-            model.dof_damping[dofs].copy(),
-            model.dof_frictionloss[dofs].copy(),
-            temperature,
-            float(params.friction_temperature_coefficient),
-            float(params.friction_reference_c),
-        )
-
-    def set_row(self, model: mujoco.MjModel, row: int) -> None:
-        """The model's friction at the temperature of recorded row `row`."""
-        scale = 1.0 - self.coefficient * (self.temperature[row] - self.reference_c)
-        model.dof_damping[self.dofs] = self.damping * scale
-        model.dof_frictionloss[self.dofs] = self.frictionloss * scale
+    return set_row
 
 
 def with_temperatures(dataset: Dataset, params: SimulationParams) -> Dataset:
