@@ -141,7 +141,6 @@ def _mjspec_edit(robot: RobotModel, dynamics: TwinDynamics) -> mujoco.MjModel:
 def twin_urdf_text(twin: RobotModel) -> str:
     """URDF of the compiled twin (rigid bodies, joints, limits, damping and friction)."""
     model = twin.mujoco_model()
-    limits = {name: j for j, name in enumerate(twin.joint_names)}
     robot = ET.Element("robot", name=twin.name)
     robot.append(
         ET.Comment(
@@ -157,12 +156,7 @@ def twin_urdf_text(twin: RobotModel) -> str:
         link = ET.SubElement(robot, "link", name=_body_name(model, b))
         if model.body_mass[b] > 0:
             inertial = ET.SubElement(link, "inertial")
-            ET.SubElement(
-                inertial,
-                "origin",
-                xyz=_numbers(model.body_ipos[b] - offset[b]),
-                rpy=_numbers(pin.rpy.matrixToRpy(_rotation(model.body_iquat[b]))),
-            )
+            _origin(inertial, model.body_ipos[b] - offset[b], _rotation(model.body_iquat[b]))
             ET.SubElement(inertial, "mass", value=_numbers(model.body_mass[b]))
             ixx, iyy, izz = (_numbers(v) for v in model.body_inertia[b])
             ET.SubElement(inertial, "inertia", ixx=ixx, ixy="0", ixz="0", iyy=iyy, iyz="0", izz=izz)
@@ -175,7 +169,7 @@ def twin_urdf_text(twin: RobotModel) -> str:
             i = joints[0]
             name = model.joint(i).name
             joint = ET.SubElement(robot, "joint", name=name, type="revolute")
-            j, dof = limits[name], model.jnt_dofadr[i]
+            j, dof = twin.joint_names.index(name), model.jnt_dofadr[i]
             lower, upper = twin.limits.position[j]
             effort, velocity = twin.limits.effort[j], twin.limits.velocity[j]
             bounds = {"lower": lower, "upper": upper, "effort": effort, "velocity": velocity}
@@ -189,11 +183,13 @@ def twin_urdf_text(twin: RobotModel) -> str:
             )
         ET.SubElement(joint, "parent", link=_body_name(model, parent))
         ET.SubElement(joint, "child", link=_body_name(model, b))
-        ET.SubElement(
-            joint, "origin", xyz=_numbers(origin), rpy=_numbers(pin.rpy.matrixToRpy(rotation))
-        )
+        _origin(joint, origin, rotation)
     ET.indent(robot)
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
+
+
+def _origin(parent: ET.Element, xyz: np.ndarray, rotation: np.ndarray) -> None:
+    ET.SubElement(parent, "origin", xyz=_numbers(xyz), rpy=_numbers(pin.rpy.matrixToRpy(rotation)))
 
 
 def _body_name(model: mujoco.MjModel, body: int) -> str:
