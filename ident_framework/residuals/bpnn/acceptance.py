@@ -150,7 +150,6 @@ def judge(
     (n, folds): every network of that joint and fold kept its initial state (best epoch 0)."""
     count, held_plain, held_fused = _pooled(target, corrections, [f.held_out for f in folds])
     _, fit_plain, fit_fused = _pooled(target, corrections, [f.fit for f in folds])
-    held_reduction = _reduction(held_plain, held_fused)
     per_fold = [  # (folds, n): each fold's held-out reduction (None: no samples there)
         _reduction(*_pooled(target, [c], [f.held_out])[1:])
         for f, c in zip(folds, corrections, strict=True)
@@ -166,20 +165,15 @@ def judge(
         (not enabled) or (w is not None and c > 0 and w >= 100.0 * margin)
         for w, c in zip(worst, count, strict=True)
     ]
-    kinds = sorted({"recording" if f.kind.startswith("recording") else f.kind for f in folds})
+    one_recording = not all(f.kind.startswith("recording") for f in folds)
     return {
-        "held_out": (
-            "leave one recording out"
-            if kinds == ["recording"]
-            else "one recording: the input-space region farthest from the data's centre, and the "
-            "time tail"
-        ),
+        "held_out": ONE_RECORDING if one_recording else "leave one recording out",
         "margin_percent": 100.0 * margin,
         "accepted": [bool(a) for a in accepted],
         "held_out_samples": [int(c) for c in count],
         "held_out_rmse_physical": [float(v) for v in held_plain],
         "held_out_rmse_corrected": [float(v) for v in held_fused],
-        "held_out_reduction_percent": held_reduction,
+        "held_out_reduction_percent": _reduction(held_plain, held_fused),
         "held_out_reduction_percent_per_fold": per_fold,
         "worst_fold_reduction_percent": worst,
         "worst_fold": worst_fold,
@@ -195,6 +189,9 @@ def judge(
     }
 
 
+ONE_RECORDING = (
+    "one recording: the input-space region farthest from the data's centre, and the time tail"
+)
 MAX_SUPPORT = 4000  # training samples kept per joint (and fold) for the distance
 CORRECTED_AT = 0.9  # s at or above: "corrected"; below (and > 0): "shrunk"
 
