@@ -66,9 +66,7 @@ def unmodelled_friction(
     sign = np.tanh(dq / _SIGN_SMOOTHING)
     if kind == "stribeck":
         return scale * 0.5 * coulomb * np.exp(-((dq / STRIBECK_VELOCITY) ** 2)) * sign
-    if kind == "position":
-        return scale * 0.3 * coulomb * 0.5 * (1.0 + np.sin(2.0 * q)) * sign
-    return np.zeros_like(dq)
+    return scale * 0.3 * coulomb * 0.5 * (1.0 + np.sin(2.0 * q)) * sign  # position
 
 
 def cogging(params: Any, effort: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
