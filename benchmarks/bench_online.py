@@ -136,7 +136,7 @@ def service_with_clients(run: Path, seconds: float, stalled: int, readers: int, 
     (`sse_clients.py`, one connection per client, at CLIENT_NICE). Returns summary.json with
     `cpu_shares`: the web process's, the estimator process's (simulated robot included) and
     the clients' own, in shares of one core over the same middle part of the run."""
-    from ident_framework.testing.online import running_service
+    from ident_framework.testing.cli import running_service
 
     overrides = ("online.time_factor=1", f"online.duration_s={seconds:g}", *extra)
     with running_service(run, "online.twin.every_s=30", *overrides) as service:
@@ -422,7 +422,7 @@ def mcap_recording(out: Path, minutes: float, seconds: float, rounds: int) -> No
     memory sampled every 2 s (it must not grow with the run); (2) at real time for `seconds`,
     with and without mcap=true interleaved over `rounds`: the estimator's CPU and update p99,
     the web process's CPU."""
-    from ident_framework.testing.online import running_service
+    from ident_framework.testing.cli import running_service
 
     run = out / "mcap_long"
     overrides = ("online.time_factor=null", f"online.duration_s={60 * minutes:g}", "mcap=true")

@@ -13,8 +13,7 @@ from ident_framework.identify.tuning.selection import select_options
 from ident_framework.model import friction_terms
 from ident_framework.model.regressor import regressor_builder
 from ident_framework.model.robot import load_robot
-from ident_framework.testing.known_truth import sines
-from ident_framework.testing.tuning_cases import tuning_config
+from ident_framework.testing.known_truth import sines, tuning_config
 
 PENDULUM = """
 <mujoco>

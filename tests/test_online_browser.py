@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ident_framework.testing.online import (
+from ident_framework.testing.cli import (
     CHROMIUM,
     CHROMIUM_ARGS,
     running_service,

@@ -15,7 +15,7 @@ import httpx
 import numpy as np
 import pytest
 
-from ident_framework.testing.online import FAST, running_service
+from ident_framework.testing.cli import FAST, running_service
 
 pytestmark = pytest.mark.slow
 TOPICS = {"/online/joint_states", "/online/torque", "/online/events", "/online/drift"}

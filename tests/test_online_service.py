@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import yaml
 
-from ident_framework.testing.online import FAST, running_service
+from ident_framework.testing.cli import FAST, running_service
 from ident_framework.testing.rtde import every_package, running_emulator
 
 pytestmark = pytest.mark.slow

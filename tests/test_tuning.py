@@ -17,10 +17,10 @@ from ident_framework.identify.tuning.folds import FoldPlan, motion_period, plan_
 from ident_framework.identify.tuning.selection import apply_chosen, select_options
 from ident_framework.model.regressor import regressor_builder
 from ident_framework.model.robot import load_robot
-from ident_framework.testing.known_truth import sines
-from ident_framework.testing.tuning_cases import (
+from ident_framework.testing.known_truth import (
     exact_ur5e_recording,
     planted_friction_recording,
+    sines,
     tuning_config,
 )
 from ident_framework.triangular import spectral_solve

@@ -15,8 +15,7 @@ from ident_framework.identify.tuning.folds import plan_folds
 from ident_framework.identify.tuning.selection import select_options
 from ident_framework.model.regressor import regressor_builder
 from ident_framework.model.robot import load_robot
-from ident_framework.testing.known_truth import sines
-from ident_framework.testing.tuning_cases import planted_friction_recording, tuning_config
+from ident_framework.testing.known_truth import planted_friction_recording, sines, tuning_config
 
 
 def _long(duration: float, seed: int = 1, rate: float = 500.0) -> Dataset:

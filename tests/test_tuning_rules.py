@@ -27,9 +27,9 @@ from ident_framework.identify.tuning.selection import select_options
 from ident_framework.model.regressor import regressor_builder
 from ident_framework.model.robot import load_robot
 from ident_framework.reports.tuning_report import tuning_lines, write_tuning_table
-from ident_framework.testing.tuning_cases import exact_ur5e_recording
-from ident_framework.testing.tuning_cases import planted_friction_recording as _recording
-from ident_framework.testing.tuning_cases import tuning_config as _config
+from ident_framework.testing.known_truth import exact_ur5e_recording
+from ident_framework.testing.known_truth import planted_friction_recording as _recording
+from ident_framework.testing.known_truth import tuning_config as _config
 from ident_framework.triangular import stacked_r
 
 KINDS = ("rest", "creep", "slow", "fast", "reversal")

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ident_framework.testing.online import (
+from ident_framework.testing.cli import (
     CHROMIUM,
     CHROMIUM_ARGS,
     running_service,

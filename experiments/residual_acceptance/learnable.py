@@ -40,8 +40,7 @@ from ident_framework.data.dataset import recording_rows
 from ident_framework.identify.metrics import torque_metrics
 from ident_framework.identify.prediction import recordings, residual_inputs
 from ident_framework.modes.closed_loop import run_closed_loop
-from ident_framework.residuals.bpnn import BpnnResidual
-from ident_framework.residuals.bpnn.params import DEFAULT_CANDIDATES
+from ident_framework.residuals.bpnn import DEFAULT_CANDIDATES, BpnnResidual
 from ident_framework.trajectories.fourier.search import circle_coverage, samples_covered
 
 PROTOCOL = [

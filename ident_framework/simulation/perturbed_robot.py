@@ -1,20 +1,10 @@
 """The "real" robot of a simulated run: the nominal model with perturbed true parameters.
 
-`perturb_robot` draws, from one seed, a physically valid variant of every link (mass, centre of
-mass, inertia about the centre of mass), adds a payload the nominal model does not know about
-to the last link, and gives every joint viscous friction (MuJoCo `damping`), Coulomb friction
-(`frictionloss`) and rotor inertia (`armature`). `SimulatedTruth` holds the resulting true
-parameters in the regressor's conventions (Pinocchio's 10 inertial parameters per link about
-the joint frame; Nm·s/rad, Nm, kg·m² per joint).
-
-Default joint dynamics of the UR e-Series arms (per joint, base to wrist 3) are UR-like
-magnitudes (order of what identification studies of UR arms report), not measured values:
-
-- viscous friction 4, 4, 2.5, 1, 1, 1 Nm·s/rad
-- Coulomb friction 7, 7, 4, 1.5, 1.5, 1.2 Nm
-- rotor inertia reflected through the gearbox 0.4, 0.4, 0.15, 0.04, 0.04, 0.04 kg·m²
-
-Other arms get the same magnitudes scaled by their effort limits (see `default_joint_dynamics`).
+`perturb_robot` draws, from one seed, a physically valid variant of every link, adds a payload
+the nominal model does not know about to the last link, and gives every joint viscous friction
+(MuJoCo `damping`), Coulomb friction (`frictionloss`) and rotor inertia (`armature`): UR-like
+magnitudes for UR arms (not measured values), scaled by the effort limits for other arms.
+`SimulatedTruth` holds the true parameters in the regressor's conventions.
 """
 
 from __future__ import annotations
@@ -41,21 +31,11 @@ _EFFORT_IF_UNLIMITED = 50.0  # Nm, stands in for an infinite effort limit in the
 
 @dataclass
 class PerturbationParams(Params):
-    """How the true robot differs from the nominal one.
-
-    mass_std: relative standard deviation of each link mass (log-normal factor).
-    com_std_m: standard deviation of each centre-of-mass coordinate, m (link frame).
-    inertia_std: relative standard deviation of the principal second moments of each link's
-        mass distribution (log-normal factors, applied on top of the link's mass factor;
-        principal moments of inertia change by about as much, and stay a valid triangle).
-    inertia_rotation_std_deg: standard deviation of a random rotation of each link's principal
-        axes, degrees.
-    payload_mass_kg: mass of a payload rigidly attached to the last link (0: none).
-    payload_position_m: its centre of mass in the last link's frame, m (UR: the flange frame,
-        +z pointing out of the tool flange).
-    payload_radius_m: the payload is a solid sphere of this radius (inertia 2/5 m r²).
-    viscous, coulomb, armature: per joint friction (Nm·s/rad, Nm) and rotor inertia (kg·m²);
-        None: `default_joint_dynamics`.
+    """How the true robot differs from the nominal one (conf/source/mujoco.yaml): log-normal
+    factors on each link's mass and principal second moments (relative stds), a normal offset of
+    its centre of mass (m, link frame) and rotation of its principal axes (deg); a payload, a
+    solid sphere on the last link (kg, m in its frame, m); per joint viscous (Nm·s/rad), Coulomb
+    (Nm) and rotor inertia (kg·m²), None: `default_joint_dynamics`.
     """
 
     mass_std: float = param(0.10, ge=0)
@@ -72,17 +52,16 @@ class PerturbationParams(Params):
     armature: list[float] | None = param(None, each=True, ge=0, unit="kg·m²")
 
 
+_ARRAYS = ("inertial", "viscous", "coulomb", "armature")  # SimulatedTruth's per-joint arrays
+
+
 @dataclass(frozen=True)
 class SimulatedTruth:
-    """True parameters of a simulated robot.
-
-    inertial: (10 n,) Pinocchio parameters per link about its joint frame, payload included.
-    viscous (Nm·s/rad), coulomb (Nm), armature (kg·m²): (n,) per joint.
-    payload: {"link", "mass_kg", "position_m", "inertia_kgm2"} or None (no or unknown payload).
-    origin: how the robot was made ("perturbed nominal, seed 0", a model file, ...).
-    friction: a friction plugin's true joint friction ({"plugin", "parameters": physical values
-    per joint by name, ...}, see `true_friction.py`), or None: the MJCF's viscous damping and
-    Coulomb friction loss above are the joint friction.
+    """True parameters of a simulated robot. inertial: (10 n,) Pinocchio parameters per link
+    about its joint frame, payload included; viscous (Nm·s/rad), coulomb (Nm), armature (kg·m²)
+    per joint; payload: {"link", "mass_kg", "position_m", "inertia_kgm2"} or None; origin: how
+    the robot was made; friction: a friction plugin's true joint friction (`true_friction.py`),
+    or None: viscous and coulomb are the joint friction.
     """
 
     joint_names: tuple[str, ...]
@@ -98,10 +77,7 @@ class SimulatedTruth:
         """Plain lists and floats (YAML- and JSON-safe); keys as `truth.py` reads them."""
         return {
             "joint_names": list(self.joint_names),
-            "inertial": [float(v) for v in self.inertial],
-            "viscous": [float(v) for v in self.viscous],
-            "coulomb": [float(v) for v in self.coulomb],
-            "armature": [float(v) for v in self.armature],
+            **{name: [float(v) for v in getattr(self, name)] for name in _ARRAYS},
             "payload": None if self.payload is None else dict(self.payload),
             "origin": self.origin,
             "friction": None if self.friction is None else dict(self.friction),
@@ -111,10 +87,7 @@ class SimulatedTruth:
     def from_dict(cls, values: dict[str, Any]) -> SimulatedTruth:
         return cls(
             joint_names=tuple(values["joint_names"]),
-            inertial=np.asarray(values["inertial"], dtype=float),
-            viscous=np.asarray(values["viscous"], dtype=float),
-            coulomb=np.asarray(values["coulomb"], dtype=float),
-            armature=np.asarray(values["armature"], dtype=float),
+            **{name: np.asarray(values[name], dtype=float) for name in _ARRAYS},
             payload=values.get("payload"),
             origin=values.get("origin", ""),
             friction=values.get("friction"),
@@ -149,11 +122,6 @@ def default_joint_dynamics(robot: RobotModel) -> dict[str, np.ndarray]:
     return {name: ratio * effort for name, ratio in _PER_EFFORT.items()}
 
 
-def _random_rotation(rng: np.random.Generator, std_rad: float) -> np.ndarray:
-    """Rotation matrix exp(w^) with w ~ N(0, std² I), rad."""
-    return pin.exp3(rng.normal(0.0, std_rad, 3)) if std_rad > 0 else np.eye(3)
-
-
 def perturb_link(
     link: pin.Inertia, params: PerturbationParams, rng: np.random.Generator
 ) -> pin.Inertia:
@@ -168,7 +136,8 @@ def perturb_link(
     second = np.maximum(0.5 * moments.sum() - moments, 0.0)  # s_i = tr/2 - lambda_i
     second *= np.exp(rng.normal(0.0, params.inertia_std, 3)) * (mass / link.mass)
     new_moments = second.sum() - second  # lambda_i = s_j + s_k
-    axes = _random_rotation(rng, np.radians(params.inertia_rotation_std_deg)) @ axes
+    std_rad = np.radians(params.inertia_rotation_std_deg)  # rotation exp(w^), w ~ N(0, std² I)
+    axes = (pin.exp3(rng.normal(0.0, std_rad, 3)) if std_rad > 0 else np.eye(3)) @ axes
     inertia = axes @ np.diag(new_moments) @ axes.T
     return pin.Inertia(mass, com, 0.5 * (inertia + inertia.T))
 
@@ -178,16 +147,6 @@ def payload_inertia(params: PerturbationParams) -> pin.Inertia:
     mass = params.payload_mass_kg
     moment = 0.4 * mass * params.payload_radius_m**2
     return pin.Inertia(mass, np.asarray(params.payload_position_m), moment * np.eye(3))
-
-
-def _joint_array(
-    robot: RobotModel, name: str, value: list[float] | None, default: np.ndarray
-) -> np.ndarray:
-    if value is None:
-        return np.asarray(default, dtype=float)
-    return per_joint_values(
-        value, robot.n_joints, name, robot_name=robot.name, joint_names=robot.joint_names
-    )
 
 
 def perturb_robot(
@@ -211,10 +170,13 @@ def perturb_robot(
             "inertia_kgm2": float(0.4 * params.payload_mass_kg * params.payload_radius_m**2),
         }
     inertial = np.concatenate([link.toDynamicParameters() for link in links])
-    defaults = default_joint_dynamics(nominal)
-    viscous = _joint_array(nominal, "viscous", params.viscous, defaults["viscous"])
-    coulomb = _joint_array(nominal, "coulomb", params.coulomb, defaults["coulomb"])
-    armature = _joint_array(nominal, "armature", params.armature, defaults["armature"])
+    defaults, names = default_joint_dynamics(nominal), nominal.joint_names
+    viscous, coulomb, armature = (
+        defaults[key]
+        if (value := getattr(params, key)) is None
+        else per_joint_values(value, len(names), key, robot_name=nominal.name, joint_names=names)
+        for key in ("viscous", "coulomb", "armature")
+    )
     robot = nominal.with_dynamics(
         inertial=inertial,
         armature=armature,
@@ -222,7 +184,7 @@ def perturb_robot(
         frictionloss=coulomb,
         name=f"{nominal.name}_true_seed{seed}",
     )
-    truth = SimulatedTruth(
+    return robot, SimulatedTruth(
         joint_names=tuple(nominal.joint_names),
         inertial=robot.inertial_parameters(),
         viscous=viscous,
@@ -231,7 +193,6 @@ def perturb_robot(
         payload=payload,
         origin=f"perturbed {nominal.name}, seed {seed}",
     )
-    return robot, truth
 
 
 def link_is_valid(parameters: np.ndarray, tolerance: float = 1e-12) -> bool:

@@ -1,17 +1,15 @@
 """Closed-loop MuJoCo simulation of a robot following a reference, recorded like RTDE would.
 
-`simulate` drives the "real" robot (`perturbed_robot.perturb_robot`, or any MJCF) along a
-reference (q in rad, dq in rad/s, ddq in rad/s², t in s) with computed-torque feed-forward from
-the controller's own model (normally the nominal robot) plus joint PD feedback
-(`default_gains`); the motors saturate at the joints' effort limits. It returns a `Dataset`
-(torques in Nm, the accelerations the simulator applied). The integrator is explicit Euler
-(MuJoCo's `eulerdamp` off), so every recorded row satisfies the rigid-body + rotor-inertia +
-viscous + Coulomb model exactly; a diverging run raises a UserError.
-
-Thermal model (`SimulationParams`: `temperature_c`, `friction_temperature_coefficient`,
-`friction_reference_c`): joint temperatures run linearly over the recording (°C, recorded as
-`Dataset.temperature`) and the MJCF's damping and frictionloss are scaled by (1 - k (T - T0))
-at every sample (a plugin's true friction is not scaled).
+`simulate` drives the "real" robot along a reference (q rad, dq rad/s, ddq rad/s², t s) with
+computed-torque feed-forward from the controller's model plus joint PD feedback; the motors
+saturate at the effort limits. It returns a `Dataset` (torques in Nm). Explicit Euler (MuJoCo's
+`eulerdamp` off): every recorded row satisfies the rigid-body + rotor-inertia + viscous +
+Coulomb model exactly. Optional thermal model: joint temperatures (°C) run linearly over the
+recording and scale the MJCF's damping and frictionloss by (1 - k (T - T0)). Optional torques
+the identified model lacks (`source.unmodelled`), applied each sim step as a generalised force:
+extra static friction at low speed (stribeck), friction depending on the joint angle
+(position), a joint-side cogging ripple A_j sin(n_j q_j + phi_j) (motor-side cogging is not
+simulated).
 
 Rationale (integrator): docs/design.md#simulated-robot
 """
@@ -22,6 +20,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -36,27 +35,82 @@ from ident_framework.params import Params, param
 from ident_framework.progress import progress as progress_bar
 from ident_framework.simulation.perturbed_robot import SimulatedTruth, truth_from_robot
 from ident_framework.simulation.true_friction import TrueFriction
-from ident_framework.simulation.unmodelled import (
-    MAX_COGGING_PERIODS,
-    UNMODELLED_EFFECTS,
-    unmodelled_metadata,
-    unmodelled_torque,
-)
 
-# PD gains that track a UR e-Series arm to ~5e-5 rad at 1 kHz (measured with computed-torque
-# feed-forward; wrist joints go unstable above kd ≈ 30 Nm·s/rad), base to wrist 3.
+# PD gains that track a UR e-Series arm to ~5e-5 rad at 1 kHz, base to wrist 3.
 UR_KP = (2000.0, 2000.0, 1500.0, 600.0, 600.0, 400.0)  # Nm/rad
 UR_KD = (100.0, 100.0, 80.0, 15.0, 10.0, 5.0)  # Nm·s/rad
 ENCODER_RESOLUTION = 2.0 * math.pi / 2**20  # rad, a 20-bit absolute encoder
 _FEEDFORWARD_COULOMB_SMOOTHING = 0.01  # rad/s, tanh width of the controller's Coulomb term
 _PROGRESS_CHUNK = 1000  # steps per progress-bar update
-
-
+UNMODELLED_EFFECTS = ("none", "stribeck", "position", "cogging")
+COGGING_FRACTION = 0.01  # cogging amplitude per unit unmodelled_scale, of the joint's effort limit
+MAX_COGGING_PERIODS = 12  # cycles per joint revolution: a low-harmonic, joint-side ripple
+STRIBECK_VELOCITY = 0.05  # rad/s, width of the extra static friction
+_SIGN_SMOOTHING = 0.002  # rad/s, tanh width standing in for sign(dq)
 COGGING_NOTE = (
     "cycles per joint revolution, one for all joints or one per joint: the joint-side ripple is "
     "periodic in the joint angle; motor-side cogging at pole pairs x gear ratio per revolution "
     "is not simulated"
 )
+
+
+def unmodelled_friction(
+    kind: str, scale: float, coulomb: np.ndarray, q: np.ndarray, dq: np.ndarray
+) -> np.ndarray:
+    """Friction torque (Nm, opposing the motion) that Coulomb-viscous friction does not model.
+
+    stribeck: extra static friction at low speed, 0.5·fc·exp(−(dq/0.05)²)·sign(dq), i.e. the
+    static level is 1.5 × the Coulomb level (Stribeck effect). position: friction that depends
+    on the joint angle (e.g. gear eccentricity), 0.15·fc·(1 + sin 2q)·sign(dq). Both scaled by
+    `scale`; sign(dq) is a steep tanh (width 0.002 rad/s)."""
+    sign = np.tanh(dq / _SIGN_SMOOTHING)
+    if kind == "stribeck":
+        return scale * 0.5 * coulomb * np.exp(-((dq / STRIBECK_VELOCITY) ** 2)) * sign
+    return scale * 0.3 * coulomb * 0.5 * (1.0 + np.sin(2.0 * q)) * sign  # position
+
+
+def cogging(params: Any, effort: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per joint the cogging ripple amplitude_j · sin(periods_j · q_j + phase_j) (q in rad, joint
+    side): amplitude (Nm, unmodelled_scale × COGGING_FRACTION × the effort limit), periods per
+    joint revolution, phase (rad); UserError when a joint has no finite effort limit."""
+    effort = np.asarray(effort, dtype=float)
+    if not np.all(np.isfinite(effort) & (effort > 0)):
+        raise UserError(
+            "source.unmodelled=cogging sizes the ripple by each joint's effort limit, but the "
+            f"robot's effort limits are {effort.tolist()} Nm. Give the robot finite effort "
+            "limits (URDF <limit effort=...>, MJCF actuatorfrcrange), or choose another "
+            "source.unmodelled effect."
+        )
+    n = len(effort)
+    periods = per_joint_values(params.cogging_periods, n, "cogging_periods", one_for_all=True)
+    phase = per_joint_values(params.cogging_phase_rad, n, "cogging_phase_rad", one_for_all=True)
+    return params.unmodelled_scale * COGGING_FRACTION * effort, periods, phase
+
+
+def unmodelled_torque(
+    params: Any, effort: np.ndarray, coulomb: np.ndarray
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """The unmodelled torque (Nm) the motors must supply, as a function of (q rad, dq rad/s),
+    per `params.unmodelled`; None when there is none."""
+    if params.unmodelled == "none" or params.unmodelled_scale == 0:
+        return None
+    if params.unmodelled == "cogging":
+        amplitude, periods, phase = cogging(params, effort)
+        return lambda q, dq: amplitude * np.sin(periods * q + phase)
+    kind, scale = params.unmodelled, params.unmodelled_scale
+    return lambda q, dq: unmodelled_friction(kind, scale, coulomb, q, dq)
+
+
+def unmodelled_metadata(params: Any, effort: np.ndarray) -> dict:
+    """metadata["unmodelled"]: the planted effect, its scale, and for cogging the amplitude
+    (Nm), periods per revolution and phase (rad) per joint."""
+    out = {"kind": params.unmodelled, "scale": float(params.unmodelled_scale)}
+    if params.unmodelled == "cogging" and params.unmodelled_scale > 0:
+        amplitude, periods, phase = cogging(params, effort)
+        out.update(
+            amplitude_nm=amplitude.tolist(), periods=periods.tolist(), phase_rad=phase.tolist()
+        )
+    return out
 
 
 def _rates_divide(params: SimulationParams) -> None:
@@ -65,23 +119,11 @@ def _rates_divide(params: SimulationParams) -> None:
 
 @dataclass
 class SimulationParams(Params):
-    """sim_rate_hz: MuJoCo steps per s; record_rate_hz: recorded samples per s (must divide the
-    sim rate; 500 Hz is UR's RTDE rate); kp (Nm/rad), kd (Nm·s/rad): PD gains per joint (None:
-    `default_gains`); torque_noise_std: Gaussian torque noise std in Nm, one value or one per
-    joint; encoder_resolution: position quantisation step in rad (0: none);
-    record_acceleration: also record MuJoCo's exact qacc as `ddq`;
-    unmodelled: an extra joint torque the rigid-body + Coulomb-viscous model lacks
-    (`UNMODELLED_EFFECTS`), applied as a generalised force each step, of size
-    `unmodelled_scale` (see `unmodelled_friction`, `cogging_torque`); cogging_periods (cycles
-    per joint revolution, whole numbers) and cogging_phase_rad (rad): the cogging term's
-    harmonic and phase, one value or one per joint.
-    temperature_c: a thermal model, [T_start, T_end] °C: every joint's temperature runs
-    linearly from T_start to T_end over the recording and is recorded (`Dataset.temperature`,
-    RTDE's `joint_temperatures`); null: no temperatures. friction_temperature_coefficient k
-    (1/K): the MJCF's damping and frictionloss are scaled by (1 - k (T - friction_reference_c))
-    at every recorded sample (set in `model.dof_damping` / `dof_frictionloss` between steps),
-    i.e. friction falls by k per kelvin above the reference (a plugin's true friction is not
-    scaled)."""
+    """How the robot is simulated and recorded; each key is described in
+    conf/source/mujoco.yaml. record_rate_hz must divide sim_rate_hz; kp, kd None:
+    `default_gains`; unmodelled: `unmodelled_torque`; friction_temperature_coefficient k (1/K):
+    the MJCF's damping and frictionloss are scaled by (1 - k (T - friction_reference_c)) at
+    every recorded sample (a plugin's true friction is not scaled)."""
 
     sim_rate_hz: float = param(1000.0, gt=0, unit="Hz")
     record_rate_hz: float = param(500.0, gt=0, unit="Hz")
@@ -118,27 +160,18 @@ def check_rates(sim_rate_hz: float, record_rate_hz: float) -> int:
     return int(round(ratio))
 
 
-def _diagonal_inertia(robot: RobotModel, q: np.ndarray) -> np.ndarray:
-    """(len(q), n) joint-space inertia diagonal M_jj (kg·m², rotor inertia included)."""
-    model = robot.pin_model
-    data = model.createData()
-    return np.array([np.diag(pin.crba(model, data, row)) for row in q])
-
-
 def default_gains(
     true_robot: RobotModel, q_reference: np.ndarray, sim_rate_hz: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(kp Nm/rad, kd Nm·s/rad) per joint, tuned on the robot being driven (as a real
-    controller is tuned on the real arm).
-
-    UR arms: UR_KP, UR_KD (tuned at 1 kHz; kd scaled by rate/1 kHz and kp by its square
-    below 1 kHz). Other arms: a PD of bandwidth 0.1·sim rate rad/s and damping ratio 0.7 on the
-    largest diagonal joint inertia M_jj (kg·m², rotor inertia included) along the reference.
-    Both are then lowered, per joint, as far as the explicit integrator needs to stay stable:
-    kd·dt <= 0.5·M_jj and kp·dt² <= 0.25·M_jj with the smallest M_jj along the reference.
-    With the default UR rotor inertias nothing is lowered."""
+    """(kp Nm/rad, kd Nm·s/rad) per joint, tuned on the robot being driven. UR arms: UR_KP,
+    UR_KD (kd scaled by rate/1 kHz and kp by its square below 1 kHz); other arms: bandwidth
+    0.1·sim rate rad/s, damping ratio 0.7 on the largest joint inertia M_jj (kg·m²) along the
+    reference. Both lowered per joint as far as the explicit integrator needs: kd·dt <= 0.5·M_jj
+    and kp·dt² <= 0.25·M_jj with the smallest M_jj."""
+    model = true_robot.pin_model
+    data = model.createData()
     rows = q_reference[:: max(1, len(q_reference) // 50)]
-    inertia = _diagonal_inertia(true_robot, rows)
+    inertia = np.array([np.diag(pin.crba(model, data, row)) for row in rows])  # (rows, n) M_jj
     if tuple(true_robot.joint_names) == UR_JOINTS:
         scale = min(1.0, sim_rate_hz / 1000.0)
         kp, kd = np.array(UR_KP) * scale**2, np.array(UR_KD) * scale
@@ -157,10 +190,8 @@ def default_gains(
 
 
 def simulation_model(true_robot: RobotModel, sim_rate_hz: float) -> mujoco.MjModel:
-    """The true robot's MuJoCo model made ready to simulate: one motor (gear 1) per joint
-    replacing any actuators of the file, joint torque clamped at the effort limits (unless the
-    file clamps it already), explicit Euler at dt = 1/sim_rate_hz, contacts off (the arm moves
-    in free space; identification models have no contacts)."""
+    """The true robot's MuJoCo model ready to simulate: one motor per joint replacing the file's
+    actuators, torque clamped at the effort limits, explicit Euler at 1/sim_rate_hz, no contacts."""
     spec = true_robot.mujoco_spec()
     for actuator in list(spec.actuators):
         spec.delete(actuator)
@@ -215,16 +246,13 @@ def simulate(
 ) -> Dataset:
     """Run the true robot along `trajectory` under the controller and record it.
 
-    Row k of the dataset is sim step k·(sim/record rate): t_k (s), the state at the start of
-    that step (q quantised to the encoder resolution, dq = qvel), tau_k = the joint torque the
-    motors applied during the step (MuJoCo's qfrc_actuator, after clamping) + Gaussian noise
-    drawn from `seed`, the reference at t_k as targets, and qacc_k as `ddq` if asked for.
-    `truth` (default: read from `true_robot`) goes to metadata["truth"]. The simulation
-    starts at `initial_state` (q rad, dq rad/s; default: the reference at t = 0);
-    metadata["final_state"] ({"q", "dq"} lists) is the exact state of the last row.
-    `friction`: a friction plugin's torque applied as the joint friction each step (through
-    qfrc_applied, evaluated at the step's velocity; a sequential model advances its state by
-    the step); the true robot should then have no damping and frictionloss of its own.
+    Row k is sim step k·(sim/record rate): t_k (s), the state at the start of that step (q
+    quantised to the encoder), tau_k the motors' torque during the step (after clamping) +
+    Gaussian noise from `seed`, the reference as targets, qacc_k as `ddq` if asked for. `truth`
+    (default: read from `true_robot`) goes to metadata["truth"]; `initial_state` (q rad, dq
+    rad/s; default: the reference at t = 0); metadata["final_state"]: the exact last state.
+    `friction`: a friction plugin's torque applied each step (the true robot should then have
+    no damping and frictionloss of its own).
     """
     n = true_robot.n_joints
     if tuple(controller_robot.joint_names) != tuple(true_robot.joint_names):
@@ -252,16 +280,14 @@ def simulate(
 
     model = simulation_model(true_robot, params.sim_rate_hz)
     data = mujoco.MjData(model)
-    data.qpos[:], data.qvel[:] = (
-        initial_state if initial_state is not None else (q_ref[0], dq_ref[0])
-    )
+    data.qpos[:], data.qvel[:] = initial_state or (q_ref[0], dq_ref[0])
     mujoco.mj_forward(model, data)
     coulomb = true_robot.joint_friction()[1]
     plugin_torque = None
     if friction is not None:
         plugin_torque = friction.stepper(dt)
         coulomb = friction.physical.get("fc", coulomb)
-    thermal = ThermalFriction.of(model, true_robot, params, time[::ratio][:n_rows])
+    thermal = thermal_friction(model, true_robot, params, time[::ratio][:n_rows])
     extra = unmodelled_torque(params, true_robot.limits.effort, coulomb)
     q, dq, tau, ddq = _run_steps(
         model, data, base, kp, kd, (n_rows, ratio, n_steps), plugin_torque, extra, progress,
@@ -274,12 +300,9 @@ def simulate(
             f"integrator at {params.sim_rate_hz} Hz. Lower source.kd / source.kp or raise "
             "source.sim_rate_hz."
         )
-    reference = (time, q_ref, dq_ref, ddq_ref)
-    recorded = (q, dq, tau, ddq)
-    dataset = _recording(
-        true_robot, params, seed, truth, reference, recorded, ratio, (kp, kd, noise_std)
-    )
-    return with_temperatures(dataset, params)
+    reference, gains = (time, q_ref, dq_ref, ddq_ref), (kp, kd, noise_std)
+    out = _recording(true_robot, params, seed, truth, reference, (q, dq, tau, ddq), ratio, gains)
+    return with_temperatures(out, params)
 
 
 def _run_steps(
@@ -292,13 +315,11 @@ def _run_steps(
     plugin_torque: Callable[[np.ndarray], np.ndarray] | None,
     extra: Callable[[np.ndarray, np.ndarray], np.ndarray] | None,
     progress: bool,
-    thermal: ThermalFriction | None = None,
+    thermal: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Step the PD-controlled simulation: ctrl_k = base_k - kp q_k - kd dq_k, the plugin's
-    friction torque and the unmodelled torque `extra(q, dq)` (Nm the motors must supply)
-    applied each step. counts: (recorded rows,
-    sim steps per row, sim steps). Returns per recorded row (q, dq) at the start of its step,
-    the actuator torque and qacc of that step."""
+    """Step the PD-controlled simulation (ctrl_k = base_k - kp q_k - kd dq_k, plus the plugin's
+    friction and the unmodelled torque); counts: (rows, sim steps per row, sim steps). Returns per
+    row (q, dq) at the start of its step, the actuator torque and qacc of that step."""
     n_rows, ratio, n_steps = counts
     n = len(kp)
     qpos, qvel, ctrl = data.qpos, data.qvel, data.ctrl  # views, updated in place by mj_step
@@ -318,7 +339,7 @@ def _run_steps(
             for row in range(start, stop):
                 k0 = row * ratio
                 if thermal is not None:
-                    thermal.set_row(model, row)
+                    thermal(row)
                 q[row] = qpos
                 dq[row] = qvel
                 for k in range(k0, k0 + ratio if row < n_rows - 1 else k0 + 1):
@@ -358,8 +379,7 @@ def _recording(
     kp, kd, noise_std = gains
     n_rows = len(q)
     rows = np.arange(n_rows) * ratio
-    rng = np.random.default_rng(seed)
-    tau_measured = tau + rng.normal(size=tau.shape) * noise_std
+    tau_measured = tau + np.random.default_rng(seed).normal(size=tau.shape) * noise_std
     if params.encoder_resolution > 0:
         q_measured = np.round(q / params.encoder_resolution) * params.encoder_resolution
     else:
@@ -418,47 +438,29 @@ def joint_temperatures(params: SimulationParams, t: np.ndarray, n: int) -> np.nd
     return np.repeat((start + (end - start) * share)[:, None], n, axis=1)
 
 
-@dataclass(frozen=True)
-class ThermalFriction:
-    """The MJCF's damping (Nm·s/rad) and frictionloss (Nm) of each joint's dof at the
-    reference temperature, the recorded temperatures (rows, n) °C and k (1/K)."""
+def thermal_friction(
+    model: mujoco.MjModel, robot: RobotModel, params: SimulationParams, t: np.ndarray
+) -> Callable[[int], None] | None:
+    """row -> set the model's damping (Nm·s/rad) and frictionloss (Nm) to the MJCF's scaled to
+    the temperature of recorded row `row` (t: the recorded times, s); None without a thermal
+    model or with k = 0."""
+    temperature = joint_temperatures(params, t, robot.n_joints)
+    if temperature is None or params.friction_temperature_coefficient == 0:
+        return None
+    dofs = np.array([model.jnt_dofadr[model.joint(name).id] for name in robot.joint_names])
+    damping, frictionloss = model.dof_damping[dofs].copy(), model.dof_frictionloss[dofs].copy()
+    k, t0 = float(params.friction_temperature_coefficient), float(params.friction_reference_c)
 
-    dofs: np.ndarray
-    damping: np.ndarray
-    frictionloss: np.ndarray
-    temperature: np.ndarray
-    coefficient: float
-    reference_c: float
+    def set_row(row: int) -> None:
+        scale = 1.0 - k * (temperature[row] - t0)
+        model.dof_damping[dofs] = damping * scale
+        model.dof_frictionloss[dofs] = frictionloss * scale
 
-    @staticmethod
-    def of(
-        model: mujoco.MjModel, robot: RobotModel, params: SimulationParams, t: np.ndarray
-    ) -> ThermalFriction | None:
-        """The thermal friction of `params` at the recorded times t (s); None without a
-        thermal model or with k = 0 (the friction stays as the MJCF gives it)."""
-        temperature = joint_temperatures(params, t, robot.n_joints)
-        if temperature is None or params.friction_temperature_coefficient == 0:
-            return None
-        dofs = np.array([model.jnt_dofadr[model.joint(name).id] for name in robot.joint_names])
-        return ThermalFriction(
-            dofs,
-            model.dof_damping[dofs].copy(),
-            model.dof_frictionloss[dofs].copy(),
-            temperature,
-            float(params.friction_temperature_coefficient),
-            float(params.friction_reference_c),
-        )
-
-    def set_row(self, model: mujoco.MjModel, row: int) -> None:
-        """The model's friction at the temperature of recorded row `row`."""
-        scale = 1.0 - self.coefficient * (self.temperature[row] - self.reference_c)
-        model.dof_damping[self.dofs] = self.damping * scale
-        model.dof_frictionloss[self.dofs] = self.frictionloss * scale
+    return set_row
 
 
 def with_temperatures(dataset: Dataset, params: SimulationParams) -> Dataset:
-    """The recording with its joint temperatures and the truth's thermal model (unchanged
-    without one)."""
+    """The recording with its joint temperatures and the truth's thermal model, if any."""
     temperature = joint_temperatures(params, dataset.timestamp, dataset.n_joints)
     if temperature is None:
         return dataset

@@ -1,13 +1,10 @@
 """A friction plugin's torque as the true joint friction of a simulated robot.
 
-Config (`source.true_friction`, a mapping): `plugin` names an installed friction plugin (null:
-the robot's own MuJoCo damping and frictionloss, the default), the plugin's own config keys
-(validated against its schema), and `parameters`: the true values by the plugin's physical
-names (e.g. fc, fs, fv, v_s, sigma0, sigma1), one per joint or one for all. fc and fv not given
-are the source's Coulomb and viscous levels (`source.coulomb`, `source.viscous`, or the robot's
-defaults); the plugin fills any other missing name (see its documentation). The simulated
-robot's damping and frictionloss are then 0, and the plugin's torque is applied each simulation
-step (a sequential model integrates its state at the simulation rate).
+Config `source.true_friction`: `plugin` (an installed friction plugin; null: the robot's own
+MuJoCo damping and frictionloss), the plugin's own config keys, and `parameters`: true values
+by the plugin's physical names, one per joint or one for all (fc and fv default to the source's
+Coulomb and viscous levels). The robot's damping and frictionloss are then 0, and the plugin's
+torque is applied each simulation step.
 """
 
 from __future__ import annotations
@@ -35,8 +32,7 @@ class TrueFrictionSpec:
     given: dict[str, Any]  # physical name -> float or list of floats (one per joint)
 
     def resolve(self, viscous: np.ndarray, coulomb: np.ndarray) -> TrueFriction:
-        """The complete true friction of n joints, fc and fv defaulting to the given levels
-        (Nm, Nm·s/rad per joint)."""
+        """The complete true friction of n joints; fc, fv default to `coulomb`, `viscous`."""
         n = len(coulomb)
         for name, value in self.given.items():
             key = f"source.true_friction.parameters.{name}"
@@ -101,8 +97,7 @@ def parse_true_friction(values: dict[str, Any] | None, key: str) -> TrueFriction
                 "damping and frictionloss)."
             )
         return None
-    registry = get_registry()
-    info, params = validate_plugin_config(values, "friction", key, registry)
+    info, params = validate_plugin_config(values, "friction", key, get_registry())
     model = info.factory(params)
     friction_terms.check_friction_model(model, info.name, info.distribution)
     if not isinstance(given, dict):

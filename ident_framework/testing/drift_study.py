@@ -1,12 +1,7 @@
 """A simulated recording in which the payload changes part-way through (drift study), used by
-`experiments/drift_payload.py` and its test.
-
-`simulate_payload_change` runs the MuJoCo twin along consecutive pieces of one reference
-motion: the true robot with the payload before the change, then the same true robot (same
-perturbation seed) with the payload after it, continuing from the exact simulated state of the
-first piece's last row (`simulation/tracking.simulate(initial_state=...)`), and joins the two
-recordings. The controller knows only the nominal model. `state_jump_rad` (rad, the largest |q|
-difference across the change: encoder quantisation only) checks the continuity.
+`experiments/drift_payload.py` and its test: the MuJoCo twin runs the true robot with the first
+payload, then the same true robot with the second, continuing from the exact simulated state of
+the first piece's last row; the controller knows only the nominal model.
 """
 
 from __future__ import annotations
@@ -90,28 +85,17 @@ def simulate_payload_change(
             f"change_time_s must lie inside the trajectory (0, {trajectory.duration}) s, "
             f"got {change_time_s}"
         )
-    perturbation = perturbation if perturbation is not None else PerturbationParams()
-    simulation = simulation if simulation is not None else SimulationParams()
+    perturbation = perturbation or PerturbationParams()
+    simulation = simulation or SimulationParams()
     (robot_a, truth_a), (robot_b, truth_b) = payload_robots(nominal, perturbation, masses_kg, seed)
-    pieces = [
-        (robot_a, truth_a, TimeWindow(trajectory, 0.0, change_time_s)),
-        (
-            robot_b,
-            truth_b,
-            TimeWindow(trajectory, change_time_s, trajectory.duration - change_time_s),
-        ),
-    ]
-    (robot, truth, window), (robot_2, truth_2, window_2) = pieces
-    first = simulate(robot, nominal, window, simulation, 2 * seed + 1, progress=False, truth=truth)
+    window = TimeWindow(trajectory, 0.0, change_time_s)
+    first = simulate(robot_a, nominal, window, simulation, 2 * seed + 1, False, truth_a)
     # the second piece continues from the exact state of the first piece's last row (the
     # moment of the change); keep the second piece's row, recorded with the new payload
-    second = simulate(
-        robot_2, nominal, window_2, simulation, 2 * seed + 2, progress=False, truth=truth_2,
-        initial_state=(
-            np.array(first.metadata["final_state"]["q"]),
-            np.array(first.metadata["final_state"]["dq"]),
-        ),
-    )  # fmt: skip
+    window = TimeWindow(trajectory, change_time_s, trajectory.duration - change_time_s)
+    final = first.metadata["final_state"]
+    start = (np.array(final["q"]), np.array(final["dq"]))
+    second = simulate(robot_b, nominal, window, simulation, 2 * seed + 2, False, truth_b, start)
     jump = float(np.max(np.abs(second.q[0] - first.q[-1])))
     first = first.select(first.timestamp < change_time_s - 1e-9)
     columns = {}
@@ -140,10 +124,9 @@ def simulate_payload_change(
 
 @dataclass
 class DriftSetup:
-    """Everything a drift study needs: the recording, validation recordings of the robot before
-    and after the change (same motion, own noise), the LS problem of the recording in base
-    parameters, and triangular factors R of [W_base | tau] of the recording's two parts and
-    of both validation recordings (for RMSE of many parameter vectors at O(r²) each)."""
+    """The recording, validation recordings before and after the change (same motion, own
+    noise), the LS problem in base parameters, and triangular factors R of [W_base | tau] of the
+    recording's two parts and of both validation recordings (RMSE of many parameter vectors)."""
 
     recording: PayloadChangeRecording
     validation_before: Dataset
@@ -177,27 +160,18 @@ def prepare_drift_setup(
     """Simulate the payload change and both validation recordings, build the LS problem.
     The simulation should record exact accelerations (record_acceleration=True): the data are
     used as they are, without preprocessing."""
-    simulation = (
-        simulation if simulation is not None else SimulationParams(record_acceleration=True)
-    )
-    perturbation = perturbation if perturbation is not None else PerturbationParams()
+    simulation = simulation or SimulationParams(record_acceleration=True)
+    perturbation = perturbation or PerturbationParams()
     nominal = builder.robot
     recording = simulate_payload_change(
         nominal, trajectory, change_time_s, masses_kg, perturbation, simulation, seed
     )
     if recording.data.ddq is None:
         raise ValueError("the drift study needs record_acceleration=True")
+    robots = payload_robots(nominal, perturbation, masses_kg, seed)
     validation = [
-        simulate(
-            robot,
-            nominal,
-            validation_trajectory,
-            simulation,
-            2 * seed + 3 + i,
-            progress=False,
-            truth=truth,
-        )
-        for i, (robot, truth) in enumerate(payload_robots(nominal, perturbation, masses_kg, seed))
+        simulate(robot, nominal, validation_trajectory, simulation, 2 * seed + 3 + i, False, truth)
+        for i, (robot, truth) in enumerate(robots)
     ]
     problem, base, _ = build_problem(
         builder, recording.data, chunk_size, tolerance=1e-8, progress=False
@@ -218,8 +192,7 @@ def rmse_of(factor: tuple[np.ndarray, int], thetas: np.ndarray) -> np.ndarray:
     r_factor, rows = factor
     thetas = np.atleast_2d(thetas)
     augmented = np.hstack([thetas, -np.ones((len(thetas), 1))])
-    values = np.linalg.norm(augmented @ r_factor.T, axis=1) / np.sqrt(rows)
-    return values if values.size > 1 else values[:1]
+    return np.linalg.norm(augmented @ r_factor.T, axis=1) / np.sqrt(rows)
 
 
 def least_squares_on(factor: tuple[np.ndarray, int]) -> np.ndarray:
@@ -233,9 +206,7 @@ def phase_matched_reference(
     times: np.ndarray, values: np.ndarray, change_time_s: float, period_s: float
 ) -> np.ndarray:
     """For each time t >= change_time_s, the value at the same phase of a periodic excitation
-    (period_s) in the last period before the change, t - m period_s in [change - period,
-    change); NaN before the change. Compares like with like when the error depends on the
-    phase of the motion (friction near zero speed, poses, excitation of the memory window)."""
+    (period_s) in the last period before the change; NaN before the change."""
     times = np.asarray(times, dtype=float)
     out = np.full(times.shape, np.nan)
     after = times >= change_time_s
@@ -266,14 +237,9 @@ def recovery_time(
     index = np.flatnonzero(outside)
     if grace_s > 0.0 and len(index):
         runs = np.split(index, np.flatnonzero(np.diff(index) > 1) + 1)
-        index = np.concatenate(
-            [
-                run
-                for run in runs
-                if times[run[-1]] - times[run[0]] >= grace_s or run[-1] == len(times) - 1
-            ]
-            or [np.empty(0, dtype=int)]
-        )
+        end = len(times) - 1
+        kept = [r for r in runs if times[r[-1]] - times[r[0]] >= grace_s or r[-1] == end]
+        index = np.concatenate(kept or [np.empty(0, dtype=int)])
     if not len(index):
         return float(times[after][0] - change_time_s)
     last = int(index[-1])

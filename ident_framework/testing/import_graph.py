@@ -1,12 +1,8 @@
 """The package's import graph, read from its source (nothing is imported): which module imports
-which, grouped into the units of the layout (the subpackages and the base modules), the layer
-order those units follow, and sizes. `tests/test_layout.py` checks it; `tools/import_picture.py`
-prints it.
-
-Imports inside `if TYPE_CHECKING:` run never, so they pull no layer in at run time: they are
-kept apart (`ModuleInfo.type_imports`) and count for cycles only (`import_edges`), where a
-type-checking-only circle marks a shared type kept by the wrong module. Imports inside
-functions (deferred imports) count like any other.
+which, grouped into the units of the layout (subpackages and base modules), their layer order,
+and sizes (`tests/test_layout.py` checks it; `tools/import_picture.py` prints it). Imports under
+`if TYPE_CHECKING:` are kept apart (`ModuleInfo.type_imports`) and count for cycles only;
+deferred imports inside functions count like any other.
 """
 
 from __future__ import annotations
@@ -73,19 +69,12 @@ def module_name(root: Path, path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _type_checking_only(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _import_nodes(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
     """Every import statement, and whether it is under `if TYPE_CHECKING:`."""
     stack: list[tuple[ast.AST, bool]] = [(tree, False)]
     while stack:
         node, type_only = stack.pop()
-        if isinstance(node, ast.If) and _type_checking_only(node):
+        if isinstance(node, ast.If) and ast.unparse(node.test).split(".")[-1] == "TYPE_CHECKING":
             stack.extend((child, True) for child in node.body)
             stack.extend((child, type_only) for child in node.orelse)
             continue
@@ -124,10 +113,7 @@ def read_modules(root: Path) -> dict[str, ModuleInfo]:
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
                            for a in node.names]  # fmt: skip
             found = {t for t in targets if t in modules and t != name}
-            if type_only:
-                info.type_imports |= found
-            else:
-                info.imports |= found
+            (info.type_imports if type_only else info.imports).update(found)
         infos[name] = info
     return infos
 
@@ -172,8 +158,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def upward_imports(modules: dict[str, ModuleInfo]) -> list[str]:
-    """`a.b -> c.d` for each import of a module from a higher layer (or from a unit that is in
-    no layer)."""
+    """`a.b -> c.d` per import from a higher layer (or from a unit in no layer)."""
     found = []
     for info in modules.values():
         for target in sorted(info.imports):
@@ -184,8 +169,7 @@ def upward_imports(modules: dict[str, ModuleInfo]) -> list[str]:
 
 
 def picture(modules: dict[str, ModuleInfo]) -> list[str]:
-    """The units layer by layer, each with its modules' count and lines and the units it
-    imports."""
+    """The units layer by layer: their modules' count and lines, the units they import."""
     edges = unit_edges(modules)
     lines = ["layer  unit              modules  lines  imports (units)"]
     for rank in reversed(range(len(LAYERS))):

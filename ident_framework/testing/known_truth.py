@@ -1,12 +1,13 @@
 """Known truth for tests of the identification: a UR12e regressor with made-up parameters
-(inertial parameters within ±20 % of UR's, which need not be physical) and data made with
-them at exact accelerations, so the identification must return them.
-
-`multisine`: smooth multi-sine joint motions with exact derivatives, for known-truth tests and
-benchmarks (data whose accelerations are known, so no differentiation error enters).
+(inertial parameters within ±20 % of UR's) and data made with them at exact accelerations, so
+the identification must return them; `multisine`: smooth joint motions with exact derivatives;
+the model-selection tests' inputs (`tuning_config`, `planted_friction_recording`,
+`exact_ur5e_recording`).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,6 +15,9 @@ from ident_framework.data.dataset import Dataset
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import load_robot
+
+if TYPE_CHECKING:
+    from ident_framework.config.run_config import RunConfig
 
 TRUE_VISCOUS = np.array([4.1, 3.7, 2.4, 1.1, 0.9, 0.8])  # Nm·s/rad
 TRUE_COULOMB = np.array([7.0, 6.5, 4.2, 1.6, 1.4, 1.1])  # Nm
@@ -88,3 +92,59 @@ def multisine(
     dq = np.sum(amp * w * np.cos(arg), axis=1)
     ddq = -np.sum(amp * w**2 * np.sin(arg), axis=1)
     return q, dq, ddq
+
+
+def tuning_config(
+    *overrides: str, source: tuple[str, ...] = ("source=csv", "source.path=x.csv")
+) -> RunConfig:
+    """The validated config of a UR10e run from a (not read) CSV with `overrides`."""
+    from hydra import compose, initialize_config_module
+
+    from ident_framework.config.registry import get_registry
+    from ident_framework.config.run_config import validate_config
+    from ident_framework.config.search_path import register_plugin_search_path
+
+    register_plugin_search_path()
+    with initialize_config_module("ident_framework.conf", version_base="1.3"):
+        cfg = compose("config", overrides=["robot=ur10e", *source, "validation=split", *overrides])
+    return validate_config(cfg, get_registry())
+
+
+def planted_friction_recording(
+    builder: RegressorBuilder,
+    theta: np.ndarray,
+    widths: np.ndarray,
+    seed: int,
+    duration: float = 24.0,
+) -> Dataset:
+    """A 500 Hz recording of `duration` s (no accelerations: to be preprocessed) whose Coulomb
+    friction is 4 Nm · tanh(dq / width) per joint (rad/s widths), viscous 1.5 Nm·s/rad, 0.05
+    Nm torque noise; slow stretches where the shape matters. `theta`: its rigid-body
+    parameters."""
+    t, q, dq, ddq = sines(duration, 500.0, seed=seed)
+    slow = 0.15 + 0.85 * np.abs(np.sin(2 * np.pi * t / 12.0))[:, None]  # creeping phases
+    q, dq, ddq = q * slow, dq * slow, ddq * slow  # (the product rule is ignored: not needed)
+    tau = builder.rigid_body(q, dq, ddq) @ theta[:60]
+    tau += 1.5 * dq + 4.0 * np.tanh(dq / widths)
+    rng = np.random.default_rng(seed)
+    tau += 0.05 * rng.normal(size=tau.shape)
+    return Dataset(t, q, dq, tau, builder.robot.joint_names)
+
+
+def exact_ur5e_recording(
+    seed_motion: int, seed_noise: int
+) -> tuple[RegressorBuilder, Dataset, np.ndarray]:
+    """(a UR5e regressor with dead-band-free Coulomb-viscous friction, a 12 s 100 Hz recording
+    with exact accelerations whose torque carries 0.05 Nm noise, the same torque with 0.2 Nm
+    noise (N, n) Nm, standing for "as recorded"): the folds' merges checked against refits."""
+    robot = load_robot("ur5e")
+    builder = RegressorBuilder(robot, CoulombViscousFriction(CoulombViscousParams(dead_band=0)))
+    t, q, dq, ddq = sines(12.0, 100.0, seed=seed_motion)
+    rng = np.random.default_rng(seed_noise)
+    theta = builder.standard_parameters(
+        robot.inertial_parameters(), rng.uniform(0.5, 2, (6, 2)), rng.uniform(0, 0.1, 6)
+    )
+    tau = builder.compute(q, dq, ddq) @ theta
+    filtered = tau + 0.05 * rng.normal(size=tau.shape)
+    recorded = tau + 0.2 * rng.normal(size=tau.shape)
+    return builder, Dataset(t, q, dq, filtered, robot.joint_names, ddq=ddq), recorded

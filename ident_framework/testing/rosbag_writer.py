@@ -1,10 +1,8 @@
 """Write a recording as `sensor_msgs/msg/JointState` messages into a ROS bag with `rosbags`,
-the way a ROS driver and `ros2 bag record` would: for tests and studies of `source=rosbag`.
-
-Formats: "mcap" and "db3" (a rosbag2 folder holding one such file, with metadata.yaml) and
-"bag" (ROS 1). The header stamp of sample k is `origin_ns + round(timestamp_k * 1e9)`; the
-receive time is that plus `receive_delay_ns` (one value, or one per sample: a bag records when
-the message arrived, after the network's jitter).
+as a ROS driver and `ros2 bag record` would (tests and studies of `source=rosbag`): "mcap" and
+"db3" (a rosbag2 folder) or "bag" (ROS 1). The header stamp of sample k is
+`origin_ns + round(timestamp_k * 1e9)`; the receive time is that plus `receive_delay_ns` (one
+value, or one per sample: the network's jitter).
 """
 
 from __future__ import annotations
@@ -53,25 +51,25 @@ def write_joint_state_bag(
         _joint_state(store, int(stamp), [prefix + n for n in names], data, values, columns, k)
         for k, stamp in enumerate(stamps)
     ]
+    receive_ns = stamps + np.asarray(receive_delay_ns, dtype=np.int64)
     target = Path(os.fspath(path))
     if fmt == "bag":
-        return _write_ros1(
-            store,
-            target,
-            topic,
-            messages,
-            stamps + np.asarray(receive_delay_ns, dtype=np.int64),
-            extra_topics,
-        )
-    return _write_ros2(
-        store,
-        target,
-        fmt,
-        topic,
-        messages,
-        stamps + np.asarray(receive_delay_ns, dtype=np.int64),
-        extra_topics,
-    )
+        from rosbags.rosbag1 import Writer
+
+        writer, serialize = Writer(target), store.serialize_ros1
+    else:
+        from rosbags.rosbag2 import StoragePlugin, Writer
+
+        plugin = StoragePlugin.MCAP if fmt == "mcap" else StoragePlugin.SQLITE3
+        writer = Writer(target, version=9, storage_plugin=plugin)
+        serialize = store.serialize_cdr
+    with writer:
+        for extra in extra_topics:
+            writer.add_connection(extra, "std_msgs/msg/String", typestore=store)
+        connection = writer.add_connection(topic, "sensor_msgs/msg/JointState", typestore=store)
+        for message, at in zip(messages, receive_ns, strict=True):
+            writer.write(connection, int(at), serialize(message, "sensor_msgs/msg/JointState"))
+    return target
 
 
 def _joint_state(store, stamp: int, names, data: Dataset, effort, columns, k: int):
@@ -89,30 +87,3 @@ def _joint_state(store, stamp: int, names, data: Dataset, effort, columns, k: in
         velocity=np.ascontiguousarray(data.dq[k, columns]),
         effort=np.ascontiguousarray(effort[k, columns]),
     )
-
-
-def _write_ros2(store, target, fmt, topic, messages, receive_ns, extra_topics) -> Path:
-    from rosbags.rosbag2 import StoragePlugin, Writer
-
-    plugin = StoragePlugin.MCAP if fmt == "mcap" else StoragePlugin.SQLITE3
-    with Writer(target, version=9, storage_plugin=plugin) as writer:
-        for extra in extra_topics:
-            writer.add_connection(extra, "std_msgs/msg/String", typestore=store)
-        connection = writer.add_connection(topic, "sensor_msgs/msg/JointState", typestore=store)
-        for message, at in zip(messages, receive_ns, strict=True):
-            raw = store.serialize_cdr(message, "sensor_msgs/msg/JointState")
-            writer.write(connection, int(at), raw)
-    return target
-
-
-def _write_ros1(store, target, topic, messages, receive_ns, extra_topics) -> Path:
-    from rosbags.rosbag1 import Writer
-
-    with Writer(target) as writer:
-        for extra in extra_topics:
-            writer.add_connection(extra, "std_msgs/msg/String", typestore=store)
-        connection = writer.add_connection(topic, "sensor_msgs/msg/JointState", typestore=store)
-        for message, at in zip(messages, receive_ns, strict=True):
-            raw = store.serialize_ros1(message, "sensor_msgs/msg/JointState")
-            writer.write(connection, int(at), raw)
-    return target

@@ -1,14 +1,9 @@
-"""Test helpers for the RTDE source: the emulator as its own process, and a control interface
-that records commands (`ur_rtde`'s RTDEControlInterface API) instead of moving a robot.
-
-`ur_rtde`'s Python binding holds the GIL while it connects, so an emulator inside the test
-process would deadlock: every emulator runs as `python -m ident_framework.rtde.emulator` on its
-own loopback address (127.0.6.x; `ur_rtde` always uses port 30004).
-"""
+"""Test helpers for the RTDE source: the emulator as its own process (`ur_rtde` holds the GIL
+while it connects, so an emulator inside the test process would deadlock; each runs on its own
+loopback address 127.0.6.x, port 30004), and a control interface that records commands."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -30,17 +25,11 @@ class EmulatorProcess:
 
 @contextmanager
 def running_emulator(host: str, *args: str, timeout_s: float = 60.0) -> Iterator[EmulatorProcess]:
-    """Start the emulator on `host`, wait for its ready line, stop it with SIGTERM at the end
-    and check that it shut down cleanly (exit code 0)."""
+    """Start the emulator on `host`, wait until ready, SIGTERM it at the end; exit code 0."""
     command = [sys.executable, "-m", "ident_framework.rtde.emulator", "--host", host, *args]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
-    )
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     emulator = EmulatorProcess(host, process)
-    reader = threading.Thread(
-        target=lambda: emulator.stderr.extend(process.stderr),
-        daemon=True,  # type: ignore[arg-type]
-    )
+    reader = threading.Thread(target=lambda: emulator.stderr.extend(process.stderr), daemon=True)
     reader.start()
     try:
         deadline = time.monotonic() + timeout_s
@@ -63,9 +52,8 @@ def running_emulator(host: str, *args: str, timeout_s: float = 60.0) -> Iterator
 
 
 class RecordingControl:
-    """An object with `ur_rtde`'s RTDEControlInterface API that RECORDS the commands instead of
-    moving a robot (the one boundary of this project that needs a physical arm). Timing is
-    real: initPeriod/waitPeriod keep a `rate_hz` cycle like ur_rtde's do. `fail_at`: raise a
+    """`ur_rtde`'s RTDEControlInterface API, RECORDING the commands instead of moving a robot.
+    initPeriod/waitPeriod keep a real `rate_hz` cycle like ur_rtde's. `fail_at`: raise a
     RuntimeError at that servoJ call (an exception mid-stream)."""
 
     def __init__(self, host: str = "", rate_hz: float = 500.0, fail_at: int | None = None):
@@ -137,9 +125,8 @@ np.save(sys.argv[2], np.array(sorted(stream.rows), dtype=np.int64))
 @contextmanager
 def every_package(host: str, path: str) -> Iterator[list[np.ndarray]]:
     """The controller timestamps (µs) of every package the emulator at `host` sends while the
-    block runs, received by a process of its own over TCP (nothing to compete with for a GIL,
-    and TCP loses nothing): the truth a recording is compared with. The list holds one array
-    after the block."""
+    block runs, received over TCP by a process of its own: the truth a recording is compared
+    with. The list holds one array after the block."""
     process = subprocess.Popen(
         [sys.executable, "-c", _REFERENCE_SCRIPT, host, path],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,

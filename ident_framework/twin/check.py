@@ -1,13 +1,7 @@
-"""Check the written twin against recorded data, in MuJoCo (not Pinocchio).
-
-Two checks along a recording (q rad, dq rad/s, ddq rad/s², tau Nm; joint space):
-- inverse dynamics: MuJoCo's `mj_inverse` of the twin gives the joint torque that would
-  produce the recorded motion — rigid body, rotor inertia (armature), viscous damping and the
-  Coulomb friction loss, which MuJoCo models as a soft constraint (≈ fc·sign(dq) above a few
-  hundredths of a rad/s, smooth and acceleration-dependent below);
-- forward simulation: from the recorded state at the start of a window, the twin is driven
-  by the recorded torques (zero-order hold at the recording rate, MuJoCo's own integrator and
-  time step) and its joint positions are compared with the recorded ones after each horizon.
+"""Check the written twin against recorded data, in MuJoCo (not Pinocchio): inverse dynamics
+(`mj_inverse`: rigid body, armature, damping and MuJoCo's soft-constraint friction loss, ≈
+fc·sign(dq) above a few hundredths of a rad/s) and forward simulation driven by the recorded
+torques (zero-order hold), compared with the recorded joint positions after each horizon.
 """
 
 from __future__ import annotations
@@ -47,11 +41,9 @@ def forward_divergence(
     horizons_s: tuple[float, ...] = HORIZONS_S,
     n_windows: int = N_WINDOWS,
 ) -> dict[str, object]:
-    """Joint-position divergence (rad) of the twin driven by the recorded torques.
-
-    `n_windows` windows of the longest horizon start evenly over the recording; each starts
-    from the recorded q, dq. Returns per horizon the RMS over windows of each joint's
-    |q_sim − q_meas| ("rms_per_joint"), its maximum ("max") and the windows used."""
+    """Joint-position divergence (rad) of the twin driven by the recorded torques from the
+    recorded q, dq at `n_windows` evenly spread starts: per horizon each joint's RMS over windows
+    of |q_sim − q_meas| ("rms_per_joint") and its maximum ("max")."""
     from mujoco import rollout  # the batched forward simulation (C, no Python per step)
 
     model = robot.mujoco_model()
@@ -85,13 +77,10 @@ def forward_divergence(
         control_spec=mujoco.mjtState.mjSTATE_QFRC_APPLIED, nstep=n_step,
     )  # fmt: skip
     positions = states[:, :, 1 : 1 + model.nq][:, :, qpos]  # FULLPHYSICS: time, qpos, ...
-    errors = {}
+    result: dict[str, object] = {"windows": len(starts)}
     for horizon, n in steps.items():
         index = np.minimum(np.searchsorted(t, t[starts] + horizon - 1e-9), len(t) - 1)
-        errors[horizon] = np.abs(positions[:, n - 1] - data.q[index])
-    result: dict[str, object] = {"windows": len(starts)}
-    for horizon, values in errors.items():
-        values = np.asarray(values)
+        values = np.abs(positions[:, n - 1] - data.q[index])
         result[f"{horizon:g}s"] = {
             "rms_per_joint": np.sqrt((values**2).mean(axis=0)).tolist(),
             "max": float(values.max()),
@@ -102,12 +91,9 @@ def forward_divergence(
 def twin_metrics(
     twin: RobotModel, nominal: RobotModel, data: Dataset, identified_prediction: np.ndarray
 ) -> dict[str, object]:
-    """metrics.json `twin`: MuJoCo inverse dynamics of the twin along `data` (RMSE, R²); the
-    same on the moving samples (|dq_j| ≥ MOVING_RAD_S, per joint) beside the identified
-    model's own prediction `identified_prediction` (N, n) Nm there — where both friction
-    models agree, the two must match if the write-back is faithful; and the forward-simulation
-    divergence of the twin and, for comparison, of the nominal model (its friction and rotor
-    inertia as the model file gives them)."""
+    """metrics.json `twin`: MuJoCo inverse dynamics of the twin along `data` (RMSE, R²), the
+    same on the moving samples (|dq_j| ≥ MOVING_RAD_S) beside the identified model's
+    `identified_prediction` (N, n) Nm, and the forward divergence of the twin and the nominal."""
     tau = mujoco_inverse_dynamics(twin, data.q, data.dq, data.ddq)
     moving = np.abs(data.dq) >= MOVING_RAD_S
     measured = data.measured_torque  # as recorded, at the recorded timestamps
@@ -138,6 +124,5 @@ def _masked_rmse(error: np.ndarray, mask: np.ndarray) -> float | None:
 
 
 def _addresses(model: mujoco.MjModel, robot: RobotModel) -> tuple[np.ndarray, np.ndarray]:
-    qpos = np.array([model.joint(name).qposadr[0] for name in robot.joint_names])
-    dof = np.array([model.joint(name).dofadr[0] for name in robot.joint_names])
-    return qpos, dof
+    joints = [model.joint(name) for name in robot.joint_names]
+    return np.array([j.qposadr[0] for j in joints]), np.array([j.dofadr[0] for j in joints])

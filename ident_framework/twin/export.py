@@ -1,14 +1,8 @@
 """Identified parameters written back into the digital twin: the text of `twin.xml` (MJCF) and
-`twin.urdf` (`reports/run_report.write_twin` writes the files).
-
-The twin is the robot's own model with each moving link's mass (kg), centre of mass (m) and
-full inertia (kg·m²), and each joint's viscous damping (Nm·s/rad), Coulomb friction loss (Nm)
-and rotor inertia (armature, kg·m²) replaced by the identified values. Only physically valid
-link parameters are ever written (`twin_problems`). twin.xml is the robot's own MJCF text with
-exactly the edited attributes replaced at full precision, checked against an MjSpec edit;
-twin.urdf is generated from the compiled twin (URDF has no rotor-inertia field: the armature is
-only in twin.xml and parameters.yaml). A coupled transmission (`model/coupling.py`) is lumped
-into its joints' armature and damping, and write-back warns (`coupling_note`).
+`twin.urdf` (`reports/run_report.write_twin` writes the files): the robot's own model with each
+moving link's mass (kg), centre of mass (m) and full inertia (kg·m²), and each joint's viscous
+damping (Nm·s/rad), Coulomb friction loss (Nm) and rotor inertia (armature, kg·m²; not in
+URDF) replaced by the identified values, when they are physically valid (`twin_problems`).
 
 Rationale: docs/design.md#twin-write-back
 """
@@ -110,17 +104,10 @@ def twin_problems(
 
 
 def twin_model(robot: RobotModel, dynamics: TwinDynamics, name: str | None = None) -> RobotModel:
-    """The twin as a RobotModel: `robot` with `dynamics` edited in with MjSpec (which compiles
-    and checks them), written at full precision by `RobotModel.with_dynamics` and checked to
-    compile to the same model as the MjSpec edit (see the module docstring)."""
+    """The twin as a RobotModel: `robot` with `dynamics`, written at full precision by
+    `RobotModel.with_dynamics` and checked to compile to the same model as an MjSpec edit."""
     edited = _mjspec_edit(robot, dynamics)
-    twin = robot.with_dynamics(
-        inertial=dynamics.inertial,
-        armature=dynamics.armature,
-        damping=dynamics.damping,
-        frictionloss=dynamics.frictionloss,
-        name=name or f"{robot.name}_twin",
-    )
+    twin = robot.with_dynamics(**vars(dynamics), name=name or f"{robot.name}_twin")
     written = twin.mujoco_model()
     for field in ("body_mass", "body_ipos", "body_inertia", "dof_armature", "dof_damping"):
         if not np.allclose(getattr(written, field), getattr(edited, field), rtol=1e-9, atol=1e-12):
@@ -140,16 +127,7 @@ def _mjspec_edit(robot: RobotModel, dynamics: TwinDynamics) -> mujoco.MjModel:
         body = spec.body(model.body(model.joint(joint_name).bodyid[0]).name)
         body.mass = float(link.mass)
         body.ipos = np.asarray(link.lever, dtype=float)
-        body.fullinertia = np.array(
-            [
-                inertia[0, 0],
-                inertia[1, 1],
-                inertia[2, 2],
-                inertia[0, 1],
-                inertia[0, 2],
-                inertia[1, 2],
-            ]
-        )
+        body.fullinertia = inertia[[0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]]  # xx yy zz xy xz yz
         body.inertia = np.zeros(3)  # the principal form must be unset beside fullinertia
         body.iquat = np.array([1.0, 0.0, 0.0, 0.0])
         body.explicitinertial = True
@@ -163,7 +141,6 @@ def _mjspec_edit(robot: RobotModel, dynamics: TwinDynamics) -> mujoco.MjModel:
 def twin_urdf_text(twin: RobotModel) -> str:
     """URDF of the compiled twin (rigid bodies, joints, limits, damping and friction)."""
     model = twin.mujoco_model()
-    limits = {name: j for j, name in enumerate(twin.joint_names)}
     robot = ET.Element("robot", name=twin.name)
     robot.append(
         ET.Comment(
@@ -179,14 +156,9 @@ def twin_urdf_text(twin: RobotModel) -> str:
         link = ET.SubElement(robot, "link", name=_body_name(model, b))
         if model.body_mass[b] > 0:
             inertial = ET.SubElement(link, "inertial")
-            ET.SubElement(
-                inertial,
-                "origin",
-                xyz=_numbers(model.body_ipos[b] - offset[b]),
-                rpy=_numbers(pin.rpy.matrixToRpy(_rotation(model.body_iquat[b]))),
-            )
-            ET.SubElement(inertial, "mass", value=repr(float(model.body_mass[b])))
-            ixx, iyy, izz = (repr(float(v)) for v in model.body_inertia[b])
+            _origin(inertial, model.body_ipos[b] - offset[b], _rotation(model.body_iquat[b]))
+            ET.SubElement(inertial, "mass", value=_numbers(model.body_mass[b]))
+            ixx, iyy, izz = (_numbers(v) for v in model.body_inertia[b])
             ET.SubElement(inertial, "inertia", ixx=ixx, ixy="0", ixz="0", iyy=iyy, iyz="0", izz=izz)
         parent = int(model.body_parentid[b])
         if parent == 0:
@@ -197,22 +169,13 @@ def twin_urdf_text(twin: RobotModel) -> str:
             i = joints[0]
             name = model.joint(i).name
             joint = ET.SubElement(robot, "joint", name=name, type="revolute")
-            j = limits[name]
-            ET.SubElement(
-                joint,
-                "limit",
-                lower=repr(float(twin.limits.position[j, 0])),
-                upper=repr(float(twin.limits.position[j, 1])),
-                effort=repr(float(twin.limits.effort[j])),
-                velocity=repr(float(twin.limits.velocity[j])),
-            )
-            dof = model.jnt_dofadr[i]
-            ET.SubElement(
-                joint,
-                "dynamics",
-                damping=repr(float(model.dof_damping[dof])),
-                friction=repr(float(model.dof_frictionloss[dof])),
-            )
+            j, dof = twin.joint_names.index(name), model.jnt_dofadr[i]
+            lower, upper = twin.limits.position[j]
+            effort, velocity = twin.limits.effort[j], twin.limits.velocity[j]
+            bounds = {"lower": lower, "upper": upper, "effort": effort, "velocity": velocity}
+            ET.SubElement(joint, "limit", {k: _numbers(v) for k, v in bounds.items()})
+            friction = {"damping": model.dof_damping[dof], "friction": model.dof_frictionloss[dof]}
+            ET.SubElement(joint, "dynamics", {k: _numbers(v) for k, v in friction.items()})
             ET.SubElement(joint, "axis", xyz=_numbers(model.jnt_axis[i]))
         else:
             joint = ET.SubElement(
@@ -220,11 +183,13 @@ def twin_urdf_text(twin: RobotModel) -> str:
             )
         ET.SubElement(joint, "parent", link=_body_name(model, parent))
         ET.SubElement(joint, "child", link=_body_name(model, b))
-        ET.SubElement(
-            joint, "origin", xyz=_numbers(origin), rpy=_numbers(pin.rpy.matrixToRpy(rotation))
-        )
+        _origin(joint, origin, rotation)
     ET.indent(robot)
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
+
+
+def _origin(parent: ET.Element, xyz: np.ndarray, rotation: np.ndarray) -> None:
+    ET.SubElement(parent, "origin", xyz=_numbers(xyz), rpy=_numbers(pin.rpy.matrixToRpy(rotation)))
 
 
 def _body_name(model: mujoco.MjModel, body: int) -> str:

@@ -34,11 +34,9 @@ def write_back(
     physical_prediction: np.ndarray,
     timed: Callable[[str], AbstractContextManager[Any]],
 ) -> tuple[TwinWriteBack, dict[str, Any]]:
-    """(the twin or why it was refused, its metrics.json entry: `twin` — MuJoCo inverse
-    dynamics and forward divergence on the validation data, beside the identified model's
-    `physical_prediction` (N, n) Nm — or `twin_not_written`). `timed(step)` times the write
-    and check (a `StepTimer`). A coupled transmission is only approximated in the twin:
-    warned, and said in the entry (`twin.coupling`)."""
+    """(the twin or why it was refused, its metrics.json entry: `twin` (`twin_metrics`, and
+    `coupling` when a coupled transmission is only approximated) or `twin_not_written`).
+    `timed(step)` times the write and check (a `StepTimer`)."""
     dynamics = identified_dynamics(robot, builder.parameter_names, theta, builder.couplings)
     refused = twin_problems(robot, dynamics, mass_share)
     if refused:

@@ -2,20 +2,11 @@
 tau_meas_j - tau_physical_j (Nm), judged on held-out motion before they are used and shrunk
 where they do not know.
 
-- Inputs (`features.py`): by default joint j's own velocity (rad/s), acceleration (rad/s²) and
-  the physical model's friction torque (Nm), standardised; `features: auto` picks a set per
-  joint from `feature_candidates` on held-out folds of the identification data.
-- Acceptance and trust (`acceptance.py`): a joint is corrected only when every held-out fold
-  lowers its RMSE by `acceptance_margin`; each prediction is scaled by the ensemble's agreement
-  and the distance to the training data. `report_` (metrics.json `residual`) and
-  `prediction_report_` say per joint what was accepted, corrected, shrunk and refused.
-- Training (`network.py`): every network (joints × folds × members) in one batched torch
-  computation, deterministic given `seed` on the CPU.
-- Files (`files.py`): `bpnn_weights.pt` and `bpnn_model.json`; a reloaded model reproduces the
-  predictions bitwise on the CPU.
-
-torch is optional (the `bpnn` extra); without it a `residual=bpnn` config
-is a UserError naming the install command. Settings: `params.py` (`BpnnParams`).
+Inputs: `features.py`; folds, acceptance and trust: `acceptance.py`; batched training
+(deterministic given `seed` on the CPU): `network.py`; `bpnn_weights.pt` and `bpnn_model.json`
+(a reloaded model predicts bitwise the same on the CPU): `files.py`; settings: `BpnnParams`,
+validated when the config is composed. torch is optional (the `bpnn` extra): without it
+`residual=bpnn` is a UserError naming the install command.
 
 Rationale: docs/design.md#residual-learner-bpnn
 """
@@ -24,10 +15,12 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from omegaconf import ListConfig
 
 from ident_framework.errors import UserError
 from ident_framework.hookspecs import (
@@ -36,20 +29,15 @@ from ident_framework.hookspecs import (
     ResidualLearnerDefaults,
     hookimpl,
 )
-from ident_framework.residuals.bpnn import acceptance, files
-from ident_framework.residuals.bpnn.acceptance import early_stopping_part, folds_for
-from ident_framework.residuals.bpnn.features import choose_features, per_candidate, raw_features
-from ident_framework.residuals.bpnn.files import PLOT_FILE
-from ident_framework.residuals.bpnn.network import (
-    forward,
-    gather,
-    gather_flags,
-    pointwise_loss,
-    resolve_device,
-    torch_settings,
-    train_networks,
+from ident_framework.params import Params, param
+from ident_framework.residuals.bpnn import acceptance, files, network
+from ident_framework.residuals.bpnn.features import (
+    check_features,
+    choose_features,
+    per_candidate,
+    raw_features,
 )
-from ident_framework.residuals.bpnn.params import AUTO, DEFAULT_FEATURES, BpnnParams
+from ident_framework.residuals.bpnn.network import gather, resolve_device, torch_settings
 
 if TYPE_CHECKING:
     import torch
@@ -57,16 +45,111 @@ if TYPE_CHECKING:
 
 _STD_FLOOR = 1e-12  # a feature or residual with a smaller std is not scaled (std taken as 1)
 __all__ = ["DEFAULT_FEATURES", "BpnnParams", "BpnnResidual", "register_residual_learners"]
+DEFAULT_FEATURES = ["velocity", "friction"]
+AUTO = "auto"  # features: auto -- each joint's set chosen among feature_candidates, held out
+DEFAULT_CANDIDATES = [
+    ["velocity", "friction"],  # friction-like: a function of the joint's own velocity
+    ["sin_position", "cos_position", "velocity", "friction"],  # ... and of its angle (revolute)
+]
+
+
+def _torch_available(params: BpnnParams) -> None:
+    network.require_torch()
+
+
+def _feature_sets(params: BpnnParams) -> None:
+    """`features` (a list or "auto") and `feature_candidates` (distinct lists), checked."""
+    if params.features != AUTO:
+        params.features = check_features(
+            list(params.features) if not isinstance(params.features, str) else params.features
+        )
+    candidates = params.feature_candidates
+    if not isinstance(candidates, list | tuple | ListConfig) or not candidates:
+        raise ValueError(
+            "feature_candidates must be a non-empty list of feature lists, got "
+            f"{params.feature_candidates!r}"
+        )
+    try:
+        params.feature_candidates = [
+            check_features(c if isinstance(c, str) else list(c)) for c in candidates
+        ]
+    except ValueError as error:
+        raise ValueError(f"feature_candidates: {error}") from None
+    if len({tuple(c) for c in params.feature_candidates}) != len(params.feature_candidates):
+        raise ValueError(f"feature_candidates lists a set twice: {params.feature_candidates}")
+
+
+def _refuse_beyond_trust(params: BpnnParams) -> None:
+    if params.refuse_radius is not None and not params.refuse_radius > params.trust_radius:
+        raise ValueError(
+            f"refuse_radius must be > trust_radius ({params.trust_radius}) or null, got "
+            f"{params.refuse_radius}"
+        )
+
+
+def _device_available(params: BpnnParams) -> None:
+    if not isinstance(params.device, str) or not network.DEVICE_PATTERN.match(params.device):
+        raise ValueError(
+            f"device must be 'cpu', 'cuda', 'cuda:<index>' or 'mps', got {params.device!r}"
+        )
+    if params.device != "cpu":  # fail when the config is validated, before any job runs
+        try:
+            resolve_device(params.device)
+        except UserError as error:
+            raise ValueError(str(error).rstrip(".")) from None
+
+
+@dataclass
+class BpnnParams(Params):
+    """Parameters of the `bpnn` residual learner, each described in conf/residual/bpnn.yaml.
+
+    features: input names per joint (`features.FEATURES`), or "auto": per joint, the set of
+    `feature_candidates` whose networks lower the held-out RMSE most in their worst fold.
+    trust_radius, refuse_radius: distance to the nearest training sample (standardised units)
+    up to which corrections apply fully / beyond which they are 0 (null: no distance
+    shrinkage). range_margin: guard margin in units of each feature's training span (None: no
+    guard). huber_delta_nm: Nm.
+    """
+
+    features: list[str] | str = field(default_factory=lambda: list(DEFAULT_FEATURES))
+    feature_candidates: list[list[str]] = field(
+        default_factory=lambda: [list(c) for c in DEFAULT_CANDIDATES]
+    )
+    inputs: str = param("joint", choices=("joint", "full"))
+    hidden_width: int = param(32, ge=1)
+    hidden_layers: int = param(2, ge=1)
+    ensemble_size: int = param(4, ge=1)
+    epochs: int = param(60, ge=1)
+    learning_rate: float = param(3e-3, gt=0)
+    weight_decay: float = param(1e-4, ge=0)
+    batch_size: int = param(128, ge=1)
+    seed: int = param(0, ge=0)
+    device: str = "cpu"
+    validation_fraction: float = param(0.2, ge=0, lt=1)
+    patience: int = param(15, ge=0)
+    acceptance: bool = param(True)
+    acceptance_margin: float = param(0.02, ge=0, lt=1)
+    holdout_fraction: float = param(0.2, gt=0, le=0.5)
+    disagreement_weight: float = param(1.0, ge=0)
+    trust_radius: float = param(0.25, ge=0)
+    refuse_radius: float | None = param(1.0, null=True, finite=True)
+    range_margin: float | None = param(0.1, ge=0, null=True)
+    loss: str = param("mse", choices=("mse", "huber"))
+    huber_delta_nm: float = param(0.5, gt=0, unit="Nm")
+    progress: bool = param(True)
+    rules = (_torch_available, _feature_sets, _refuse_beyond_trust, _device_available)
+
+
+def _floored(std: np.ndarray) -> np.ndarray:
+    return np.where(std > _STD_FLOOR, std, 1.0)
 
 
 def _stack(recordings: list[ResidualInputs]) -> ResidualInputs:
-    """One `ResidualInputs` holding the rows of all recordings (a field missing in one is
-    missing in all)."""
-    columns = []
-    for name in RESIDUAL_INPUT_FIELDS:
-        values = [getattr(r, name) for r in recordings]
-        columns.append(None if any(v is None for v in values) else np.concatenate(values))
-    return ResidualInputs(*columns)
+    """One `ResidualInputs` of all recordings' rows (a field missing in one is missing in all)."""
+    columns = [[getattr(r, name) for r in recordings] for name in RESIDUAL_INPUT_FIELDS]
+    return ResidualInputs(
+        *(None if any(v is None for v in c) else np.concatenate(c) for c in columns)
+    )
 
 
 class BpnnResidual(ResidualLearnerDefaults):
@@ -101,14 +184,12 @@ class BpnnResidual(ResidualLearnerDefaults):
     @property
     def n_features_(self) -> int:
         """Input features per network: len(features) ("joint") or n·len(features) ("full")."""
-        assert self.n_joints_ is not None
         k = len(self.feature_names_)
         return k if self.params.inputs == "joint" else k * self.n_joints_
 
     @property
     def n_networks_(self) -> int:
         """Networks in all: joints × folds × members (joint-major)."""
-        assert self.n_joints_ is not None
         return self.n_joints_ * self.n_folds_ * self.n_members_
 
     @staticmethod
@@ -116,11 +197,8 @@ class BpnnResidual(ResidualLearnerDefaults):
         data: ResidualInputs, residual: np.ndarray | None, n_joints: int | None
     ) -> int:
         """Check that the arrays share one shape (N, n) (n = n_joints when given); return N."""
-        arrays = {name: getattr(data, name) for name in RESIDUAL_INPUT_FIELDS}
-        arrays = {name: value for name, value in arrays.items() if value is not None}
-        if residual is not None:
-            arrays["residual"] = residual
-        shapes = {name: np.shape(value) for name, value in arrays.items()}
+        arrays = {n: getattr(data, n) for n in RESIDUAL_INPUT_FIELDS} | {"residual": residual}
+        shapes = {name: np.shape(value) for name, value in arrays.items() if value is not None}
         first = shapes["q"]
         if len(first) != 2 or any(shape != first for shape in shapes.values()):
             raise UserError(
@@ -155,25 +233,24 @@ class BpnnResidual(ResidualLearnerDefaults):
         auto = self.params.features == AUTO
         if auto:  # every candidate's features; joint j's set is chosen below
             sets = self.params.feature_candidates
-            self.feature_names_ = [f for f in dict.fromkeys(n for c in sets for n in c)]
+            self.feature_names_ = list(dict.fromkeys(n for c in sets for n in c))
         self.feature_mask_ = None
         features, target, recording = self._checked_data(recordings, residuals)
         start = time.perf_counter()
-        folds = folds_for(
-            recording, self._scaled(features), self.params.holdout_fraction, self.params.seed
+        std = features.std(axis=1, keepdims=True)
+        scaled = (features - features.mean(axis=1, keepdims=True)) / _floored(std)  # for folds
+        folds = acceptance.folds_for(
+            recording, scaled.astype(np.float32), self.params.holdout_fraction, self.params.seed
         )
-        n_candidates = len(self.params.feature_candidates) if auto else 1
         if auto:  # candidate c of joint j is "joint" j·C + c, judged on joint j's folds
             features, target, folds = per_candidate(self, features, target, folds)
         self.x_mean_ = features.mean(axis=1)
-        x_std = features.std(axis=1)
-        self.x_std_ = np.where(x_std > _STD_FLOOR, x_std, 1.0)
+        self.x_std_ = _floored(features.std(axis=1))
         standardised = self._standardise(features)
         self._set_folds(folds, features, target, standardised)
         self._train(folds, features, target, standardised)
 
         members = self._member_outputs(standardised)  # (n, F, M, N) Nm
-        self.accepted_ = np.ones(self.n_joints_, dtype=bool)
         corrections = [
             self._factor(members[:, f], standardised, features, f) * members[:, f].mean(axis=1)
             for f in range(self.n_folds_)
@@ -184,20 +261,21 @@ class BpnnResidual(ResidualLearnerDefaults):
             target, corrections, folds, p.acceptance_margin, p.acceptance, untrained.all(axis=2)
         )
         if auto:
-            choose_features(self, n_candidates)
+            choose_features(self, len(p.feature_candidates))
         self.accepted_ = np.array(self.report_["accepted"], dtype=bool)
         self.training_time_s_ = time.perf_counter() - start
-        self.report_.update(self._training_summary(target.shape[1], len(recordings)))
-        return self
-
-    @staticmethod
-    def _scaled(features: np.ndarray) -> np.ndarray:
-        """(n, N, f) features standardised per joint and feature (for the folds)."""
-        std = features.std(axis=1, keepdims=True)
-        scaled = (features - features.mean(axis=1, keepdims=True)) / np.where(
-            std > _STD_FLOOR, std, 1.0
+        self.report_.update(
+            features=p.features if auto else list(p.features),
+            inputs=p.inputs,
+            recordings=len(recordings),
+            samples=target.shape[1],
+            folds=self.folds_,
+            members_per_fold=self.n_members_,
+            networks=self.n_networks_,
+            epochs_run=self.epochs_run_,
+            training_time_s=self.training_time_s_,
         )
-        return scaled.astype(np.float32)
+        return self
 
     def _checked_data(
         self, recordings: list[ResidualInputs], residuals: list[np.ndarray]
@@ -233,22 +311,20 @@ class BpnnResidual(ResidualLearnerDefaults):
     def _set_folds(
         self, folds: list, features: np.ndarray, target: np.ndarray, standardised: np.ndarray
     ) -> None:
-        """Fold counts, the output scaler (from the samples some fold trains on), each fold's
-        training range and distance support."""
+        """Fold counts, the output scaler, each fold's training range and distance support."""
         p, n = self.params, self.n_joints_
         self.n_folds_ = len(folds)
         self.n_members_ = max(1, math.ceil(p.ensemble_size / self.n_folds_))
         self.folds_ = [fold.kind for fold in folds]
         seen = np.any([fold.fit for fold in folds], axis=0)  # (n, N)
         self.y_mean_ = np.array([target[j, seen[j]].mean() for j in range(n)])
-        y_std = np.array([target[j, seen[j]].std() for j in range(n)])
-        self.y_std_ = np.where(y_std > _STD_FLOOR, y_std, 1.0)
+        self.y_std_ = _floored(np.array([target[j, seen[j]].std() for j in range(n)]))
         ranges = [[(features[j, f.fit[j]].min(0), features[j, f.fit[j]].max(0)) for j in range(n)]
                   for f in folds]  # fmt: skip
         self.fold_min_ = np.array([[r[0] for r in fold] for fold in ranges]).transpose(1, 0, 2)
         self.fold_max_ = np.array([[r[1] for r in fold] for fold in ranges]).transpose(1, 0, 2)
         self.x_min_, self.x_max_ = self.fold_min_.min(axis=1), self.fold_max_.max(axis=1)
-        size = min(acceptance.support_size(fold.fit) for fold in folds)
+        size = int(min(acceptance.MAX_SUPPORT, *(fold.fit.sum(axis=1).min() for fold in folds)))
         rows = [acceptance.support_rows(fold.fit, size)[:, :, None] for fold in folds]
         support = [np.take_along_axis(standardised, r, axis=1) for r in rows]
         self.support_ = np.concatenate(support, axis=1).astype(np.float32)  # fold f: [f·S, (f+1)·S)
@@ -261,7 +337,7 @@ class BpnnResidual(ResidualLearnerDefaults):
         import torch
 
         p, F, M = self.params, self.n_folds_, self.n_members_
-        stop = [early_stopping_part(fold.fit, p.validation_fraction) for fold in folds]
+        stop = [acceptance.early_stopping_part(fold.fit, p.validation_fraction) for fold in folds]
         train = [fold.fit & ~s for fold, s in zip(folds, stop, strict=True)]
         if min(int(t.sum(axis=1).min()) for t in train) < 2 or (
             p.validation_fraction > 0 and min(int(s.sum(axis=1).min()) for s in stop) < 1
@@ -275,7 +351,7 @@ class BpnnResidual(ResidualLearnerDefaults):
         x_train, y_train, _ = gather(standardised, y, train, M)
         x_stop, y_stop, w_stop = gather(standardised, y, stop, M)
         outside = [self._outside(features, f) for f in range(F)]
-        refused_stop = gather_flags(outside, stop, M)
+        refused_stop = network.gather_flags(outside, stop, M)
         if p.validation_fraction == 0:  # no early stopping: empty early-stopping parts
             x_stop, y_stop, w_stop = x_stop[:, :0], y_stop[:, :0], w_stop[:, :0]
             refused_stop = refused_stop[:, :0]
@@ -283,60 +359,29 @@ class BpnnResidual(ResidualLearnerDefaults):
         device = resolve_device(p.device)
         with torch_settings(p.seed):
             generator = torch.Generator(device="cpu").manual_seed(p.seed)
-            layers = self._initial_layers(generator, device)
-            loss = pointwise_loss(p.loss, np.repeat(p.huber_delta_nm / self.y_std_, F * M), device)
+            layers = self._initial_layers(generator, device, zero)
+            delta = np.repeat(p.huber_delta_nm / self.y_std_, F * M)
+            loss = network.pointwise_loss(p.loss, delta, device)
             arrays = (x_train, y_train, x_stop, y_stop, w_stop)
             tensors = tuple(torch.from_numpy(a).to(device) for a in arrays)
-            best, best_epoch, history, epoch = train_networks(
+            best, best_epoch, history, epoch = network.train_networks(
                 p, layers, generator, tensors, refused_stop, zero, loss, device
             )
         self._state = {
             name: tensor.detach().cpu().contiguous()
-            for name, tensor in zip(self._parameter_names(), best, strict=True)
+            for name, tensor in zip(self._shapes(), best, strict=True)
         }
-        self.history_ = self._per_joint_history(history)
+        self.history_ = dict(history)  # per joint: each joint's mean over its networks
+        for name in ("train_loss_per_joint", "val_loss_per_joint"):
+            self.history_[name] = [
+                None if v is None else np.asarray(v).reshape(self.n_joints_, -1).mean(1).tolist()
+                for v in history[name]
+            ]
         self.best_epoch_ = [int(e) for e in best_epoch]
         self.epochs_run_ = int(epoch)
 
-    def _training_summary(self, n_samples: int, n_recordings: int) -> dict[str, Any]:
-        p = self.params
-        return {
-            "features": p.features if p.features == AUTO else list(p.features),
-            "inputs": p.inputs,
-            "recordings": n_recordings,
-            "samples": n_samples,
-            "folds": self.folds_,
-            "members_per_fold": self.n_members_,
-            "networks": self.n_networks_,
-            "epochs_run": self.epochs_run_,
-            "training_time_s": self.training_time_s_,
-        }
-
-    def _per_joint_history(self, history: dict[str, list]) -> dict[str, list]:
-        """The history with each joint's mean over its networks in the per-joint lists."""
-        n = self.n_joints_
-
-        def per_joint(values: list | None) -> list | None:
-            return (
-                None if values is None else np.asarray(values).reshape(n, -1).mean(axis=1).tolist()
-            )
-
-        return {
-            "train_loss": history["train_loss"],
-            "val_loss": history["val_loss"],
-            "train_loss_per_joint": [per_joint(v) for v in history["train_loss_per_joint"]],
-            "val_loss_per_joint": [per_joint(v) for v in history["val_loss_per_joint"]],
-        }
-
-    def _parameter_names(self) -> list[str]:
-        names = []
-        for k in range(self.params.hidden_layers + 1):
-            names += [f"layer{k}.weight", f"layer{k}.bias"]
-        return names
-
     def _shapes(self) -> dict[str, tuple[int, ...]]:
-        """Tensor shapes of the state dict: weight (K, in, out), bias (K, 1, out) for the K
-        networks, and `support` (n, F·S, f), the standardised training samples of the distance."""
+        """Shapes of the networks' tensors: weight (K, in, out), bias (K, 1, out) per layer."""
         k_networks, width = self.n_networks_, self.params.hidden_width
         sizes = [self.n_features_] + [width] * self.params.hidden_layers + [1]
         shapes: dict[str, tuple[int, ...]] = {}
@@ -346,7 +391,7 @@ class BpnnResidual(ResidualLearnerDefaults):
         return shapes
 
     def _initial_layers(
-        self, generator: torch.Generator, device: torch.device
+        self, generator: torch.Generator, device: torch.device, zero: np.ndarray
     ) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """PyTorch's Linear initialisation U(±1/sqrt(in)) per network; the last layer's weights
         at zero and its bias at the standardised 0 Nm, so an untrained network predicts
@@ -354,7 +399,6 @@ class BpnnResidual(ResidualLearnerDefaults):
         import torch
 
         shapes = list(self._shapes().values())
-        zero = np.repeat(-self.y_mean_ / self.y_std_, self.n_folds_ * self.n_members_)
         layers = []
         for k in range(0, len(shapes), 2):
             w_shape, b_shape = shapes[k], shapes[k + 1]
@@ -381,16 +425,11 @@ class BpnnResidual(ResidualLearnerDefaults):
         n, F, M = self.n_joints_, self.n_folds_, self.n_members_
         device = resolve_device(self.params.device)
         with torch_settings(), torch.no_grad():
-            layers = [
-                (
-                    self._state[f"layer{k}.weight"].to(device),
-                    self._state[f"layer{k}.bias"].to(device),
-                )
-                for k in range(self.params.hidden_layers + 1)
-            ]
+            tensors = [self._state[name].to(device) for name in self._shapes()]
+            layers = list(zip(tensors[::2], tensors[1::2], strict=True))
             inputs = torch.from_numpy(np.ascontiguousarray(x)).to(device)
             inputs = inputs.repeat_interleave(F * M, dim=0)
-            out = forward(inputs, layers).cpu().numpy()[:, :, 0].astype(np.float64)
+            out = network.forward(inputs, layers).cpu().numpy()[:, :, 0].astype(np.float64)
         out = out.reshape(n, F, M, -1)
         return out * self.y_std_[:, None, None, None] + self.y_mean_[:, None, None, None]
 
@@ -446,29 +485,19 @@ class BpnnResidual(ResidualLearnerDefaults):
         self.prediction_report_ = acceptance.classify(factor)
         return np.ascontiguousarray((factor * members.mean(axis=1)).T)
 
-    def describe(self) -> dict[str, Any]:
-        """Plain (JSON-safe) description of the fitted model: everything but the tensors."""
-        return files.describe(self)
-
     def save(self, folder: Path) -> None:
         """Write `folder/bpnn_weights.pt` and `folder/bpnn_model.json`."""
         files.save_model(self, folder)
 
     @classmethod
     def load(cls, folder: Path, device: str | None = None) -> BpnnResidual:
-        """The model saved in `folder` by `save`, on its saved device or on `device` (e.g. "cpu"
-        for a model trained on a GPU); an unavailable device is a UserError."""
+        """The model saved in `folder`, on its saved device or on `device` (absent: UserError)."""
         return files.load_model(cls, BpnnParams, folder, device)
 
     # ------------------------------------------------------------------------------ outputs
     def write_outputs(self, folder: Path) -> None:
-        """Plot the loss curves of training to `folder/plots/bpnn_training.png` (the model
-        files are written by `save`)."""
-        self.plot_training(Path(folder) / PLOT_FILE)
-
-    def plot_training(self, path: Path) -> None:
-        """Train and early-stopping loss per epoch (mean over networks and per joint)."""
-        files.plot_training(self, path)
+        """Plot the training loss curves to `folder/plots/bpnn_training.png`."""
+        files.plot_training(self, Path(folder) / files.PLOT_FILE)
 
 
 @hookimpl

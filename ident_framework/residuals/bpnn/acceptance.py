@@ -1,18 +1,11 @@
-"""How far the `bpnn` residual learner's corrections are trusted: the held-out folds and the
-per-joint acceptance when it is fitted, the per-sample trust factor when it predicts.
+"""How far the `bpnn` residual learner's corrections are trusted: the held-out folds
+(`folds_for`) and the per-joint acceptance (`judge`) when it is fitted, the per-sample trust
+factor when it predicts.
 
-- Folds (`folds_for`): several recordings: leave one recording out. One recording: one fold
-  holds out, per joint, the k-means cluster of standardised features farthest from the mean
-  (k = round(1 / holdout_fraction), seeded), a second the last `holdout_fraction` in time.
-- Acceptance (`judge`): a joint is corrected only when, in every fold, its corrections as
-  applied (ensemble mean × trust) lower the held-out RMSE (Nm) by at least `margin`
-  (fraction); the training-part reduction is reported beside it.
-- Trust s in [0, 1] per sample and joint: s = s_ens · s_dist, with
-  s_ens = μ² / (μ² + κσ²) (`disagreement_factor`; μ, σ the members' mean and spread in Nm,
-  κ = `disagreement_weight`) and s_dist = 1 up to `trust_radius`, 0 from `refuse_radius`
-  (`distance_factor`; distance to the nearest training sample in standardised input space);
-  0 outside the range guard (`range_margin`). `classify`: corrected s ≥ 0.9, shrunk
-  0 < s < 0.9, refused s = 0.
+Trust s in [0, 1] per sample and joint: s = s_ens · s_dist, with s_ens = μ² / (μ² + κσ²)
+(`disagreement_factor`; μ, σ the members' mean and spread in Nm) and s_dist = 1 up to
+`trust_radius`, 0 from `refuse_radius` (`distance_factor`; standardised input space); 0 outside
+the range guard. `classify`: corrected s ≥ 0.9, shrunk 0 < s < 0.9, refused s = 0.
 
 Rationale: docs/design.md#residual-learner-bpnn
 """
@@ -35,15 +28,6 @@ class Fold:
     kind: str  # "recording <r>" or "region"
 
 
-def recording_folds(recording: np.ndarray, n_joints: int) -> list[Fold]:
-    """Leave one recording out: one fold per recording id in `recording` (N,)."""
-    folds = []
-    for r in np.unique(recording):
-        held = np.broadcast_to(recording == r, (n_joints, recording.size)).copy()
-        folds.append(Fold(~held, held, f"recording {int(r)}"))
-    return folds
-
-
 def region_fold(standardised: np.ndarray, holdout_fraction: float, seed: int) -> Fold:
     """Hold out, per joint, the k-means cluster of `standardised` (n, N, f) features farthest
     from their mean (k = round(1 / holdout_fraction), at least 2)."""
@@ -64,25 +48,18 @@ def region_fold(standardised: np.ndarray, holdout_fraction: float, seed: int) ->
     return Fold(~held, held, "region")
 
 
-def time_fold(n_joints: int, n_samples: int, holdout_fraction: float) -> Fold:
-    """Hold out the last `holdout_fraction` of the samples in time (every joint)."""
-    held = np.zeros((n_joints, n_samples), dtype=bool)
-    held[:, int(round(n_samples * (1.0 - holdout_fraction))) :] = True
-    return Fold(~held, held, "time tail")
-
-
 def folds_for(
     recording: np.ndarray, standardised: np.ndarray, holdout_fraction: float, seed: int
 ) -> list[Fold]:
-    """Leave-one-recording-out folds when there are several recordings, else the region fold
-    and the time-tail fold."""
-    if np.unique(recording).size > 1:
-        return recording_folds(recording, standardised.shape[0])
+    """Leave one recording out (`recording` (N,): the ids) when there are several, else the
+    region fold and the time tail: the last `holdout_fraction` of the samples (every joint)."""
     n, n_samples, _ = standardised.shape
-    return [
-        region_fold(standardised, holdout_fraction, seed),
-        time_fold(n, n_samples, holdout_fraction),
-    ]
+    if (ids := np.unique(recording)).size > 1:
+        held = [np.broadcast_to(recording == r, (n, n_samples)).copy() for r in ids]
+        return [Fold(~h, h, f"recording {int(r)}") for h, r in zip(held, ids, strict=True)]
+    tail = np.zeros((n, n_samples), dtype=bool)
+    tail[:, int(round(n_samples * (1.0 - holdout_fraction))) :] = True
+    return [region_fold(standardised, holdout_fraction, seed), Fold(~tail, tail, "time tail")]
 
 
 EARLY_STOPPING_BLOCKS = 50  # contiguous time blocks of a joint's fit samples
@@ -91,10 +68,8 @@ EARLY_STOPPING_BLOCKS = 50  # contiguous time blocks of a joint's fit samples
 def early_stopping_part(fit: np.ndarray, fraction: float) -> np.ndarray:
     """(n, N) bool: per joint, the early-stopping part of its `fit` samples (the rest trains):
     the fit samples in time order cut into `EARLY_STOPPING_BLOCKS` contiguous blocks, of which
-    `fraction` spread evenly over the recording(s) (for 0.2: every fifth block). Not the time
-    tail: on a Fourier excitation that is the ramp to rest, slow samples unlike the rest, on
-    which no epoch may look better than the untrained network (measured: a joint's network
-    kept epoch 0 and learnt nothing)."""
+    `fraction` spread evenly over the recording(s) (for 0.2: every fifth block; not the time
+    tail, which on a Fourier excitation is the ramp to rest, unlike the rest)."""
     rank = np.cumsum(fit, axis=1) - 1  # 0-based position among the joint's fit samples
     total = np.maximum(fit.sum(axis=1, keepdims=True), 1)
     block = (rank * EARLY_STOPPING_BLOCKS) // total
@@ -175,7 +150,6 @@ def judge(
     (n, folds): every network of that joint and fold kept its initial state (best epoch 0)."""
     count, held_plain, held_fused = _pooled(target, corrections, [f.held_out for f in folds])
     _, fit_plain, fit_fused = _pooled(target, corrections, [f.fit for f in folds])
-    held_reduction = _reduction(held_plain, held_fused)
     per_fold = [  # (folds, n): each fold's held-out reduction (None: no samples there)
         _reduction(*_pooled(target, [c], [f.held_out])[1:])
         for f, c in zip(folds, corrections, strict=True)
@@ -191,20 +165,15 @@ def judge(
         (not enabled) or (w is not None and c > 0 and w >= 100.0 * margin)
         for w, c in zip(worst, count, strict=True)
     ]
-    kinds = sorted({"recording" if f.kind.startswith("recording") else f.kind for f in folds})
+    one_recording = not all(f.kind.startswith("recording") for f in folds)
     return {
-        "held_out": (
-            "leave one recording out"
-            if kinds == ["recording"]
-            else "one recording: the input-space region farthest from the data's centre, and the "
-            "time tail"
-        ),
+        "held_out": ONE_RECORDING if one_recording else "leave one recording out",
         "margin_percent": 100.0 * margin,
         "accepted": [bool(a) for a in accepted],
         "held_out_samples": [int(c) for c in count],
         "held_out_rmse_physical": [float(v) for v in held_plain],
         "held_out_rmse_corrected": [float(v) for v in held_fused],
-        "held_out_reduction_percent": held_reduction,
+        "held_out_reduction_percent": _reduction(held_plain, held_fused),
         "held_out_reduction_percent_per_fold": per_fold,
         "worst_fold_reduction_percent": worst,
         "worst_fold": worst_fold,
@@ -220,6 +189,9 @@ def judge(
     }
 
 
+ONE_RECORDING = (
+    "one recording: the input-space region farthest from the data's centre, and the time tail"
+)
 MAX_SUPPORT = 4000  # training samples kept per joint (and fold) for the distance
 CORRECTED_AT = 0.9  # s at or above: "corrected"; below (and > 0): "shrunk"
 
@@ -231,11 +203,6 @@ def support_rows(mask: np.ndarray, size: int) -> np.ndarray:
         index = np.flatnonzero(row)
         rows.append(index[np.linspace(0, index.size - 1, size).round().astype(int)])
     return np.stack(rows)
-
-
-def support_size(mask: np.ndarray) -> int:
-    """Support samples per joint: MAX_SUPPORT, or the fewest training samples of a joint."""
-    return int(min(MAX_SUPPORT, mask.sum(axis=1).min()))
 
 
 def nearest_distance(support: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -265,22 +232,16 @@ def disagreement_factor(mean: np.ndarray, std: np.ndarray, weight: float) -> np.
 def classify(factor: np.ndarray) -> dict[str, object]:
     """Fractions of sample-joints corrected / shrunk / refused, pooled and per joint, from the
     factors (n, N) actually applied."""
-    corrected = factor >= CORRECTED_AT
-    refused = factor <= 0.0
+    corrected, refused = factor >= CORRECTED_AT, factor <= 0.0
     shrunk = ~corrected & ~refused
-    n_samples = factor.shape[1]
+    n, n_samples = factor.shape
 
-    def share(mask: np.ndarray) -> tuple[float, list[float]]:
-        if not n_samples:
-            return 0.0, [0.0] * factor.shape[0]
-        return float(mask.mean()), [float(v) for v in mask.mean(axis=1)]
+    def per_joint(values: np.ndarray) -> list[float]:
+        return [float(v) for v in values.mean(axis=1)] if n_samples else [0.0] * n
 
     figures: dict[str, object] = {"corrected_at_factor": CORRECTED_AT}
     for name, mask in (("corrected", corrected), ("shrunk", shrunk), ("refused", refused)):
-        pooled, per_joint = share(mask)
-        figures[f"{name}_fraction"] = pooled
-        figures[f"{name}_per_joint"] = per_joint
-    figures["mean_factor_per_joint"] = (
-        [float(v) for v in factor.mean(axis=1)] if n_samples else [0.0] * factor.shape[0]
-    )
+        figures[f"{name}_fraction"] = float(mask.mean()) if n_samples else 0.0
+        figures[f"{name}_per_joint"] = per_joint(mask)
+    figures["mean_factor_per_joint"] = per_joint(factor)
     return figures

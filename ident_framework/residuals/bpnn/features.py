@@ -1,15 +1,9 @@
 """Input features of the `bpnn` residual learner's per-joint networks, chosen by name
-(`residual.features`), from `hookspecs.ResidualInputs`.
-
-- position (rad), velocity (rad/s), acceleration (rad/s²): the joint state;
-- sin_position, cos_position: sin q and cos q of a revolute joint (the same at q and q + 2π;
-  meaningless for a prismatic joint);
-- load (Nm): the physical model's whole torque; gravity, inertial, friction (Nm): its parts.
-
+(`residual.features`, `FEATURES`) from `hookspecs.ResidualInputs`: the joint state (rad, rad/s,
+rad/s²), sin q and cos q of a revolute joint, the physical model's torque and its parts (Nm).
 With `inputs: joint` network j sees joint j's features only; with `inputs: full` every network
-sees every joint's (joint 0's features, then joint 1's, ...). `residual.features: auto`
-(`per_candidate`, `choose_features`): every candidate set trains in one batch on the same
-folds, and each joint keeps the set whose worst held-out fold improved most.
+sees every joint's (joint 0's features, then joint 1's, ...). `features: auto`: see
+`per_candidate`, `choose_features`.
 
 Rationale: docs/design.md#residual-learner-bpnn
 """
@@ -63,8 +57,7 @@ def raw_features(data: ResidualInputs, features: list[str], inputs: str) -> np.n
     columns = []
     for name in features:
         field = FEATURES[name][0]
-        value = getattr(data, field)
-        if value is None:
+        if (value := getattr(data, field)) is None:
             raise UserError(
                 f"The bpnn residual learner's feature {name!r} (residual.features) needs the "
                 f"physical model's {field}, which the engine did not provide; drop it from "
@@ -107,9 +100,8 @@ def per_candidate(
 def choose_features(learner: Any, n_candidates: int) -> None:
     """Keep, per joint, the candidate set whose worst fold lowered the held-out RMSE most
     (ties: the earlier candidate); drop the other candidates' networks and figures."""
-    c = n_candidates
+    c, report = n_candidates, learner.report_
     n = learner.n_joints_ // c
-    report = learner.report_
     worst = np.array(
         [-np.inf if w is None else w for w in report["worst_fold_reduction_percent"]]
     ).reshape(n, c)

@@ -1,10 +1,7 @@
-"""Files of the `bpnn` residual learner: `bpnn_weights.pt` (a state dict of tensors only,
-read back with `torch.load(..., weights_only=True)`: the networks' layers and `support`, the
-standardised training samples of the distance guard), `bpnn_model.json` (architecture,
-parameters, scalers, training ranges, acceptance, best epochs, loss history, torch version),
-checked when
-read back (a reloaded model reproduces the predictions bitwise on the CPU), and the training
-plot `plots/bpnn_training.png`.
+"""Files of the `bpnn` residual learner: `bpnn_weights.pt` (a state dict of tensors only: the
+networks' layers and `support`, the standardised training samples of the distance guard),
+`bpnn_model.json` (architecture, parameters, scalers, ranges, acceptance, history), both
+checked when read back, and the training plot `plots/bpnn_training.png`.
 """
 
 from __future__ import annotations
@@ -85,8 +82,7 @@ def save_model(model: Any, folder: Path) -> None:
 
 
 def load_model(cls: type, params_type: type, folder: Path, device: str | None = None) -> Any:
-    """The model saved in `folder` by `save`, on its saved device or on `device` (e.g. "cpu"
-    for a model trained on a GPU); an unavailable device is a UserError."""
+    """The model saved in `folder` by `save_model` (see `BpnnResidual.load`)."""
     import torch
 
     folder = Path(folder)
@@ -121,8 +117,7 @@ def load_model(cls: type, params_type: type, folder: Path, device: str | None = 
 def _from_document(
     cls: type, params_type: type, model_path: Path, device: str | None, redo: str
 ) -> Any:
-    """The model described by `model_path` (bpnn_model.json), without its weights; on its
-    saved device or on `device`."""
+    """The model described by `model_path` (bpnn_model.json), without its weights."""
     try:
         document = json.loads(model_path.read_text())
         if document.get("format") != FORMAT:
@@ -180,8 +175,7 @@ def _from_document(
 def _checked_state(
     model: Any, state: Any, model_path: Path, weights_path: Path, redo: str
 ) -> dict[str, Any]:
-    """The state dict read from `weights_path`, checked against the architecture: the
-    tensors' names, shapes, float32 and finite."""
+    """The state dict read from `weights_path`, checked: names, shapes, finite float32."""
     import torch
 
     expected = {
@@ -210,8 +204,7 @@ def _checked_state(
 
 
 def plot_training(model: Any, path: Path) -> None:
-    """Train and validation loss per epoch (mean over joints and per joint), best epochs
-    marked."""
+    """Train and validation loss per epoch (mean and per joint), best epochs marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -224,12 +217,8 @@ def plot_training(model: Any, path: Path) -> None:
     train = [np.nan if v is None else v for v in history["train_loss"]]
     ax.semilogy(epochs, train, label="train", color="tab:gray")
     if history["val_loss"][0] is not None:
-        ax.semilogy(
-            epochs,
-            history["val_loss"],
-            label="early stopping (tail of each fold's training part)",
-            color="tab:blue",
-        )
+        label = "early stopping (tail of each fold's training part)"
+        ax.semilogy(epochs, history["val_loss"], label=label, color="tab:blue")
         per_joint = np.asarray(history["val_loss_per_joint"])
         for j in range(per_joint.shape[1]):
             verdict = "corrected" if model.accepted_[j] else "refused"

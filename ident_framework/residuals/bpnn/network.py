@@ -1,14 +1,10 @@
-"""The `bpnn` residual learner's networks and their training, in PyTorch (an optional
-dependency, the `bpnn` extra, imported only inside the functions that need it): the import
-check naming the install command, the device, deterministic settings restored afterwards, and
-the batched forward pass of the per-joint networks; their batches: every network (joint, fold,
-member; joint-major, K = n·F·M) gets its own samples, gathered into one (K, L, ...) array
-padded to one length L by repeating them (a padding weight of 0 marks the repeats where it
-matters); and their training: Adam on minibatches shuffled with a seeded generator, the loss
-summed over the networks (each network's gradient is its own loss's), and early stopping on
-each network's early-stopping loss (each keeps the weights of its own best epoch; training
-stops when none improved for `patience` epochs), inside `torch_settings`. See the package's
-docstring for the whole method.
+"""The `bpnn` residual learner's networks and their training in PyTorch (optional, the `bpnn`
+extra, imported only inside the functions that need it): the import check, the device,
+deterministic settings, the batched forward pass. Every network (joint, fold, member;
+joint-major, K = n·F·M) gets its own samples, gathered into one (K, L, ...) array padded to
+length L by repeating them (padding weight 0). Training: Adam on seeded shuffled minibatches,
+the loss summed over the networks, early stopping per network (each keeps its best epoch;
+training stops when none improved for `patience` epochs).
 """
 
 from __future__ import annotations
@@ -28,11 +24,7 @@ if TYPE_CHECKING:
     import torch
 
 
-# One torch thread: two gain ~30 % on an idle 2-core CPU but are 5-40x slower as soon as another
-# process is busy (parallel tests, multirun jobs); one thread also fixes the kernels at load.
-N_THREADS = 1
-
-
+N_THREADS = 1  # more are much slower as soon as another process is busy
 DEVICE_PATTERN = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")  # residual.device values
 TORCH_BUILDS_URL = "https://pytorch.org/get-started/locally/"
 
@@ -150,8 +142,7 @@ def gather(
 
 
 def gather_flags(flags: list[np.ndarray], masks: list[np.ndarray], members: int) -> np.ndarray:
-    """(K, L, 1) of per-fold flags ((n, N) bool each) at each network's samples of `masks`,
-    ordered as `gather` orders them."""
+    """(K, L, 1) per-fold flags ((n, N) bool each) at the samples `gather` takes."""
     index, _ = sample_index(masks)
     joint = np.arange(flags[0].shape[0])[:, None]
     picked = np.stack([flag[joint, index[:, f]] for f, flag in enumerate(flags)], axis=1)
@@ -175,11 +166,7 @@ def pointwise_loss(loss: str, delta: np.ndarray, device: torch.device) -> Loss:
             return torch.where(size <= limit, 0.5 * size**2, limit * (size - 0.5 * limit))
 
         return huber
-
-    def squared(error: torch.Tensor) -> torch.Tensor:
-        return error**2
-
-    return squared
+    return lambda error: error**2
 
 
 def train_networks(
@@ -193,11 +180,9 @@ def train_networks(
     device: torch.device,
 ) -> tuple[list[torch.Tensor], torch.Tensor, dict[str, list], int]:
     """Train `layers` in place on data = (x_train, y_train, x_val, y_val, w_val) (standardised,
-    (K, N, f) and (K, N, 1) per network; w_val (K, N_val, 1) the weight of each early-stopping
-    sample: 0 for padding) with the `BpnnParams` `params`. The early-stopping loss is that of
-    the network as used: samples `refused` (K, N_val, 1) predict `zero` (K,), the standardised
-    0 Nm. Returns (the kept tensors, the epoch each network kept, the loss history per
-    network, epochs run)."""
+    per network; w_val: 0 for padding). The early-stopping loss is that of the network as used:
+    samples `refused` predict `zero` (K,), the standardised 0 Nm. Returns (the kept tensors, the
+    epoch each network kept, the loss history per network, epochs run)."""
     import torch
 
     from ident_framework.progress import progress
@@ -217,95 +202,60 @@ def train_networks(
     refused_val = torch.from_numpy(refused).to(device)
     zero_val = torch.from_numpy(zero.astype(np.float32)).to(device)[:, None, None]
 
-    def validation_loss() -> torch.Tensor:
-        with torch.no_grad():
-            prediction = torch.where(refused_val, zero_val, forward(x_val, layers))
-            return (loss(prediction - y_val) * w_val).sum(dim=(1, 2)) / w_total
+    def validation() -> torch.Tensor | None:
+        """Each network's early-stopping loss, appended to the history (None: no such part)."""
+        current = None
+        if n_val:
+            with torch.no_grad():
+                prediction = torch.where(refused_val, zero_val, forward(x_val, layers))
+                current = ((loss(prediction - y_val) * w_val).sum(dim=(1, 2)) / w_total).cpu()
+        history["val_loss"].append(None if current is None else current.mean().item())
+        history["val_loss_per_joint"].append(None if current is None else current.tolist())
+        return current
 
-    best_loss = validation_loss().cpu() if n_val else torch.full((n,), math.inf)
+    def train_epoch() -> torch.Tensor:
+        """One pass over the training part in shuffled minibatches; (K,) mean loss each."""
+        n_train = x_train.shape[1]
+        order = torch.randperm(n_train, generator=generator).to(x_train.device)
+        total = torch.zeros(n, device=x_train.device)
+        for begin in range(0, n_train, params.batch_size):
+            index = order[begin : begin + params.batch_size]
+            batch_loss = loss(forward(x_train[:, index], layers) - y_train[:, index]).mean((1, 2))
+            optimizer.zero_grad(set_to_none=True)
+            batch_loss.sum().backward()
+            optimizer.step()
+            total += batch_loss.detach() * len(index)
+        return (total / n_train).cpu()
+
+    best_loss = validation()
+    best_loss = torch.full((n,), math.inf) if best_loss is None else best_loss
     best_epoch = torch.zeros(n, dtype=torch.long)
-    history["val_loss"].append(best_loss.mean().item() if n_val else None)
-    history["val_loss_per_joint"].append(best_loss.tolist() if n_val else None)
     bar = progress(
         range(1, params.epochs + 1), desc="bpnn residual", unit="epoch",
         enabled=params.progress, leave=False,
     )  # fmt: skip
     epoch = 0
     for epoch in bar:
-        train_loss = _epoch(layers, optimizer, loss, x_train, y_train, params.batch_size, generator)
+        train_loss = train_epoch()
         history["train_loss"].append(train_loss.mean().item())
         history["train_loss_per_joint"].append(train_loss.tolist())
-        if not n_val:
-            history["val_loss"].append(None)
-            history["val_loss_per_joint"].append(None)
-            bar.set_postfix(train=f"{history['train_loss'][-1]:.4f}", refresh=False)
-            continue
-        current = validation_loss().cpu()
-        history["val_loss"].append(current.mean().item())
-        history["val_loss_per_joint"].append(current.tolist())
-        best_loss, best_epoch = _keep_better(
-            current, best_loss, best_epoch, epoch, best, parameters, device
-        )
-        bar.set_postfix(
-            train=f"{history['train_loss'][-1]:.4f}",
-            val=f"{history['val_loss'][-1]:.4f}",
-            refresh=False,
-        )
-        if params.patience and bool(((epoch - best_epoch) >= params.patience).all()):
+        postfix = {"train": f"{history['train_loss'][-1]:.4f}"}
+        if (current := validation()) is not None:
+            better = current < best_loss  # keep each network's weights of its best epoch
+            if bool(better.any()):
+                best_loss = torch.where(better, current, best_loss)
+                best_epoch = torch.where(better, epoch, best_epoch)
+                mask = better.to(device)
+                with torch.no_grad():
+                    for kept, now in zip(best, parameters, strict=True):
+                        shape = (n,) + (1,) * (now.dim() - 1)
+                        kept.copy_(torch.where(mask.view(shape), now, kept))
+            postfix["val"] = f"{history['val_loss'][-1]:.4f}"
+        bar.set_postfix(postfix, refresh=False)
+        if n_val and params.patience and bool(((epoch - best_epoch) >= params.patience).all()):
             break
     bar.close()
     if not n_val:  # no early stopping: keep the last epoch
         best = [t.detach().clone() for t in parameters]
         best_epoch = torch.full((n,), epoch, dtype=torch.long)
     return best, best_epoch, history, epoch
-
-
-def _epoch(
-    layers: Layers,
-    optimizer: torch.optim.Optimizer,
-    loss: Loss,
-    x_train: torch.Tensor,
-    y_train: torch.Tensor,
-    batch_size: int,
-    generator: torch.Generator,
-) -> torch.Tensor:
-    """One pass over the training part in shuffled minibatches; (n,) mean loss per joint."""
-    import torch
-
-    n, n_train, device = x_train.shape[0], x_train.shape[1], x_train.device
-    order = torch.randperm(n_train, generator=generator).to(device)
-    total = torch.zeros(n, device=device)
-    for begin in range(0, n_train, batch_size):
-        index = order[begin : begin + batch_size]
-        error = forward(x_train[:, index], layers) - y_train[:, index]
-        per_joint = loss(error).mean(dim=(1, 2))
-        optimizer.zero_grad(set_to_none=True)
-        per_joint.sum().backward()
-        optimizer.step()
-        total += per_joint.detach() * len(index)
-    return (total / n_train).cpu()
-
-
-def _keep_better(
-    loss: torch.Tensor,
-    best_loss: torch.Tensor,
-    best_epoch: torch.Tensor,
-    epoch: int,
-    best: list[torch.Tensor],
-    parameters: list[torch.Tensor],
-    device: torch.device,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Keep, per joint, the weights of the epoch with the lowest validation loss so far."""
-    import torch
-
-    better = loss < best_loss
-    if bool(better.any()):
-        best_loss = torch.where(better, loss, best_loss)
-        best_epoch = torch.where(better, epoch, best_epoch)
-        mask = better.to(device)
-        n = len(mask)
-        with torch.no_grad():
-            for kept, current in zip(best, parameters, strict=True):
-                shape = (n,) + (1,) * (current.dim() - 1)
-                kept.copy_(torch.where(mask.view(shape), current, kept))
-    return best_loss, best_epoch

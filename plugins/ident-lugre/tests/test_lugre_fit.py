@@ -16,8 +16,7 @@ from ident_framework.identify.friction_fit import fit_nonlinear_friction, shape_
 from ident_framework.identify.tuning.friction_variants import select_friction
 from ident_framework.model.regressor import RegressorBuilder, regressor_builder
 from ident_framework.model.robot import load_robot
-from ident_framework.testing.known_truth import sines
-from ident_framework.testing.tuning_cases import tuning_config
+from ident_framework.testing.known_truth import sines, tuning_config
 
 from ident_lugre import LugreFriction, LugreParams
 
