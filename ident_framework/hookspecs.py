@@ -411,12 +411,9 @@ class ExtensionPoint:
     def required_members(self) -> tuple[str, ...]:
         """Members every object must have (result attributes `..._` once fitted)."""
         optional = self.optional_members()
-        names = _own_names(*_protocol_classes(self.protocol))
+        own = [k for k in self.protocol.__mro__ if k.__module__ == __name__ and k is not Protocol]
+        names = _own_names(*own)
         return tuple(sorted(name for name in names if name not in optional))
-
-
-def _protocol_classes(protocol: type) -> list[type]:
-    return [k for k in protocol.__mro__ if k.__module__ == __name__ and k is not Protocol]
 
 
 def _own_names(*classes: type) -> set[str]:

@@ -12,6 +12,7 @@ Rationale: docs/design.md#fleet-flags
 from __future__ import annotations
 
 import csv
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,8 +56,6 @@ class RobotRun:
 
     @classmethod
     def read(cls, robot: str, date: str, run_dir: Path) -> RobotRun:
-        import json
-
         parameters = yaml.safe_load((run_dir / run_files.PARAMETERS).read_text())
         metrics = json.loads((run_dir / run_files.METRICS).read_text())
         rows = parameters["joints"]

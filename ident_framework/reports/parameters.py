@@ -13,7 +13,6 @@ from ident_framework.identify.result import IdentificationResult
 from ident_framework.model import friction_terms
 from ident_framework.model.physical_consistency import com_inertia
 from ident_framework.plain_data import to_plain
-from ident_framework.reports.tuning_report import tuning_section
 
 # Units of the per-joint parameters by their conventional names (a friction plugin may declare
 # its own as `parameter_units`, a dict name -> unit); "" means dimensionless.
@@ -207,7 +206,7 @@ def parameters_document(result: IdentificationResult) -> dict[str, Any]:
             **standard_std_section(result),
             **({"friction": friction_document(result)} if model.friction_fit else {}),
             **(
-                {"tuning": tuning_section(result.config.selection)}
+                {"tuning": result.config.selection.to_dict()}
                 if result.config.selection is not None
                 else {}
             ),

@@ -27,7 +27,7 @@ from ident_framework.reports.parameters import parameters_document
 from ident_framework.reports.plots import write_plots, write_prediction_plots
 from ident_framework.reports.run_files import HYDRA_FOLDER, STAGING
 from ident_framework.reports.summary import summary_lines
-from ident_framework.reports.tuning_report import tuning_section, write_tuning_table
+from ident_framework.reports.tuning_report import write_tuning_table
 from ident_framework.twin.export import twin_urdf_text
 
 
@@ -80,7 +80,7 @@ def write_run_directory(
     selection = result.config.selection
     metrics = result.metrics
     if selection is not None:
-        metrics = {**metrics, "tuning": tuning_section(selection)}
+        metrics = {**metrics, "tuning": selection.to_dict()}
     (staging / run_files.METRICS).write_text(json.dumps(to_plain(metrics), indent=2))
     (staging / run_files.PARAMETERS).write_text(yaml_text(parameters_document(result)))
     validation = result.predictions["validation"]

@@ -430,22 +430,27 @@ def friction_table(result: IdentificationResult) -> list[str]:
         f"{_with_unit(k, friction)} (true, err %)" if k in true else _with_unit(k, friction)
         for k in names
     ]
-    rows = []
-    for j in range(result.model.robot.n_joints):
-        cells = []
-        for name in names:
-            text = format_cell(comparison["identified"][name][j], ".4g")
-            if name in true:
-                error = format_cell(comparison["error_percent"][name][j], "+.1f", "-")
-                text += f" ({format_cell(true[name][j], '.4g')}, {error})"
-            cells.append(text)
-        rows.append(cells)
+
+    def cell(name: str, j: int) -> str:
+        text = format_cell(comparison["identified"][name][j], ".4g")
+        if name not in true:
+            return text
+        error = format_cell(comparison["error_percent"][name][j], "+.1f", "-")
+        return f"{text} ({format_cell(true[name][j], '.4g')}, {error})"
+
+    rows = [[cell(name, j) for name in names] for j in range(result.model.robot.n_joints)]
     joints = list(result.model.robot.joint_names)
     lines += aligned_table("joint", joints, headers, rows)
     if fit.at_bounds:
         shown = ", ".join(f"{joints[j]}.{name}" for j, name in fit.at_bounds)
         lines.append(f"warning: on a bound of the friction plugin's config: {shown}")
     return lines
+
+
+def _value_cell(entry: dict[str, Any], truth: bool) -> str:
+    """A parameter's value, `*` when not identifiable alone, then (true value) with `truth`."""
+    text = format_cell(entry["value"], ".4g") + ("" if entry["identifiable_alone"] else "*")
+    return text + (f" ({format_cell(entry['true'], '.4g')})" if truth else "")
 
 
 def joint_parameter_table(result: IdentificationResult) -> list[str]:
@@ -459,22 +464,11 @@ def joint_parameter_table(result: IdentificationResult) -> list[str]:
     headers = [
         f"{_with_unit(k, friction)} (true)" if truth else _with_unit(k, friction) for k in keys
     ]
-    cells = []
-    for row in rows:
-        texts = []
-        for key in keys:
-            entry = row[key]
-            mark = "" if entry["identifiable_alone"] else "*"
-            text = f"{format_cell(entry['value'], '.4g')}{mark}"
-            if truth:
-                text += f" ({format_cell(entry['true'], '.4g')})"
-            texts.append(text)
-        cells.append(texts)
+    cells = [[_value_cell(row[key], truth) for key in keys] for row in rows]
     lines = aligned_table("joint", [row["joint"] for row in rows], headers, cells)
     for motor in coupled_motor_parameters(result):
         values = ", ".join(
-            f"{_with_unit(k, friction)} {format_cell(motor[k]['value'], '.4g')}"
-            f"{'' if motor[k]['identifiable_alone'] else '*'}"
+            f"{_with_unit(k, friction)} {_value_cell(motor[k], False)}"
             for k in result.model.builder.motor_parameters
         )
         first, driven = motor["joints"]
