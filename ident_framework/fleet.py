@@ -1,21 +1,16 @@
-"""Fleet mode and its command line: identify every robot of a fleet from a folder (or list) of
-logs in one command, in parallel through the configured Hydra launcher, then write the fleet
-report (`reports/fleet.py`).
+"""Fleet mode: identify every robot of a fleet from its logs in one command, through the
+configured Hydra launcher, then write the fleet report (`reports/fleet.py`).
 
     python -m ident_framework.fleet LOGS... [--manifest FILE] [--pattern REGEX] [--out DIR]
         [--k 3] [--min-spread 0.1] [fleet.strict=true] [-- OVERRIDES...]
 
-LOGS: folders (every .csv, .mcap, .db3, .bag in them) or files. Robot and date come from a
-manifest (CSV with columns path, robot and optionally model, date) or from the file name
-(`--pattern`, a regular expression with groups `robot` and optionally `date`; default
-`<robot>_<YYYY-MM-DD>`, else the whole stem is the robot). OVERRIDES go to every job (e.g.
-`hydra/launcher=joblib hydra.launcher.n_jobs=2`, `validation=split`, the default). Every log
-is identified with the same options (`tuning=none` unless overridden: parameters chosen with
-different model options are not comparable). One sweep per robot model and log format; each
-log is one job, validated on its held-out tail. A log that cannot be identified is listed in
-the report with the reason and the others go on. Exit codes: 0 the report is written (logs
-left out are also named on stderr); 2 a user error (no logs, a bad manifest, no log identified)
-or, with `fleet.strict=true`, any log left out (after the report is written); 1 a crash.
+LOGS: folders (their .csv, .mcap, .db3, .bag) or files. Robot and date come from a manifest
+(CSV: path, robot[, model, date]) or the file stem (`--pattern`, groups `robot` and `date`;
+default `<robot>_<YYYY-MM-DD>`, else the stem is the robot). OVERRIDES go to every job; all
+logs use the same options (`tuning=none` unless overridden). One sweep per model and format,
+one job per log, validated on its held-out tail; a log that fails is listed with the reason.
+Exit codes: 0 report written; 2 a user error (no logs, bad manifest, no log identified) or,
+with `fleet.strict=true`, any log left out; 1 a crash.
 """
 
 from __future__ import annotations
@@ -37,9 +32,7 @@ from ident_framework.reports.fleet import LeftOut, RobotRun, write_fleet_report
 
 LOG_SOURCES = {".csv": "csv", ".mcap": "rosbag", ".db3": "rosbag", ".bag": "rosbag"}
 DEFAULT_PATTERN = r"^(?P<robot>.+?)_(?P<date>\d{4}-\d{2}-\d{2})$"
-# Every robot with the same model options: a fleet compares parameters, and tuning=cv chooses
-# per log (a wrist's Coulomb friction moved by 25 % between two tanh widths it chose, more than
-# the wear to be flagged). A later override (e.g. tuning=cv) still wins.
+# the same model options for every robot (tuning=cv would choose per log); overrides still win
 FLEET_DEFAULTS = ("tuning=none",)
 
 

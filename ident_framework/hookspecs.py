@@ -1,20 +1,12 @@
-"""The extension points, declared once: what a plugin can extend, and what the object it
-registers must have.
+"""The extension points: one collecting `register_*` hook and one `typing.Protocol` each.
 
-- Hooks: one collecting `register_*` hook per extension point. A plugin module implements it
-  with `@hookimpl` and calls `register(name, factory, schema)` once per option: `schema` is the
-  dataclass of the option's parameters (its Hydra config keys besides `plugin`),
-  `factory(params)` builds the working object from a validated instance.
-- Protocols: one `typing.Protocol` per extension point (`DataSource`, `TrajectoryGenerator`,
-  `FrictionModel` and `NonlinearFrictionModel`, `Estimator`, `ResidualLearner`), with the data
-  types the engine hands them (`Trajectory`, `LinearProblem`, `StandardModel`,
-  `ResidualInputs`); satisfied structurally, no import needed. *Optional* members have
-  defaults in the protocol's `...Defaults` class; members with a trailing underscore are
-  results, present once `fit` (or `predict`) has run.
-- `EXTENSION_POINTS` ties each hook (the function itself) to its config group(s), protocol,
-  label and built-in options; the registry (`config/registry.py`), the run's config groups
-  (`config/run_config.py`) and the built-in module list derive from it. `conform` checks the
-  object a factory returns, once, and gives it the defaults of the optional members it lacks.
+A plugin implements a hook with `@hookimpl` and calls `register(name, factory, schema)` per
+option: `schema` is the dataclass of its config keys, `factory(params)` builds the object.
+Protocols are satisfied structurally; *optional* members have defaults in the protocol's
+`...Defaults` class, and members with a trailing underscore are results, set by `fit` (or
+`predict`). `EXTENSION_POINTS` ties each hook to its config groups, protocol and built-in
+options (the registry and run config derive from it); `conform` checks a factory's object
+once and gives it the optional members it lacks.
 
 Rationale: docs/design.md#plugins-pluggy-and-hydra
 """
@@ -75,9 +67,9 @@ def register_residual_learners(register: Register) -> None:
 
 @runtime_checkable
 class Trajectory(Protocol):
-    """A joint-space reference motion q(t) for t in [0, duration]."""
+    """A joint-space reference motion q(t) for t in [0, duration] (s)."""
 
-    duration: float  # s
+    duration: float
 
     def evaluate(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """q (rad), dq (rad/s), ddq (rad/s^2) at times t (s); each of shape (len(t), n)."""
@@ -93,12 +85,10 @@ ConditionObjective = Callable[[np.ndarray, np.ndarray, np.ndarray], float]
 
 
 class TrajectoryGenerator(Protocol):
-    """Designs a motion for the robot, e.g. an optimised excitation.
-
-    Optional (defaults in `TrajectoryGeneratorDefaults`): `rebuild(description)`, the
-    trajectory whose `describe()` gave `description` (a run's `trajectory.yaml`, whose
-    `generator` key names the option), and `slow_motion(robot, amplitude_rad, period_s)`, a
-    slow periodic motion about a home pose (what the RTDE emulator plays by default)."""
+    """Designs a motion for the robot, e.g. an optimised excitation. Optional (defaults in
+    `TrajectoryGeneratorDefaults`): `rebuild(description)`, the trajectory of a `describe()`,
+    and `slow_motion(robot, amplitude_rad, period_s)`, a slow periodic motion about a home
+    pose (the RTDE emulator's default)."""
 
     def generate(
         self, robot: RobotModel, objective: ConditionObjective | None, seed: int
@@ -129,23 +119,19 @@ class DataSource(Protocol):
     moves_robot: bool
 
     def acquire(self, robot: RobotModel, trajectory: Trajectory | None, role: str) -> Dataset:
-        """role is "identification" or "validation"; the closed loop's later recordings are
-        "identification_<k>" (k >= 2), to be treated as identification (a simulated robot
-        seeds its measurement noise from the role, so each recording gets its own)."""
+        """role: "identification", "validation" or "identification_<k>" (the closed loop's
+        k-th recording, k >= 2; a simulated robot seeds its noise from the role)."""
         ...
 
 
 class FrictionModel(Protocol):
-    """Joint friction linear in its parameters: tau_f[j] = sum_k basis[:, j, k] * p[j, k].
-
-    The same form on every joint, with its own parameter values per joint. A model whose basis
-    also depends on parameters it is not linear in (non-empty `nonlinear_names`) implements
+    """Joint friction linear in its parameters: tau_f[j] = sum_k basis[:, j, k] * p[j, k],
+    the same form on every joint. A model with non-empty `nonlinear_names` implements
     `NonlinearFrictionModel` too.
 
-    Optional (defaults in `FrictionModelDefaults`): `parameter_units` (name -> unit, "Nm",
-    "rad/s", for the summary's tables; None: the conventional names fc, fs, fv, v_s, sigma0, ...
-    have theirs in `reports/parameters.PARAMETER_UNITS`), `nonlinear_names` (() for a model
-    linear in all its parameters), `sequential` (False) and `tuning_variants()` (none)."""
+    Optional (defaults in `FrictionModelDefaults`): `parameter_units` (name -> unit for the
+    summary; None: `reports/parameters.PARAMETER_UNITS`), `nonlinear_names` (()),
+    `sequential` (False) and `tuning_variants()` (none)."""
 
     parameter_names: tuple[str, ...]  # per joint, e.g. ("fv", "fc")
     parameter_units: Mapping[str, str] | None  # optional
@@ -158,10 +144,8 @@ class FrictionModel(Protocol):
         ...
 
     def tuning_variants(self) -> list[dict[str, Any]]:
-        """Optional: settings of this model (its config keys -> values) that `tuning=cv`
-        compares as whole models on its folds, the simplest first; the first is kept unless
-        another wins fold by fold (`identify/tuning/friction_variants.py`). E.g. LuGre's
-        `stribeck: auto`: [{"stribeck": "off"}, {"stribeck": "on"}]."""
+        """Optional: settings (config key -> value) that `tuning=cv` compares as whole models,
+        simplest first, e.g. [{"stribeck": "off"}, {"stribeck": "on"}]."""
         ...
 
 
@@ -182,20 +166,13 @@ class NonlinearFrictionModel(FrictionModel, Protocol):
     """Friction with per-joint parameters it is not linear in (a Stribeck velocity, LuGre's
     bristle stiffness): tau_f[j] = sum_k basis(dq, nonlinear[j])[:, j, k] * p[j, k].
 
-    The engine fits the nonlinear parameters by variable projection (the linear ones, and the
-    rigid-body and rotor-inertia parameters, solved inside every evaluation) within
-    `nonlinear_bounds`, starting from `initial_nonlinear`; it then identifies as usual with the
-    basis at the fitted values, and predicts with them (on any recording: they are saved in
-    parameters.yaml). `sequential` models integrate a state along the recording (the
-    velocities in time order): the engine evaluates them on whole recordings, never in chunks,
-    and a simulator steps them with `stepper`.
-
-    `physical_parameters` / `from_physical` translate between the fitted (linear, nonlinear)
-    values and the physical parameters a user reads and sets (e.g. LuGre's fs = fs_ratio·fc):
-    the simulated robot's true friction is given in physical names, and the report compares
-    identified with true values by name (fc and fv mean Coulomb and viscous friction in every
-    model, so models can be compared with each other). `stepper` is needed only by a
-    `sequential` model."""
+    The engine fits them by variable projection within `nonlinear_bounds` from
+    `initial_nonlinear`, then identifies and predicts with the basis at the fitted values
+    (saved in parameters.yaml). `sequential` models integrate a state along the recording:
+    evaluated on whole recordings only, stepped by a simulator with `stepper`.
+    `physical_parameters` / `from_physical` translate between fitted and physical values
+    (e.g. LuGre's fs = fs_ratio·fc); fc and fv mean Coulomb and viscous friction in every
+    model."""
 
     nonlinear_names: tuple[str, ...]  # per joint, e.g. ("v_s",)
     sequential: bool  # the basis depends on the sample order (an internal state)
@@ -213,11 +190,9 @@ class NonlinearFrictionModel(FrictionModel, Protocol):
         self, t: np.ndarray | None, dq: np.ndarray, nonlinear: np.ndarray
     ) -> np.ndarray:
         """(N, c, k) basis at velocities dq (N, c) rad/s, column i with nonlinear values
-        nonlinear[i] (c, m); c is any number of joint columns (the engine evaluates several
-        parameter sets at once). t (N,) in s: the sample times, rows in time order (a
-        sequential model integrates its state along them from the steady state at the first
-        sample); None: the rows are no time series (a sequential model gives its steady
-        state)."""
+        nonlinear[i] (c, m), c any number of columns. t (N,) s: the sample times in order (a
+        sequential model integrates from the steady state at the first); None: no time
+        series (a sequential model gives its steady state)."""
         ...
 
     def physical_parameters(
@@ -241,18 +216,15 @@ class NonlinearFrictionModel(FrictionModel, Protocol):
 
 @dataclass
 class StandardModel:
-    """The standard (physical) parameterisation behind the base parameters, for estimators
-    that work on physical parameters (e.g. physically consistent identification).
+    """The standard (physical) parameters behind the base parameters, for estimators that
+    work on physical parameters.
 
-    names: standard parameter names in regressor column order (`m_1`, `mx_1`, ..., `fv_1`,
-    `Ia_1`, ...). kinds: per parameter "inertial", "friction", "armature" or "offset".
-    joints: per parameter the 0-based joint (link) it belongs to. The first 10·n_links
-    parameters are the links' inertial parameters in Pinocchio's order
-    [m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] (about the joint frame). nominal: the robot
-    model's values (inertial from the model, armature from the model, friction and offsets 0).
-    r_factors[j]: (p+1, p+1) square root R_j of the Gram matrix of [Y_j | tau_j] in the
-    standard parameters (R_jᵀ R_j = [Y_j | tau_j]ᵀ [Y_j | tau_j]; not necessarily triangular).
-    basis, combination: beta = combination @ theta, W_base = W @ basis.
+    names: in regressor column order (`m_1`, `mx_1`, ..., `fv_1`, `Ia_1`, ...); kinds:
+    "inertial", "friction", "armature" or "offset"; joints: 0-based joint of each. The first
+    10·n_links are the links' [m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] (joint frame).
+    nominal: the robot model's values (friction and offsets 0). r_factors[j]: (p+1, p+1) R_j
+    with R_jᵀ R_j = [Y_j | tau_j]ᵀ [Y_j | tau_j]. beta = combination @ theta,
+    W_base = W @ basis.
     """
 
     names: list[str]
@@ -269,11 +241,9 @@ class StandardModel:
 class LinearProblem:
     """Least-squares problem min ||W beta - tau|| in the base parameters beta.
 
-    W (N*n x r) is never held in memory. `r_factors[j]` is the upper-triangular factor of the
-    QR decomposition of [W_j | tau_j] (rows of joint j only), shape (r+1, r+1): the sufficient
-    statistic of every quadratic fit. `chunks()` re-streams the rows for estimators that need
-    them (recursive ones), as (t_chunk (m,) in s, W_chunk (m, n, r), tau_chunk (m, n) in Nm)
-    blocks in time order. `standard` describes the physical parameters behind beta.
+    W (N*n x r) is never held in memory: `r_factors[j]` (r+1, r+1) is the R of the QR of
+    [W_j | tau_j] (joint j's rows). `chunks()` re-streams the rows in time order as
+    (t (m,) s, W (m, n, r), tau (m, n) Nm) blocks. `standard`: the physical parameters.
     """
 
     r_factors: list[np.ndarray]
@@ -296,12 +266,11 @@ class LinearProblem:
 
 class Estimator(Protocol):
     """scikit-learn style: `fit` returns self and sets `coef_` (base parameters) and
-    `coef_std_` (their standard deviations, or None when not available).
+    `coef_std_` (their standard deviations, or None).
 
-    Optional (defaults in `EstimatorDefaults`): `standard_coef_` (full standard parameters,
-    when the estimator identifies physical parameters; the engine then predicts with them;
-    None: the engine maps `coef_` to standard parameters), and `write_outputs(folder)` (extra
-    files and plots for the run directory, e.g. convergence of a recursive estimator)."""
+    Optional (defaults in `EstimatorDefaults`): `standard_coef_` (standard parameters the
+    engine predicts with; None: mapped from `coef_`) and `write_outputs(folder)` (extra
+    files and plots for the run directory)."""
 
     coef_: np.ndarray
     coef_std_: np.ndarray | None
@@ -327,13 +296,10 @@ class EstimatorDefaults:
 
 @dataclass(frozen=True)
 class ResidualInputs:
-    """What a residual learner may use per sample, each (N, n) in time order: the joint state
-    q (rad), dq (rad/s), ddq (rad/s²) and the identified physical model's joint torque (Nm)
-    split into its parts: `tau_physical` (the whole prediction, the load the joint carries),
-    `tau_gravity` (at rest: Y(q, 0, 0) θ, with a torque offset when identified),
-    `tau_friction` (the friction columns' share) and `tau_inertial` (the rest: M(q) ddq with
-    rotor inertia, Coriolis and centrifugal). The torque parts are None when not computed
-    (a learner needing them raises a UserError)."""
+    """What a residual learner may use per sample, each (N, n) in time order: q (rad), dq
+    (rad/s), ddq (rad/s²) and the physical model's torque (Nm): `tau_physical` (all of it),
+    `tau_gravity` (Y(q, 0, 0) θ, with the offset), `tau_friction` and `tau_inertial` (the
+    rest: M(q) ddq, Coriolis, centrifugal). Torque parts not computed are None."""
 
     q: np.ndarray
     dq: np.ndarray
@@ -361,22 +327,16 @@ RESIDUAL_INPUT_FIELDS = (
 
 
 class ResidualLearner(Protocol):
-    """Learns tau_meas - tau_physical (Nm) from `ResidualInputs` (joint state and the physical
-    model's torque parts). `active` is False for the built-in `none`, in which case the engine
-    reports no fusion stage (and calls nothing else).
+    """Learns tau_meas - tau_physical (Nm) from `ResidualInputs`. `active` is False for the
+    built-in `none` (no fusion stage, nothing else called).
 
-    `fit(recordings, residuals)` trains on one or several identification recordings (a list of
-    `ResidualInputs` and the list of their residuals, (N_r, n) Nm each; a learner may hold one
-    recording out to judge itself). `save(folder)` writes the fitted learner into the run
-    directory's `residual/` folder; `load(folder)` returns the learner saved there
-    (`mode=predict`; it may be a classmethod).
-    Optional (defaults in `ResidualLearnerDefaults`): `write_outputs(folder)` (extra files and
-    plots in the run directory, written with `plots=true`); a range guard's results after
-    `predict`: `out_of_range_fraction_` (share of samples with a joint outside the training
-    range) and `out_of_range_per_joint_` (per joint), None when the learner has no guard;
-    `report_` (after `fit`: a JSON-safe dict for metrics.json `residual`, e.g. which joints
-    passed a held-out acceptance) and `prediction_report_` (after `predict`: JSON-safe figures
-    of that prediction, merged into the dataset's `fusion` metrics); None when it has none."""
+    `fit(recordings, residuals)`: lists of `ResidualInputs` and their residuals ((N_r, n) Nm).
+    `save(folder)` / `load(folder)`: the run directory's `residual/` (`load` may be a
+    classmethod). Optional (defaults in `ResidualLearnerDefaults`): `write_outputs(folder)`
+    (with `plots=true`); after `predict`, a range guard's `out_of_range_fraction_` (share of
+    samples with a joint outside the training range) and `out_of_range_per_joint_`;
+    `report_` (after `fit`, JSON-safe, metrics.json `residual`) and `prediction_report_`
+    (after `predict`, merged into the `fusion` metrics); None when absent."""
 
     active: bool
     out_of_range_fraction_: float | None  # optional
@@ -416,13 +376,10 @@ class ResidualLearnerDefaults:
 
 @dataclass(frozen=True)
 class ExtensionPoint:
-    """One extension point. `spec`: its hook specification (`hook`: its name); `groups`: the
-    config groups whose options it provides (the first is the run's own; `validation` and
-    `validation.trajectory` reuse sources and trajectories);
-    `builtins`: the modules of the package that register its built-in options, in
-    registration order, one option each, named as its module (`estimator=rls` is
-    `ident_framework.estimators.rls`): the registry knows the options without importing
-    them; `defaults`: the class holding the protocol's optional members."""
+    """One extension point. `spec`: its hook; `groups`: the config groups it provides (the
+    first is the run's own); `builtins`: modules registering one built-in option each, named
+    as the module (`estimator=rls` is `ident_framework.estimators.rls`), in registration
+    order; `defaults`: the class of the protocol's optional members."""
 
     kind: str
     spec: Callable[[Register], None]  # the hook specification (a function above)
@@ -452,15 +409,11 @@ class ExtensionPoint:
         return {name: vars(self.defaults)[name] for name in _own_names(self.defaults)}
 
     def required_members(self) -> tuple[str, ...]:
-        """Members every object must have; result attributes (trailing underscore) only once
-        fitted, so they are checked on the object `fit` returns."""
+        """Members every object must have (result attributes `..._` once fitted)."""
         optional = self.optional_members()
-        names = _own_names(*_protocol_classes(self.protocol))
+        own = [k for k in self.protocol.__mro__ if k.__module__ == __name__ and k is not Protocol]
+        names = _own_names(*own)
         return tuple(sorted(name for name in names if name not in optional))
-
-
-def _protocol_classes(protocol: type) -> list[type]:
-    return [k for k in protocol.__mro__ if k.__module__ == __name__ and k is not Protocol]
 
 
 def _own_names(*classes: type) -> set[str]:
@@ -546,22 +499,15 @@ NONLINEAR_FRICTION_MEMBERS = (
 
 
 def _friction_requirements(model: Any) -> tuple[str, ...]:
-    """Methods a friction model must have besides `basis`: those of NonlinearFrictionModel
-    when it declares nonlinear parameters, and `stepper` when it is sequential too."""
+    """Methods a model with nonlinear parameters needs (`stepper` too when sequential)."""
     if not model.nonlinear_names:
         return ()
     return NONLINEAR_FRICTION_MEMBERS + (("stepper",) if model.sequential else ())
 
 
-# extra requirements that depend on the object's own declarations
-_CONDITIONAL: dict[str, Callable[[Any], tuple[str, ...]]] = {"friction": _friction_requirements}
-
-
 def conform(kind: str, obj: Any, name: str, distribution: str, fitted: bool = False) -> Any:
-    """`obj` (made by the `kind` plugin `name` of `distribution`) with the defaults of the
-    optional members it lacks; UserError naming the plugin and its distribution when it lacks
-    a required member. `fitted`: also check the result attributes (trailing underscore), for
-    the object an estimator's `fit` returns. Returns `obj`."""
+    """`obj` (from plugin `name` of `distribution`) given the optional members it lacks;
+    UserError when it lacks a required one. `fitted`: check result attributes (`..._`) too."""
     point = POINTS[kind]
     for member, default in point.optional_members().items():
         if not hasattr(obj, member):
@@ -577,8 +523,8 @@ def conform(kind: str, obj: Any, name: str, distribution: str, fitted: bool = Fa
                 ) from None
     required = [m for m in point.required_members() if fitted or not m.endswith("_")]
     missing = [m for m in required if not hasattr(obj, m)]
-    if not missing and kind in _CONDITIONAL:
-        missing = [m for m in _CONDITIONAL[kind](obj) if not callable(getattr(obj, m, None))]
+    if not missing and kind == "friction":
+        missing = [m for m in _friction_requirements(obj) if not callable(getattr(obj, m, None))]
         if missing:
             raise UserError(
                 f"The {point.label} plugin '{name}' from distribution '{distribution}' declares "

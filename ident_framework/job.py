@@ -1,8 +1,5 @@
-"""One Hydra job: validate the config, run the mode it names, write the run directory.
-
-Each mode's modules are imported when the job runs that mode (the closed loop when
-`loop.iterations` > 1, the MCAP export with `mcap=true`): a run imports what its options use
-(issue 28)."""
+"""One Hydra job: validate the config, run the mode it names, write the run directory. Each
+mode's modules are imported only when the job runs that mode."""
 
 from __future__ import annotations
 
@@ -28,9 +25,8 @@ log = logging.getLogger(__name__)
 
 
 def run_one_job(cfg: DictConfig) -> float:
-    """Returns the objective for sweepers that optimise (e.g. hydra/sweeper=optuna): the
-    cross-validated RMSE (Nm) of the options `tuning=cv` chose, on the identification data
-    alone, when a selection ran; else the validation RMSE (Nm) of the final prediction."""
+    """Returns the objective for optimising sweepers (e.g. optuna): the CV RMSE (Nm) of the
+    options `tuning=cv` chose when a selection ran, else the final validation RMSE (Nm)."""
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     config = validate_config(cfg, get_registry())
     if config.mode == "predict":
@@ -71,7 +67,7 @@ def run_one_job(cfg: DictConfig) -> float:
     with staged_outputs(run_dir) as staging:
         if config.loop.active:
             from ident_framework.modes.closed_loop import run_closed_loop
-            from ident_framework.reports.loop_table import write_loop_outputs
+            from ident_framework.reports.summary import write_loop_outputs
 
             loop = run_closed_loop(config)
             result = loop.final

@@ -30,7 +30,7 @@ from ident_framework.modes.pipeline import (
     identify,
     robot_and_regressor,
 )
-from ident_framework.reports.loop_table import R2_SOURCES
+from ident_framework.reports.summary import R2_SOURCES
 
 log = logging.getLogger(__name__)
 

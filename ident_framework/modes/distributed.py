@@ -1,17 +1,11 @@
 """Exact distributed identification: `mode=factor` (map) and `mode=combine` (reduce).
 
-A factor job reads part `distributed.part` of `distributed.parts` of the source's recording,
-preprocesses it as the whole recording would be, and reduces its own samples to sufficient
-statistics (`statistics.npz`, `identify/sufficient_statistics.py`). The combine step merges
-the statistics of all parts and solves as the single-process run does (the same base
-parameters, estimator and training fit). Quadratic estimators only (ls, wls, consistent).
-
-Parts (`read_part`):
-- one CSV file: equal numbers of samples in time order, each parsed from its byte range with
-  `distributed.halo_s` s on either side and preprocessed with the whole recording's step;
-- several CSV files (`source.path` a list or glob): part k is file k (`distributed.parts` =
-  the number of files), each preprocessed whole;
-- any other source (e.g. rosbag): read whole, then cut as one file.
+A factor job reduces part `distributed.part` of `distributed.parts` of the recording,
+preprocessed as the whole recording would be, to sufficient statistics (`statistics.npz`);
+combine merges all parts and solves as the single run does. Quadratic estimators only (ls,
+wls, consistent). Parts (`read_part`): of one CSV file, equal sample counts read with
+`distributed.halo_s` s on either side; of several files, file k; of any other source, the
+recording read whole, then cut.
 
 Rationale: docs/design.md#distributed-identification
 """
@@ -111,8 +105,8 @@ def _compatibility(config: RunConfig, robot, builder) -> dict[str, Any]:
 
 
 def run_factor(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, Any]:
-    """mode=factor: this job's part reduced to statistics.npz (and statistics.json, config.yaml)
-    in `staging`; returns the summary."""
+    """mode=factor: statistics.npz, statistics.json and config.yaml of this job's part in
+    `staging`; returns the summary."""
     started = time.perf_counter()
     robot, builder = robot_and_regressor(config)
     _require_linear(builder, "mode=factor")
@@ -163,8 +157,7 @@ def _require_linear(builder, mode: str) -> None:
 
 
 def statistics_files(inputs: list[str] | None) -> list[Path]:
-    """The statistics files named by `distributed.inputs` (files, factor job folders, sweep
-    folders, glob patterns), sorted."""
+    """The statistics files of `distributed.inputs` (files, job or sweep folders, globs)."""
     if not inputs:
         raise UserError(
             "mode=combine needs distributed.inputs: the factor jobs' folders, e.g. "
@@ -196,9 +189,8 @@ def _no_samples():
 
 
 def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, Any]:
-    """mode=combine: merge the statistics, solve, validate and write the run directory a
-    single run writes (`reports.run_report.write_run_directory`: metrics.json, parameters.yaml,
-    predictions, summary, plots, twin); returns the metrics."""
+    """mode=combine: merge the statistics, solve, validate and write a single run's run
+    directory; returns the metrics."""
     timer = StepTimer()
     with timer("data"):
         files = statistics_files(config.distributed.inputs)
@@ -313,8 +305,8 @@ def _train_metrics(
 
 
 def _summed(values: list) -> Any:
-    """The parts' reports as one: numbers summed (floats: the largest), lists joined, dicts
-    key by key, anything else the first part's."""
+    """The parts' reports as one: ints summed, floats the largest, lists joined, dicts key by
+    key, anything else the first part's."""
     first = values[0]
     if isinstance(first, bool) or first is None or isinstance(first, str):
         return first
@@ -328,9 +320,8 @@ def _summed(values: list) -> Any:
 
 
 def _data_metrics(total: SufficientStatistics, parts: list, validation: Dataset) -> dict:
-    """metrics.json `data`: the training part from the parts' own rows (preprocessing counts
-    and data checks of the windows summed, the recorded and kept rows of the parts' own), the
-    validation part as a single run gives it."""
+    """metrics.json `data`: training from the parts' own rows (their windows' counts and
+    checks summed), validation as a single run gives it."""
     infos = [p.info["part"] for p in parts]
     recorded = sum(i["rows"][1] - i["rows"][0] for i in infos)
     kept = sum(i["kept_rows"] for i in infos)
@@ -359,8 +350,7 @@ def _data_metrics(total: SufficientStatistics, parts: list, validation: Dataset)
 
 
 def _tuning_note(config: RunConfig) -> str | None:
-    """Why tuning=cv does not apply here (each part would choose its own options, and parts
-    must share them), or None when it would not have applied anyway."""
+    """Why tuning=cv does not apply to a part, or None when it would not have applied."""
     tuning = config.tuning
     if not tuning.active or config.plugins["source"].info.name not in tuning.sources:
         return None
@@ -438,8 +428,8 @@ def _window(
     times: np.ndarray,
     step_of: Callable[[np.ndarray], float] | None,
 ) -> tuple[Dataset, dict[str, Any]]:
-    """The part's samples of `recorded` (rows start.. of a recording with timestamps `times`):
-    the window around the part preprocessed, checked, cut to the part."""
+    """The part's samples of `recorded` (rows start.. of a recording with timestamps `times`),
+    preprocessed and checked with the halo, then cut to the part."""
     settings = config.distributed
     n = len(times)
     halo, (first, last) = _bounds(config, times)

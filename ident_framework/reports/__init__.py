@@ -1,5 +1,4 @@
-"""The run directory: its file names (`run_files`), the writer with its all-or-nothing staging
-(`run_report`), parameters.yaml (`parameters`), the printed summary (`summary`), table cells
-(`tables`), the closed loop's table (`loop_table`), plots, the tuning's table
-(`tuning_report`), run.mcap (`mcap_export`), a sweep's comparison (`sweep`) and the fleet
-report (`fleet`)."""
+"""The run directory: file names (`run_files`), the all-or-nothing writer (`run_report`),
+parameters.yaml (`parameters`), the printed summary and the closed loop's outputs (`summary`),
+table cells (`tables`), plots, the tuning's table (`tuning_report`), run.mcap (`mcap_export`),
+a sweep's comparison (`sweep`) and the fleet report (`fleet`)."""

@@ -1,16 +1,10 @@
-"""The fleet report: per robot and joint, the identified friction and rotor inertia, the last
-link's payload-like parameters, the held-out fit, and flags a maintenance engineer acts on.
-
-Per robot and joint: Coulomb fc (Nm) and viscous fv (Nm·s/rad) friction and rotor inertia
-(kg·m²) with their standard deviations (s² (RᵀR)⁻¹ of the base parameters, mapped to each
-parameter identifiable on its own; fv, Ia and their std are empty where the parameter is
-identified only in combination with others); the last link's mass (kg) and first moments
-m·c (kg·m) where identifiable alone. Flags: an outlier, fc more than k σ above the fleet's
-median for that joint (latest log of each robot; σ = 1.4826 × the median absolute deviation,
-at least `min_spread` × the median); a trend, fc risen by more than k σ since the robot's
-earliest log. Written: fleet.csv, fleet.md (also every log given, and why any was left out)
-and fleet.png (fc per joint and robot, the median, the k σ limit, ±2 std error bars, flagged
-joints marked; one panel per joint).
+"""The fleet report: per robot and joint, Coulomb fc (Nm) and viscous fv (Nm·s/rad) friction
+and rotor inertia Ia (kg·m²) with their std (empty where not identifiable on its own), the
+held-out fit, the last link's mass (kg) and first moments m·c (kg·m), and flags: an outlier,
+fc more than k σ above the fleet's median of that joint (latest log per robot; σ = 1.4826 MAD,
+at least `min_spread` × median), or a trend, fc risen by more than k σ since the robot's
+first log. Written: fleet.csv, fleet_payload.csv, fleet.md (with every log given and why any
+was left out) and fleet.png (fc per joint and robot, ±2 std bars, flagged joints marked).
 
 Rationale: docs/design.md#fleet-flags
 """
@@ -18,6 +12,7 @@ Rationale: docs/design.md#fleet-flags
 from __future__ import annotations
 
 import csv
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,8 +56,6 @@ class RobotRun:
 
     @classmethod
     def read(cls, robot: str, date: str, run_dir: Path) -> RobotRun:
-        import json
-
         parameters = yaml.safe_load((run_dir / run_files.PARAMETERS).read_text())
         metrics = json.loads((run_dir / run_files.METRICS).read_text())
         rows = parameters["joints"]
@@ -120,8 +113,7 @@ def fleet_flags(runs: list[RobotRun], k: float, min_spread: float) -> list[dict[
 
 
 def _cell(values, j: int, alone=None, always: bool = False) -> float | None:
-    """values[j], None when absent (NaN) or identified only in combination (`alone` False;
-    its value is a minimum-norm share, not the joint's own) unless `always`."""
+    """values[j], None when absent (NaN) or, unless `always`, not identifiable alone."""
     hidden = alone is not None and not alone[j] and not always
     return None if values is None or np.isnan(values[j]) or hidden else float(values[j])
 
@@ -140,19 +132,17 @@ def payload_rows(runs: list[RobotRun]) -> list[dict[str, Any]]:
 def write_fleet_report(
     folder: Path, runs: list[RobotRun], k: float, min_spread: float, left_out: list[LeftOut] = ()
 ) -> list:
-    """fleet.csv, fleet.md and fleet.png into `folder`; `left_out`: the logs given that could
-    not be identified (listed in fleet.md with the reason); returns the rows."""
+    """The report's files into `folder`; `left_out`: logs that could not be identified;
+    returns the rows."""
     rows = fleet_flags(runs, k, min_spread)
-    with open(folder / FLEET_CSV, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
     payload = payload_rows(runs)
     payload_names = list(dict.fromkeys(key for row in payload for key in row))
-    with open(folder / FLEET_PAYLOAD_CSV, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=payload_names)
-        writer.writeheader()
-        writer.writerows(payload)
+    for name, table, names in ((FLEET_CSV, rows, list(rows[0])),
+                               (FLEET_PAYLOAD_CSV, payload, payload_names)):  # fmt: skip
+        with open(folder / name, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=names)
+            writer.writeheader()
+            writer.writerows(table)
     columns = ["robot", "date", "joint", "fc", "fc_std", "fv", "fv_std", "Ia", "Ia_std",
                "fc_sigmas_above_median", "validation_rmse", "validation_r2"]  # fmt: skip
     flagged = [r for r in rows if r["outlier"] or r["trend"]]
@@ -215,9 +205,8 @@ def write_fleet_report(
 
 
 def plot_fleet(rows: list[dict[str, Any]], k: float, path: Path) -> list[float]:
-    """fc of each robot (latest log), one panel per joint, each showing the fleet median ±
-    (k+1) σ so each robot's ±2 std bar is visible beside the fleet's spread (values beyond
-    are drawn at the edge, labelled with robot and fc); the k σ limit; flagged joints in red.
+    """fc of each robot (latest log), one panel per joint spanning the median ± (k+1) σ
+    (values beyond drawn at the edge, labelled), the k σ limit, flagged joints in red.
     Returns the drawn ±2 std bars' heights in pixels."""
     import matplotlib
 

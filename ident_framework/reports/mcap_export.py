@@ -1,21 +1,15 @@
-"""A run as an MCAP file (`run.mcap`, the `mcap` package) that Foxglove and PlotJuggler open with
-no conversion: JSON messages with JSON schemas ("jsonschema" schema encoding, "json" message
-encoding, the encodings both tools read natively).
+"""A run as an MCAP file (`run.mcap`) that Foxglove and PlotJuggler open natively: JSON
+messages with JSON schemas. Per data set (`identification`, `validation`), one message per
+sample at its time:
 
-Per data set (`identification`, `validation`), one message per sample at the sample's time:
+- `/<set>/joint_states_filtered` (sensor_msgs/msg/JointState fields): the preprocessed
+  samples the fit used, position (rad) and velocity (rad/s) filtered, effort the low-passed
+  torque (Nm);
+- `/<set>/torque`: `measured` (as recorded), `physical`, `fused` and `residual`
+  (measured − fused), each joint name → Nm.
 
-- `/<set>/joint_states_filtered`: the preprocessed samples the fit used, as
-  sensor_msgs/msg/JointState: `header.stamp` {sec, nsec}, `name`, `position` (rad) and
-  `velocity` (rad/s) filtered, `effort` the low-passed torque (Nm);
-- `/<set>/torque`: `measured` (as recorded, as in predictions_validation.csv), `physical`
-  (identified model), `fused` (physical + residual learner; equals physical without one) and
-  `residual` (measured − fused), each an object of joint name → Nm.
-
-The schemas and message builders are shared with the online service's recording
-(`online/mcap_recording.py`). Log and publish times are in ns:
-`metadata["time_origin_ns"]` of the recording (a ROS bag's first stamp) plus the sample time,
-else the sample time itself. Written to a temporary name and renamed, so a reader never sees
-half a file.
+Times in ns: `metadata["time_origin_ns"]` (a ROS bag's first stamp) plus the sample time.
+The schemas and message builders are shared with `online/mcap_recording.py`.
 """
 
 from __future__ import annotations
@@ -156,22 +150,6 @@ def torque_message(at: dict, joints: tuple[str, ...], torques: dict[str, list[fl
     return json.dumps(body).encode()
 
 
-def write_run_mcap(
-    path: str | os.PathLike[str],
-    sets: dict[str, tuple[Dataset, np.ndarray, np.ndarray]],
-) -> Path:
-    """Write `sets` (name -> (data, physical torque, fused torque), (N, n) in Nm) to `path`."""
-    target = Path(os.fspath(path))
-    partial = target.with_name(target.name + ".partial")
-    with open(partial, "wb") as stream:
-        writer = new_writer(stream)
-        for name, (data, physical, fused) in sets.items():
-            _write_set(writer, name, data, np.asarray(physical), np.asarray(fused))
-        writer.finish()
-    os.replace(partial, target)
-    return target
-
-
 def _write_set(writer, name: str, data: Dataset, physical: np.ndarray, fused: np.ndarray) -> None:
     joints = tuple(data.joint_names)
     schema = joint_state_schema(FILTERED_STATES, "JointStateFiltered")
@@ -202,11 +180,17 @@ def _write_set(writer, name: str, data: Dataset, physical: np.ndarray, fused: np
 def write_result_mcap(folder: Path, result) -> Path:
     """`run.mcap` of an identification result (`identify.result.IdentificationResult`): its
     identification and validation data with the measured, physical and fused torques."""
-    sets = {
-        role: (data, result.predictions[split].physical, result.predictions[split].final)
-        for role, split, data in (
+    target = folder / MCAP_FILE
+    partial = target.with_name(target.name + ".partial")
+    with open(partial, "wb") as stream:
+        writer = new_writer(stream)
+        for name, split, data in (
             ("identification", "train", result.data.train),
             ("validation", "validation", result.data.validation),
-        )
-    }
-    return write_run_mcap(folder / MCAP_FILE, sets)
+        ):
+            predicted = result.predictions[split]
+            physical, fused = np.asarray(predicted.physical), np.asarray(predicted.final)
+            _write_set(writer, name, data, physical, fused)
+        writer.finish()
+    os.replace(partial, target)
+    return target

@@ -1,7 +1,5 @@
-"""parameters.yaml: the identified parameters as a user reads them (base parameters with
-their standard deviations and combinations, per-joint friction and rotor inertia, per-link
-parameters when physically valid, the robot and the plugins used), and the units of the
-per-joint parameters the summary's tables carry."""
+"""parameters.yaml: base parameters (std, combinations), per-joint friction and rotor inertia,
+per-link parameters when physically valid, robot and plugins; and per-joint parameter units."""
 
 from __future__ import annotations
 
@@ -15,7 +13,6 @@ from ident_framework.identify.result import IdentificationResult
 from ident_framework.model import friction_terms
 from ident_framework.model.physical_consistency import com_inertia
 from ident_framework.plain_data import to_plain
-from ident_framework.reports.tuning_report import tuning_section
 
 # Units of the per-joint parameters by their conventional names (a friction plugin may declare
 # its own as `parameter_units`, a dict name -> unit); "" means dimensionless.
@@ -45,19 +42,10 @@ def parameter_unit(name: str, friction: FrictionModel | None = None) -> str | No
     return declared.get(name, PARAMETER_UNITS.get(name))
 
 
-def standard_std(result: IdentificationResult) -> np.ndarray | None:
-    """`parameter_std` of the result's estimator and base parameters."""
-    return parameter_std(result.model.estimator, result.model.base)
-
-
 def parameter_std(estimator: Any, base: Any) -> np.ndarray | None:
-    """(p,) standard deviation of each standard parameter identifiable on its own, from the
-    estimator's covariance of the base parameters (θ_i = B_i β: std² = B_i Cov(β) B_iᵀ; for
-    LS Cov(β) = s² (RᵀR)⁻¹, s² the residual variance of this fit); NaN where the parameter is
-    identified only in combination with others (its value is then a minimum-norm share);
-    from the covariance of the standard parameters when the estimator identifies them and
-    gives one (`standard_cov_`: the geometric prior's Laplace approximation); None when the
-    estimator gives no covariance."""
+    """(p,) std of each standard parameter identifiable on its own (NaN otherwise): from the
+    estimator's `standard_cov_` when it has one, else from its base covariance `coef_cov_`
+    (θ_i = B_i β: std² = B_i Cov(β) B_iᵀ); None when the estimator gives no covariance."""
     alone = base.identifiable_alone()
     standard_cov = getattr(estimator, "standard_cov_", None)
     if standard_cov is not None:
@@ -75,7 +63,7 @@ def parameter_std(estimator: Any, base: Any) -> np.ndarray | None:
 def standard_std_section(result: IdentificationResult) -> dict[str, Any]:
     """parameters.yaml `standard_parameter_std`: name -> std (null: identified only in
     combination), when the estimator gives a covariance."""
-    std = standard_std(result)
+    std = parameter_std(result.model.estimator, result.model.base)
     if std is None:
         return {}
     names = result.model.builder.parameter_names
@@ -94,7 +82,7 @@ def joint_parameters(result: IdentificationResult) -> list[dict[str, Any]]:
     names = model.builder.parameter_names
     index = {name: i for i, name in enumerate(names)}
     alone = model.base.identifiable_alone()
-    std = standard_std(result)
+    std = parameter_std(model.estimator, model.base)
     rows = []
     for j, joint in enumerate(model.robot.joint_names):
         row: dict[str, Any] = {"joint": joint}
@@ -218,7 +206,7 @@ def parameters_document(result: IdentificationResult) -> dict[str, Any]:
             **standard_std_section(result),
             **({"friction": friction_document(result)} if model.friction_fit else {}),
             **(
-                {"tuning": tuning_section(result.config.selection)}
+                {"tuning": result.config.selection.to_dict()}
                 if result.config.selection is not None
                 else {}
             ),
@@ -229,9 +217,8 @@ def parameters_document(result: IdentificationResult) -> dict[str, Any]:
 
 
 def load_friction_document(result: IdentificationResult) -> dict[str, Any]:
-    """parameters.yaml `load_friction` when the friction has its load-dependent term: the
-    config key `mode=predict` applies (`chosen`), fL per joint, how tau_load was iterated and
-    that the twin omits the term (empty when the term is off)."""
+    """parameters.yaml `load_friction` when the friction's load-dependent term is on (else
+    empty): `chosen` (for `mode=predict`), fL per joint, the iteration and the twin's note."""
     fit = result.metrics.get("load_friction")
     if fit is None:
         return {}
@@ -250,9 +237,8 @@ def load_friction_document(result: IdentificationResult) -> dict[str, Any]:
 
 
 def temperature_document(result: IdentificationResult) -> dict[str, Any]:
-    """parameters.yaml `temperature` when the friction has its temperature term: the config
-    keys `mode=predict` applies (`chosen`: the term on, its reference T_ref in °C per joint),
-    and how the twin carries it (empty when the term is off)."""
+    """parameters.yaml `temperature` when the friction's temperature term is on (else empty):
+    `chosen` (for `mode=predict`: T_ref in °C per joint) and the twin's note."""
     friction = result.model.builder.friction
     if not friction_terms.uses_temperature(friction):
         return {}
@@ -271,9 +257,8 @@ def temperature_document(result: IdentificationResult) -> dict[str, Any]:
 
 
 def friction_document(result: IdentificationResult) -> dict[str, Any]:
-    """A nonlinear friction model's fitted nonlinear values per joint (what `mode=predict`
-    rebuilds the model with) and every physical parameter per joint, with the true value when
-    the robot was simulated."""
+    """A nonlinear friction model's fitted nonlinear values per joint (for `mode=predict`) and
+    its physical parameters per joint (with the true value when simulated)."""
     fit = result.model.friction_fit
     comparison = result.metrics["friction"]
     joints = list(result.model.robot.joint_names)

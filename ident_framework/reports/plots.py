@@ -1,11 +1,9 @@
 """PNG plots of a run: validation torques, per-joint RMSE, the excitation trajectory (and for
 mode=predict the first two for the predicted recording).
 
-Drawn on matplotlib `Figure` objects (Agg canvas, no pyplot state), imported when a plot is
-drawn: a run with `plots=false` never imports matplotlib. Margins are fixed in inches rather
-than measured by `tight_layout` (which draws every text once more: ~40 % of the plotting time
-of a 10^5-sample run), and a long time series is reduced to the pixel columns it covers (the
-minimum and maximum of the samples in each column, in time order: the same picture).
+Drawn on matplotlib `Figure` objects (Agg, no pyplot state; matplotlib imported only when
+drawing) with margins fixed in inches (no `tight_layout`); long series are decimated to the
+pixel columns they cover (`decimated`: the same picture).
 """
 
 from __future__ import annotations
@@ -25,11 +23,6 @@ if TYPE_CHECKING:
     from ident_framework.identify.result import IdentificationResult
 
 DPI = 110
-
-
-def _grid(n: int) -> tuple[int, int]:
-    cols = 2 if n > 1 else 1
-    return (n + cols - 1) // cols, cols
 
 
 def _figure(
@@ -56,14 +49,10 @@ def _figure(
     return fig
 
 
-def _save(fig: Figure, path: Path) -> None:
-    fig.savefig(path, dpi=DPI)
-
-
 def decimated(t: np.ndarray, values: np.ndarray, columns: int) -> tuple[np.ndarray, np.ndarray]:
-    """(t, values) (N,) and (N, k) reduced for a line `columns` pixels wide: per pixel column,
-    the samples where each series is lowest and highest, in time order (unchanged when N is
-    at most 4 x columns). The drawn envelope is the full series'."""
+    """(t, values) (N,) and (N, k) reduced for a line `columns` pixels wide: per column the
+    samples where each series is lowest and highest, in time order (unchanged when N <= 4 x
+    columns)."""
     n = len(t)
     if n <= 4 * columns:
         return t, values
@@ -94,7 +83,8 @@ def plot_torque(
     final = physical if fusion is None else fusion
     measured = data.measured_torque  # as recorded, as the metrics score it
     t = data.timestamp - data.timestamp[0]
-    rows, cols = _grid(data.n_joints)
+    cols = 2 if data.n_joints > 1 else 1
+    rows = (data.n_joints + cols - 1) // cols
     fig = _figure(13, 2.6 * rows, (0.75, 0.15, 0.65, 0.55), hspace=0.45, wspace=0.18)
     axes = fig.subplots(rows, cols, sharex=True, squeeze=False)
     pixels = int(13 * DPI / cols)  # an upper bound on a panel's width in pixels
@@ -116,13 +106,7 @@ def plot_torque(
         ax.set_xlabel("time [s]")
     axes.flat[0].legend(fontsize=8, loc="upper right")
     fig.suptitle(title)
-    _save(fig, path)
-
-
-def plot_validation_torque(path: Path, result: IdentificationResult) -> None:
-    prediction = result.predictions["validation"]
-    title = "Validation trajectory: measured vs predicted joint torque"
-    plot_torque(path, result.data.validation, prediction.physical, prediction.fusion, title)
+    fig.savefig(path, dpi=DPI)
 
 
 def plot_rmse_bars(
@@ -149,7 +133,7 @@ def plot_rmse_bars(
     ax.set_title(title)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    _save(fig, path)
+    fig.savefig(path, dpi=DPI)
 
 
 def plot_rmse_per_joint(path: Path, result: IdentificationResult) -> None:
@@ -182,7 +166,7 @@ def plot_excitation(path: Path, result: IdentificationResult) -> None:
     axes[0].set_title(
         f"Excitation trajectory (cond of base regressor {result.diagnostics.cond:.1f})"
     )
-    _save(fig, path)
+    fig.savefig(path, dpi=DPI)
 
 
 def write_prediction_plots(
@@ -211,16 +195,20 @@ def write_prediction_plots(
 
 def write_plots(folder: Path, result: IdentificationResult) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    plot_validation_torque(folder / run_files.VALIDATION_TORQUE_PLOT, result)
+    prediction = result.predictions["validation"]
+    title = "Validation trajectory: measured vs predicted joint torque"
+    plot_torque(
+        folder / run_files.VALIDATION_TORQUE_PLOT, result.data.validation, prediction.physical,
+        prediction.fusion, title,
+    )  # fmt: skip
     plot_rmse_per_joint(folder / run_files.RMSE_PER_JOINT_PLOT, result)
     if result.data.excitation is not None:
         plot_excitation(folder / run_files.EXCITATION_PLOT, result)
 
 
 def plot_loop_r2(path: Path, loop: dict) -> None:
-    """Closed loop: validation R² per round with the target line (axis log-scaled in 1 − R²
-    and inverted, so both a poor first round and the approach to the target show and better
-    is up), and the validation RMSE per round."""
+    """Closed loop: validation R² per round with the target (log scale of 1 − R², inverted:
+    better is up), and the validation RMSE per round."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     records = loop["iterations"]
@@ -253,4 +241,4 @@ def plot_loop_r2(path: Path, loop: dict) -> None:
     ax_rmse.set_xlabel("round (each adds one excitation recording)")
     ax_rmse.set_xticks(rounds)
     ax_rmse.grid(alpha=0.3)
-    _save(fig, path)
+    fig.savefig(path, dpi=DPI)

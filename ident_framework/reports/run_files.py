@@ -1,11 +1,7 @@
-"""Every file name of a run directory the engine writes (or reads back: `mode=predict` reads
-config.yaml, parameters.yaml and residual/), in one place. README's "Run directory" table
-describes their contents.
-
-Files named by their writers instead: a residual learner's own files inside `residual/` and
-a plugin's `write_outputs` (built-ins: `residual/bpnn_*`, `plots/bpnn_training.png`,
-`rls_*.csv`, `plots/rls_*.png`), and the rtde source's recording (`source.recording_path`,
-default `rtde_<role>_<date-time>.csv`).
+"""Every file name of a run directory the engine writes or reads back (README's "Run
+directory" describes them), except those plugins name: a residual learner's files in
+`residual/`, `write_outputs` files (e.g. `rls_*.csv`, `plots/bpnn_training.png`) and the
+rtde source's recording (`source.recording_path`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Writes the run-directory contract (metrics.json, parameters.yaml, predictions, plots, the
-twin, the residual learner) and prints the summary a user reads at the end of a run. The file
-names are in `run_files.py`.
-
-The directory is all or nothing (`staged_outputs`): outputs are written to a staging folder and
-moved into the run directory only when the whole run succeeded.
+"""Writes the run directory (file names in `run_files.py`) and prints the summary. All or
+nothing (`staged_outputs`): outputs are moved into the run directory only when the run
+succeeded.
 """
 
 from __future__ import annotations
@@ -30,25 +27,15 @@ from ident_framework.reports.parameters import parameters_document
 from ident_framework.reports.plots import write_plots, write_prediction_plots
 from ident_framework.reports.run_files import HYDRA_FOLDER, STAGING
 from ident_framework.reports.summary import summary_lines
-from ident_framework.reports.tuning_report import tuning_section, write_tuning_table
+from ident_framework.reports.tuning_report import write_tuning_table
 from ident_framework.twin.export import twin_urdf_text
 
 
-def installed_plugins() -> list[dict[str, str]]:
-    """Every installed option (plugins.yaml), none of the unused ones imported."""
-    return [
-        {"kind": p.kind, "name": p.name, "distribution": p.distribution, "version": p.version}
-        for p in get_registry().installed()
-    ]
-
-
 def write_torque_table(path: Path, data: Dataset, physical: np.ndarray, final: np.ndarray) -> None:
-    """`timestamp, tau_meas_j..., tau_physical_j..., tau_pred_j...` (Nm), one row per
-    predicted sample of `data`: timestamp and measured torque as recorded (`Dataset.recorded`,
-    never the low-passed torque), every value in the shortest decimal form that reads back as
-    the same float (the float read from the file, exactly; written by pyarrow, ~4 x faster
-    than numpy's savetxt). When `data` holds several recordings a last column `recording`
-    gives each row's recording (its index in metrics.json's `recordings` list)."""
+    """`timestamp, tau_meas_j..., tau_physical_j..., tau_pred_j...` (Nm) per predicted sample
+    of `data` (timestamp and torque as recorded), each value in the shortest form that reads
+    back as the same float; with several recordings a last column `recording` (its index in
+    metrics.json's `recordings`)."""
     n = data.n_joints
     header = ["timestamp"] + [
         f"{kind}_{j}" for kind in ("tau_meas", "tau_physical", "tau_pred") for j in range(n)
@@ -69,17 +56,15 @@ def write_torque_table(path: Path, data: Dataset, physical: np.ndarray, final: n
 
 
 def _arrow_array(values: np.ndarray) -> pa.Array:
-    """A pyarrow array of a 1-D float64 or int64 array's values (no nulls; NaN stays a value)
-    on the buffer of its contiguous form: `pa.array(values)` would import pandas (pyarrow's
-    pandas bridge, ~0.2 s) to convert it."""
+    """A pyarrow array on the buffer of a 1-D float64 or int64 array (NaN stays a value);
+    `pa.array` would import pandas."""
     values = np.ascontiguousarray(values)
     kind = {np.dtype(np.float64): pa.float64(), np.dtype(np.int64): pa.int64()}[values.dtype]
     return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
 
 
 def write_twin(folder: Path, twin: RobotModel, prefix: str = "") -> list[Path]:
-    """Write twin.xml and twin.urdf (names prefixed with `prefix`) into `folder`; returns
-    their paths."""
+    """Write `prefix`twin.xml and `prefix`twin.urdf into `folder`; returns their paths."""
     mjcf, urdf = (folder / name for name in run_files.twin_files(prefix))
     mjcf.write_text(twin.mjcf)
     urdf.write_text(twin_urdf_text(twin))
@@ -89,13 +74,13 @@ def write_twin(folder: Path, twin: RobotModel, prefix: str = "") -> list[Path]:
 def write_run_directory(
     staging: Path, result: IdentificationResult, cfg: DictConfig, twin_prefix: str = ""
 ) -> None:
-    """Every file of an identification's run directory into the folder `staging`; the twin's
-    file names prefixed with `twin_prefix` (a rehearsal's is not the robot's twin)."""
+    """Every file of an identification's run directory into `staging`; the twin's names
+    prefixed with `twin_prefix` (a rehearsal's)."""
     model, plots = result.model, result.config.plots
     selection = result.config.selection
     metrics = result.metrics
     if selection is not None:
-        metrics = {**metrics, "tuning": tuning_section(selection)}
+        metrics = {**metrics, "tuning": selection.to_dict()}
     (staging / run_files.METRICS).write_text(json.dumps(to_plain(metrics), indent=2))
     (staging / run_files.PARAMETERS).write_text(yaml_text(parameters_document(result)))
     validation = result.predictions["validation"]
@@ -106,7 +91,11 @@ def write_run_directory(
         validation.final,
     )
     write_tuning_table(staging, selection)
-    (staging / run_files.PLUGINS).write_text(yaml_text({"installed": installed_plugins()}))
+    installed = [
+        {"kind": p.kind, "name": p.name, "distribution": p.distribution, "version": p.version}
+        for p in get_registry().installed()
+    ]  # every installed option, none of the unused ones imported
+    (staging / run_files.PLUGINS).write_text(yaml_text({"installed": installed}))
     (staging / run_files.CONFIG).write_text(config_yaml_text(cfg))
     (staging / run_files.SUMMARY).write_text("\n".join(summary_lines(result, twin_prefix)) + "\n")
     if result.data.excitation is not None:
@@ -136,7 +125,7 @@ def write_prediction_outputs(
     plots: bool,
 ) -> None:
     """mode=predict: predictions_<stem>.csv, metrics_<stem>.json and (with `plots`) the
-    validation plots for the recording with file stem `stem`."""
+    validation plots of the recording `stem`."""
     predictions, metrics_file = run_files.prediction_files(stem)
     final = physical if fusion is None else fusion
     write_torque_table(staging / predictions, data, physical, final)
@@ -155,8 +144,8 @@ def print_summary(result: IdentificationResult, run_dir: Path, twin_prefix: str 
 
 @contextmanager
 def staged_outputs(run_dir: Path) -> Iterator[Path]:
-    """Yield a staging folder; on success move its files into run_dir, on any failure remove
-    it together with the files Hydra wrote for this job, and the run dir if left empty."""
+    """Yield a staging folder; on success move its files into run_dir, on failure remove it,
+    Hydra's files of this job and the run dir if left empty."""
     staging = run_dir / STAGING
     if staging.exists():
         shutil.rmtree(staging)

@@ -1,15 +1,19 @@
 """The summary a user reads at the end of a run (also saved as summary.txt): models and data,
 fit per data set, warnings, the fusion, per-joint parameter and friction tables, the twin, and
-for `mode=predict` the same for the predicted recording."""
+for `mode=predict` the same for the predicted recording; the closed loop's outputs (loop.csv,
+loop.md, loop_trajectories.yaml, plots/loop_r2.png), whose table closes its summary."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ident_framework.data.preprocessing import JITTER_TOLERANCE
-from ident_framework.hookspecs import DISTRIBUTION, FrictionModel
+from ident_framework.hookspecs import DISTRIBUTION, FrictionModel, Trajectory
 from ident_framework.identify.result import IdentificationResult
-from ident_framework.reports.loop_table import loop_table
+from ident_framework.plain_data import to_plain, yaml_text
+from ident_framework.reports import run_files
 from ident_framework.reports.parameters import (
     coupled_motor_parameters,
     joint_parameters,
@@ -17,7 +21,7 @@ from ident_framework.reports.parameters import (
     temperature_document,
 )
 from ident_framework.reports.run_files import twin_files
-from ident_framework.reports.tables import aligned_table, format_cell
+from ident_framework.reports.tables import aligned_table, format_cell, markdown_table
 from ident_framework.reports.tuning_report import tuning_lines
 
 
@@ -62,8 +66,7 @@ def summary_lines(result: IdentificationResult, twin_prefix: str = "") -> list[s
 
 
 def estimator_lines(result: IdentificationResult) -> list[str]:
-    """What a physically consistent estimator's prior cost in training fit against least
-    squares on the same columns, and what it gained held out (the tuning's CV RMSE)."""
+    """A physically consistent fit's training RMSE vs least squares, and held out (CV)."""
     report = result.metrics.get("estimator") or {}
     if "train_rmse_least_squares" not in report:
         return []
@@ -145,8 +148,7 @@ def _option(selected: Any) -> str:
 
 
 def models_line(result: IdentificationResult) -> str:
-    """Which estimator, friction model and residual learner made these figures, and from
-    which data."""
+    """The estimator, friction model, residual learner and data of these figures."""
     plugins, validation = result.config.plugins, result.config.validation
     held_out = (
         f"split (last {100 * validation.split.fraction:g} %)"
@@ -161,8 +163,8 @@ def models_line(result: IdentificationResult) -> str:
 
 
 def metric_lines(label: str, metrics: dict[str, Any], width: int = 10) -> list[str]:
-    """Pooled RMSE and R² with the per-joint R², of the physical model and (when present) the
-    fusion, as the summary prints them for `label` (train, validation, a recording)."""
+    """Pooled RMSE and R² with the per-joint R², physical and (when present) fusion, of
+    `label` (train, validation, a recording)."""
     lines = []
     for stage in ("physical", "fusion"):
         if stage not in metrics:
@@ -195,8 +197,7 @@ def recording_lines(recordings: list[dict[str, Any]]) -> list[str]:
 
 
 def data_lines(data: dict[str, Any]) -> list[str]:
-    """What the metrics were scored on: samples kept of those recorded, edge samples dropped,
-    gaps and short pieces dropped, per data set."""
+    """Per data set: samples scored of those recorded, and what preprocessing dropped."""
     lines = []
     for split in ("train", "validation"):
         counts = data.get(f"{split}_preprocessing")
@@ -230,8 +231,8 @@ def data_lines(data: dict[str, Any]) -> list[str]:
 
 
 def prediction_summary_lines(metrics: dict[str, Any]) -> list[str]:
-    """mode=predict: which saved model predicted which recording, and how well, in the same
-    form as an identification's summary (physical and fused; pooled and per joint)."""
+    """mode=predict: which saved model predicted which recording, and how well (the form of
+    an identification's summary)."""
     data, models = metrics["data"], metrics["models"]
     counts = data.get("preprocessing") or {}
     how = f"{counts.get('edge_samples_dropped', 0)} filter-edge samples dropped"
@@ -267,8 +268,7 @@ def prediction_summary_lines(metrics: dict[str, Any]) -> list[str]:
 
 
 def twin_lines(result: IdentificationResult, twin_prefix: str = "") -> list[str]:
-    """The twin write-back: what was written and how it matches the validation data, or why
-    nothing was written and how to get parameters that can be."""
+    """The twin write-back and its fit on the validation data, or why none was written."""
     twin = result.metrics.get("twin")
     if twin is None:
         refused = result.twin.refused
@@ -320,8 +320,7 @@ def twin_lines(result: IdentificationResult, twin_prefix: str = "") -> list[str]
 
 
 def fusion_table(result: IdentificationResult) -> list[str]:
-    """Per joint on the validation data: physical vs fused RMSE, RMSE reduction, R² gain and,
-    for a learner with a range guard, the share of samples outside its training range."""
+    """The fusion per joint on the validation data (`fusion_lines`), after the acceptance."""
     validation = result.metrics["validation"]
     if "fusion" not in validation:
         return []
@@ -334,8 +333,7 @@ def fusion_table(result: IdentificationResult) -> list[str]:
 
 
 def acceptance_lines(joints: list[str], report: dict[str, Any] | None) -> list[str]:
-    """The residual learner's held-out acceptance per joint (metrics.json `residual`), when
-    it reports one."""
+    """The residual learner's held-out acceptance per joint, when it reports one."""
     if not report or "accepted" not in report:
         return []
     lines = [
@@ -377,7 +375,8 @@ def fusion_lines(
     gain: dict[str, Any],
     data: str,
 ) -> list[str]:
-    """The per-joint fusion table of `data` (a name for the recording) from its metrics."""
+    """Per joint of `data` (the recording's name): physical vs fused RMSE, reduction, R² gain
+    and the share outside the learner's training range (with a range guard)."""
     per_joint = fusion.get("out_of_range_per_joint")
     header = "joint                 RMSE physical  RMSE fusion  reduction %  R² gain %"
     lines = [header + ("  outside training range %" if per_joint is not None else "")]
@@ -414,8 +413,7 @@ def _with_unit(name: str, friction: FrictionModel) -> str:
 
 
 def friction_table(result: IdentificationResult) -> list[str]:
-    """A nonlinear friction model: the fit, and per joint its physical parameters as
-    identified (true; error %) for a simulated robot."""
+    """A nonlinear friction model's fit and physical parameters per joint (true, error %)."""
     fit, comparison = result.model.friction_fit, result.metrics.get("friction")
     if fit is None:
         return []
@@ -432,22 +430,27 @@ def friction_table(result: IdentificationResult) -> list[str]:
         f"{_with_unit(k, friction)} (true, err %)" if k in true else _with_unit(k, friction)
         for k in names
     ]
-    rows = []
-    for j in range(result.model.robot.n_joints):
-        cells = []
-        for name in names:
-            text = format_cell(comparison["identified"][name][j], ".4g")
-            if name in true:
-                error = format_cell(comparison["error_percent"][name][j], "+.1f", "-")
-                text += f" ({format_cell(true[name][j], '.4g')}, {error})"
-            cells.append(text)
-        rows.append(cells)
+
+    def cell(name: str, j: int) -> str:
+        text = format_cell(comparison["identified"][name][j], ".4g")
+        if name not in true:
+            return text
+        error = format_cell(comparison["error_percent"][name][j], "+.1f", "-")
+        return f"{text} ({format_cell(true[name][j], '.4g')}, {error})"
+
+    rows = [[cell(name, j) for name in names] for j in range(result.model.robot.n_joints)]
     joints = list(result.model.robot.joint_names)
     lines += aligned_table("joint", joints, headers, rows)
     if fit.at_bounds:
         shown = ", ".join(f"{joints[j]}.{name}" for j, name in fit.at_bounds)
         lines.append(f"warning: on a bound of the friction plugin's config: {shown}")
     return lines
+
+
+def _value_cell(entry: dict[str, Any], truth: bool) -> str:
+    """A parameter's value, `*` when not identifiable alone, then (true value) with `truth`."""
+    text = format_cell(entry["value"], ".4g") + ("" if entry["identifiable_alone"] else "*")
+    return text + (f" ({format_cell(entry['true'], '.4g')})" if truth else "")
 
 
 def joint_parameter_table(result: IdentificationResult) -> list[str]:
@@ -461,22 +464,11 @@ def joint_parameter_table(result: IdentificationResult) -> list[str]:
     headers = [
         f"{_with_unit(k, friction)} (true)" if truth else _with_unit(k, friction) for k in keys
     ]
-    cells = []
-    for row in rows:
-        texts = []
-        for key in keys:
-            entry = row[key]
-            mark = "" if entry["identifiable_alone"] else "*"
-            text = f"{format_cell(entry['value'], '.4g')}{mark}"
-            if truth:
-                text += f" ({format_cell(entry['true'], '.4g')})"
-            texts.append(text)
-        cells.append(texts)
+    cells = [[_value_cell(row[key], truth) for key in keys] for row in rows]
     lines = aligned_table("joint", [row["joint"] for row in rows], headers, cells)
     for motor in coupled_motor_parameters(result):
         values = ", ".join(
-            f"{_with_unit(k, friction)} {format_cell(motor[k]['value'], '.4g')}"
-            f"{'' if motor[k]['identifiable_alone'] else '*'}"
+            f"{_with_unit(k, friction)} {_value_cell(motor[k], False)}"
             for k in result.model.builder.motor_parameters
         )
         first, driven = motor["joints"]
@@ -486,3 +478,66 @@ def joint_parameter_table(result: IdentificationResult) -> list[str]:
     if any(not row[k]["identifiable_alone"] for row in rows for k in keys):
         lines.append("* not identifiable on its own (merged into a base parameter)")
     return lines
+
+
+R2_SOURCES = {  # which model a round's validation R² is of
+    "twin": "twin inverse dynamics (MuJoCo)",
+    "physical": "identified physical model",
+}
+LOOP_COLUMNS = (  # (key in a round's record, table header, number format)
+    ("iteration", "iteration", "d"),
+    ("seed", "seed", "d"),
+    ("recordings", "recordings", "d"),
+    ("samples", "samples so far", "d"),
+    ("n_base", "n_base", "d"),
+    ("cond", "cond", ".1f"),
+    ("validation_rmse", "validation RMSE [Nm]", ".4f"),
+    ("validation_r2", "R²", ".5f"),
+    ("r2_source", "R² of", ""),
+    ("physical_r2", "physical R²", ".5f"),
+    ("rmse_ratio_to_true", "RMSE / true", ".3f"),
+    ("wall_time_s", "wall time [s]", ".1f"),
+)
+
+
+def loop_table(loop: dict[str, Any]) -> list[str]:
+    """The rounds as a Markdown table, followed by the target and which R² was judged."""
+    header = [title for _, title, _ in LOOP_COLUMNS]
+    rows = [
+        [format_cell(record.get(key), spec) for key, _, spec in LOOP_COLUMNS]
+        for record in loop["iterations"]
+    ]
+    sources = sorted({R2_SOURCES[r["r2_source"]] for r in loop["iterations"]})
+    target = loop["target_r2"]
+    outcome = (
+        "no target (loop.target_r2=null)"
+        if target is None
+        else f"target R² {target}: {'reached' if loop['reached'] else 'not reached'} after "
+        f"{len(loop['iterations'])} of {loop['max_iterations']} rounds"
+    )
+    return [*markdown_table(header, rows), "", f"R² of: {', '.join(sources)}. {outcome}."]
+
+
+def write_loop_outputs(
+    folder: Path, result: IdentificationResult, excitations: Sequence[Trajectory]
+) -> None:
+    """loop.csv, loop.md, loop_trajectories.yaml (every round's excitation) and
+    plots/loop_r2.png of a closed-loop run whose final round is `result`."""
+    from ident_framework.reports.plots import plot_loop_r2
+
+    loop = result.metrics["loop"]
+    keys = [key for key, _, _ in LOOP_COLUMNS] + ["excitation_cond"]
+    rows = [",".join(keys)]
+    for record in loop["iterations"]:
+        rows.append(",".join("" if record[k] is None else str(record[k]) for k in keys))
+    (folder / run_files.LOOP_CSV).write_text("\n".join(rows) + "\n")
+    title = f"# Closed identification loop ({result.model.robot.name})\n\n"
+    (folder / run_files.LOOP_MARKDOWN).write_text(title + "\n".join(loop_table(loop)) + "\n")
+    rounds = [
+        {"iteration": record["iteration"], "seed": record["seed"], **to_plain(e.describe())}
+        for record, e in zip(loop["iterations"], excitations, strict=True)
+    ]
+    (folder / run_files.LOOP_TRAJECTORIES).write_text(yaml_text(rounds))
+    if result.config.plots:
+        (folder / run_files.PLOTS).mkdir(exist_ok=True)
+        plot_loop_r2(folder / run_files.PLOTS / run_files.LOOP_R2_PLOT, loop)

@@ -1,14 +1,9 @@
-"""At the end of a `-m` sweep: one comparison table of all runs (markdown and CSV), written
-whichever launcher ran the jobs; a failed job is a row with its error.
+"""At the end of a `-m` sweep, whichever Hydra launcher ran it: comparison.md and .csv, one
+row per job the command line expands to, failed jobs included.
 
-The jobs as the table lists them, whichever Hydra launcher ran
-them (basic, joblib, submitit, ray): every job the command line expands to is one row, a job
-that failed included.
-
-A job that fails inside a sweep does not stop the sweep: it writes `failed.json` into its job
-directory (the error, its exit code, its overrides) instead of results, and returns. A job that
-left neither results nor that record (killed, out of memory, a cluster timeout) is reported as
-such. After the sweep the command exits with the worst job's code (2: user errors only).
+A job that fails writes `failed.json` (error, exit code, overrides) instead of results and
+the sweep goes on; a job that left neither (killed, out of memory, timed out) is reported as
+such. The command then exits with the worst job's code (2: user errors only).
 """
 
 from __future__ import annotations
@@ -51,8 +46,8 @@ def _order(name: str) -> tuple[int, str]:
 
 
 def collect_rows(sweep_dir: Path, jobs: list[tuple[str, list[str]]] | None = None) -> list[dict]:
-    """One row per job: the jobs of `jobs` ((subdirectory, overrides), in order) and any other
-    job directory with results; a job without results is a failed row."""
+    """One row per job of `jobs` ((subdirectory, overrides)) and per other job directory with
+    results; a job without results is a failed row."""
     expected = dict(jobs or [])
     results = (run_files.METRICS, run_files.FAILED_JOB, run_files.FACTOR_SUMMARY)
     found = {p.parent.name for name in results for p in sweep_dir.glob(f"*/{name}")}
@@ -75,8 +70,8 @@ FACTOR_COLUMNS = (
 
 
 def _factor_row(run: Path, overrides: list[str] | None) -> dict[str, Any]:
-    """A `mode=factor` job: its part (index of count, rows, samples, time span s), its
-    statistics file (kB), wall time (s) and peak memory (MB); no fit (combine has that)."""
+    """A `mode=factor` job's row: its part, statistics file (kB), wall time (s), peak memory
+    (MB)."""
     summary = json.loads((run / run_files.FACTOR_SUMMARY).read_text())
     span = summary.get("time_s") or [None, None]
     return {
@@ -152,8 +147,8 @@ def plot_rmse_per_joint(rows: list[dict[str, Any]], path: Path) -> None:
 def write_comparison(
     sweep_dir: Path, jobs: list[tuple[str, list[str]]] | None = None
 ) -> list[dict[str, Any]]:
-    """Write comparison.csv and comparison.md (sorted by validation RMSE, failed jobs last)
-    into sweep_dir; `jobs`: the expected jobs (`expected_jobs`)."""
+    """comparison.csv and comparison.md (by validation RMSE, failed jobs last) in sweep_dir;
+    `jobs`: the expected jobs (`expected_jobs`)."""
     rows = collect_rows(sweep_dir, jobs)
     results = [row for row in rows if row["status"] == "ok" and "joint_names" in row]
     factor = any("part" in row for row in rows) and not results
@@ -214,8 +209,8 @@ TIE_NOTE = (
 
 
 def _ranks(ranked: list[dict[str, Any]]) -> list[str]:
-    """The rank of each row in order: runs whose validation RMSE and R² read the same to the
-    printed digits share a rank, marked `=` (a tie); failed jobs are ranked after, untied."""
+    """Each row's rank: runs whose validation RMSE and R² print the same share a rank, marked
+    `=`; failed jobs after, untied."""
 
     def shown(row: dict[str, Any]) -> tuple[str, str] | None:
         if row["status"] != "ok" or row.get("validation_rmse") is None:
@@ -237,8 +232,8 @@ _started: list[DictConfig] = []  # the config of a sweep that started and has no
 
 
 def report_unfinished_sweep() -> bool:
-    """Write the comparison of a sweep whose launcher gave up (a killed worker, a timeout, a
-    lost cluster job: Hydra then skips on_multirun_end); True when there was one."""
+    """Write the comparison of a sweep whose launcher gave up (Hydra then skips
+    on_multirun_end); True when there was one."""
     if not _started:
         return False
     SweepReport().on_multirun_end(_started[-1])
@@ -271,8 +266,8 @@ def in_sweep() -> bool:
 
 
 def record_failed_job(error: BaseException, exit_code: int) -> Path:
-    """Write `failed.json` into this job's directory: the one-paragraph error, the exit code the
-    job would have had on its own, its overrides and, for a crash, the traceback."""
+    """Write `failed.json` into this job's directory: the error, the job's own exit code, its
+    overrides and, for a crash, the traceback."""
     hydra = HydraConfig.get()
     run_dir = Path(hydra.runtime.output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -292,9 +287,8 @@ def record_failed_job(error: BaseException, exit_code: int) -> Path:
 
 
 def expected_jobs(config: DictConfig) -> list[tuple[str, list[str]]]:
-    """(job subdirectory, overrides) of every job the sweep's command line expands to (the
-    basic sweeper's expansion, job numbers from 0); [] when the sweep is not the basic sweeper's
-    or its subdirectories are not named by job number."""
+    """(job subdirectory, overrides) of every job of the basic sweeper's expansion; [] for
+    another sweeper or subdirectories not named by job number."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -329,9 +323,6 @@ def failed_row(job_dir: Path, overrides: list[str] | None) -> dict[str, Any]:
 
 
 def sweep_exit_code(rows: list[dict[str, Any]]) -> int:
-    """0 when every job has results; else the worst failed job's code (1 beats 2: a crash is
-    worse than a user error)."""
+    """0 when every job has results; else the worst failed job's code (a crash, 1, beats 2)."""
     codes = {row["exit_code"] for row in rows if row.get("exit_code")}
-    if not codes:
-        return 0
-    return EXIT_CRASH if EXIT_CRASH in codes else max(codes)
+    return EXIT_CRASH if EXIT_CRASH in codes else max(codes, default=0)

@@ -1,6 +1,5 @@
-"""What `tuning=cv` chose, in the run directory: tuning.csv (every candidate tried with its
-cross-validated RMSE), the `tuning` sections of metrics.json and parameters.yaml, and the
-summary's lines."""
+"""What `tuning=cv` chose: tuning.csv (every candidate with its cross-validated RMSE) and the
+summary's lines (metrics.json and parameters.yaml `tuning`: `selection.to_dict()`)."""
 
 from __future__ import annotations
 
@@ -17,12 +16,6 @@ COLUMNS = (
 )  # fmt: skip
 # cv_se: the candidate's standard error (Nm, its per-fold RMSE's spread / sqrt(folds));
 # fold_wins: "k/K", in how many of the K folds it had the lowest RMSE of its stage's candidates
-
-
-def tuning_section(selection: Any) -> dict[str, Any] | None:
-    """metrics.json / parameters.yaml `tuning`: chosen config values, CV RMSE (Nm) of the
-    chosen and of the configured options, folds (None: no selection ran)."""
-    return None if selection is None else selection.to_dict()
 
 
 def write_tuning_table(folder: Path, selection: Any) -> None:
@@ -42,9 +35,11 @@ def tuning_lines(selection: Any) -> list[str]:
         return []
     chosen = ", ".join(f"{key}={_shown(value)}" for key, value in selection.chosen.items())
     per_joint = " ".join(f"{v:.4g}" for v in selection.cv_rmse_per_joint)
+    windows = getattr(selection, "windows", 0)  # rows read from windows of a long recording
     lines = [
         f"tuning=cv ({selection.folds}; {len(selection.table)} candidates, "
-        f"{selection.samples_used} samples{_windows(selection)}, {selection.seconds:.1f} s): "
+        f"{selection.samples_used} samples{f' from {windows} windows' if windows else ''}, "
+        f"{selection.seconds:.1f} s): "
         f"CV RMSE {selection.cv_rmse:.4f} Nm (per joint {per_joint}), as configured "
         f"{selection.configured_cv_rmse:.4f} Nm; table in {run_files.TUNING_CSV}",
         f"chosen: {chosen} (rule {selection.rule})",
@@ -79,9 +74,3 @@ def _shown(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _windows(selection: Any) -> str:
-    """' from K windows' when the rows were read from windows of a long recording."""
-    windows = getattr(selection, "windows", 0)
-    return f" from {windows} windows" if windows else ""

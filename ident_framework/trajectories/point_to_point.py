@@ -1,16 +1,11 @@
 """Built-in trajectory generator `point_to_point`: rest-to-rest moves between random waypoints.
 
-Meant for validation motions that look like robot programs rather than excitation: quintic
-(minimum-jerk) moves, all joints synchronised, separated by short holds at rest. Each move is
-either slow (peak joint speeds a few % of the velocity limit: the low-speed friction regime) or
-fast (roughly half the limit), in the proportion `slow_fraction`. Every move respects the
-position limits (with a margin; narrowed by `position_limits`), velocity and acceleration
-limits (analytically: a quintic over distance D and time T peaks at 15/8·D/T rad/s and
-10/√3·D/T² rad/s²), the effort limits (nominal inverse dynamics, with a margin for what the
-model does not know) and the workspace (`model/workspace.py`: floor, base column, boxes,
-half-spaces; a move is a straight line in joint space, checked every 5 mrad of its largest
-joint with 5 mm more clearance). The whole motion is then checked with the safety check
-`source=rtde` runs (`model/motion_safety.check_trajectory`).
+Validation motions like robot programs: synchronised quintic (minimum-jerk) moves with short
+holds, slow (a few % of the velocity limit) or fast (about half) in the proportion
+`slow_fraction`. Moves keep the position, velocity and acceleration limits (a quintic over D
+rad and T s peaks at 15/8·D/T rad/s and 10/√3·D/T² rad/s²), the effort limits (nominal
+inverse dynamics) and the workspace (checked every 5 mrad with 5 mm more clearance); the
+whole motion then passes `source=rtde`'s safety check.
 """
 
 from __future__ import annotations

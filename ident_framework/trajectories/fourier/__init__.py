@@ -6,18 +6,11 @@ Per joint j, with w = 2 pi f (f the base frequency, Hz) and L harmonics (q in ra
     dq_j(t)  = sum_l  a_jl cos(w l t) + b_jl sin(w l t)
     ddq_j(t) = sum_l (-a_jl sin(w l t) + b_jl cos(w l t)) w l
 
-with sum_l a_jl = 0, sum_l l b_jl = 0 and sum_l b_jl / l = 0, so that the motion starts and
-ends at rest at q0, its mean position: no ramps needed, exactly periodic.
+with sum_l a_jl = 0, sum_l l b_jl = 0 and sum_l b_jl / l = 0: at rest at q0, its mean, at
+both ends. `generate` searches coefficients and q0 for the lowest cond of the base regressor
+within the limits and workspace (`search.py`), then runs `source=rtde`'s safety check.
 
-`generate` searches the coefficients and q0 for the lowest condition number of the base
-regressor under position, velocity, acceleration and torque limits and inside the workspace
-(`model/workspace.py`): a seeded Monte-Carlo stage, then CMA-ES on the best candidate; the
-result is checked on the `check_rate_hz` grid with the safety check `source=rtde` runs.
-
-Here: the generator and its hook; settings `params.py` (`FourierParams`), the search
-`search.py`, the trajectory `series.py`.
-
-Rationale (feasibility by construction): docs/design.md#fourier-excitation-search
+Rationale: docs/design.md#fourier-excitation-search
 """
 
 from __future__ import annotations
@@ -61,8 +54,7 @@ class FourierGenerator:
         self, robot: RobotModel, objective: ConditionObjective | None, seed: int
     ) -> FourierTrajectory:
         """Optimised trajectory for `robot` (with objective None: a random feasible one)."""
-        # the search's modules are imported here, when a motion is designed: a run that only
-        # validates this config (e.g. one that reads a recording) does not import them
+        # imported only when a motion is designed
         from threadpoolctl import threadpool_limits
 
         from ident_framework.parallel_work import forked_pool
@@ -76,10 +68,8 @@ class FourierGenerator:
             q0, z, _ = problem.feasible(problem.random(rng), maximise=True)
             return self._finish(problem, q0, z, None, None, seed)
         search = Search(problem, objective, rng)
-        # small matrices (the objective's SVD fallback, CMA-ES's eigendecompositions): threaded
-        # BLAS only contends, 10-20x slower per call on a busy 2-core machine. The candidates
-        # are evaluated on forked workers (a CMA-ES generation at a time; every random draw
-        # and every choice stays here, in the same order: the same result as serially)
+        # small matrices: threaded BLAS only contends. Candidates are evaluated on forked
+        # workers; every draw and choice stays here, in order: the same result as serially
         with (
             threadpool_limits(limits=1, user_api="blas"),
             forked_pool(search.evaluate, batch=search.population_size()) as evaluations,
@@ -141,9 +131,8 @@ class FourierGenerator:
         cond_search: float | None,
         seed: int,
     ) -> FourierTrajectory:
-        """Enforce every limit on the dense check grid, check the result with the safety check
-        `source=rtde` runs (`model/motion_safety.check_trajectory`); record cond, the limits' usage
-        and the workspace clearance."""
+        """Enforce every limit on the dense check grid, run `source=rtde`'s safety check, and
+        record cond, the limits' usage and the workspace clearance."""
         from ident_framework.model.motion_safety import SafetyLimits, check_trajectory
         from ident_framework.plain_data import to_plain
         from ident_framework.trajectories.fourier.search import circle_coverage

@@ -1,5 +1,4 @@
-"""The settings of the `fourier` trajectory generator (`conf/trajectory/fourier.yaml`), checked
-when the config is composed; shared by the generator and its search."""
+"""The settings of the `fourier` trajectory generator (`conf/trajectory/fourier.yaml`)."""
 
 from __future__ import annotations
 
@@ -22,31 +21,20 @@ class FourierParams(Params):
     """Parameters of the `fourier` trajectory generator.
 
     n_harmonics: harmonics L per joint (>= 2: three constraints need 2L > 3 coefficients).
-    base_frequency_hz: f (Hz); one period lasts 1/f s.
-    n_periods: whole periods in the trajectory (duration = n_periods / f s).
-    n_candidates: Monte-Carlo candidates (random coefficients and q0, full amplitude).
-    n_refine: objective evaluations of the CMA-ES refinement (0: none).
+    base_frequency_hz: f (Hz); n_periods: whole periods (duration n_periods / f s).
+    n_candidates: Monte-Carlo candidates; n_refine: CMA-ES evaluations (0: none);
     refine_sigma: initial CMA-ES step, as a fraction of the joint limits.
-    n_eval_samples: time samples per period at which the search evaluates the objective and
-        the torques.
-    n_limit_samples: time samples per period at which the search enforces the position,
-        velocity and acceleration limits.
-    check_rate_hz: sampling rate (Hz) of the final check of every limit.
-    cond_rate_hz: sampling rate (Hz) of the dense condition number reported by `describe`.
-    position_fraction: fraction of each joint's position range, about its centre, usable.
-    velocity_fraction, acceleration_fraction, torque_fraction: fraction of the velocity
-        (rad/s), acceleration (rad/s²) and effort (Nm) limits usable; torques are those of the
-        robot model's nominal inverse dynamics (no friction).
-    position_limits: optional per-joint [min, max] (rad) narrowing the robot's position limits.
-    coverage_weight: weight w of the angle-coverage term of the search: it minimises
-        log cond + w × (mean over joints of the share of the joint's circle, q mod 2π in 5°
-        arcs, that the excitation does not visit; `search.circle_coverage`). 0: cond alone. For a
-        residual learner on sin q / cos q (a position-dependent effect such as cogging), which
-        cannot know the effect at angles no recording visited. A random motion (no objective,
-        e.g. `validation=mujoco_fourier`) ignores it.
-    workspace: where the arm may go (floor, base column, boxes, half-spaces with a clearance;
-        `model/workspace.py`), kept in the search on the evaluation grid and enforced and checked on
-        the final check grid; null: joint limits only.
+    n_eval_samples, n_limit_samples: samples per period where the search evaluates the
+        objective and torques, and enforces the position, velocity and acceleration limits.
+    check_rate_hz: rate (Hz) of the final check; cond_rate_hz: of the reported cond.
+    position_fraction: usable fraction of each joint's position range, about its centre;
+    velocity_fraction, acceleration_fraction, torque_fraction: usable fractions of the
+        velocity (rad/s), acceleration (rad/s²) and effort (Nm, nominal model) limits.
+    position_limits: optional per-joint [min, max] (rad) narrowing the robot's.
+    coverage_weight: w in the search's cost log cond + w × (mean share of each joint's circle,
+        q mod 2π in 5° arcs, not visited); 0: cond alone. For residual learners on sin q /
+        cos q. Ignored by a random motion (no objective).
+    workspace: where the arm may go (`model/workspace.py`); null: joint limits only.
     progress: show a progress bar (stderr) with the best condition number so far.
     """
 

@@ -1,14 +1,9 @@
-"""The search of the `fourier` generator: the problem (coefficients and start pose of every
-joint, made feasible for the joint limits, the nominal torques and the workspace by
-construction) and the search over it (seeded Monte-Carlo candidates, then a CMA-ES
-refinement that penalises leaving the workspace). See the package's docstring for the method.
+"""The search of the `fourier` generator: the problem (coefficients and start pose, feasible
+for the joint limits, nominal torques and workspace by construction) and the search (seeded
+Monte-Carlo candidates, then CMA-ES penalising leaving the workspace).
 
-The search's coverage term is how much of each joint's circle of angles a motion visits
-(`circle_coverage`): a joint's angle q (rad) is taken modulo 2π (what sin q and cos q, the
-residual learner's position features, see) and the circle is cut into `ANGLE_BINS` equal arcs
-(5° each). A motion covers an arc when one of its samples falls into it, so the samples must
-lie closer together than one arc (0.087 rad; the search's limit grid: 1000 samples per
-period)."""
+Coverage (`circle_coverage`): the share of each joint's circle (q mod 2π, what the residual
+learner's sin q / cos q see) in `ANGLE_BINS` arcs of 5° that some sample visits."""
 
 from __future__ import annotations
 
@@ -33,28 +28,13 @@ from ident_framework.trajectories.fourier.series import (
 # cost (log cond, plus the coverage term)
 Evaluation = tuple[np.ndarray, np.ndarray, float, float, float]
 
-
 _START_BATCH = 64  # random start poses drawn at once when looking for one inside the workspace
-
-
 _START_BATCHES = 50
-
-
 _FIT_ROUNDS = 4  # alternations of the workspace and torque fits
-
-
 _SCAN_STEPS = 8  # factors tried at once by the workspace fit
-
-
 _VIOLATION_COST_PER_M = 60.0  # refinement: added to log cond per m outside the workspace
-
-
 _DRAWS_PER_TASK = 8  # random candidates a forked worker evaluates per message
-
-
-_SEARCH_MARGIN_M = (
-    0.01  # extra workspace clearance on the search's coarse grids (see SearchProblem)
-)
+_SEARCH_MARGIN_M = 0.01  # extra workspace clearance on the search's coarse grids
 
 
 class SearchProblem:
@@ -62,10 +42,9 @@ class SearchProblem:
 
     A candidate x = (u (n,), z (m, n) normalised by the velocity limits): q0 = centre +
     clip(u, -1, 1) * half_range; coefficients [a; b]_j = N z_j (N the rest-constraint basis),
-    each joint radially shrunk onto its position/velocity/acceleration limits, then all joints
-    together shrunk until the nominal torques fit. Random candidates draw q0 inside the
-    workspace (every point of the arm on the evaluation grid, see `model/workspace.py`) and are
-    shrunk into it; refined ones report how far they leave it (the search penalises that)."""
+    each joint shrunk onto its limits, then all together until the nominal torques fit.
+    Random candidates are shrunk into the workspace; refined ones report how far they leave
+    it."""
 
     def __init__(self, robot: RobotModel, params: FourierParams):
         self.robot = robot
@@ -84,20 +63,16 @@ class SearchProblem:
         self.acceleration = limits.acceleration * params.acceleration_fraction
         self.effort = limits.effort * params.torque_fraction
         self.limit_maps = self.maps(self.grid(params.n_limit_samples))
-        self.eval_t = self.grid(params.n_eval_samples)
-        self.eval_maps = self.maps(self.eval_t)
+        self.eval_maps = self.maps(self.grid(params.n_eval_samples))
         self.workspace = (
             Workspace(robot, params.workspace) if params.workspace is not None else None
         )
         self._last_pose: tuple[bytes, float] = (b"", 0.0)
-        # extra clearance (m) while searching on the coarse grids: the best candidate is then
-        # inside on the dense final grid too (a dip between coarse samples is at most a few
-        # mm), since shrinking it there afterwards can cost much (the margin is not monotonic
-        # in the amplitude); `_finish` sets it to 0
+        # extra clearance (m) on the coarse grids, so the result is inside on the dense final
+        # grid too; `_finish` sets it to 0
         self.padding = _SEARCH_MARGIN_M
-        # joints that move no point relative to any region (a UR's pan joint about the floor
-        # and the base column, its last joint when the tool point is on its axis) keep their
-        # amplitude when the workspace fit shrinks the others
+        # joints that move no point relative to any region keep their amplitude when the
+        # workspace fit shrinks the others
         self.bound = self._joints_moving_points(rng=np.random.default_rng(0))
 
     def grid(self, n_samples: int) -> np.ndarray:
@@ -159,18 +134,13 @@ class SearchProblem:
         return moving
 
     def pose_margin(self, q0: np.ndarray) -> float:
-        """Workspace margin (m) of the pose q0 (rad); the last one is remembered (the fits ask
-        for the margin of the same q0 again)."""
+        """Workspace margin (m) of the pose q0 (rad), less `padding`; the last is cached."""
         if self.workspace is None:
             return math.inf
         key = q0.tobytes()
         if self._last_pose[0] != key:
             self._last_pose = (key, float(self.workspace.worst_margin(q0[None])[0]))
         return self._last_pose[1] - self.padding
-
-    def inside(self, q0: np.ndarray) -> bool:
-        """Whether the pose q0 (rad) lies in the workspace."""
-        return self.pose_margin(q0) >= 0.0
 
     def workspace_margin(self, q0: np.ndarray, z: np.ndarray, maps: list[np.ndarray]) -> float:
         """Smallest workspace margin (m) of (q0, z) at the times of `maps`, less `padding`."""
@@ -182,12 +152,10 @@ class SearchProblem:
         self, q0: np.ndarray, z: np.ndarray, maps: list[np.ndarray] | None = None,
         iterations: int = 4,
     ) -> np.ndarray:  # fmt: skip
-        """z, the joints that move points (`bound`) shrunk by one factor s until every point of
-        the arm stays in the workspace at the times of `maps` (default: evaluation grid); q0
-        must lie inside. s is where the margin first turns negative on the way from 0 (q0) to
-        1: the factors 0..1 are tried on a coarse scan in one batch, then the crossing in the
-        first bad interval is refined by regula falsi (Illinois); the whole family of smaller
-        factors stays inside, so s changes continuously with the candidate."""
+        """z, the joints that move points (`bound`) shrunk by one factor s until the arm stays
+        in the workspace at the times of `maps` (default: evaluation grid); q0 must lie inside.
+        s is where the margin first turns negative from 0 to 1: a coarse scan, then regula
+        falsi (Illinois) in the first bad interval."""
         maps = maps or self.eval_maps
         if self.workspace is None or self.workspace_margin(q0, z, maps) >= 0.0:
             return z
@@ -295,10 +263,9 @@ class SearchProblem:
     ) -> tuple[np.ndarray, np.ndarray, float]:
         """(q0, z, workspace violation in m) of candidate x made feasible on the search grids.
         With `maximise` (random candidates) each joint is scaled to its largest feasible
-        amplitude and the result projected into the workspace (violation 0); otherwise
-        (refinement) joints are only shrunk where they break a joint or torque limit, and how
-        far the arm leaves the workspace is returned for the search to penalise (a smoother
-        landscape for CMA-ES than projecting: measured cond 44.7 vs 48.7, mean of 4 seeds)."""
+        amplitude and projected into the workspace (violation 0); otherwise (refinement) joints
+        are only shrunk where they break a limit and the violation is returned (a smoother
+        landscape for CMA-ES than projecting)."""
         q0, z = self.split(x)
         scale = self.joint_scale(q0, z, self.limit_maps)
         if maximise:
@@ -360,17 +327,14 @@ class Search:
         self.best_cost = math.inf
         self.best: tuple[np.ndarray, np.ndarray] | None = None
         self.bar: Any = None  # a `progress.progress` (tqdm on a terminal)
-        # (items, chunk) -> evaluate(item) for each, in order: serial here; the generator sets
-        # a map on forked workers (`parallel_work.forked_pool`) for the search
+        # (items, chunk) -> evaluate(item) for each, in order; the generator sets forked workers
         self.evaluations: Callable[[list[tuple[np.ndarray, bool]], int], Iterable[Evaluation]]
         self.evaluations = lambda items, chunk: map(self.evaluate, items)
 
     def evaluate(self, item: tuple[np.ndarray, bool]) -> Evaluation:
-        """Candidate vector x of `item` (x, maximise) made feasible (`SearchProblem.feasible`)
-        and scored: (q0, z, workspace violation in m, cond, log cond plus `coverage_weight` ×
-        the mean share of the joints' circles it does not visit, on the limit grid). Reads
-        nothing of the search's state but the problem and the objective: the forked workers
-        of `evaluations` run it."""
+        """`item` (x, maximise) made feasible and scored (an `Evaluation`: the cost is log cond
+        plus `coverage_weight` × the mean share of the circles not visited). Reads only the
+        problem and objective: forked workers run it."""
         x, maximise = item
         q0, z, violation = self.problem.feasible(x, maximise=maximise)
         value = float(self.objective(*self.problem.states(q0, z)))
@@ -382,9 +346,8 @@ class Search:
         return q0, z, violation, value, cost
 
     def account(self, evaluation: Evaluation) -> float:
-        """The search cost of an evaluated candidate: its cost plus a penalty for a workspace
-        violation; tracks the best candidate inside the workspace so far (the first of equal
-        ones, in the order the candidates were drawn) and the progress bar."""
+        """Search cost of an evaluation (plus a workspace-violation penalty); tracks the first
+        best candidate inside the workspace and the progress bar."""
         q0, z, violation, value, cost = evaluation
         if self.bar is not None:
             self.bar.update()

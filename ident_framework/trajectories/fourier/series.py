@@ -1,6 +1,5 @@
-"""The Fourier-series trajectory of the `fourier` generator: its basis, the rest constraints
-of its coefficients, and the trajectory itself (evaluate, describe, rebuild from a
-description). See the package's docstring for the form."""
+"""The Fourier-series trajectory of the `fourier` generator (the form: the package's
+docstring), its basis and the rest constraints of its coefficients."""
 
 from __future__ import annotations
 
