@@ -322,7 +322,7 @@ def test_wheel_ships_and_builds_the_c_kernels(venv_python: Path, tmp_path: Path)
          " if f.name.endswith('.c')))"],
         cwd=tmp_path, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    assert listing.strip() == "['rigid_body_kernel.c', 'zero_phase_kernel.c']"
+    assert listing.strip() == "['rigid_body_kernel.c', 'savgol_kernel.c', 'zero_phase_kernel.c']"
 
 
 def test_third_party_plugin_appears_without_core_change(venv_python: Path, tmp_path: Path):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import signal
 
+from ident_framework.data import filters
 from ident_framework.data.filters import (
     butterworth_lowpass,
     pad_length,
@@ -106,6 +107,21 @@ def test_savitzky_golay_is_savgol_filter(
     expected = signal.savgol_filter(x, window, polyorder, deriv=deriv, delta=delta, axis=0)
     got = savgol_derivative(x, window, polyorder, deriv, delta)
     assert np.max(np.abs(got - expected)) <= 1e-11 * np.max(np.abs(expected))
+
+
+@pytest.mark.skipif(filters.savgol_kernel() is None, reason="no C compiler")
+@pytest.mark.parametrize(("window", "polyorder", "deriv"), [(15, 3, 1), (5, 3, 2), (31, 4, 0)])
+def test_savitzky_golay_c_kernel_is_the_numpy_loop_bit_for_bit(
+    window: int, polyorder: int, deriv: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiled rows give the numpy loop's values exactly, for (N, n) and (N, n, k)."""
+    rng = np.random.default_rng(window)
+    for x in (rng.standard_normal((2000, 6)), rng.standard_normal((500, 3, 4))):
+        compiled = savgol_derivative(x, window, polyorder, deriv, 0.002)
+        with monkeypatch.context() as patch:
+            patch.setattr(filters, "savgol_kernel", lambda: None)
+            looped = savgol_derivative(x, window, polyorder, deriv, 0.002)
+        assert np.array_equal(compiled, looped)
 
 
 def test_savitzky_golay_differentiates_a_cubic_exactly() -> None:

@@ -2,7 +2,8 @@
 `zero_phase_filter` equal ``scipy.signal.butter(..., output="sos")`` and ``sosfiltfilt(sos, x,
 axis=0)`` to rounding (the recursion in `zero_phase_kernel.c`, or numba's
 `zero_phase_kernel.py`, bit for bit the same); `savgol_derivative` equals ``savgol_filter(x,
-window, polyorder, deriv, delta, axis=0)`` in mode "interp"; `cubic_spline` (scipy.interpolate)
+window, polyorder, deriv, delta, axis=0)`` in mode "interp" (its rows in `savgol_kernel.c`, or
+numpy, bit for bit the same); `cubic_spline` (scipy.interpolate)
 maps jittery logs onto a uniform grid and back. Rationale: docs/design.md#signal-filters
 """
 
@@ -20,6 +21,9 @@ from ident_framework import c_kernels
 # sos, zi, sections, x, n, channels, x's strides, pad, out, out's strides (in elements)
 _ARGUMENTS = [c_void_p, c_void_p, c_int64, c_void_p, c_int64, c_int64, c_int64, c_int64, c_int64]
 _SIGNATURES = {"zero_phase_filter": (c_int, [*_ARGUMENTS, c_void_p, c_int64, c_int64])}
+_SAVGOL_SIGNATURES = {
+    "savgol_inner": (None, [c_void_p, c_int64, c_void_p, c_int64, c_int64, c_void_p])
+}
 
 
 def butterworth_lowpass(order: int, cutoff_hz: float, rate_hz: float) -> np.ndarray:
@@ -116,6 +120,11 @@ def c_kernel() -> ctypes.CDLL | None:
     return c_kernels.load(__package__, "zero_phase_kernel.c", _SIGNATURES)
 
 
+def savgol_kernel() -> ctypes.CDLL | None:
+    """The C kernel of `savgol_derivative` (`savgol_kernel.c`), or None: numpy then runs."""
+    return c_kernels.load(__package__, "savgol_kernel.c", _SAVGOL_SIGNATURES)
+
+
 def _strided_in_elements(a: np.ndarray) -> bool:
     """Whether the C kernel can address float64 `a` by element strides."""
     return a.dtype == np.float64 and a.flags.aligned and all(s % 8 == 0 for s in a.strides)
@@ -147,10 +156,16 @@ def savgol_derivative(
     half = window // 2
     weights, first, last = _operators(window, polyorder, deriv, float(delta))
     out = np.empty_like(flat)
-    inner = out[half : len(flat) - half]
-    inner[:] = weights[0] * flat[: len(flat) - 2 * half]
-    for k in range(1, window):
-        inner += weights[k] * flat[k : len(flat) - 2 * half + k]
+    library = savgol_kernel()
+    if library is not None:  # one pass over the rows; the same sums as the loop below
+        library.savgol_inner(
+            weights.ctypes.data, window, flat.ctypes.data, *flat.shape, out.ctypes.data
+        )
+    else:
+        inner = out[half : len(flat) - half]
+        inner[:] = weights[0] * flat[: len(flat) - 2 * half]
+        for k in range(1, window):
+            inner += weights[k] * flat[k : len(flat) - 2 * half + k]
     out[:half] = first @ flat[:window]
     out[len(flat) - half :] = last @ flat[-window:]
     return out.reshape(x.shape)
