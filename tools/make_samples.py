@@ -25,7 +25,6 @@ import shutil
 import sys
 from pathlib import Path
 
-import numpy as np
 import yaml
 from hydra import compose, initialize_config_module
 
@@ -39,6 +38,7 @@ from ident_framework.modes.pipeline import (
     design_excitation,
     robot_and_regressor,
 )
+from ident_framework.plain_data import to_plain
 from ident_framework.testing.rosbag_writer import write_joint_state_bag
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
                 "motion": validation.metadata.get("trajectory"),
             },
         },  # fmt: skip
-        "truth": _plain(ident.metadata["truth"]),
+        "truth": to_plain(ident.metadata["truth"]),
     }
     (out / "truth.yaml").write_text(yaml.safe_dump(truth, sort_keys=False, width=100))
     (out / "README.md").write_text(
@@ -145,19 +145,6 @@ def main(argv: list[str] | None = None) -> None:
     )
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"wrote {out} ({size / 1e6:.2f} MB)", file=sys.stderr)
-
-
-def _plain(value):
-    """numpy scalars and arrays as plain YAML values."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 if __name__ == "__main__":
