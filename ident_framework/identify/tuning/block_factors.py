@@ -21,7 +21,7 @@ from ident_framework.data.dataset import Dataset
 from ident_framework.identify.tuning.folds import FoldLayout
 from ident_framework.model.base_parameters import TriangularAccumulator
 from ident_framework.model.regressor import RegressorBuilder
-from ident_framework.parallel_work import forked_map
+from ident_framework.parallel_work import forked_map, worker_count
 from ident_framework.triangular import one_blas_thread, stacked_r
 
 CHUNK = 2000  # rows per regressor call
@@ -162,17 +162,15 @@ def fold_factors(
     n = builder.robot.n_joints
     e = len(own.names)
     groups = _balanced([spaces[j].shape[1] + e for j in range(n)], JOINT_GROUPS)
+    if worker_count(len(groups)) == 1:  # one pass: each chunk's rigid-body rows computed once
+        groups = [tuple(range(n))]
     cells = [_per_joint(r.labels, n) for r in recordings]
     total = sum(int(np.sum(c[:, 0] >= 0)) for c in cells)
     stride = max(1, -(-total // max_samples)) if max_samples else 1
-    with one_blas_thread():  # before the fork: both groups' workers read them
-        rigid = [
-            _rigid_rows(builder, r, c, spaces, stride, bool(own.load))
-            for r, c in zip(recordings, cells, strict=True)
-        ]
+    kept = [np.flatnonzero(c[:, 0] >= 0)[::stride] for c in cells]
 
     def factors_of(joints: tuple[int, ...]) -> tuple[dict[int, list[np.ndarray]], np.ndarray]:
-        return _joint_factors(builder, recordings, rigid, n_folds, own, spaces, joints)
+        return _joint_factors(builder, recordings, kept, n_folds, own, spaces, joints)
 
     per_joint_of: dict[int, list[np.ndarray]] = {}
     counts = np.zeros((n_folds, n), dtype=int)
@@ -196,49 +194,26 @@ def _balanced(costs: list[int], groups: int) -> list[tuple[int, ...]]:
     return [tuple(sorted(m)) for m in members]
 
 
-def _rigid_rows(
-    builder: RegressorBuilder,
-    recording: FoldRows,
-    labels: np.ndarray,
-    spaces: list[np.ndarray],
-    stride: int,
-    load: bool,
-) -> tuple[np.ndarray, list[np.ndarray], np.ndarray | None]:
-    """(kept (M,): every stride-th sample in a cell of `recording`, in time order; per joint j
-    its rigid-body rows (M, r_j) in its row space; the nominal model's |tau_load| (M, n) Nm, or
-    None)."""
-    n = builder.robot.n_joints
-    blocks = [builder.subtree_block(j) for j in range(n)]
-    kept = np.flatnonzero(labels[:, 0] >= 0)[::stride]
-    joint = [np.empty((len(kept), spaces[j].shape[1])) for j in range(n)]
-    loads = np.empty((len(kept), n)) if load else None
-    data = recording.data
-    for start in range(0, len(kept), CHUNK):
-        rows = kept[start : start + CHUNK]
-        rigid = builder.rigid_body(data.q[rows], data.dq[rows], data.ddq[rows])
-        for j in range(n):
-            joint[j][start : start + len(rows)] = rigid[:, j, blocks[j]] @ spaces[j]
-        if loads is not None:
-            loads[start : start + len(rows)] = np.abs(builder.load_torque(rigid, data.ddq[rows]))
-    return kept, joint, loads
-
-
 def _joint_factors(
     builder: RegressorBuilder,
     recordings: list[FoldRows],
-    rigid: list[tuple[np.ndarray, list[np.ndarray], np.ndarray | None]],
+    kept: list[np.ndarray],
     n_folds: int,
     own: OwnColumns,
     spaces: list[np.ndarray],
     joints: tuple[int, ...],
 ) -> tuple[dict[int, list[np.ndarray]], np.ndarray]:
     """({joint: its factor (r, P) per cell, in `FoldFactors`' column layout} for `joints`,
-    and the rows of each cell and joint (n_folds, n): zero for the other joints)."""
+    and the rows of each cell and joint (n_folds, n): zero for the other joints). `kept`: per
+    recording, the samples used (in time order). The rigid-body rows are computed a chunk at
+    a time, each joint's projected into its row space `spaces[j]` (no array of every row:
+    memory first touched is costly, in a forked worker above all)."""
     n = builder.robot.n_joints
     e, s = len(own.names), len(own.shared)
     wanted = np.zeros(n, dtype=bool)
     wanted[list(joints)] = True
     subtree = [builder.subtree_columns(j) for j in range(n)]
+    blocks = [builder.subtree_block(j) for j in range(n)]
     used = {j: own.used(j) for j in joints}
     taken = {j: np.concatenate([used[j], e + np.arange(s)]) for j in joints}  # + shared
     accumulators = {
@@ -249,32 +224,36 @@ def _joint_factors(
     }
     counts = np.zeros((n_folds, n), dtype=int)
     with one_blas_thread():
-        for recording, (kept, rigid_rows, loads) in zip(recordings, rigid, strict=True):
+        for recording, samples in zip(recordings, kept, strict=True):
             labels = _per_joint(recording.labels, n)
             for j in joints:
-                counts[:, j] += np.bincount(labels[kept, j], minlength=n_folds)
-            own_values = own.values(recording.data, kept, wanted)
+                counts[:, j] += np.bincount(labels[samples, j], minlength=n_folds)
+            own_values = own.values(recording.data, samples, wanted)
             if s:
-                shared = own.shared_values(recording.data, kept)
+                shared = own.shared_values(recording.data, samples)
                 own_values = np.concatenate([own_values, shared], axis=-1)
-            if own.load:
-                own_values[:, :, list(own.load)] *= loads[:, :, None]
             data = recording.data
-            for start in range(0, len(kept), CHUNK):
-                rows = kept[start : start + CHUNK]
+            for start in range(0, len(samples), CHUNK):
+                rows = samples[start : start + CHUNK]
+                rigid = builder.rigid_body(data.q[rows], data.dq[rows], data.ddq[rows])
                 own_part = own_values[start : start + CHUNK]
+                if own.load:  # per Nm of load: times the nominal model's |tau_load| (Nm)
+                    loads = np.abs(builder.load_torque(rigid, data.ddq[rows]))
+                    own_part[:, :, list(own.load)] *= loads[:, :, None]
                 for j in joints:
+                    rigid_rows = rigid[:, j, blocks[j]] @ spaces[j]
                     cell = labels[rows, j]
                     order = np.argsort(cell, kind="stable")
                     bounds = [0, *(np.flatnonzero(np.diff(cell[order])) + 1).tolist(), len(rows)]
                     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
                         mine = order[lo:hi]
                         accumulators[j][cell[mine[0]]].add_blocks(
-                            rigid_rows[j][start + mine],
+                            rigid_rows[mine],
                             own_part[mine, j][:, taken[j]],
                             data.tau[rows[mine], j],
                             recording.tau_recorded[rows[mine], j],
                         )
+                del rigid  # before the next chunk's: one buffer, not two
     size = 10 * n + n * e + s + 2
     factors: dict[int, list[np.ndarray]] = {}
     for j in joints:
