@@ -12,7 +12,7 @@ Rationale: docs/design.md#triangular-factors-without-scipy
 from __future__ import annotations
 
 import sys
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -27,8 +27,11 @@ except ImportError:  # pragma: no cover - every NumPy wheel has it
 def qr_r_in_place(stacked: np.ndarray) -> np.ndarray:
     """The upper-triangular R (n, n) of the QR decomposition of `stacked` (m, n), m >= n,
     which must be Fortran-ordered float64 and is overwritten."""
+    n = stacked.shape[1]
     qr_in_place(stacked)
-    return np.triu(stacked[: stacked.shape[1]])
+    r = stacked[:n].copy()
+    np.copyto(r, 0.0, where=_strictly_lower(n))  # np.triu, without building its mask each time
+    return r
 
 
 def stacked_r(blocks: list[np.ndarray]) -> np.ndarray:
@@ -70,12 +73,18 @@ def qr_in_place(stacked: np.ndarray) -> None:
         stacked[...] = qr
     else:
         buffer = stacked.T  # C-ordered (n, m): the memory of the Fortran (m, n) matrix
-        tau, work = np.empty(n), np.empty(1)
-        _lite_dgeqrf(m, n, buffer, m, tau, work, -1, 0)  # workspace query
-        work = np.empty(max(int(work[0]), n))
-        info = _lite_dgeqrf(m, n, buffer, m, tau, work, len(work), 0)["info"]
+        work = np.empty(_workspace(m, n))
+        info = _lite_dgeqrf(m, n, buffer, m, np.empty(n), work, len(work), 0)["info"]
     if info != 0:
         raise np.linalg.LinAlgError(f"dgeqrf failed with info={info}")
+
+
+@lru_cache(maxsize=4096)
+def _workspace(m: int, n: int) -> int:
+    """dgeqrf's optimal workspace (float64 entries) for an (m, n) matrix (its query, once)."""
+    work = np.empty(1)
+    _lite_dgeqrf(m, n, np.empty((n, m)), m, np.empty(n), work, -1, 0)
+    return max(int(work[0]), n)
 
 
 def solve_upper(r: np.ndarray, b: np.ndarray) -> np.ndarray:
