@@ -2,7 +2,8 @@
 
 - `worker_limit()`: the processes to use (IDENT_FRAMEWORK_WORKERS caps it).
 - `forked_map(work, items)` (and `forked_imap`): tasks on forked workers and in this process.
-- `forked_pool`: forked workers kept for many small batches (a CMA-ES generation at a time).
+- `forked_pool`: forked workers kept for many small batches (a CMA-ES generation at a time;
+  the tuning's whole search), told state built after the fork (`PoolMap.tell`).
 - `shared_zeros`: an array the workers write into and the parent reads (large results).
 
 Serial with one usable core or task, without the `fork` start method, inside a daemonic
@@ -85,25 +86,50 @@ def forked_imap(work: Callable[[_Item], _Result], items: Sequence[_Item]) -> Ite
         yield from team.run(work, items)
 
 
+class PoolMap:
+    """The map of a `forked_pool`: `pool(items, chunk)` yields work(item) for each item, in
+    order (`chunk` is ignored); `pool.tell(message)` has each forked worker (not this
+    process) run work(Told(message)) before its next items (state the workers need, e.g.
+    an array built here after the fork); `parallel`: whether there are forked workers."""
+
+    def __init__(self, work: Callable[[Any], Any], team: _Team | None) -> None:
+        self.work, self.team = work, team
+
+    @property
+    def parallel(self) -> bool:
+        return self.team is not None
+
+    def __call__(self, items: Sequence[Any], chunk: int = 1) -> Iterator[Any]:
+        if self.team is None:
+            return map(self.work, items)
+        self.team.send(items)
+        return self.team.run(self.work, items)
+
+    def tell(self, message: Any) -> None:
+        if self.team is not None:
+            self.team.send(Told(message))
+
+
+class Told:
+    """A message `PoolMap.tell` sends every forked worker: its work function gets this."""
+
+    def __init__(self, message: Any) -> None:
+        self.message = message
+
+
 @contextmanager
-def forked_pool(
-    work: Callable[[_Item], _Result], batch: int
-) -> Iterator[Callable[[Sequence[_Item], int], Iterator[_Result]]]:
-    """A map kept open for a whole block: `map(items, chunk)` yields work(item) for each
-    item, in order, on workers forked once at entry (they inherit `work` as of then; each
-    call's items are sent to them) and in this process. `batch`: the fewest items a call gets
-    (no more processes than that); `chunk` is ignored. Serial where `forked_map` is."""
+def forked_pool(work: Callable[[_Item], _Result], batch: int) -> Iterator[PoolMap]:
+    """A map kept open for a whole block (a `PoolMap`): `map(items, chunk)` yields
+    work(item) for each item, in order, on workers forked once at entry (they inherit `work`
+    as of then; each call's items are sent to them) and in this process. `batch`: the fewest
+    items a call gets (no more processes than that); `chunk` is ignored. Serial where
+    `forked_map` is."""
     workers = worker_count(batch)
     if workers == 1:
-        yield lambda items, chunk: map(work, items)
+        yield PoolMap(work, None)
         return
     with _forked(work, workers - 1, None) as team:
-
-        def mapped(items: Sequence[_Item], chunk: int) -> Iterator[_Result]:
-            team.send(items)
-            return team.run(work, items)
-
-        yield mapped
+        yield PoolMap(work, team)
 
 
 @contextmanager
@@ -148,9 +174,11 @@ class _Team:
             self.counter.value = index + 1
         return index if index < count else None
 
-    def send(self, items: Sequence[Any]) -> None:
-        """A new batch: the counter restarts, each worker gets the items."""
-        self.counter.value = 0
+    def send(self, items: Sequence[Any] | Told) -> None:
+        """A new batch: the counter restarts, each worker gets the items (or a `Told`
+        message, which does not touch the counter)."""
+        if not isinstance(items, Told):
+            self.counter.value = 0
         for _, connection in self.workers:
             connection.send(items)
 
@@ -233,6 +261,9 @@ def _serve(team: _Team, connection: Any, items: Sequence[Any] | None) -> None:
         batch = items if items is not None else connection.recv()
         if batch is None:
             break
+        if isinstance(batch, Told):  # state for the next items; an error surfaces there
+            _attempt(_work, batch)
+            continue
         while (index := team.claim(len(batch))) is not None:
             ok, value = _attempt(_work, batch[index])
             try:

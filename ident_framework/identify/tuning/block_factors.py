@@ -11,7 +11,7 @@ Rationale: docs/design.md#tuning-by-cross-validation
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -160,27 +160,56 @@ def fold_factors(
     joints' row spaces (`linear_problem.joint_row_spaces`); `layout`: the folds over the cells
     (None: each cell is a fold)."""
     n = builder.robot.n_joints
-    e = len(own.names)
-    groups = _balanced([spaces[j].shape[1] + e for j in range(n)], JOINT_GROUPS)
+    groups = joint_groups(spaces, own)
     if worker_count(len(groups)) == 1:  # one pass: each chunk's rigid-body rows computed once
         groups = [tuple(range(n))]
+
+    def factors_of(joints: tuple[int, ...]) -> tuple[dict[int, list[np.ndarray]], np.ndarray]:
+        return group_factors(builder, recordings, n_folds, own, spaces, max_samples, joints)
+
+    merged, per_joint, counts = merge_groups(forked_map(factors_of, groups), n, n_folds)
+    return FoldFactors(merged, per_joint, counts, n, own, layout)
+
+
+def joint_groups(spaces: list[np.ndarray], own: OwnColumns) -> list[tuple[int, ...]]:
+    """The joints in `JOINT_GROUPS` groups of about equal cost (their factors' columns), each
+    group's factors a task (`group_factors`)."""
+    e = len(own.names)
+    return _balanced([space.shape[1] + e for space in spaces], JOINT_GROUPS)
+
+
+def group_factors(
+    builder: RegressorBuilder,
+    recordings: list[FoldRows],
+    n_folds: int,
+    own: OwnColumns,
+    spaces: list[np.ndarray],
+    max_samples: int | None,
+    joints: tuple[int, ...],
+) -> tuple[dict[int, list[np.ndarray]], np.ndarray]:
+    """`fold_factors`' factors of the joints `joints` alone: ({joint: its factor per cell},
+    rows per cell and joint (n_folds, n), zero for the other joints)."""
+    n = builder.robot.n_joints
     cells = [_per_joint(r.labels, n) for r in recordings]
     total = sum(int(np.sum(c[:, 0] >= 0)) for c in cells)
     stride = max(1, -(-total // max_samples)) if max_samples else 1
     kept = [np.flatnonzero(c[:, 0] >= 0)[::stride] for c in cells]
+    return _joint_factors(builder, recordings, kept, n_folds, own, spaces, joints)
 
-    def factors_of(joints: tuple[int, ...]) -> tuple[dict[int, list[np.ndarray]], np.ndarray]:
-        return _joint_factors(builder, recordings, kept, n_folds, own, spaces, joints)
 
+def merge_groups(
+    groups: Iterable[tuple[dict[int, list[np.ndarray]], np.ndarray]], n: int, n_folds: int
+) -> tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray]:
+    """(merged, per_joint, counts) of `FoldFactors` from every group's `group_factors`."""
     per_joint_of: dict[int, list[np.ndarray]] = {}
     counts = np.zeros((n_folds, n), dtype=int)
-    for factors, group_counts in forked_map(factors_of, groups):
+    for factors, group_counts in groups:
         per_joint_of.update(factors)
         counts += group_counts
     per_joint = [[per_joint_of[j][f] for j in range(n)] for f in range(n_folds)]
     with one_blas_thread():
         merged = [stacked_r(joints) for joints in per_joint]
-    return FoldFactors(merged, per_joint, counts, n, own, layout)
+    return merged, per_joint, counts
 
 
 def _balanced(costs: list[int], groups: int) -> list[tuple[int, ...]]:

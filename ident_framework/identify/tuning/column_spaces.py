@@ -5,6 +5,7 @@ column (`block_factors.py`), built side by side on forked workers."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
@@ -22,22 +23,28 @@ from ident_framework.identify.linear_problem import (
     recording_friction,
 )
 from ident_framework.identify.tuning.block_factors import (
+    JOINT_GROUPS,
     FoldFactors,
     FoldRows,
     OwnColumns,
     fold_factors,
+    group_factors,
+    joint_groups,
+    merge_groups,
 )
 from ident_framework.identify.tuning.excerpts import Excerpt, halo_s, plan_excerpts
 from ident_framework.identify.tuning.folds import FoldPlan
 from ident_framework.identify.tuning.search import (
     Candidate,
     ColumnSpace,
+    ScoreMap,
+    candidate_figures,
     load_name,
     stribeck_name,
     temperature_name,
 )
 from ident_framework.model.regressor import RegressorBuilder
-from ident_framework.parallel_work import forked_imap
+from ident_framework.parallel_work import PoolMap, Told, forked_imap, forked_pool
 
 
 def load_columns(config: RunConfig) -> tuple[bool, bool]:
@@ -76,6 +83,68 @@ class ColumnSpaces:
             use_measured_velocity=False,
         )
         self.excerpts = plan_excerpts(recordings, plan, config.tuning.max_samples, halo_s(slowest))
+        self.pool: PoolMap | None = None  # the search's forked workers (`parallel`)
+        self.told: set[tuple[Any, ...]] = set()  # the spaces the pool's workers were told
+
+    @contextmanager
+    def parallel(self) -> Iterator[None]:
+        """Forked workers kept for a whole search (`selection._search`): a whole space's
+        joint groups (`get`), the spaces built side by side (`build`) and the candidates
+        scored side by side (`scores`) all go to them. One fork: a fresh process's memory is
+        first touched (and this one's copied on write) once, not at every stage. Serial
+        where `forked_pool` is."""
+        if any(resamples_any(r, self.config.preprocessing) for r in self.recordings):
+            preload_cubic_spline()  # here once, not in every worker (jittery logs)
+        with forked_pool(self._task, batch=JOINT_GROUPS) as pool:
+            self.pool = pool if pool.parallel else None
+            try:
+                yield
+            finally:
+                self.pool, self.told = None, set()
+
+    def _task(self, item: Any) -> Any:
+        """A task of `parallel`'s workers (or of this process): ("group", key, joints) the
+        factors of a space's joint group; ("space", key) a space's parts; ("score", key,
+        shapes, candidate, tolerance) a candidate's CV figures. Told (key, merged, counts):
+        the space of `key` as built by the process that tells it."""
+        if isinstance(item, Told):
+            key, merged, counts = item.message
+            self.spaces[key] = self._space((merged, [], counts), key[1], key[2])
+            return None
+        kind, key, *rest = item
+        if kind == "group":
+            return group_factors(
+                self.builder,
+                self._rows(key),
+                self.plan.n_cells,
+                self.own(key[1], key[2]),
+                self.row_spaces,
+                self._max_samples,
+                rest[0],
+            )
+        if kind == "space":
+            return self._factors(key)
+        shapes, candidate, tolerance = rest
+        return candidate_figures(self.spaces[key].judged_by(shapes), candidate, tolerance)
+
+    def scores(
+        self, preprocessing: tuple[float, bool], lead: tuple[float, ...], tolerance: float
+    ) -> ScoreMap | None:
+        """The candidates of the whole space of `preprocessing` and `lead` (built) scored
+        side by side on `parallel`'s workers (None: no workers)."""
+        pool, key = self.pool, (preprocessing, lead, None)
+        if pool is None:
+            return None
+        if key not in self.told:  # the workers get this process's factors: the same figures
+            factors = self.spaces[key].factors
+            pool.tell((key, factors.merged, factors.counts))
+            self.told.add(key)
+        return lambda items, chunk: pool([("score", key, *item, tolerance) for item in items])
+
+    @property
+    def _max_samples(self) -> int | None:
+        """`fold_factors`' max_samples (None: the windows hold that many)."""
+        return self.config.tuning.max_samples if self.excerpts is None else None
 
     @property
     def costly_columns(self) -> bool:
@@ -115,7 +184,10 @@ class ColumnSpaces:
             preload_cubic_spline()  # here once, not in every worker (jittery logs)
         for key in keys:
             self.own(key[1], only)  # before the fork: the workers inherit it
-        arriving = forked_imap(self._factors, keys)
+        if self.pool is not None:
+            arriving: Iterator[Any] = self.pool([("space", key) for key in keys])
+        else:
+            arriving = forked_imap(self._factors, keys)
         for key, parts in zip(keys, arriving, strict=True):
             self.spaces[key] = self._space(parts, key[1], only)
             yield self.spaces[key]
@@ -124,7 +196,16 @@ class ColumnSpaces:
         """The whole space (every candidate column) of one preprocessing and lead."""
         key = (preprocessing, lead, None)
         if key not in self.spaces:
-            self.spaces[key] = self._space(self._factors(key), lead)
+            if self.pool is not None:  # a joint group on each process
+                groups = joint_groups(self.row_spaces, self.own(lead))
+                parts = merge_groups(
+                    self.pool([("group", key, joints) for joints in groups]),
+                    self.robot.n_joints,
+                    self.plan.n_cells,
+                )
+            else:
+                parts = self._factors(key)
+            self.spaces[key] = self._space(parts, lead)
         return self.spaces[key]
 
     def _factors(
@@ -132,7 +213,21 @@ class ColumnSpaces:
     ) -> tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray]:
         """(merged, per_joint, counts) of the fold factors of one preprocessing and
         acceleration lead (arrays only: what a worker sends back)."""
-        preprocessing, lead, only = key
+        factors = fold_factors(
+            self.builder,
+            self._rows(key),
+            self.plan.n_cells,
+            self.own(key[1], key[2]),
+            self.row_spaces,
+            self._max_samples,
+        )
+        return factors.merged, factors.per_joint, factors.counts
+
+    def _rows(
+        self, key: tuple[tuple[float, bool], tuple[float, ...], Candidate | None]
+    ) -> list[FoldRows]:
+        """The identification rows preprocessed as `key` says, with their cells."""
+        preprocessing = key[0]
         params = replace(
             self.config.preprocessing,
             lowpass_hz=preprocessing[0],
@@ -154,15 +249,7 @@ class ColumnSpaces:
             for r in rows:
                 if r.data.parallel_filter is not None:
                     r.data.parallel_filter.prepare()
-        factors = fold_factors(
-            self.builder,
-            rows,
-            self.plan.n_cells,
-            self.own(lead, only),
-            self.row_spaces,
-            self.config.tuning.max_samples if self.excerpts is None else None,
-        )
-        return factors.merged, factors.per_joint, factors.counts
+        return rows
 
     def _space(
         self,

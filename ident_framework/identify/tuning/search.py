@@ -9,6 +9,7 @@ regularisation (`ls` only); then every preprocessing candidate with those option
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -352,9 +353,12 @@ def search_columns(
     regularise: bool,
     log: SearchLog,
     configured: tuple[float, bool] | None = None,
+    scores: ScoreMap | None = None,
 ) -> tuple[Candidate, HeldOut]:
     """(the best column options and regulariser for one preprocessing, its CV figures);
-    `configured`: the configured preprocessing (default `start`'s)."""
+    `configured`: the configured preprocessing (default `start`'s); `scores`: a stage's
+    candidates scored side by side on workers that hold `space` (default: workers forked
+    here)."""
     configured = configured or (start.lowpass_hz, start.measured_velocity)
 
     def figures(item: tuple[bool, Candidate]) -> HeldOut:
@@ -364,7 +368,7 @@ def search_columns(
         _ = space.judged_by(shapes).factors.training
     # a stage's candidates are independent: scored on workers forked once for the search
     # (when the cores are free: serial while other forked work runs, `parallel_work.py`)
-    with forked_pool(figures, batch=2) as scores:
+    with nullcontext(scores) if scores else forked_pool(figures, batch=2) as scores:
         search = _ColumnSearch(space, start, grids, tolerance, log, configured, scores)
         search.regressor_columns()
         if space.coulomb:

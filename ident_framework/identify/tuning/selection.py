@@ -118,9 +118,10 @@ def select_options(
     log = SearchLog()
     tolerance = config.base_parameters.tolerance
     candidates = _preprocessing_candidates(config, recordings, exact)
-    best, best_held, best_preprocessing = _search(
-        spaces, candidates, start, settings, tolerance, regularise, log
-    )
+    with spaces.parallel():  # one set of forked workers for the whole search
+        best, best_held, best_preprocessing = _search(
+            spaces, candidates, start, settings, tolerance, regularise, log
+        )
     best_space = spaces.get(best_preprocessing, best.acceleration_lead)
     geometric = config.plugins["estimator"].info.name == GEOMETRIC
     least_squares_rmse = float(best_held.rmse) if geometric else None
@@ -181,7 +182,10 @@ def _search(
     configured = candidates[0]
     if spaces.costly_columns:
         first = spaces.get(configured, start.acceleration_lead)
-        best, best_held = search_columns(first, start, settings, tolerance, regularise, log)
+        scores = spaces.scores(configured, start.acceleration_lead, tolerance)
+        best, best_held = search_columns(
+            first, start, settings, tolerance, regularise, log, scores=scores
+        )
         arriving = spaces.build(candidates[1:], [start.acceleration_lead], only=best)
     else:
         arriving = spaces.build(candidates, [start.acceleration_lead])
@@ -219,6 +223,7 @@ def _search(
             regularise,
             log,
             configured,
+            spaces.scores(best_preprocessing, best.acceleration_lead, tolerance),
         )
     return best, best_held, best_preprocessing
 
