@@ -520,11 +520,15 @@ def _own_columns(
 
     def values(data: Dataset, rows: np.ndarray, wanted: np.ndarray | None = None) -> np.ndarray:
         """(len(rows), n, len(names)); `wanted` (n,) the joints needed (None: all; the
-        others' parallel friction columns are then zero, not filtered)."""
-        out = np.zeros((len(rows), data.dq.shape[1], len(names)))
+        others' parallel friction columns are then zero, not filtered). Stored joint by
+        joint (a transposed view): a joint not wanted leaves its zero pages untouched
+        (memory first touched is costly)."""
+        n = data.dq.shape[1]
+        out = np.zeros((n, len(rows), len(names))).transpose(1, 0, 2)
         friction_values(data, rows, wanted, out)  # the friction columns: all but the last two
-        out[:, :, -2] = data.ddq[rows]
-        out[:, :, -1] = 1.0
+        joints = slice(None) if wanted is None else np.flatnonzero(wanted)
+        out[:, joints, -2] = data.ddq[rows][:, joints]
+        out[:, joints, -1] = 1.0
         return out
 
     loaded = tuple(i for i, name in enumerate(names) if name.endswith(load_name("")))
