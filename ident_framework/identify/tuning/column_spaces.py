@@ -110,6 +110,8 @@ class ColumnSpaces:
         if isinstance(item, Told):
             key, merged, counts = item.message
             self.spaces[key] = self._space((merged, [], counts), key[1], key[2])
+            for shapes in (False, True):  # the folds' training factors, while the teller's
+                _ = self.spaces[key].judged_by(shapes).factors.training
             return None
         kind, key, *rest = item
         if kind == "group":
