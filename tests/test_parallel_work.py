@@ -12,6 +12,7 @@ import pytest
 from ident_framework import parallel_work
 from ident_framework.errors import UserError
 from ident_framework.parallel_work import (
+    Told,
     forked_imap,
     forked_map,
     forked_pool,
@@ -102,7 +103,32 @@ def test_a_forked_pool_serves_many_batches_from_the_same_workers():
 def test_a_forked_pool_of_one_worker_runs_here(monkeypatch):
     monkeypatch.setenv("IDENT_FRAMEWORK_WORKERS", "1")
     with forked_pool(lambda i: (i, os.getpid()), batch=8) as mapped:
+        assert not mapped.parallel
+        mapped.tell("nothing to tell: no forked worker")
         assert list(mapped([0, 1], 1)) == [(0, os.getpid()), (1, os.getpid())]
+
+
+@two_cores
+def test_a_forked_pool_tells_its_workers_state_built_after_the_fork():
+    """`PoolMap.tell`: every forked worker (not this process) gets the message before its
+    next items; the workers' results then use it like this process's own state."""
+    state: dict[str, np.ndarray] = {}
+
+    def work(item: object) -> tuple[float, int]:
+        if isinstance(item, Told):
+            name, values = item.message
+            state[name] = values
+            return 0.0, os.getpid()
+        time.sleep(0.005)
+        return float(state["table"][item]), os.getpid()
+
+    with forked_pool(work, batch=2) as mapped:
+        assert mapped.parallel
+        state["table"] = np.arange(20.0) ** 2  # after the fork: the workers lack it
+        mapped.tell(("table", state["table"]))
+        results = list(mapped(list(range(20)), 1))
+    assert [r[0] for r in results] == [float(i**2) for i in range(20)]
+    assert len({r[1] for r in results}) == 2
 
 
 def test_workers_are_capped_by_the_environment_and_never_nested(monkeypatch):

@@ -15,6 +15,7 @@ from ident_framework.identify.tuning.folds import plan_folds
 from ident_framework.identify.tuning.selection import select_options
 from ident_framework.model.regressor import regressor_builder
 from ident_framework.model.robot import load_robot
+from ident_framework.parallel_work import usable_cores
 from ident_framework.testing.known_truth import planted_friction_recording, sines, tuning_config
 
 
@@ -145,3 +146,28 @@ def test_the_tuning_reads_the_same_samples_of_a_recording_twice_as_long(monkeypa
         chosen = selection.chosen["friction.tanh_width"]
         assert all(0.01 <= chosen[j] <= 0.1 for j in (1, 4)), chosen
         assert all(chosen[j] <= 0.003 for j in (0, 2, 3, 5)), chosen
+
+
+@pytest.mark.skipif(usable_cores() < 2, reason="needs two usable cores")
+def test_the_search_on_forked_workers_is_the_search_in_one_process(monkeypatch):
+    """`ColumnSpaces.parallel`: the spaces' joint groups, the spaces built side by side and
+    the candidates scored on the forked workers (spaces told them after the fork) give the
+    same table, bit for bit, as everything in this process (a configured cut-off that
+    loses: the column search again on another preprocessing's space)."""
+    config = tuning_config(
+        "preprocessing.lowpass_hz=3.0", "tuning.cutoffs_hz=[10.0,20.0]",
+        "tuning.velocity_sources=[measured,differentiated]",
+        "tuning.max_samples=6000", "tuning.stribeck_velocities=[]",
+    )  # fmt: skip
+    robot = load_robot("ur10e")
+    builder = regressor_builder(config, robot)
+    theta = builder.standard_parameters(robot.inertial_parameters())
+    widths = np.array([0.0005, 0.03, 0.0005, 0.0005, 0.03, 0.0005])
+    data = planted_friction_recording(builder, theta, widths, seed=7, duration=60.0)
+    tables = []
+    for workers in ("1", ""):
+        monkeypatch.setenv("IDENT_FRAMEWORK_WORKERS", workers)
+        tuned, _ = select_options(config, robot, builder, [data])
+        tables.append((tuned.selection.chosen, tuned.selection.table))
+    assert tables[0] == tables[1]
+    assert tables[0][0]["preprocessing.lowpass_hz"] != 3.0
