@@ -257,15 +257,16 @@ def _serve(team: _Team, connection: Any, items: Sequence[Any] | None) -> None:
     global _in_worker
     _in_worker = True
     assert _work is not None
+    told: tuple[bool, Any] = (True, None)  # a failed `Told`: its error is every task's
     while True:
         batch = items if items is not None else connection.recv()
         if batch is None:
             break
-        if isinstance(batch, Told):  # state for the next items; an error surfaces there
-            _attempt(_work, batch)
+        if isinstance(batch, Told):  # state for the next items
+            told = _attempt(_work, batch) if told[0] else told
             continue
         while (index := team.claim(len(batch))) is not None:
-            ok, value = _attempt(_work, batch[index])
+            ok, value = _attempt(_work, batch[index]) if told[0] else told
             try:
                 connection.send((index, ok, value))
             except Exception as error:  # a result or error that does not pickle

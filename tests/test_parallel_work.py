@@ -111,7 +111,8 @@ def test_a_forked_pool_of_one_worker_runs_here(monkeypatch):
 @two_cores
 def test_a_forked_pool_tells_its_workers_state_built_after_the_fork():
     """`PoolMap.tell`: every forked worker (not this process) gets the message before its
-    next items; the workers' results then use it like this process's own state."""
+    next items; the workers' results then use it like this process's own state. A tell that
+    fails in a worker fails that worker's tasks."""
     state: dict[str, np.ndarray] = {}
 
     def work(item: object) -> tuple[float, int]:
@@ -129,6 +130,17 @@ def test_a_forked_pool_tells_its_workers_state_built_after_the_fork():
         results = list(mapped(list(range(20)), 1))
     assert [r[0] for r in results] == [float(i**2) for i in range(20)]
     assert len({r[1] for r in results}) == 2
+
+    def refuse(item: object) -> object:
+        if isinstance(item, Told):
+            raise UserError("no state for the workers")
+        time.sleep(0.01)
+        return item
+
+    with pytest.raises(UserError, match="no state"):  # a failed tell: the worker's tasks fail
+        with forked_pool(refuse, batch=2) as mapped:
+            mapped.tell(None)
+            list(mapped(list(range(20)), 1))
 
 
 def test_workers_are_capped_by_the_environment_and_never_nested(monkeypatch):
