@@ -244,7 +244,9 @@ ScoreMap = Callable[[Sequence[tuple[bool, Candidate]], int], Iterable[HeldOut]]
 
 class _ColumnSearch:
     """One greedy search over the column options: the incumbent (`best`, its CV figures
-    `held`) and whether the shape folds judge the current stage (`shapes`)."""
+    `held`) and whether the shape folds judge the current stage (`shapes`). A candidate met
+    again on the same folds (e.g. a second shape sweep's, unchanged since the first) is
+    logged again with the figures it got (`known`), not scored again: the same numbers."""
 
     def __init__(
         self,
@@ -259,11 +261,16 @@ class _ColumnSearch:
         self.space, self.grids, self.tolerance, self.log = space, grids, tolerance, log
         self.configured, self.scores = configured, scores
         self.shapes = False
+        self.known: dict[tuple[bool, Candidate], HeldOut] = {}  # (shape folds, candidate)
         self.best, self.held = start, self.score(start, "start")
 
     def score(self, candidate: Candidate, stage: str) -> HeldOut:
-        judge = self.space.judged_by(self.shapes)
-        return score_candidate(judge, candidate, self.tolerance, stage, self.log)
+        key = (self.shapes, candidate)
+        if key not in self.known:
+            judge = self.space.judged_by(self.shapes)
+            self.known[key] = candidate_figures(judge, candidate, self.tolerance)
+        self.log.add(stage, candidate, self.known[key])
+        return self.known[key]
 
     def judged_by(self, shapes: bool) -> None:
         """Judge the next stages by the shape folds (or the ordinary ones again); the
@@ -281,8 +288,11 @@ class _ColumnSearch:
     def consider(self, options: list[Candidate], stage: str) -> None:
         options = [o for o in dict.fromkeys(options) if o != self.best]
         if options:  # scored side by side (`search_columns`), logged in order
-            items = [(self.shapes, o) for o in options]
-            figures = list(self.scores(items, max(1, -(-len(items) // 4))))
+            items = [(self.shapes, o) for o in options if (self.shapes, o) not in self.known]
+            if items:
+                scored = self.scores(items, max(1, -(-len(items) // 4)))
+                self.known.update(zip(items, scored, strict=True))
+            figures = [self.known[self.shapes, o] for o in options]
             for option, held in zip(options, figures, strict=True):
                 self.log.add(stage, option, held)
             self.pick(options, figures, stage)
