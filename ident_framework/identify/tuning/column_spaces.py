@@ -85,22 +85,29 @@ class ColumnSpaces:
         self.excerpts = plan_excerpts(recordings, plan, config.tuning.max_samples, halo_s(slowest))
         self.pool: PoolMap | None = None  # the search's forked workers (`parallel`)
         self.told: set[tuple[Any, ...]] = set()  # the spaces the pool's workers were told
+        self.prepared: dict[tuple[float, bool], list[FoldRows]] = {}  # `parallel`'s `first`
 
     @contextmanager
-    def parallel(self) -> Iterator[None]:
+    def parallel(self, first: tuple[float, bool] | None = None) -> Iterator[None]:
         """Forked workers kept for a whole search (`selection._search`): a whole space's
         joint groups (`get`), the spaces built side by side (`build`) and the candidates
         scored side by side (`scores`) all go to them. One fork: a fresh process's memory is
-        first touched (and this one's copied on write) once, not at every stage. Serial
-        where `forked_pool` is."""
+        first touched (and this one's copied on write) once, not at every stage. `first`:
+        the preprocessing (cut-off Hz, measured velocity) of the first space, its rows
+        preprocessed here before the fork (the workers inherit them; a fresh worker's own
+        pass would first touch its memory, slower than this process's). Serial where
+        `forked_pool` is."""
         if any(resamples_any(r, self.config.preprocessing) for r in self.recordings):
             preload_cubic_spline()  # here once, not in every worker (jittery logs)
+        if first is not None:
+            self.prepared[first] = self._rows(first)
         with forked_pool(self._task, batch=JOINT_GROUPS) as pool:
             self.pool = pool if pool.parallel else None
             try:
                 yield
             finally:
                 self.pool, self.told = None, set()
+                self.prepared.clear()
 
     def _task(self, item: Any) -> Any:
         """A task of `parallel`'s workers (or of this process): ("group", key, joints) the
@@ -117,7 +124,7 @@ class ColumnSpaces:
         if kind == "group":
             return group_factors(
                 self.builder,
-                self._rows(key),
+                self._rows(key[0]),
                 self.plan.n_cells,
                 self.own(key[1], key[2]),
                 self.row_spaces,
@@ -217,7 +224,7 @@ class ColumnSpaces:
         acceleration lead (arrays only: what a worker sends back)."""
         factors = fold_factors(
             self.builder,
-            self._rows(key),
+            self._rows(key[0]),
             self.plan.n_cells,
             self.own(key[1], key[2]),
             self.row_spaces,
@@ -225,11 +232,11 @@ class ColumnSpaces:
         )
         return factors.merged, factors.per_joint, factors.counts
 
-    def _rows(
-        self, key: tuple[tuple[float, bool], tuple[float, ...], Candidate | None]
-    ) -> list[FoldRows]:
-        """The identification rows preprocessed as `key` says, with their cells."""
-        preprocessing = key[0]
+    def _rows(self, preprocessing: tuple[float, bool]) -> list[FoldRows]:
+        """The identification rows preprocessed with `preprocessing` (cut-off Hz, measured
+        velocity), with their cells (`prepared` ones as they are)."""
+        if preprocessing in self.prepared:
+            return self.prepared[preprocessing]
         params = replace(
             self.config.preprocessing,
             lowpass_hz=preprocessing[0],

@@ -118,7 +118,7 @@ def select_options(
     log = SearchLog()
     tolerance = config.base_parameters.tolerance
     candidates = _preprocessing_candidates(config, recordings, exact)
-    with spaces.parallel():  # one set of forked workers for the whole search
+    with spaces.parallel(candidates[0]):  # one set of forked workers for the whole search
         best, best_held, best_preprocessing = _search(
             spaces, candidates, start, settings, tolerance, regularise, log
         )
