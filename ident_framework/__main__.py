@@ -8,6 +8,11 @@ worst job's code (`reports/sweep.py`).
 
 from __future__ import annotations
 
+# isort: split
+# process settings first: before anything imports MuJoCo, and the collector paused from here
+from ident_framework.command_environment import resume_collection
+
+# isort: split
 import atexit
 import logging
 import os
@@ -17,7 +22,6 @@ import threading
 import hydra
 from omegaconf import DictConfig
 
-import ident_framework.command_environment  # noqa: F401  (before anything imports MuJoCo)
 from ident_framework.config.preflight import (
     CONFIG_MODULE,
     CONFIG_NAME,
@@ -67,6 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)
+    resume_collection()  # the command has started (command_environment.py)
     if single is not None:  # one job: composed once above, run as Hydra runs it
         run_single(single, run_job.__wrapped__)
         exit_promptly(0)
