@@ -18,6 +18,7 @@ import logging
 import os
 import sys
 import threading
+from contextlib import nullcontext
 
 import hydra
 from omegaconf import DictConfig
@@ -25,8 +26,10 @@ from omegaconf import DictConfig
 from ident_framework.config.preflight import (
     CONFIG_MODULE,
     CONFIG_NAME,
+    asks_for_help,
     prepare_command_line,
     run_single,
+    shared_group_listing,
 )
 from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.errors import RehearsalFailed, UserError
@@ -78,7 +81,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     sys.argv = [sys.argv[0], *argv]
     try:
-        run_job()
+        with shared_group_listing() if asks_for_help(argv) else nullcontext():
+            run_job()
     except SystemExit:
         report_unfinished_sweep()  # a launcher that lost a job: Hydra said why, and exits 1
         raise

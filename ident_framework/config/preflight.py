@@ -16,12 +16,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from hydra import compose, initialize_config_module
 from hydra._internal.callbacks import Callbacks
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.hydra import Hydra
 from hydra._internal.utils import (
@@ -31,6 +33,7 @@ from hydra._internal.utils import (
     get_args_parser,
 )
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.object_type import ObjectType
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import IntervalSweep
 from hydra.core.utils import run_job
@@ -140,6 +143,42 @@ def prepare_command_line(
     finally:
         if not ready:
             GlobalHydra.instance().clear()
+
+
+def asks_for_help(argv: list[str]) -> bool:
+    """Whether the command line asks for --help or --hydra-help."""
+    args = get_args_parser().parse_args(argv)
+    return bool(args.help or args.hydra_help)
+
+
+@contextmanager
+def shared_group_listing() -> Iterator[None]:
+    """While Hydra prints --help or --hydra-help: one config repository per loader, config
+    name and overrides for all of its `get_group_options` calls (it lists every config group's
+    options, ~90 calls, each building a repository with a deep copy of Hydra's config store:
+    ~0.25 s of --help). The repository does not change between the calls; the lists are the
+    same."""
+    original = ConfigLoaderImpl.get_group_options
+    repositories: dict[tuple[Any, ...], Any] = {}
+
+    def get_group_options(
+        self: ConfigLoaderImpl,
+        group_name: str,
+        results_filter: ObjectType | None = ObjectType.CONFIG,
+        config_name: str | None = None,
+        overrides: list[str] | None = None,
+    ) -> list[str]:
+        key = (self, config_name, tuple(overrides or ()))
+        if key not in repositories:
+            parsed = self._parse_overrides_and_create_caching_repo(config_name, list(key[2]))
+            repositories[key] = parsed[1]
+        return repositories[key].get_group_options(group_name, results_filter)
+
+    ConfigLoaderImpl.get_group_options = get_group_options  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ConfigLoaderImpl.get_group_options = original  # type: ignore[method-assign]
 
 
 def _unknown_key(error: ConfigCompositionException, overrides: list[str]) -> str | None:
