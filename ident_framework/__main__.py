@@ -30,6 +30,7 @@ from ident_framework.config.preflight import (
     prepare_command_line,
     run_single,
     shared_group_listing,
+    use_libyaml_loader,
 )
 from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.errors import RehearsalFailed, UserError
@@ -69,6 +70,7 @@ def run_job(cfg: DictConfig) -> float | None:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     register_plugin_search_path()
+    use_libyaml_loader()  # Hydra reads the config files with it
     try:
         _, single = prepare_command_line(argv, run_job)
     except UserError as error:

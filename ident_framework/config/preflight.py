@@ -19,8 +19,11 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
+import omegaconf._utils
+import yaml
 from hydra import compose, initialize_config_module
 from hydra._internal.callbacks import Callbacks
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
@@ -40,6 +43,7 @@ from hydra.core.utils import run_job
 from hydra.errors import ConfigCompositionException, HydraException, MissingConfigException
 from hydra.types import HydraContext, RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf._utils import get_yaml_loader as _omegaconf_yaml_loader
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from ident_framework.config.registry import PluginRegistry, get_registry
@@ -94,6 +98,41 @@ def _interval_ends(override: str, parser: OverridesParser) -> str:
 def _is_job_override(override: str) -> bool:
     key = override.lstrip("+~").split("=", 1)[0]
     return not (key.startswith("hydra.") or key.startswith("hydra/") or key == "hydra")
+
+
+def use_libyaml_loader() -> None:
+    """Make `OmegaConf.load` (Hydra reads every config file with it) parse with libyaml's
+    parser where PyYAML has it: a run's config files in ~0.003 s instead of ~0.05 s. The loader
+    is OmegaConf's otherwise (its float resolver, no timestamps, duplicate keys refused), so the
+    values are the same; a YAML syntax error's message lacks the quoted snippet."""
+    if hasattr(yaml, "CSafeLoader"):
+        omegaconf._utils.get_yaml_loader = _libyaml_loader
+
+
+@cache
+def _libyaml_loader() -> type:
+    """OmegaConf's YAML loader on libyaml's parser (made once)."""
+    loader = type("OmegaConfCLoader", (yaml.CSafeLoader,), {})
+    loader.construct_mapping = _refusing_duplicates  # type: ignore[method-assign]
+    loader.yaml_implicit_resolvers = _omegaconf_yaml_loader().yaml_implicit_resolvers
+    return loader
+
+
+def _refusing_duplicates(self: Any, node: yaml.MappingNode, deep: bool = False) -> Any:
+    """OmegaConf's `construct_mapping`: a mapping with a key twice is an error."""
+    keys = set()
+    for key_node, _ in node.value:
+        if key_node.tag != yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG:
+            continue
+        if key_node.value in keys:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping",
+                node.start_mark,
+                f"found duplicate key {key_node.value}",
+                key_node.start_mark,
+            )
+        keys.add(key_node.value)
+    return yaml.constructor.SafeConstructor.construct_mapping(self, node, deep=deep)
 
 
 def check_command_line(argv: list[str]) -> list[RunConfig]:
