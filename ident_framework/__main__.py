@@ -8,21 +8,29 @@ worst job's code (`reports/sweep.py`).
 
 from __future__ import annotations
 
+# isort: split
+# process settings first: before anything imports MuJoCo, and the collector paused from here
+from ident_framework.command_environment import resume_collection
+
+# isort: split
 import atexit
 import logging
 import os
 import sys
 import threading
+from contextlib import nullcontext
 
 import hydra
 from omegaconf import DictConfig
 
-import ident_framework.command_environment  # noqa: F401  (before anything imports MuJoCo)
 from ident_framework.config.preflight import (
     CONFIG_MODULE,
     CONFIG_NAME,
+    asks_for_help,
     prepare_command_line,
     run_single,
+    shared_group_listing,
+    use_libyaml_loader,
 )
 from ident_framework.config.search_path import register_plugin_search_path
 from ident_framework.errors import RehearsalFailed, UserError
@@ -62,18 +70,21 @@ def run_job(cfg: DictConfig) -> float | None:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     register_plugin_search_path()
+    use_libyaml_loader()  # Hydra reads the config files with it
     try:
         _, single = prepare_command_line(argv, run_job)
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)
+    resume_collection()  # the command has started (command_environment.py)
     if single is not None:  # one job: composed once above, run as Hydra runs it
         run_single(single, run_job.__wrapped__)
         exit_promptly(0)
         return
     sys.argv = [sys.argv[0], *argv]
     try:
-        run_job()
+        with shared_group_listing() if asks_for_help(argv) else nullcontext():
+            run_job()
     except SystemExit:
         report_unfinished_sweep()  # a launcher that lost a job: Hydra said why, and exits 1
         raise

@@ -143,3 +143,88 @@ def test_command_line_keeps_freed_memory_unless_the_user_tuned_malloc(given, exp
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == expected
+
+
+def test_collector_paused_only_while_the_command_starts():
+    """`python -m ident_framework` pauses the garbage collector on import and resumes it before
+    the job (`command_environment.py`); imported as a library the collector is left alone."""
+    import subprocess
+
+    code = (
+        "import gc, runpy, sys\n"
+        "import ident_framework.command_environment as c\n"
+        "print(c._PAUSED, gc.isenabled())\n"
+        "del sys.modules['ident_framework.command_environment']\n"
+        "sys.argv = ['ident_framework', '--info', 'defaults']\n"
+        "import ident_framework.__main__ as m\n"  # the package module: imported, not run
+        "print(gc.isenabled())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True", "True"]
+    run = (
+        "import gc, runpy, sys\n"
+        "import ident_framework.config.preflight as p\n"
+        "seen = []\n"
+        "original = p.prepare_command_line\n"
+        "def spy(*a, **k):\n"
+        "    seen.append(gc.isenabled())\n"
+        "    return original(*a, **k)\n"
+        "p.prepare_command_line = spy\n"
+        "sys.argv = ['ident_framework', '--info', 'defaults']\n"
+        "try:\n"
+        "    runpy._run_module_as_main('ident_framework')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(seen, gc.isenabled(), gc.get_freeze_count() > 0)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[False] True True"
+
+
+def test_libyaml_loader_reads_every_config_file_as_omegaconf_does():
+    """`use_libyaml_loader`: the packaged config files load to the same values (types
+    included) as with OmegaConf's own loader; a duplicate key is still refused."""
+    import io
+
+    import yaml
+
+    from ident_framework.config.preflight import _libyaml_loader, _omegaconf_yaml_loader
+
+    if not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("PyYAML without libyaml")
+    root = Path(__file__).resolve().parents[1] / "conf"
+    files = sorted(root.rglob("*.yaml"))
+    assert files
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        expected = yaml.load(io.StringIO(text), Loader=_omegaconf_yaml_loader())
+        loaded = yaml.load(io.StringIO(text), Loader=_libyaml_loader())
+        assert repr(loaded) == repr(expected), path
+    with pytest.raises(yaml.constructor.ConstructorError, match="duplicate key a"):
+        yaml.load(io.StringIO("a: 1\na: 2\n"), Loader=_libyaml_loader())
+
+
+def test_help_text_is_the_same_with_one_shared_repository():
+    """`shared_group_listing` (one config repository for Hydra's --help listing) prints what
+    Hydra prints without it."""
+    import contextlib
+    import io
+
+    import ident_framework.__main__ as command
+    from ident_framework.config import preflight
+
+    def help_text(shared: bool) -> str:
+        out = io.StringIO()
+        listing = preflight.shared_group_listing() if shared else contextlib.nullcontext()
+        argv = sys.argv
+        sys.argv = ["ident_framework", "--help"]
+        try:
+            with contextlib.redirect_stdout(out), listing, pytest.raises(SystemExit):
+                command.run_job()
+        finally:
+            sys.argv = argv
+        return out.getvalue()
+
+    assert help_text(shared=True) == help_text(shared=False)

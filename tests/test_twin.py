@@ -254,3 +254,22 @@ def test_twin_metrics_of_a_recording_at_rest_report_no_moving_comparison():
     assert moving["twin_mujoco_rmse"] is None and moving["ratio_twin_to_identified"] is None
     lines = twin_lines(SimpleNamespace(metrics={"twin": metrics}))
     assert any("no validation sample moves" in line for line in lines), lines
+
+
+def test_inverse_dynamics_equals_mj_inverse_sample_by_sample():
+    """`mujoco_inverse_dynamics` (whole rows copied into MjData) gives, bit for bit, what
+    setting the joints' entries and calling `mj_inverse` sample by sample gives."""
+    robot = load_robot("ur10e")
+    rng = np.random.default_rng(7)
+    q, dq, ddq = (rng.normal(size=(50, robot.n_joints)) for _ in range(3))
+    model = robot.mujoco_model()
+    data = mujoco.MjData(model)
+    joints = [model.joint(name) for name in robot.joint_names]
+    qpos = [j.qposadr[0] for j in joints]
+    dof = [j.dofadr[0] for j in joints]
+    expected = np.empty_like(q)
+    for k in range(len(q)):
+        data.qpos[qpos], data.qvel[dof], data.qacc[dof] = q[k], dq[k], ddq[k]
+        mujoco.mj_inverse(model, data)
+        expected[k] = data.qfrc_inverse[dof]
+    assert np.array_equal(mujoco_inverse_dynamics(robot, q, dq, ddq), expected)

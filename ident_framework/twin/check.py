@@ -21,18 +21,31 @@ MOVING_RAD_S = 0.05  # above this speed MuJoCo's friction loss is ≈ fc·sign(d
 def mujoco_inverse_dynamics(
     robot: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray
 ) -> np.ndarray:
-    """(N, n) joint torques (Nm) from MuJoCo's inverse dynamics of `robot`'s MJCF."""
+    """(N, n) joint torques (Nm) from MuJoCo's inverse dynamics of `robot`'s MJCF. Each
+    sample's whole qpos, qvel, qacc rows are built first (the joints' columns set, the rest as
+    `MjData` starts) and copied in with one slice assignment each (fancy-indexed assignments
+    per sample cost as much as `mj_inverse` itself)."""
     model = robot.mujoco_model()
     data = mujoco.MjData(model)
     qpos, dof = _addresses(model, robot)
-    out = np.empty_like(np.asarray(q, dtype=float))
+    rows = []
+    for start, columns, values in (
+        (data.qpos, qpos, q),
+        (data.qvel, dof, dq),
+        (data.qacc, dof, ddq),
+    ):
+        row = np.repeat(start[None, :], len(q), axis=0)
+        row[:, columns] = values
+        rows.append(row)
+    positions, velocities, accelerations = rows
+    full = np.empty((len(q), model.nv))
     for k in range(len(q)):
-        data.qpos[qpos] = q[k]
-        data.qvel[dof] = dq[k]
-        data.qacc[dof] = ddq[k]
+        data.qpos[:] = positions[k]
+        data.qvel[:] = velocities[k]
+        data.qacc[:] = accelerations[k]
         mujoco.mj_inverse(model, data)
-        out[k] = data.qfrc_inverse[dof]
-    return out
+        full[k] = data.qfrc_inverse
+    return full[:, dof]
 
 
 def forward_divergence(
