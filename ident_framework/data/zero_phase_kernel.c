@@ -22,7 +22,7 @@
 #define ALWAYS_INLINE inline
 #endif
 
-/* Rows t0..t1-1 (ascending, or descending when t1 < t0) of e (rows of TILE, `lanes` used)
+/* Rows t0..t1-1 (ascending, or descending when t1 < t0) of e (rows of `lanes` values)
  * through the sections in place, section after section: the states of a section stay in
  * registers over the rows (states: z0, z1 (sections, TILE), carried from one call to the
  * next). Each value goes through the same operations as sample by sample. */
@@ -37,7 +37,7 @@ static ALWAYS_INLINE void sections_over(const double *sos, int64_t sections, dou
         for (int64_t k = 0; k < lanes; k++)
             first[k] = z0[s * TILE + k], second[k] = z1[s * TILE + k];
         for (int64_t t = t0; t != t1; t += dt) {
-            double *restrict v = e + t * TILE;
+            double *restrict v = e + t * lanes;
             for (int64_t k = 0; k < lanes; k++) {
                 double y = b0 * v[k] + first[k];
                 first[k] = b1 * v[k] - a1 * y + second[k];
@@ -62,7 +62,7 @@ static inline void start(const double *zi, int64_t sections, const double *v, in
 
 /* Channels c0..c0+w-1 on `lanes` lanes (w <= lanes; the lanes past w hold zeros and stay
  * zero). x[t, c] = x[t * xt + c * xc], out likewise (strides in elements); ext
- * (n + 2 pad, TILE), z0 and z1 (sections, TILE): work arrays. The forward pass writes the
+ * (n + 2 pad, lanes), z0 and z1 (sections, TILE): work arrays. The forward pass writes the
  * extended signal into ext and filters it there, `RUN` rows at a time (while they are in the
  * L1 cache); the backward pass filters ext in place and copies the samples kept. Inlined
  * with constant lane counts, so that the loops over the lanes vectorise fully. */
@@ -72,7 +72,7 @@ static ALWAYS_INLINE void tile(const double *sos, const double *zi, int64_t sect
                                double *restrict ext, double *restrict z0, double *restrict z1) {
     const int64_t total = n + 2 * pad;
     for (int64_t t = 0; t < total; t++) {
-        double *restrict v = ext + t * TILE;
+        double *restrict v = ext + t * lanes;
         if (t < pad) { /* odd extension: 2 x0 - x[pad - t] */
             for (int64_t k = 0; k < w; k++)
                 v[k] = 2.0 * x[k * xc] - x[(pad - t) * xt + k * xc];
@@ -90,24 +90,29 @@ static ALWAYS_INLINE void tile(const double *sos, const double *zi, int64_t sect
         if ((t + 1) % RUN == 0 || t + 1 == total) /* rows t - t % RUN .. t */
             sections_over(sos, sections, ext, t - t % RUN, t + 1, lanes, z0, z1);
     }
-    start(zi, sections, ext + (total - 1) * TILE, lanes, z0, z1);
+    start(zi, sections, ext + (total - 1) * lanes, lanes, z0, z1);
     for (int64_t t1 = total; t1 > pad; t1 -= RUN) { /* the samples before `pad`: not kept */
         int64_t t0 = t1 - RUN > pad ? t1 - RUN : pad;
         sections_over(sos, sections, ext, t1 - 1, t0 - 1, lanes, z0, z1);
         for (int64_t t = t0; t < t1; t++)
             if (t < pad + n)
                 for (int64_t k = 0; k < w; k++)
-                    out[(t - pad) * ot + k * oc] = ext[t * TILE + k];
+                    out[(t - pad) * ot + k * oc] = ext[t * lanes + k];
     }
 }
 
+/* The lanes a tile of w channels runs on (4, 8 or TILE: the loops over them vectorise). */
+static inline int64_t lanes_of(int64_t w) { return w > 8 ? TILE : w > 4 ? 8 : 4; }
+
 /* out (n, channels) = the zero-phase filter of x (n, channels) by the normalised sections
  * sos (sections, 6) [b0, b1, b2, 1, a1, a2] with steady states zi (sections, 2) for a unit
- * input; strides in elements (any sign). 0, or -1 when out of memory. */
+ * input; strides in elements (any sign). out may be x itself (each tile reads all of its
+ * channels before it writes them). The work array holds n + 2 pad rows of the widest tile's
+ * lanes only (4 channels: a quarter of TILE's). 0, or -1 when out of memory. */
 int zero_phase_filter(const double *sos, const double *zi, int64_t sections, const double *x,
                       int64_t n, int64_t channels, int64_t xt, int64_t xc, int64_t pad,
                       double *out, int64_t ot, int64_t oc) {
-    double *ext = malloc((size_t)((n + 2 * pad) * TILE) * sizeof(double));
+    double *ext = malloc((size_t)((n + 2 * pad) * lanes_of(channels)) * sizeof(double));
     double *z0 = malloc((size_t)(2 * sections * TILE) * sizeof(double));
     if (ext == NULL || z0 == NULL) {
         free(ext);
