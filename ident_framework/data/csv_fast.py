@@ -44,7 +44,9 @@ def read_used_columns(
         return None
     n_rows, columns = table.num_rows, [table.column(f"c{column}") for column in usecols]
     del table  # the columns' buffers are freed one by one as they are copied
-    return _column_major(n_rows, columns)
+    out = _column_major(n_rows, columns)
+    pa.default_memory_pool().release_unused()  # the parser's pages: back to the system
+    return out
 
 
 def _column_major(n_rows: int, columns: list[pa.ChunkedArray]) -> np.ndarray:

@@ -189,6 +189,8 @@ def identify(
     kept = None if load_fit is not None else problem.kept_rows
     with timer("prediction"):
         predictions = predict_physical(builder, data.splits(), theta, chunk_size, kept)
+    if problem.kept_rows is not None:  # predicted: what it kept is freed before the metrics
+        problem.kept_rows.release()
     residual = plugins["residual"].create()
     out_of_range: dict[str, dict[str, Any]] = {}
     if residual.active:
