@@ -26,7 +26,13 @@ def filtered_batches(monkeypatch) -> list[int]:
         counts.append(len(channels))
         return real(sos, channels)
 
+    def counted_in_place(sos, columns):  # (M, c): grid segments, filtered where they are
+        counts.append(columns.shape[1])
+        return real_in_place(sos, columns)
+
+    real_in_place = parallel_filter.zero_phase_filter_in_place
     monkeypatch.setattr(parallel_filter, "zero_phase_filter_channels", counted)
+    monkeypatch.setattr(parallel_filter, "zero_phase_filter_in_place", counted_in_place)
     return counts
 
 

@@ -299,9 +299,10 @@ def test_the_unfiltered_velocity_is_computed_only_when_parallel_filtering_asks(
 def test_parallel_filtering_batches_across_functions_and_skips_unwanted_joints(
     monkeypatch, filtered_batches
 ):
-    """Columns of several functions are filtered together in batches (any batch size gives
-    the same columns, to rounding); a joint left out of a function's `keep` mask is zero and
-    never filtered; each column equals its own zero-phase filter at the kept rows."""
+    """Columns of several functions (on a grid: each function's runs of wanted columns in
+    place) give the same columns whatever is asked; a joint left out of a function's `keep`
+    mask is zero and never filtered; each column equals its own zero-phase filter at the kept
+    rows."""
     import ident_framework.data.parallel_filter as parallel_filter
     from ident_framework.data.filters import zero_phase_filter
 
@@ -329,7 +330,7 @@ def test_parallel_filtering_batches_across_functions_and_skips_unwanted_joints(
     monkeypatch.setattr(parallel_filter, "CHANNELS_AT_ONCE", 4)
     keep = [None, np.array([False, True, False]), np.array([True, False, True])]
     masked = pf.apply(parts, keep=keep)
-    assert filtered_batches == [4, 3]  # 3 + 2 + 2 wanted columns, in batches of 4 at most
+    assert filtered_batches == [3, 2, 1, 1]  # 3 + 2 + 2 wanted columns, in runs of adjacent ones
     np.testing.assert_allclose(masked[:, :, 0], whole[:, :, 0], atol=1e-12)
     np.testing.assert_allclose(masked[:, 1, 1:3], whole[:, 1, 1:3], atol=1e-12)
     np.testing.assert_allclose(masked[:, [0, 2], 3], whole[:, [0, 2], 3], atol=1e-12)

@@ -210,3 +210,24 @@ def test_c_and_numba_filters_agree_bit_for_bit(channels: int, monkeypatch) -> No
         np.testing.assert_array_equal(results[0], results[1])
         reference = signal.sosfiltfilt(sos, x, axis=0)
         assert np.abs(results[0] - reference).max() <= 1e-12 * np.abs(reference).max()
+
+
+@pytest.mark.parametrize("channels", [1, 4, 6, 8, 16, 18, 20, 40])
+@pytest.mark.parametrize("n", [40, 129, 3001])
+def test_in_place_filtering_gives_the_same_bits(channels: int, n: int, monkeypatch) -> None:
+    """`zero_phase_filter_in_place` on adjacent columns of a wider array (the C kernel then
+    filters tiles of 4, 8 or 16 channels where they are, others through its work array):
+    the bits of the filter into another array, C or numba; the other columns untouched."""
+    from ident_framework import c_kernels
+    from ident_framework.data.filters import zero_phase_filter_in_place
+
+    rng = np.random.default_rng(n + channels)
+    wide = np.cumsum(rng.standard_normal((n, channels + 3)), axis=0)
+    sos = butterworth_lowpass(4, 20.0, 500.0)
+    expected = zero_phase_filter(sos, np.ascontiguousarray(wide[:, 1 : 1 + channels]))
+    for native in ("1", "0") if c_kernels.compiler_found() else ("0",):
+        monkeypatch.setenv(c_kernels.SWITCH, native)
+        x = wide.copy()
+        zero_phase_filter_in_place(sos, x[:, 1 : 1 + channels])
+        np.testing.assert_array_equal(x[:, 1 : 1 + channels], expected)
+        np.testing.assert_array_equal(x[:, [0, -2, -1]], wide[:, [0, -2, -1]])

@@ -42,18 +42,25 @@ def read_used_columns(
     table = None if raw is None else _parse(raw, layout, usecols, skip)
     if table is None or (rows is not None and table.num_rows != rows[1] - rows[0]):
         return None
-    return _column_major(table, usecols)
+    n_rows, columns = table.num_rows, [table.column(f"c{column}") for column in usecols]
+    del table  # the columns' buffers are freed one by one as they are copied
+    out = _column_major(n_rows, columns)
+    pa.default_memory_pool().release_unused()  # the parser's pages: back to the system
+    return out
 
 
-def _column_major(table: pa.Table, usecols: list[int]) -> np.ndarray:
-    """(rows, len(usecols)) Fortran-ordered copy of the table's used columns (one copy each)."""
-    out = np.empty((table.num_rows, len(usecols)), order="F")
-    for index, column in enumerate(usecols):
+def _column_major(n_rows: int, columns: list[pa.ChunkedArray]) -> np.ndarray:
+    """(rows, len(columns)) Fortran-ordered copy of the parsed `columns` (one copy each),
+    emptying the list: a column's buffers go as soon as it is copied (memory of the table
+    plus one column, not of two tables)."""
+    out = np.empty((n_rows, len(columns)), order="F")
+    for index in range(len(columns)):
         row = 0
-        for chunk in table.column(f"c{column}").chunks:
+        for chunk in columns[index].chunks:
             values = _values(chunk)
             out[row : row + len(values), index] = values
             row += len(values)
+        columns[index] = None  # type: ignore[call-overload]
     return out
 
 
@@ -65,14 +72,23 @@ def _values(array: pa.Array) -> np.ndarray:
     return np.frombuffer(array.buffers()[1], np.float64, len(array), array.offset * 8)
 
 
-def _file_text(path: str | Path, whitespace: bool) -> pa.Buffer | bytes | None:
-    """The whole file's bytes: memory-mapped for an ASCII comma-separated file, else read."""
-    if not whitespace:
-        mapped = pa.memory_map(str(path)).read_buffer()
-        if mapped.size == 0 or np.frombuffer(mapped, dtype=np.uint8).max() < 128:
-            return mapped
+def _file_text(path: str | Path, whitespace: bool) -> pa.NativeFile | bytes | None:
+    """The file: opened for pyarrow to read block by block when it is ASCII and comma
+    separated (checked block by block: neither is ever held whole, nor mapped into memory),
+    else its whole bytes."""
+    if not whitespace and _ascii(path):
+        return pa.OSFile(str(path))
     with open(path, "rb") as handle:
         return handle.read()
+
+
+def _ascii(path: str | Path) -> bool:
+    """Whether every byte of the file is below 128, read BLOCK_BYTES at a time."""
+    with open(path, "rb") as handle:
+        while block := handle.read(BLOCK_BYTES):
+            if np.frombuffer(block, dtype=np.uint8).max() >= 128:
+                return False
+    return True
 
 
 def read_column_streamed(layout: CsvLayout, column: int) -> np.ndarray | None:
@@ -148,12 +164,13 @@ def _convert_options(wanted: list[str]) -> pa_csv.ConvertOptions:
 
 
 def _parse(
-    raw: bytes | pa.Buffer, layout: CsvLayout, usecols: list[int], skip_rows: int
+    raw: bytes | pa.NativeFile, layout: CsvLayout, usecols: list[int], skip_rows: int
 ) -> pa.Table | None:
     """pyarrow's table of the used columns (one thread below THREADS_FROM_BYTES of text), None
-    when it refuses the text; a `pa.Buffer` (memory-mapped ASCII) is parsed without a copy."""
+    when it refuses the text; a `pa.NativeFile` (an ASCII file) is read block by block."""
     delimiter = layout.delimiter or " "
-    if isinstance(raw, pa.Buffer):
+    text: pa.Buffer | pa.NativeFile
+    if isinstance(raw, pa.NativeFile):
         text = raw
     else:
         if not raw.isascii():
@@ -165,7 +182,8 @@ def _parse(
             raw = _EDGE_BLANKS.sub(b"", _BLANK_RUN.sub(b" ", raw))
         text = pa.py_buffer(raw)
     names = [f"c{i}" for i in range(len(layout.names))]
-    threads = text.size >= THREADS_FROM_BYTES and usable_cores() > 1
+    size = text.size() if isinstance(text, pa.NativeFile) else text.size
+    threads = size >= THREADS_FROM_BYTES and usable_cores() > 1
     try:
         return pa_csv.read_csv(
             text,
@@ -177,3 +195,6 @@ def _parse(
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return None
+    finally:
+        if isinstance(text, pa.NativeFile):
+            text.close()

@@ -318,12 +318,12 @@ def _check_units(
     ):
         if group not in arrays:
             continue
-        values = np.abs(arrays[group])
-        peak = values.max(axis=0)
+        values = arrays[group]
+        peak = np.maximum(values.max(axis=0), -values.min(axis=0))  # max |value|, no copy
         if not np.any(peak > limit):
             continue
         joint = int(np.argmax(peak))
-        row = int(np.argmax(values[:, joint]))
+        row = int(np.argmax(np.abs(values[:, joint])))
         value = arrays[group][row, joint]
         raise UserError(
             f"{where}: column '{names[group][joint]}' reaches {value:.6g} at "

@@ -87,6 +87,12 @@ def zero_phase_filter_channels(sos: np.ndarray, x: np.ndarray) -> np.ndarray:
     return out
 
 
+def zero_phase_filter_in_place(sos: np.ndarray, x: np.ndarray) -> None:
+    """`x` (N, ch) float64 (any element strides, e.g. columns of a wider array) replaced by
+    its `zero_phase_filter`, without a copy of it."""
+    _run_kernel(sos, x, x)
+
+
 def _run_kernel(sos: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
     """`out` (N, ch) = the zero-phase filter of `x` (N, ch) (float64, any strides)."""
     pad = pad_length(sos)

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 
-from ident_framework.data.filters import cubic_spline, zero_phase_filter_channels
+from ident_framework.data.filters import (
+    cubic_spline,
+    zero_phase_filter_channels,
+    zero_phase_filter_in_place,
+)
 
 # (t (M,) s, dq (M, n) rad/s) -> (M, c, k) friction columns
 CHANNELS_AT_ONCE = 48  # columns filtered together at most (buffers ~3 x M x 48 doubles)
@@ -35,8 +39,11 @@ class FilterSegment:
 
     @cached_property
     def dq(self) -> np.ndarray:
-        """The unfiltered velocity (M, n) rad/s on the grid (C-ordered)."""
-        return np.ascontiguousarray(self.velocity(), dtype=float)
+        """The unfiltered velocity (M, n) rad/s on the grid (C-ordered). `velocity` then gives
+        it too (what it computed it from, e.g. the recorded positions, is let go)."""
+        dq = np.ascontiguousarray(self.velocity(), dtype=float)
+        object.__setattr__(self, "velocity", partial(np.asarray, dq))  # frozen: the same value
+        return dq
 
     def kept(self, on_grid: np.ndarray) -> np.ndarray:
         """The kept samples of `on_grid` (M, ...), values on the grid."""
@@ -68,7 +75,10 @@ class ParallelFilter:
         per function, a mask (c,) of the rows of its (c, k) columns wanted (the others stay
         zero, unfiltered). `into`: (an (N, c, K) array, per function the index of its one
         column there): the columns are written there and it is returned. Columns are
-        filtered in batches of at most `CHANNELS_AT_ONCE` and `SAMPLES_AT_ONCE` values."""
+        filtered in place in the array `columns` return on a segment's grid (a fresh one: a
+        copy when it shares its memory; the result of one grid segment, one function, all
+        rows and no `keep` or `into` is a view of it), else (off the grid) in batches of at
+        most `CHANNELS_AT_ONCE` and `SAMPLES_AT_ONCE` values."""
         parts = [columns] if callable(columns) else list(columns)
         keeps = [None] * len(parts) if keep is None else list(keep)
         source = self if rows is None else self.select(rows)
@@ -78,24 +88,34 @@ class ParallelFilter:
         if into is not None:  # each function's (N, c, 1) column, a view of the given array
             out = [into[0][:, :, k : k + 1] for k in into[1]]
         at = 0
+        alone = len(source.segments) == 1 and into is None
         for segment in source.segments:
             count = len(segment.rows)
             size = max(1, min(CHANNELS_AT_ONCE, SAMPLES_AT_ONCE // len(segment.timestamp)))
             batch = _Batch(segment, size)
             for i, part in enumerate(parts):
                 raw = np.asarray(part(segment.timestamp, segment.dq), dtype=float)
-                if out[i] is None:
-                    out[i] = np.zeros((source.n_samples, *raw.shape[1:]))
-                flat = raw.reshape(len(raw), -1)
-                target = out[i][at : at + count]
-                target = target.reshape(count, -1) if into is None else target[:, :, 0]
                 mask = keeps[i]
+                flat = raw.reshape(len(raw), -1)
                 wanted = (
                     np.arange(flat.shape[1])
                     if mask is None
                     else np.flatnonzero(np.repeat(np.asarray(mask, dtype=bool), raw[0, 0].size))
                 )
-                batch.add(flat, wanted, target)
+                if segment.at is None:  # grid rows: filtered in place, no other buffer
+                    flat = _filtered_in_place(segment.sos, raw, wanted)
+                    rows = _as_slice(segment.rows)
+                    if alone and mask is None and isinstance(rows, slice):  # a view
+                        out[i] = flat[rows].reshape(count, *raw.shape[1:])
+                        continue
+                if out[i] is None:
+                    out[i] = np.zeros((source.n_samples, *raw.shape[1:]))
+                target = out[i][at : at + count]
+                target = target.reshape(count, -1) if into is None else target[:, :, 0]
+                if segment.at is None:
+                    _gather_rows(flat, segment.rows, wanted, target)
+                else:
+                    batch.add(flat, wanted, target)
             batch.flush()
             at += count
         if into is not None:
@@ -181,6 +201,36 @@ class _Batch:
 
 
 TRANSPOSE_ROWS = 4096  # rows of (M, c) columns transposed at a time (a block stays in cache)
+GATHER_ROWS = 65536  # rows copied at a time from filtered columns to their target
+
+
+def _filtered_in_place(sos: np.ndarray, raw: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """(M, c) the columns of `raw` (M, ...) with columns `wanted` zero-phase filtered in
+    place (a copy first when `raw` does not own its memory: it may be someone's data)."""
+    if raw.base is not None or not raw.flags.writeable or not raw.flags.c_contiguous:
+        raw = np.array(raw, dtype=float, order="C")
+    flat = raw.reshape(len(raw), -1)
+    starts = np.flatnonzero(np.diff(wanted, prepend=-2) != 1)  # runs of adjacent columns
+    for start, stop in zip(starts, [*starts[1:], len(wanted)], strict=True):
+        columns = flat[:, int(wanted[start]) : int(wanted[stop - 1]) + 1]
+        zero_phase_filter_in_place(sos, columns)
+    return flat
+
+
+def _as_slice(rows: np.ndarray) -> slice | np.ndarray:
+    """`rows` (increasing int) as a slice when they are consecutive."""
+    if len(rows) and rows[-1] - rows[0] == len(rows) - 1:
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return rows
+
+
+def _gather_rows(flat: np.ndarray, rows: np.ndarray, wanted: np.ndarray, target: np.ndarray):
+    """target (count, c)[:, wanted] = flat[rows][:, wanted], a block of rows at a time."""
+    contiguous = wanted.size and wanted[-1] - wanted[0] == len(wanted) - 1
+    columns = slice(int(wanted[0]), int(wanted[-1]) + 1) if contiguous else wanted
+    for start in range(0, len(rows), GATHER_ROWS):
+        block = flat[rows[start : start + GATHER_ROWS]]
+        target[start : start + len(block), columns] = block[:, columns]
 
 
 def _transpose_into(flat: np.ndarray, chunk: slice | np.ndarray, out: np.ndarray) -> None:

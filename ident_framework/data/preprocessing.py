@@ -97,8 +97,12 @@ def preprocess(
     out = concatenate(pieces) if len(pieces) > 1 else pieces[0]
     # the pieces' own rows as recorded, with the recording indices of `ds` (concatenate would
     # number unnamed pieces apart)
-    kept = AsRecorded(
-        *(np.concatenate([getattr(p.recorded, k) for p in pieces]) for k in AS_RECORDED)
+    kept = (
+        pieces[0].recorded  # one piece: its rows of `recorded` (views when they are a slice)
+        if len(pieces) == 1
+        else AsRecorded(
+            *(np.concatenate([getattr(p.recorded, k) for p in pieces]) for k in AS_RECORDED)
+        )
     )
     metadata = {**ds.metadata, "preprocessing": _summary(params, reports)}
     if len(names) > 1 or "recordings" in ds.metadata:
@@ -329,7 +333,8 @@ def filter_segment(
         kept = slice(n_trim, n - n_trim)  # the same rows: views, copied once below
         q, dq, ddq, tau = (a[kept] for a in (q, dq, ddq, tau))
         segment = FilterSegment(grid, dq_unfiltered, sos, rows)
-    recorded = (ds.recorded or AsRecorded.of(ds)).select(rows)
+    # the recorded rows: views of the recording's arrays when they are a block of rows
+    recorded = (ds.recorded or AsRecorded.of(ds)).select(rows if resampled else kept)
     report = {
         "n_samples_in": int(len(t)),
         "n_samples_out": int(len(rows)),

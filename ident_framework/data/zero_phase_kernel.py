@@ -16,10 +16,10 @@ TILE = 16  # channels whose recursions run side by side
 @njit(cache=True)
 def filtfilt(sos, zi, x, pad, out):  # noqa: ANN001, ANN202 (compiled: numba types)
     """out[:, c] = zero-phase filter of x[:, c] (odd extension of `pad` samples at both ends,
-    a forward pass, a backward pass), TILE channels side by side."""
+    a forward pass, a backward pass), TILE channels side by side; out may be x itself."""
     n, channels = x.shape
     sections = sos.shape[0]
-    ext = np.empty((n + 2 * pad, TILE))  # the forward pass's output
+    ext = np.empty((n + 2 * pad, min(TILE, channels)))  # the forward pass's output
     z0 = np.empty((sections, TILE))
     z1 = np.empty((sections, TILE))
     v = np.empty(TILE)

@@ -105,7 +105,14 @@ class _KeptOf:
         self.n_samples = data.n_samples
 
     def belongs_to(self, data: Dataset) -> bool:
-        return data.q is self._q and data.n_samples == self.n_samples
+        return data.q is self._q and data.n_samples == self.n_samples and not self.released
+
+    released = False
+
+    def release(self) -> None:
+        """Let go of what was kept (e.g. once the predictions are made): `predict_torque`
+        then computes the rows again."""
+        self.released = True
 
 
 class KeptRows(_KeptOf):
@@ -121,6 +128,10 @@ class KeptRows(_KeptOf):
         self.own_columns = [builder.own_columns(j) for j in range(n)]
         self.projected = [shared_zeros((data.n_samples, s.shape[1])) for s in spaces]
         self.own = shared_zeros((data.n_samples, n, len(self.own_columns[0]) if n else 0))
+
+    def release(self) -> None:
+        super().release()
+        self.projected, self.own = [], np.empty((0, 0, 0))
 
     def predict(self, theta: np.ndarray) -> np.ndarray:
         out = np.empty((self.n_samples, len(self.spaces)))
@@ -374,7 +385,11 @@ class KeptFriction(_KeptOf):
 
     def __init__(self, data: Dataset, friction: np.ndarray) -> None:
         super().__init__(data)
-        self.friction = friction
+        self.friction: np.ndarray | None = friction
+
+    def release(self) -> None:
+        super().release()
+        self.friction = None
 
 
 def build_problem(
@@ -400,13 +415,20 @@ def build_problem(
         joint_factors, builder.parameter_names, tolerance, method
     )
 
-    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        for rows in chunk_slices(data.n_samples, chunk_size):
-            regressor = _regressor(builder, data, rows, friction)
-            yield data.timestamp[rows], regressor @ base.basis, data.tau[rows]
-
     standard = standard_model(builder, joint_factors, base)
     kept = keep if keep is not None or friction is None else KeptFriction(data, friction)
+    # the friction columns reach `chunks` through `kept` when it holds them (released with it)
+    own = None if isinstance(kept, KeptFriction) else friction
+    del friction
+
+    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        columns = own
+        if isinstance(kept, KeptFriction):
+            columns = recording_friction(builder, data) if kept.released else kept.friction
+        for rows in chunk_slices(data.n_samples, chunk_size):
+            regressor = _regressor(builder, data, rows, columns)
+            yield data.timestamp[rows], regressor @ base.basis, data.tau[rows]
+
     problem = LinearProblem(base_factors, n_samples, base.names, chunks, standard, kept)
     return problem, base, cond
 
@@ -424,7 +446,7 @@ def predict_torque(
     if kept is not None and kept.belongs_to(data):
         if isinstance(kept, KeptRows):
             return kept.predict(theta)
-        friction = kept.friction
+        friction = kept.friction  # not released: belongs_to
     else:
         friction = recording_friction(builder, data)
     tasks = _tasks(data.n_samples, chunk_size)

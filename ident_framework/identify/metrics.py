@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 def torque_metrics(tau_measured: np.ndarray, tau_predicted: np.ndarray) -> dict[str, object]:
     """RMSE (Nm) over all samples and joints, and R² = 1 − Σ_j Σ_k e² / Σ_j Σ_k (τ − mean_j τ)²
     with each joint about its own mean; per-joint values beside the pooled ones."""
-    squared = (np.asarray(tau_measured) - np.asarray(tau_predicted)) ** 2
+    squared = np.asarray(tau_measured) - np.asarray(tau_predicted)
+    squared **= 2  # in place: one (N, n) array
     centred = tau_measured - tau_measured.mean(axis=0)
     sse_joint = np.sum(squared, axis=0)
     centred **= 2
@@ -53,7 +54,9 @@ def slow_rows(dq: np.ndarray, velocity_limits: np.ndarray) -> np.ndarray:
     """(N, n) True where joint j moves slowly: SLOW_SPEED_MIN <= |dq_j| <= SLOW_SPEED_FRACTION
     x its velocity limit (rad/s)."""
     speed = np.abs(np.asarray(dq))
-    return (speed >= SLOW_SPEED_MIN) & (speed <= slow_speed_limits(velocity_limits))
+    slow = speed >= SLOW_SPEED_MIN
+    slow &= speed <= slow_speed_limits(velocity_limits)
+    return slow
 
 
 def slow_speed_limits(velocity_limits: np.ndarray) -> np.ndarray:
@@ -71,9 +74,10 @@ def slow_motion_metrics(
     where friction models differ most. `rmse` pools those samples of all joints; null where a
     joint has none."""
     slow = slow_rows(dq, velocity_limits)
-    error = np.asarray(tau_measured) - np.asarray(tau_predicted)
-    squared = np.where(slow, error**2, 0.0).sum(axis=0)
-    return slow_metrics_of(squared, slow.sum(axis=0), velocity_limits)
+    squared = np.asarray(tau_measured) - np.asarray(tau_predicted)
+    squared **= 2  # in place: one (N, n) array, zero where the joint is not slow
+    squared[~slow] = 0.0
+    return slow_metrics_of(squared.sum(axis=0), slow.sum(axis=0), velocity_limits)
 
 
 def slow_metrics_of(

@@ -88,6 +88,17 @@ def acquire_validation(
 
 def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResult:
     timer = StepTimer()
+    config, robot, builder, train, validation, excitation, truth = prepared_data(config, timer)
+    return identify(config, robot, builder, train, validation, excitation, truth, timer, progress)
+
+
+def prepared_data(
+    config: RunConfig, timer: StepTimer
+) -> tuple[RunConfig, RobotModel, RegressorBuilder, Dataset, Dataset, Trajectory | None, Any]:
+    """(config with the tuned options, robot, regressor builder, preprocessed identification
+    and validation data, excitation or None, the simulation's truth or None). The raw
+    recordings stay here: their q, dq (and torque, unless the data's `recorded` are views of
+    it) are freed before the regressor (docs/design.md, "Speed: memory")."""
     with timer("robot"):
         robot, builder = robot_and_regressor(config)
 
@@ -128,7 +139,7 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResu
         train = drop_untrusted(recorded, train, robot.limits, config.checks, checked)
         validation = drop_untrusted(validation_recorded, validation, robot.limits, config.checks)
     truth = recorded.metadata.get("truth")
-    return identify(config, robot, builder, train, validation, excitation, truth, timer, progress)
+    return config, robot, builder, train, validation, excitation, truth
 
 
 def identify(
@@ -178,6 +189,8 @@ def identify(
     kept = None if load_fit is not None else problem.kept_rows
     with timer("prediction"):
         predictions = predict_physical(builder, data.splits(), theta, chunk_size, kept)
+    if problem.kept_rows is not None:  # predicted: what it kept is freed before the metrics
+        problem.kept_rows.release()
     residual = plugins["residual"].create()
     out_of_range: dict[str, dict[str, Any]] = {}
     if residual.active:
