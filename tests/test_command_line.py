@@ -212,6 +212,8 @@ def test_help_text_is_the_same_with_one_shared_repository():
     import contextlib
     import io
 
+    from hydra.core.singleton import Singleton
+
     import ident_framework.__main__ as command
     from ident_framework.config import preflight
 
@@ -227,4 +229,8 @@ def test_help_text_is_the_same_with_one_shared_repository():
             sys.argv = argv
         return out.getvalue()
 
-    assert help_text(shared=True) == help_text(shared=False)
+    state = Singleton.get_state()  # Hydra's run leaves its config set: later tests need it unset
+    try:
+        assert help_text(shared=True) == help_text(shared=False)
+    finally:
+        Singleton.set_state(state)
