@@ -231,3 +231,13 @@ def test_in_place_filtering_gives_the_same_bits(channels: int, n: int, monkeypat
         zero_phase_filter_in_place(sos, x[:, 1 : 1 + channels])
         np.testing.assert_array_equal(x[:, 1 : 1 + channels], expected)
         np.testing.assert_array_equal(x[:, [0, -2, -1]], wide[:, [0, -2, -1]])
+
+
+def test_in_place_filtering_of_no_columns_leaves_the_array() -> None:
+    """`parallel_filter._filtered_in_place` with no column wanted (friction=none): the columns
+    as they were, no error."""
+    from ident_framework.data.parallel_filter import _filtered_in_place
+
+    raw = np.arange(24.0).reshape(8, 3)
+    out = _filtered_in_place(butterworth_lowpass(4, 20.0, 500.0), raw.copy(), np.array([], int))
+    np.testing.assert_array_equal(out, raw)

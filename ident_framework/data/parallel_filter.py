@@ -211,7 +211,7 @@ def _filtered_in_place(sos: np.ndarray, raw: np.ndarray, wanted: np.ndarray) -> 
         raw = np.array(raw, dtype=float, order="C")
     flat = raw.reshape(len(raw), -1)
     starts = np.flatnonzero(np.diff(wanted, prepend=-2) != 1)  # runs of adjacent columns
-    for start, stop in zip(starts, [*starts[1:], len(wanted)], strict=True):
+    for start, stop in zip(starts, [*starts[1:], len(wanted)][: len(starts)], strict=True):
         columns = flat[:, int(wanted[start]) : int(wanted[stop - 1]) + 1]
         zero_phase_filter_in_place(sos, columns)
     return flat
