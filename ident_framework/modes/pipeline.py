@@ -88,17 +88,24 @@ def acquire_validation(
 
 def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResult:
     timer = StepTimer()
-    config, robot, builder, train, validation, excitation, truth = prepared_data(config, timer)
+    prepared = prepared_data(config, timer, windowed=True)
+    if isinstance(prepared, IdentificationResult):  # a long recording (modes/windowed.py)
+        return prepared
+    config, robot, builder, train, validation, excitation, truth = prepared
     return identify(config, robot, builder, train, validation, excitation, truth, timer, progress)
 
 
+Prepared = tuple[RunConfig, RobotModel, RegressorBuilder, Dataset, Dataset, Trajectory | None, Any]
+
+
 def prepared_data(
-    config: RunConfig, timer: StepTimer
-) -> tuple[RunConfig, RobotModel, RegressorBuilder, Dataset, Dataset, Trajectory | None, Any]:
+    config: RunConfig, timer: StepTimer, windowed: bool = False
+) -> Prepared | IdentificationResult:
     """(config with the tuned options, robot, regressor builder, preprocessed identification
     and validation data, excitation or None, the simulation's truth or None). The raw
     recordings stay here: their q, dq (and torque, unless the data's `recorded` are views of
-    it) are freed before the regressor (docs/design.md, "Speed: memory")."""
+    it) are freed before the regressor (docs/design.md, "Speed: memory"). `windowed`: a long
+    recording is identified here in windows (`windowed.runs_windowed`): its result instead."""
     with timer("robot"):
         robot, builder = robot_and_regressor(config)
 
@@ -132,6 +139,17 @@ def prepared_data(
             config, builder = select_friction(config, robot, recorded, checked, prepare)
         else:
             config, builder = prepare(config)
+    if windowed:
+        from ident_framework.modes.windowed import identify_windowed, runs_windowed
+
+        if runs_windowed(config, builder, recorded, excitation):
+            with timer("preprocessing"):
+                validation = preprocess(validation_recorded, config.preprocessing)
+            with timer("checks"):
+                validation = drop_untrusted(
+                    validation_recorded, validation, robot.limits, config.checks
+                )
+            return identify_windowed(config, robot, builder, recorded, validation, checked, timer)
     with timer("preprocessing"):
         train = preprocess(recorded, config.preprocessing)
         validation = preprocess(validation_recorded, config.preprocessing)
