@@ -207,9 +207,10 @@ def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, 
                 f"is configured with {expected[key]!r}: give mode=combine the robot, friction "
                 "and regressor settings of the factor jobs."
             )
+    solved = estimate_statistics(config, builder, total, timer)
     validation = combine_validation(config, robot, timer)
     model, predicted, metrics, diagnostics, twin = solve_statistics(
-        config, robot, builder, total, parts, validation, timer
+        config, robot, builder, total, parts, validation, timer, solved
     )
     metrics["data"] = _data_metrics(total, parts, validation)
     metrics["timing_s"] = timer.seconds
@@ -255,18 +256,11 @@ def combine_validation(config: RunConfig, robot: Any, timer: StepTimer) -> Datas
         return drop_untrusted(recorded, validation, robot.limits, config.checks)
 
 
-def solve_statistics(
-    config: RunConfig,
-    robot: Any,
-    builder: Any,
-    total: SufficientStatistics,
-    parts: list[SufficientStatistics],
-    validation: Dataset,
-    timer: StepTimer,
-) -> tuple[IdentifiedModel, TorquePredictions, dict[str, Any], Diagnostics, Any]:
-    """(model, validation predictions, metrics but `data` and `timing_s`, diagnostics, twin)
-    from merged statistics `total` of `parts`: base parameters, estimate, the train fit from
-    the statistics, validation, physical check and twin, as one run on the samples gives."""
+def estimate_statistics(
+    config: RunConfig, builder: Any, total: SufficientStatistics, timer: StepTimer
+) -> tuple:
+    """(base parameters, cond, problem, fitted estimator, standard parameters theta) of merged
+    statistics `total`; UserError for an estimator that needs the samples."""
     settings = config.base_parameters
     with timer("regressor"):
         base, base_factors, cond = project_to_base(
@@ -278,6 +272,27 @@ def solve_statistics(
         )  # fmt: skip
     with timer("estimation"):
         estimator, theta = estimate(config.plugins["estimator"], problem, base)
+    return base, cond, problem, estimator, theta
+
+
+def solve_statistics(
+    config: RunConfig,
+    robot: Any,
+    builder: Any,
+    total: SufficientStatistics,
+    parts: list[SufficientStatistics],
+    validation: Dataset,
+    timer: StepTimer,
+    solved: tuple | None = None,
+) -> tuple[IdentifiedModel, TorquePredictions, dict[str, Any], Diagnostics, Any]:
+    """(model, validation predictions, metrics but `data` and `timing_s`, diagnostics, twin)
+    from merged statistics `total` of `parts`: base parameters and estimate (`solved`, when
+    `estimate_statistics` ran already), the train fit from the statistics, validation,
+    physical check and twin, as one run on the samples gives."""
+    settings = config.base_parameters
+    base, cond, problem, estimator, theta = solved or estimate_statistics(
+        config, builder, total, timer
+    )
     with timer("prediction"):
         predicted = TorquePredictions(predict_torque(builder, validation, theta, config.chunk_size))
     metrics: dict[str, Any] = {
