@@ -62,7 +62,7 @@ from ident_framework.identify.temperature import with_temperature
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model import friction_terms
 from ident_framework.model.physical_consistency import physical_check
-from ident_framework.modes.pipeline import robot_and_regressor
+from ident_framework.modes.robot_setup import robot_and_regressor
 from ident_framework.plain_data import config_yaml_text, to_plain
 from ident_framework.reports import run_files
 from ident_framework.reports.run_report import write_run_directory

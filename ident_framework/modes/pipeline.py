@@ -46,14 +46,9 @@ from ident_framework.identify.tuning.selection import tuning_applies
 from ident_framework.model import friction_terms
 from ident_framework.model.physical_consistency import physical_check
 from ident_framework.model.regressor import RegressorBuilder, regressor_builder
-from ident_framework.model.robot import RobotModel, load_robot
+from ident_framework.model.robot import RobotModel
+from ident_framework.modes.robot_setup import robot_and_regressor
 from ident_framework.twin.write_back import write_back
-
-
-def robot_and_regressor(config: RunConfig) -> tuple[RobotModel, RegressorBuilder]:
-    """The robot model and its regressor (friction plugin, rotor inertia, offsets) of a run."""
-    robot = load_robot(config.robot.model, config.robot.path, config.robot.acceleration_limits)
-    return robot, regressor_builder(config, robot)
 
 
 def design_excitation(
