@@ -6,6 +6,7 @@ with its error messages. Values are the same doubles. Rationale: docs/design.md#
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -70,6 +71,65 @@ def _values(array: pa.Array) -> np.ndarray:
     if array.type != pa.float64() or array.null_count:
         raise ValueError(f"expected float64 values without nulls, got {array.type}")
     return np.frombuffer(array.buffers()[1], np.float64, len(array), array.offset * 8)
+
+
+def read_column_groups(layout: CsvLayout, groups: list[list[int]]) -> list[np.ndarray] | None:
+    """Per group of 0-based file columns, the (rows, len(group)) C-ordered float array of every
+    data row, parsed record batch by record batch straight into those arrays (no table, no
+    column-major copy: memory of the arrays plus one batch); None unless the file is ASCII,
+    comma separated and of STREAM_FROM_BYTES or more (then `read_used_columns`, faster on
+    small files). Values are those of `read_used_columns`."""
+    try:
+        if layout.delimiter != "," or os.path.getsize(layout.path) < STREAM_FROM_BYTES:
+            return None
+    except OSError:
+        return None
+    names = [f"c{i}" for i in range(len(layout.names))]
+    wanted = sorted({column for group in groups for column in group})
+    try:
+        ascii_text, newlines = _ascii_lines(layout.path)
+        if not ascii_text:
+            return None
+        capacity = max(newlines + 1 - layout.header_line, 0)  # data rows are at most this
+        out = [np.empty((capacity, len(group))) for group in groups]
+        reader = pa_csv.open_csv(
+            layout.path,
+            read_options=pa_csv.ReadOptions(
+                column_names=names, skip_rows=layout.header_line, block_size=STREAM_BLOCK_BYTES
+            ),
+            parse_options=_parse_options(","),
+            convert_options=_convert_options([names[i] for i in wanted]),
+        )
+        row = 0
+        for batch in reader:
+            count = batch.num_rows
+            if row + count > capacity:
+                return None
+            for array, group in zip(out, groups, strict=True):
+                for i, column in enumerate(group):
+                    array[row : row + count, i] = _values(batch.column(names[column]))
+            row += count
+    except (OSError, ValueError, pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+    finally:
+        pa.default_memory_pool().release_unused()  # the parser's pages: back to the system
+    return [array[:row] for array in out]
+
+
+STREAM_BLOCK_BYTES = 1 << 20  # text per record batch of `read_column_groups` (more: more held)
+STREAM_FROM_BYTES = 64 << 20  # `read_column_groups` streams files from this size on
+
+
+def _ascii_lines(path: str | Path) -> tuple[bool, int]:
+    """(whether every byte of the file is below 128, its number of newlines), read
+    BLOCK_BYTES at a time."""
+    newlines = 0
+    with open(path, "rb") as handle:
+        while block := handle.read(BLOCK_BYTES):
+            if np.frombuffer(block, dtype=np.uint8).max() >= 128:
+                return False, newlines
+            newlines += block.count(b"\n")
+    return True, newlines
 
 
 def _file_text(path: str | Path, whitespace: bool) -> pa.NativeFile | bytes | None:

@@ -31,7 +31,7 @@ from ident_framework.data.csv_columns import (
     read_header,
     select_columns,
 )
-from ident_framework.data.csv_fast import read_used_columns
+from ident_framework.data.csv_fast import read_column_groups, read_used_columns
 from ident_framework.data.dataset import UNITS, Dataset
 from ident_framework.errors import UserError, per_joint_values
 
@@ -155,21 +155,37 @@ def _read_columns(
     where_path = f"The CSV file '{layout.path}' ({prefix}path)"
     usecols = sorted({c for cols in columns.values() for c in cols})
     position = {c: i for i, c in enumerate(usecols)}
-    data = _load(layout, usecols, prefix, rows)
-    n_rows = data.shape[0]
+    streamed = None if rows is not None else read_column_groups(layout, list(columns.values()))
+    if streamed is not None:  # each group's array parsed in place (docs/design.md, memory)
+        groups = dict(zip(columns, streamed, strict=True))
+        n_rows = len(groups[time_column])
+    else:
+        data = _load(layout, usecols, prefix, rows)
+        n_rows = data.shape[0]
     if n_rows == 0:
         raise UserError(
             f"{where_path} has a header but no data rows; at least {min_samples} samples are "
             "needed. Record a longer motion or point to another file."
         )
-    _check_finite(data, usecols, layout, where_path)
-    timestamp = data[:, position[columns[time_column][0]]].copy()
+    if streamed is not None:
+        if not all(np.isfinite(values).all() for values in streamed):  # the message's matrix
+            data = np.empty((n_rows, len(usecols)))
+            for group, cols in columns.items():
+                data[:, [position[c] for c in cols]] = groups[group]
+            _check_finite(data, usecols, layout, where_path)
+        timestamp = groups[time_column][:, 0].copy()
+        arrays = {group: values for group, values in groups.items() if group != time_column}
+        del streamed, groups
+    else:
+        _check_finite(data, usecols, layout, where_path)
+        timestamp = data[:, position[columns[time_column][0]]].copy()
+        arrays = {
+            group: _gathered(data, [position[c] for c in cols])
+            for group, cols in columns.items()
+            if group != time_column
+        }
+        del data
     _check_time(timestamp, time_column, layout, where_path)
-    arrays = {
-        group: _gathered(data, [position[c] for c in cols])
-        for group, cols in columns.items()
-        if group != time_column
-    }
     names = {group: [layout.names[c] for c in cols] for group, cols in columns.items()}
     _check_units(arrays, names, max_abs[0], max_abs[1], layout, where_path)
     _check_temperatures(arrays, names, layout, where_path)

@@ -159,13 +159,19 @@ class JointAccumulators:
         ]
         self.n_samples = 0
 
-    def add(self, chunk: Chunk, keep: KeptRows | None = None, rows: slice | None = None) -> None:
-        """One chunk (q, dq, ddq, tau[, friction]); its projected rows into `keep` at `rows`."""
-        q, dq, ddq, tau = chunk[:4]
+    def rows_of(self, chunk: Chunk) -> tuple[list[np.ndarray], np.ndarray]:
+        """(per joint j the projected rows A_j P_j (m, k_j), the own columns (m, n, e)) of a
+        chunk (q, dq, ddq, tau[, friction])."""
+        q, dq, ddq = chunk[:3]
         rigid = self.builder.rigid_body(q, dq, ddq)
         own = self.builder.own_terms(dq, ddq, chunk[4] if len(chunk) > 4 else None, rigid)
         pairs = zip(self.blocks, self.spaces, strict=True)
-        projected = [rigid[:, j, block] @ space for j, (block, space) in enumerate(pairs)]
+        return [rigid[:, j, block] @ space for j, (block, space) in enumerate(pairs)], own
+
+    def add(self, chunk: Chunk, keep: KeptRows | None = None, rows: slice | None = None) -> None:
+        """One chunk (q, dq, ddq, tau[, friction]); its projected rows into `keep` at `rows`."""
+        q, tau = chunk[0], chunk[3]
+        projected, own = self.rows_of(chunk)
         for j, accumulator in enumerate(self.accumulators):
             accumulator.add_blocks(projected[j], own[:, j], tau[:, j])
         if keep is not None and rows is not None:

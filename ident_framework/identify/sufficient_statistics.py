@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,14 @@ import numpy as np
 
 from ident_framework.errors import UserError
 from ident_framework.identify.linear_problem import (
-    accumulate_joint_factors,
-    dataset_chunks,
+    JointAccumulators,
+    chunk_at,
+    chunk_slices,
     recording_friction,
     stack_factors,
 )
 from ident_framework.identify.metrics import slow_metrics_of, slow_rows
+from ident_framework.triangular import one_blas_thread
 
 FORMAT = "ident_framework.sufficient_statistics/2"
 # what must agree between parts for their statistics to describe one least-squares problem
@@ -134,35 +136,35 @@ def statistics_of(
     builder, data, chunk_size: int, info: dict[str, Any], velocity_limits: np.ndarray
 ) -> SufficientStatistics:
     """The statistics of a preprocessed dataset for `builder`'s regressor (linear friction
-    models only); a second pass factors the torque as recorded when it differs, and one per
-    joint that joint's slow rows (`velocity_limits`, rad/s)."""
+    models only), in one pass: each chunk's regressor rows are factored against the low-passed
+    torque, the torque as recorded when it differs, and per joint that joint's slow rows
+    (`velocity_limits`, rad/s) against the torque as recorded."""
     friction = recording_friction(builder, data)
-
-    def factored(torque: np.ndarray, rows: Any = None) -> tuple[np.ndarray, int]:
-        part, part_friction = replace(data, tau=torque), friction
-        if rows is not None:
-            part = part.select(rows)
-            part_friction = None if friction is None else friction[rows]
-        factors, n_samples = accumulate_joint_factors(
-            builder, dataset_chunks(part, chunk_size, part_friction), None, progress=False
-        )
-        return np.stack(factors), n_samples
-
     tau = np.asarray(data.tau, dtype=float)
-    factors, n_samples = factored(tau)
     recorded = np.asarray(data.measured_torque, dtype=float)
-    extra: tuple[np.ndarray | None, ...] = (None, None, None)
-    if not np.array_equal(recorded, data.tau):
-        extra = (factored(recorded)[0], recorded.sum(axis=0), np.sum(recorded**2, axis=0))
+    separate = not np.array_equal(recorded, data.tau)
     slow = slow_rows(data.dq, velocity_limits)
-    width = factors.shape[1]
-    slow_factors = np.stack([
-        factored(recorded, np.flatnonzero(rows))[0][j] if rows.any() else np.zeros((width, width))
-        for j, rows in enumerate(slow.T)
-    ])  # fmt: skip
+    filtered = JointAccumulators(builder)
+    as_recorded = JointAccumulators(builder) if separate else None
+    slow_part = JointAccumulators(builder)
+    with one_blas_thread():  # small QR factorisations: BLAS threads only contend
+        for rows in chunk_slices(data.n_samples, chunk_size):
+            projected, own = filtered.rows_of(chunk_at(data, rows, friction))
+            torque, measured, moving = tau[rows], recorded[rows], slow[rows]
+            for j, block in enumerate(projected):
+                filtered.accumulators[j].add_blocks(block, own[:, j], torque[:, j])
+                if as_recorded is not None:
+                    as_recorded.accumulators[j].add_blocks(block, own[:, j], measured[:, j])
+                if moving[:, j].any():
+                    at = moving[:, j]
+                    slow_part.accumulators[j].add_blocks(block[at], own[at, j], measured[at, j])
+    factors = np.stack(filtered.factors())
+    extra: tuple[np.ndarray | None, ...] = (None, None, None)
+    if as_recorded is not None:
+        extra = (np.stack(as_recorded.factors()), recorded.sum(axis=0), np.sum(recorded**2, axis=0))
     return SufficientStatistics(
-        factors, n_samples, tau.sum(axis=0), np.sum(tau**2, axis=0), info, *extra,
-        slow_factors, slow.sum(axis=0),
+        factors, data.n_samples, tau.sum(axis=0), np.sum(tau**2, axis=0), info, *extra,
+        np.stack(slow_part.factors()), slow.sum(axis=0),
     )  # fmt: skip
 
 

@@ -62,7 +62,7 @@ from ident_framework.identify.temperature import with_temperature
 from ident_framework.launch_path import resolve_launch_path
 from ident_framework.model import friction_terms
 from ident_framework.model.physical_consistency import physical_check
-from ident_framework.modes.pipeline import robot_and_regressor
+from ident_framework.modes.robot_setup import robot_and_regressor
 from ident_framework.plain_data import config_yaml_text, to_plain
 from ident_framework.reports import run_files
 from ident_framework.reports.run_report import write_run_directory
@@ -207,17 +207,37 @@ def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, 
                 f"is configured with {expected[key]!r}: give mode=combine the robot, friction "
                 "and regressor settings of the factor jobs."
             )
-    settings = config.base_parameters
-    with timer("regressor"):
-        base, base_factors, cond = project_to_base(
-            total.joint_factors, builder.parameter_names, settings.tolerance, settings.method
-        )
-        problem = LinearProblem(
-            base_factors, total.n_samples, base.names, _no_samples,
-            standard_model(builder, total.joint_factors, base),
-        )  # fmt: skip
-    with timer("estimation"):
-        estimator, theta = estimate(config.plugins["estimator"], problem, base)
+    solved = estimate_statistics(config, builder, total, timer)
+    validation = combine_validation(config, robot, timer)
+    model, predicted, metrics, diagnostics, twin = solve_statistics(
+        config, robot, builder, total, parts, validation, timer, solved
+    )
+    metrics["data"] = _data_metrics(total, parts, validation)
+    metrics["timing_s"] = timer.seconds
+    metrics["combine"] = {
+        "parts": len(parts),
+        "inputs": [str(f) for f in files],
+        "peak_memory_mb": _peak_memory_mb(),
+        "cpu_time_s": _cpu_time_s(),
+    }
+    friction_params = config.plugins["friction"].params
+    if getattr(friction_params, "temperature", None) == "auto":  # off in distributed runs
+        config = with_temperature(config, "off", None)
+    result = IdentificationResult(
+        resolve_load(config, tuned=False),
+        model,
+        IdentificationData(None, validation),
+        {"validation": predicted},
+        metrics,
+        diagnostics,
+        twin,
+    )
+    write_run_directory(staging, result, cfg)
+    return metrics
+
+
+def combine_validation(config: RunConfig, robot: Any, timer: StepTimer) -> Dataset:
+    """The validation recording of mode=combine, preprocessed and checked."""
     if config.validation.source is None:
         raise UserError(
             "mode=combine needs a validation recording (validation=csv validation.path=FILE, "
@@ -233,7 +253,46 @@ def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, 
     with timer("preprocessing"):
         validation = preprocess(recorded, config.preprocessing)
     with timer("checks"):
-        validation = drop_untrusted(recorded, validation, robot.limits, config.checks)
+        return drop_untrusted(recorded, validation, robot.limits, config.checks)
+
+
+def estimate_statistics(
+    config: RunConfig, builder: Any, total: SufficientStatistics, timer: StepTimer
+) -> tuple:
+    """(base parameters, cond, problem, fitted estimator, standard parameters theta) of merged
+    statistics `total`; UserError for an estimator that needs the samples."""
+    settings = config.base_parameters
+    with timer("regressor"):
+        base, base_factors, cond = project_to_base(
+            total.joint_factors, builder.parameter_names, settings.tolerance, settings.method
+        )
+        problem = LinearProblem(
+            base_factors, total.n_samples, base.names, _no_samples,
+            standard_model(builder, total.joint_factors, base),
+        )  # fmt: skip
+    with timer("estimation"):
+        estimator, theta = estimate(config.plugins["estimator"], problem, base)
+    return base, cond, problem, estimator, theta
+
+
+def solve_statistics(
+    config: RunConfig,
+    robot: Any,
+    builder: Any,
+    total: SufficientStatistics,
+    parts: list[SufficientStatistics],
+    validation: Dataset,
+    timer: StepTimer,
+    solved: tuple | None = None,
+) -> tuple[IdentifiedModel, TorquePredictions, dict[str, Any], Diagnostics, Any]:
+    """(model, validation predictions, metrics but `data` and `timing_s`, diagnostics, twin)
+    from merged statistics `total` of `parts`: base parameters and estimate (`solved`, when
+    `estimate_statistics` ran already), the train fit from the statistics, validation,
+    physical check and twin, as one run on the samples gives."""
+    settings = config.base_parameters
+    base, cond, problem, estimator, theta = solved or estimate_statistics(
+        config, builder, total, timer
+    )
     with timer("prediction"):
         predicted = TorquePredictions(predict_torque(builder, validation, theta, config.chunk_size))
     metrics: dict[str, Any] = {
@@ -252,28 +311,9 @@ def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, 
         robot, builder, theta, physical.mass_share, validation, predicted.physical, timer
     )
     metrics.update(twin_section)
-    metrics["data"] = _data_metrics(total, parts, validation)
-    metrics["timing_s"] = timer.seconds
-    metrics["combine"] = {
-        "parts": len(parts),
-        "inputs": [str(f) for f in files],
-        "peak_memory_mb": _peak_memory_mb(),
-        "cpu_time_s": _cpu_time_s(),
-    }
-    friction_params = config.plugins["friction"].params
-    if getattr(friction_params, "temperature", None) == "auto":  # off in distributed runs
-        config = with_temperature(config, "off", None)
-    result = IdentificationResult(
-        resolve_load(config, tuned=False),
-        IdentifiedModel(robot, builder, base, estimator, theta),
-        IdentificationData(None, validation),
-        {"validation": predicted},
-        metrics,
-        Diagnostics(cond, None, physical.violations, timer.seconds),
-        twin,
-    )
-    write_run_directory(staging, result, cfg)
-    return metrics
+    model = IdentifiedModel(robot, builder, base, estimator, theta)
+    diagnostics = Diagnostics(cond, None, physical.violations, timer.seconds)
+    return model, predicted, metrics, diagnostics, twin
 
 
 def _train_metrics(
@@ -413,11 +453,15 @@ def read_part(config: RunConfig, robot: Any, source: Any) -> tuple[Dataset, dict
     return _window(config, robot, window, start, times, recording_steps(times))
 
 
-def _bounds(config: RunConfig, times: np.ndarray) -> tuple[int, tuple[int, int]]:
-    settings = config.distributed
-    bounds = np.linspace(0, len(times), settings.parts + 1).round().astype(int)
+def _bounds(
+    config: RunConfig, times: np.ndarray, split: tuple[int, int] | None = None
+) -> tuple[int, tuple[int, int]]:
+    """(halo samples, rows [first, last) of part `split` = (index, count); default: the job's
+    `distributed.part` of `distributed.parts`)."""
+    index, count = split or (config.distributed.part, config.distributed.parts)
+    bounds = np.linspace(0, len(times), count + 1).round().astype(int)
     step = float(np.median(np.diff(times)))
-    return halo_samples(config, step), (int(bounds[settings.part]), int(bounds[settings.part + 1]))
+    return halo_samples(config, step), (int(bounds[index]), int(bounds[index + 1]))
 
 
 def _window(
@@ -427,12 +471,16 @@ def _window(
     start: int,
     times: np.ndarray,
     step_of: Callable[[np.ndarray], float] | None,
+    split: tuple[int, int] | None = None,
+    trusted: tuple[np.ndarray, dict[str, Any]] | None = None,
 ) -> tuple[Dataset, dict[str, Any]]:
     """The part's samples of `recorded` (rows start.. of a recording with timestamps `times`),
-    preprocessed and checked with the halo, then cut to the part."""
-    settings = config.distributed
+    preprocessed and checked with the halo, then cut to the part. `split`: (index, count) of
+    the part (default: the job's); `trusted`: the whole recording's `check_recordings` result
+    (its trusted rows, its report) instead of checking the window on its own."""
+    index, count = split or (config.distributed.part, config.distributed.parts)
     n = len(times)
-    halo, (first, last) = _bounds(config, times)
+    halo, (first, last) = _bounds(config, times, split)
     lo, hi = max(0, first - halo) - start, min(n, last + halo) - start
     window = recorded.select(slice(lo, hi)) if (lo, hi) != (0, recorded.n_samples) else recorded
     data = preprocess(window, config.preprocessing, step_of=step_of)
@@ -451,16 +499,19 @@ def _window(
     expected = min(last, n - trim) - max(first, trim)
     if int(keep.sum()) != expected:
         raise UserError(
-            f"distributed.halo_s={settings.halo_s} is shorter than preprocessing trims "
-            f"({trim} samples): part {settings.part} would lose samples. Leave halo_s null."
+            f"distributed.halo_s={config.distributed.halo_s} is shorter than preprocessing "
+            f"trims ({trim} samples): part {index} would lose samples. Leave halo_s null."
         )
     preprocessing = preprocessing_counts(data)
-    data = drop_untrusted(window, data, robot.limits, config.checks)
+    own = None
+    if trusted is not None:  # the whole recording's checks, at the window's rows
+        own = [(trusted[0][lo + start : hi + start], trusted[1])]
+    data = drop_untrusted(window, data, robot.limits, config.checks, own)
     keep = (data.timestamp >= times[first]) & (data.timestamp < upper)
     where = {
         "source": str(recorded.metadata.get("path", recorded.metadata.get("source", "?"))),
-        "index": settings.part,
-        "count": settings.parts,
+        "index": index,
+        "count": count,
         "rows": [first, last],
         "rows_read": [start, start + recorded.n_samples],
         "halo_samples": halo,

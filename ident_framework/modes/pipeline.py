@@ -46,14 +46,9 @@ from ident_framework.identify.tuning.selection import tuning_applies
 from ident_framework.model import friction_terms
 from ident_framework.model.physical_consistency import physical_check
 from ident_framework.model.regressor import RegressorBuilder, regressor_builder
-from ident_framework.model.robot import RobotModel, load_robot
+from ident_framework.model.robot import RobotModel
+from ident_framework.modes.robot_setup import robot_and_regressor
 from ident_framework.twin.write_back import write_back
-
-
-def robot_and_regressor(config: RunConfig) -> tuple[RobotModel, RegressorBuilder]:
-    """The robot model and its regressor (friction plugin, rotor inertia, offsets) of a run."""
-    robot = load_robot(config.robot.model, config.robot.path, config.robot.acceleration_limits)
-    return robot, regressor_builder(config, robot)
 
 
 def design_excitation(
@@ -88,17 +83,24 @@ def acquire_validation(
 
 def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResult:
     timer = StepTimer()
-    config, robot, builder, train, validation, excitation, truth = prepared_data(config, timer)
+    prepared = prepared_data(config, timer, windowed=True)
+    if isinstance(prepared, IdentificationResult):  # a long recording (modes/windowed.py)
+        return prepared
+    config, robot, builder, train, validation, excitation, truth = prepared
     return identify(config, robot, builder, train, validation, excitation, truth, timer, progress)
 
 
+Prepared = tuple[RunConfig, RobotModel, RegressorBuilder, Dataset, Dataset, Trajectory | None, Any]
+
+
 def prepared_data(
-    config: RunConfig, timer: StepTimer
-) -> tuple[RunConfig, RobotModel, RegressorBuilder, Dataset, Dataset, Trajectory | None, Any]:
+    config: RunConfig, timer: StepTimer, windowed: bool = False
+) -> Prepared | IdentificationResult:
     """(config with the tuned options, robot, regressor builder, preprocessed identification
     and validation data, excitation or None, the simulation's truth or None). The raw
     recordings stay here: their q, dq (and torque, unless the data's `recorded` are views of
-    it) are freed before the regressor (docs/design.md, "Speed: memory")."""
+    it) are freed before the regressor (docs/design.md, "Speed: memory"). `windowed`: a long
+    recording is identified here in windows (`windowed.runs_windowed`): its result instead."""
     with timer("robot"):
         robot, builder = robot_and_regressor(config)
 
@@ -132,6 +134,17 @@ def prepared_data(
             config, builder = select_friction(config, robot, recorded, checked, prepare)
         else:
             config, builder = prepare(config)
+    if windowed:
+        from ident_framework.modes.windowed import identify_windowed, runs_windowed
+
+        if runs_windowed(config, builder, recorded, excitation):
+            with timer("preprocessing"):
+                validation = preprocess(validation_recorded, config.preprocessing)
+            with timer("checks"):
+                validation = drop_untrusted(
+                    validation_recorded, validation, robot.limits, config.checks
+                )
+            return identify_windowed(config, robot, builder, recorded, validation, checked, timer)
     with timer("preprocessing"):
         train = preprocess(recorded, config.preprocessing)
         validation = preprocess(validation_recorded, config.preprocessing)
