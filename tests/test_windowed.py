@@ -82,10 +82,10 @@ def _same(one, other, skip=()) -> None:
 
 @pytest.mark.slow
 def test_windowed_run_equals_the_whole_recordings(logs, tmp_path):
-    """Threshold lowered (every recording windowed, 3000-sample windows): the same files, the
-    same keys, values within 1e-9; the run says it went windowed."""
+    """Threshold lowered (every recording windowed, 3000-sample windows): the same files (the
+    plots too), the same keys, values within 1e-9; the run says it went windowed."""
     ident, val = logs
-    common = ["robot=ur10e", "estimator=ls", "tuning=none", "plots=false", "source=csv",
+    common = ["robot=ur10e", "estimator=ls", "tuning=none", "plots=true", "source=csv",
               f"source.path={ident}", "validation=csv", f"validation.path={val}"]  # fmt: skip
     whole = tmp_path / "whole"
     single = run_cli(*common, f"hydra.run.dir={whole}")

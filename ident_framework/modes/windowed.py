@@ -53,14 +53,13 @@ def runs_windowed(
 ) -> bool:
     """Whether the identification runs windowed: a long single recording read from a file (no
     excitation, no truth), without gaps or resampling, data checks on, linear friction, an
-    estimator solved from the factors, no residual learner, no plots or MCAP (they need the
-    training rows)."""
+    estimator solved from the factors, no residual learner, no MCAP (they need the training
+    rows; the plots need only the validation rows and the metrics)."""
     if preprocessed_bytes(builder, recorded.n_samples) <= WINDOWED_FROM_BYTES:
         return False
     plugins = config.plugins
     if (
         excitation is not None
-        or config.plots
         or config.mcap
         or config.validation.split is not None
         or not config.checks.enabled
