@@ -28,12 +28,6 @@ from ident_framework.identify.sufficient_statistics import merge, statistics_of
 from ident_framework.model import friction_terms
 from ident_framework.model.regressor import RegressorBuilder
 from ident_framework.model.robot import RobotModel
-from ident_framework.modes.distributed import (
-    _compatibility,
-    _data_metrics,
-    _window,
-    solve_statistics,
-)
 from ident_framework.parallel_work import forked_map
 
 WINDOWED_FROM_BYTES = 256 * 2**20  # preprocessed identification data from which to window
@@ -88,6 +82,14 @@ def identify_windowed(
 ) -> IdentificationResult:
     """The single run's result from the raw identification recording `recorded` in windows
     (`checked`: its `check_recordings`, reused) and the preprocessed, checked `validation`."""
+    # mode=combine's steps: imported here, as a run of a shorter log never needs them
+    from ident_framework.modes.distributed import (
+        _compatibility,
+        _data_metrics,
+        _window,
+        solve_statistics,
+    )
+
     times = np.asarray(recorded.timestamp)
     count = math.ceil(recorded.n_samples / WINDOW_SAMPLES)
     steps = recording_steps(times)
