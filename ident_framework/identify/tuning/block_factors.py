@@ -299,6 +299,10 @@ def _cell_runs(cell: np.ndarray) -> list[tuple[int, slice | np.ndarray]]:
     """(cell, its rows) for each cell of a chunk's row labels `cell` (increasing cells, rows in
     order): slices (views) when the labels never decrease (rows are in time order, and cells
     mostly are), else index arrays."""
+    if not len(cell):
+        return []
+    if cell[0] == cell[-1] and (cell == cell[0]).all():  # one cell (most chunks)
+        return [(int(cell[0]), slice(0, len(cell)))]
     steps = np.diff(cell)
     if not (steps >= 0).all():
         order = np.argsort(cell, kind="stable")
