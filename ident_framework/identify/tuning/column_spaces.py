@@ -395,8 +395,8 @@ class _LastBasis:
                     self.basis = model.basis(dq[:, joints], sub)
                 else:
                     self.basis = model.basis(dq, ddq)
-            if self.joints is None:
-                return self.basis[:, :, [index]]
+            if self.joints is None:  # a copy of its own: filtered in place, not copied again
+                return np.array(self.basis[:, :, index : (index + 1) or None])
             out = np.empty((len(dq), dq.shape[1], 1))
             out[:, self.joints, 0] = self.basis[:, :, index]
             return out
