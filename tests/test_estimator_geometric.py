@@ -117,6 +117,37 @@ def test_divergence_is_zero_at_the_nominal_model_and_its_derivatives_are_exact(
     assert objective.chi2(z) > 100.0  # the truth with shifted friction is no fit
 
 
+def test_kept_pseudo_inertias_and_hessian_blocks_are_the_direct_ones(builder, valid_truth):
+    data = with_noise(exact_dataset(builder, valid_truth, seed=3, duration=3.0), 0.1, seed=3)
+    problem, _, _ = build_problem(builder, data, 2000, 1e-8, False)
+    layout = _layout(problem)
+    objective = _Objective(stacked_r(problem.standard.r_factors), 0.01, layout, weight=3.0)
+    theta = valid_truth.copy()
+    theta[layout.signed] = np.abs(theta[layout.signed]) + 0.1
+    links = theta[: objective.inertial].reshape(layout.n_links, 10)
+    direct = np.einsum("aij,ka->kij", geometric_prior._BASIS, links)
+    for _ in range(2):  # computed, then kept: the same bits
+        np.testing.assert_array_equal(objective.pseudo(theta), direct)
+        np.testing.assert_array_equal(objective.lower(theta), np.linalg.cholesky(direct))
+    theta[0] += 1.0  # another θ (same array): not the kept one
+    assert not np.array_equal(objective.pseudo(theta), direct)
+    # the Hessian's link blocks: the weighted curvature of each link's log-det
+    z = objective.coordinates(theta)
+    theta = objective.theta(z)
+    _, hess = objective.derivatives(z, theta, 0.0)
+    j_inv = np.linalg.inv(objective.pseudo(theta))
+    left = np.einsum("kij,ajl->kail", j_inv, geometric_prior._BASIS)
+    h_links = np.einsum("kaij,kbji->kab", left, left)
+    hess_theta = np.zeros((len(theta), len(theta)))
+    for k in range(layout.n_links):
+        rows = slice(10 * k, 10 * (k + 1))
+        hess_theta[rows, rows] = 3.0 * h_links[k]
+    t = objective.transform
+    expected = t.T @ hess_theta @ t
+    expected[np.diag_indices_from(expected)] += objective.singular / 0.01 * objective.singular
+    np.testing.assert_array_equal(hess, expected)
+
+
 def test_the_step_to_the_boundary_is_where_a_link_or_a_friction_stops_being_feasible(
     builder, valid_truth
 ):

@@ -273,3 +273,21 @@ def test_lagged_differences_by_fft_equal_the_direct_sums():
     lags = np.arange(2, 351)
     direct = [np.sqrt(np.mean(np.sum((signal[k:] - signal[:-k]) ** 2, axis=1))) for k in lags]
     np.testing.assert_allclose(_lagged_rms_differences(signal, lags), direct, rtol=1e-10)
+
+
+def test_cell_runs_are_the_stable_sort_of_the_labels():
+    from ident_framework.identify.tuning.block_factors import _cell_runs
+
+    rng = np.random.default_rng(5)
+    for cell in (
+        np.repeat([-1, 0, 0, 2, 3], [4, 7, 1, 9, 3]),  # in order: slices
+        rng.integers(-1, 4, 50),  # out of order: index arrays
+        np.zeros(6, dtype=int),
+    ):
+        order = np.argsort(cell, kind="stable")
+        runs = _cell_runs(cell)
+        assert [c for c, _ in runs] == sorted(set(cell.tolist()))
+        rows = np.concatenate([np.arange(len(cell))[mine] for _, mine in runs])
+        np.testing.assert_array_equal(rows, order)
+        for c, mine in runs:
+            assert (cell[mine] == c).all()

@@ -108,12 +108,18 @@ class CoulombViscousFriction(FrictionModelDefaults):
             self.parameter_names = (*self.parameter_names, STRIBECK_NAME)
 
     def _broadcast(self, values: np.ndarray, n: int, key: str) -> np.ndarray:
+        """`values` (one, or one per joint) as (n,): kept per (key, n) while `values` is the
+        same array (`basis` runs once per window and column in the tuning)."""
+        kept = self.__dict__.setdefault("_broadcasts", {}).get((key, n))
+        if kept is not None and kept[0] is values:
+            return kept[1]
         if values.size not in (1, n):
             raise ValueError(
                 f"friction.{key} has {values.size} values for {n} joints: give one value or "
                 f"one per joint"
             )
-        return np.broadcast_to(values, (n,))
+        self._broadcasts[key, n] = (values, np.broadcast_to(values, (n,)))
+        return self._broadcasts[key, n][1]
 
     def basis(self, dq: np.ndarray, ddq: np.ndarray | None = None) -> np.ndarray:
         """(N, n, k) columns dq, s(dq + T ddq), and: the temperature columns, zero here

@@ -113,6 +113,16 @@ class _Objective:
         self.transform[self.free] = scale[:, None] * self.vt.T
         self.target = u.T @ rhs
         self.reachable = self.singular > 1e-12 * max(float(self.singular.max(initial=0.0)), 1e-300)
+        # the last θs' pseudo-inertias and Cholesky factors (a Newton step asks for the same
+        # θ's up to four times: feasible, value, derivatives, max_step), by θ's bytes
+        self._pseudo: dict[bytes, np.ndarray] = {}
+        self._lower: dict[bytes, np.ndarray] = {}
+        n = layout.n_links
+        # the links' 10 x 10 blocks of the Hessian in θ, as (rows, columns) in link order
+        first = N_LINK * np.arange(n)[:, None, None]
+        block = np.arange(N_LINK)
+        self._block_rows = np.broadcast_to(first + block[:, None], (n, N_LINK, N_LINK)).ravel()
+        self._block_columns = np.broadcast_to(first + block, (n, N_LINK, N_LINK)).ravel()
 
     def theta(self, z: np.ndarray) -> np.ndarray:
         return self.theta_fixed + self.transform @ z
@@ -122,14 +132,30 @@ class _Objective:
         return self.vt @ (theta[self.free] / self.scale)
 
     def pseudo(self, theta: np.ndarray) -> np.ndarray:
-        links = theta[: self.inertial].reshape(self.layout.n_links, N_LINK)
-        return np.einsum("aij,ka->kij", _BASIS, links)
+        """(n_links, 4, 4) the links' pseudo-inertias J(θ) (read-only: kept for the next
+        asks of the same θ)."""
+        key = theta.tobytes()
+        if key not in self._pseudo:
+            links = theta[: self.inertial].reshape(self.layout.n_links, N_LINK)
+            j = np.einsum("aij,ka->kij", _BASIS, links)
+            j.flags.writeable = False
+            _keep(self._pseudo, key, j)
+        return self._pseudo[key]
+
+    def lower(self, theta: np.ndarray) -> np.ndarray:
+        """The Cholesky factors of `pseudo(theta)` (LinAlgError: a J not ≻ 0)."""
+        key = theta.tobytes()
+        if key not in self._lower:
+            factor = np.linalg.cholesky(self.pseudo(theta))
+            factor.flags.writeable = False
+            _keep(self._lower, key, factor)
+        return self._lower[key]
 
     def feasible(self, theta: np.ndarray) -> bool:
         if np.any(theta[self.signed] <= 0.0):
             return False
         try:
-            np.linalg.cholesky(self.pseudo(theta))
+            self.lower(theta)
         except np.linalg.LinAlgError:
             return False
         return True
@@ -141,7 +167,7 @@ class _Objective:
         d = direction[self.signed]
         falling = d < 0.0
         t = float(np.min(-theta[self.signed][falling] / d[falling])) if falling.any() else np.inf
-        lower_inv = np.linalg.inv(np.linalg.cholesky(self.pseudo(theta)))
+        lower_inv = np.linalg.inv(self.lower(theta))
         change = lower_inv @ self.pseudo(direction) @ lower_inv.transpose(0, 2, 1)
         if not np.all(np.isfinite(change)):
             return 0.0
@@ -178,9 +204,7 @@ class _Objective:
             left = np.einsum("kij,ajl->kail", j_inv, _BASIS)
             h_links = np.einsum("kaij,kbji->kab", left, left)
             grad_theta[: self.inertial] = self.weight * g_links.ravel()
-            for k in range(self.layout.n_links):
-                rows = slice(N_LINK * k, N_LINK * (k + 1))
-                hess_theta[rows, rows] = self.weight * h_links[k]
+            hess_theta[self._block_rows, self._block_columns] = self.weight * h_links.ravel()
         if self.signed.size:
             values = theta[self.signed]
             grad_theta[self.signed] -= mu / values
@@ -189,8 +213,19 @@ class _Objective:
         data_scale = self.singular / self.sigma2
         grad = t.T @ grad_theta + data_scale * (self.singular * z - self.target)
         hess = t.T @ hess_theta @ t
-        hess[np.diag_indices_from(hess)] += data_scale * self.singular
+        diagonal = np.arange(len(hess))
+        hess[diagonal, diagonal] += data_scale * self.singular
         return grad, hess
+
+
+_KEPT = 4  # θs whose pseudo-inertias (and factors) `_Objective` keeps
+
+
+def _keep(cache: dict[bytes, np.ndarray], key: bytes, value: np.ndarray) -> None:
+    """cache[key] = value, the oldest entries dropped beyond `_KEPT`."""
+    while len(cache) >= _KEPT:
+        del cache[next(iter(cache))]
+    cache[key] = value
 
 
 def fit_geometric(

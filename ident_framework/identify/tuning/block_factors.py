@@ -271,12 +271,8 @@ def _joint_factors(
                     own_part[:, :, list(own.load)] *= loads[:, :, None]
                 for j in joints:
                     rigid_rows = rigid[:, j, blocks[j]] @ spaces[j]
-                    cell = labels[rows, j]
-                    order = np.argsort(cell, kind="stable")
-                    bounds = [0, *(np.flatnonzero(np.diff(cell[order])) + 1).tolist(), len(rows)]
-                    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-                        mine = order[lo:hi]
-                        accumulators[j][cell[mine[0]]].add_blocks(
+                    for cell, mine in _cell_runs(labels[rows, j]):
+                        accumulators[j][cell].add_blocks(
                             rigid_rows[mine],
                             own_part[mine, j][:, taken[j]],
                             data.tau[rows[mine], j],
@@ -297,6 +293,24 @@ def _joint_factors(
             full[:, -2:] = r[:, -2:]
             factors[j].append(full)
     return factors, counts
+
+
+def _cell_runs(cell: np.ndarray) -> list[tuple[int, slice | np.ndarray]]:
+    """(cell, its rows) for each cell of a chunk's row labels `cell` (increasing cells, rows in
+    order): slices (views) when the labels never decrease (rows are in time order, and cells
+    mostly are), else index arrays."""
+    if not len(cell):
+        return []
+    if cell[0] == cell[-1] and (cell == cell[0]).all():  # one cell (most chunks)
+        return [(int(cell[0]), slice(0, len(cell)))]
+    steps = np.diff(cell)
+    if not (steps >= 0).all():
+        order = np.argsort(cell, kind="stable")
+        bounds = [0, *(np.flatnonzero(np.diff(cell[order])) + 1).tolist(), len(cell)]
+        runs = zip(bounds[:-1], bounds[1:], strict=True)
+        return [(int(cell[order[lo]]), order[lo:hi]) for lo, hi in runs]
+    bounds = [0, *(np.flatnonzero(steps) + 1).tolist(), len(cell)]
+    return [(int(cell[lo]), slice(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def _per_joint(labels: np.ndarray, n: int) -> np.ndarray:

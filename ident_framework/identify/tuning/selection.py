@@ -29,6 +29,7 @@ from ident_framework.identify.tuning.search import (
 )
 from ident_framework.model.regressor import RegressorBuilder, regressor_builder
 from ident_framework.model.robot import RobotModel
+from ident_framework.triangular import one_blas_thread
 
 COULOMB = "coulomb_viscous"  # the friction plugin whose shapes are candidates
 REGULARISED = "ls"  # the estimator whose ridge / truncation are candidates
@@ -95,11 +96,25 @@ def select_options(
     """(config with the chosen options and `selection` set, its regressor); unchanged when
     tuning is off or the data source is not one of `tuning.sources`. `recordings`:
     the identification recordings as recorded (see `folds.plan_folds`); `checked`: their
-    data checks (`data.checks.check_recordings`), when they were run already."""
-    settings = config.tuning
-    exact = any(r.ddq is not None for r in recordings)
+    data checks (`data.checks.check_recordings`), when they were run already. BLAS runs
+    on one thread throughout (its matrices are small; an idle second thread's wake-up can
+    stall a call by ~0.1 s on a busy machine)."""
     if not tuning_applies(config):
         return config, builder
+    with one_blas_thread():
+        return _select_options(config, robot, builder, recordings, checked)
+
+
+def _select_options(
+    config: RunConfig,
+    robot: RobotModel,
+    builder: RegressorBuilder,
+    recordings: list[Dataset],
+    checked: list[tuple[np.ndarray, dict[str, Any]]] | None,
+) -> tuple[RunConfig, RegressorBuilder]:
+    """`select_options` when the tuning applies."""
+    settings = config.tuning
+    exact = any(r.ddq is not None for r in recordings)
     started = time.perf_counter()
     plan = plan_folds(
         recordings,
