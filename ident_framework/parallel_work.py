@@ -50,11 +50,6 @@ def worker_limit() -> int:
     return max(1, min(limit, usable_cores()))
 
 
-def in_forked_worker() -> bool:
-    """Whether this process is a forked worker of `forked_map` or `forked_pool`."""
-    return _in_worker
-
-
 def worker_count(tasks: int) -> int:
     """Workers `forked_map` uses for `tasks` tasks (1: it runs them in this process)."""
     if "fork" not in multiprocessing.get_all_start_methods():

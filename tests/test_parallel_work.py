@@ -16,7 +16,6 @@ from ident_framework.parallel_work import (
     forked_imap,
     forked_map,
     forked_pool,
-    in_forked_worker,
     usable_cores,
     worker_count,
 )
@@ -142,19 +141,6 @@ def test_a_forked_pool_tells_its_workers_state_built_after_the_fork():
         with forked_pool(refuse, batch=2) as mapped:
             mapped.tell(None)
             list(mapped(list(range(20)), 1))
-
-
-@two_cores
-def test_a_task_knows_whether_a_forked_worker_runs_it():
-    def where(item: int) -> tuple[bool, int]:
-        time.sleep(0.01)
-        return in_forked_worker(), os.getpid()
-
-    assert not in_forked_worker()
-    with forked_pool(where, batch=2) as mapped:
-        results = list(mapped(list(range(20)), 1))
-    assert {forked for forked, pid in results if pid == os.getpid()} == {False}
-    assert {forked for forked, pid in results if pid != os.getpid()} == {True}
 
 
 def test_workers_are_capped_by_the_environment_and_never_nested(monkeypatch):

@@ -44,13 +44,7 @@ from ident_framework.identify.tuning.search import (
     temperature_name,
 )
 from ident_framework.model.regressor import RegressorBuilder
-from ident_framework.parallel_work import (
-    PoolMap,
-    Told,
-    forked_imap,
-    forked_pool,
-    in_forked_worker,
-)
+from ident_framework.parallel_work import PoolMap, Told, forked_imap, forked_pool
 
 
 def load_columns(config: RunConfig) -> tuple[bool, bool]:
@@ -117,25 +111,16 @@ class ColumnSpaces:
 
     def _task(self, item: Any) -> Any:
         """A task of `parallel`'s workers (or of this process): ("group", key, joints) the
-        factors of a space's joint group; ("space", key) a space's parts; ("training", key,
-        shapes) the training factors of a space's folds (of the shape stages: `shapes`), and
-        whether a forked worker computed them; ("score", key, shapes, candidate, tolerance) a
-        candidate's CV figures. Told ("space", key, merged, counts): the space of `key` as
-        built by the process that tells it; ("training", key, shapes, training): its folds'
-        training factors."""
+        factors of a space's joint group; ("space", key) a space's parts; ("score", key,
+        shapes, candidate, tolerance) a candidate's CV figures. Told (key, merged, counts):
+        the space of `key` as built by the process that tells it."""
         if isinstance(item, Told):
-            kind, key, *rest = item.message
-            if kind == "space":
-                merged, counts = rest
-                self.spaces[key] = self._space((merged, [], counts), key[1], key[2])
-            else:
-                shapes, training = rest
-                self.spaces[key].judged_by(shapes).factors.__dict__["training"] = training
+            key, merged, counts = item.message
+            self.spaces[key] = self._space((merged, [], counts), key[1], key[2])
+            for shapes in (False, True):  # the folds' training factors, while the teller's
+                _ = self.spaces[key].judged_by(shapes).factors.training
             return None
         kind, key, *rest = item
-        if kind == "training":
-            training = self.spaces[key].judged_by(rest[0]).factors.training
-            return training, in_forked_worker()
         if kind == "group":
             return group_factors(
                 self.builder,
@@ -161,17 +146,8 @@ class ColumnSpaces:
             return None
         if key not in self.told:  # the workers get this process's factors: the same figures
             factors = self.spaces[key].factors
-            pool.tell(("space", key, factors.merged, factors.counts))
+            pool.tell((key, factors.merged, factors.counts))
             self.told.add(key)
-            # the two fold layouts' training factors: one on each process, each sent to the
-            # other (the same code on the same factors: the same bits); told once the batch is
-            # done (a worker sending a large result while this one sends blocks both)
-            layouts = (False, True) if self.spaces[key].shape_factors is not None else (False,)
-            results = list(pool([("training", key, shapes) for shapes in layouts]))
-            for shapes, (training, forked) in zip(layouts, results, strict=True):
-                self.spaces[key].judged_by(shapes).factors.__dict__["training"] = training
-                if not forked:
-                    pool.tell(("training", key, shapes, training))
         return lambda items, chunk: pool([("score", key, *item, tolerance) for item in items])
 
     @property
