@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ident_framework.testing.cli import run_cli
@@ -59,3 +61,27 @@ def kernel_engine(request, monkeypatch) -> str:
 def true_setup():
     """(regressor builder, true standard parameters) of the known-truth UR12e."""
     return known_truth_setup()
+
+
+@pytest.fixture(scope="session")
+def ur10e_logs(tmp_path_factory) -> tuple[Path, Path]:
+    """A 20 s simulated UR10e excitation and a point-to-point validation motion, as CSV
+    (identification, validation)."""
+    from ident_framework.data.csv_log import write_csv_log
+    from ident_framework.model.robot import load_robot
+    from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
+    from ident_framework.trajectories.fourier import FourierGenerator
+    from ident_framework.trajectories.fourier.params import FourierParams
+    from ident_framework.trajectories.point_to_point import (
+        PointToPointGenerator,
+        PointToPointParams,
+    )
+
+    folder = tmp_path_factory.mktemp("ur10e_logs")
+    robot = load_robot("ur10e")
+    source = MujocoSource(MujocoSourceParams(seed=7))
+    excitation = FourierGenerator(FourierParams(n_candidates=1, n_refine=0, progress=False))
+    write_csv_log(source.acquire(robot, excitation.generate(robot, None, 7)), folder / "ident.csv")
+    motion = PointToPointGenerator(PointToPointParams(duration_s=8.0)).generate(robot, None, 8)
+    write_csv_log(source.acquire(robot, motion, "validation"), folder / "val.csv")
+    return folder / "ident.csv", folder / "val.csv"

@@ -5,14 +5,12 @@ single-process run's base parameters (1e-10)."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from ident_framework.data.csv_log import write_csv_log
 from ident_framework.data.dataset import Dataset
 from ident_framework.errors import UserError
 from ident_framework.identify.linear_problem import build_problem, project_to_base
@@ -22,13 +20,9 @@ from ident_framework.identify.sufficient_statistics import (
     merge,
     statistics_of,
 )
-from ident_framework.model.robot import load_robot
-from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
 from ident_framework.testing.cli import run_cli
 from ident_framework.testing.known_truth import exact_dataset
-from ident_framework.trajectories.fourier import FourierGenerator
-from ident_framework.trajectories.fourier.params import FourierParams
-from ident_framework.trajectories.point_to_point import PointToPointGenerator, PointToPointParams
+from ident_framework.testing.run_documents import assert_same_documents, without_tiny_numbers
 
 
 def _parts(data: Dataset, count: int) -> list[Dataset]:
@@ -112,19 +106,6 @@ def test_parts_that_do_not_belong_together_are_refused():
         merge([one, other], ["0", "1"])
 
 
-@pytest.fixture(scope="module")
-def logs(tmp_path_factory) -> tuple[Path, Path]:
-    """A 20 s simulated UR10e excitation and a point-to-point validation motion, as CSV."""
-    folder = tmp_path_factory.mktemp("distributed")
-    robot = load_robot("ur10e")
-    source = MujocoSource(MujocoSourceParams(seed=7))
-    excitation = FourierGenerator(FourierParams(n_candidates=1, n_refine=0, progress=False))
-    write_csv_log(source.acquire(robot, excitation.generate(robot, None, 7)), folder / "ident.csv")
-    motion = PointToPointGenerator(PointToPointParams(duration_s=8.0)).generate(robot, None, 8)
-    write_csv_log(source.acquire(robot, motion, "validation"), folder / "val.csv")
-    return folder / "ident.csv", folder / "val.csv"
-
-
 def _base(run: Path) -> np.ndarray:
     parameters = yaml.safe_load((run / "parameters.yaml").read_text())
     return np.array([p["value"] for p in parameters["base_parameters"]])
@@ -132,8 +113,8 @@ def _base(run: Path) -> np.ndarray:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("estimator", ["ls", "wls"])
-def test_factor_jobs_on_joblib_then_combine_equal_the_single_run(logs, tmp_path, estimator):
-    ident, val = logs
+def test_factor_jobs_on_joblib_then_combine_equal_the_single_run(ur10e_logs, tmp_path, estimator):
+    ident, val = ur10e_logs
     common = ["robot=ur10e", f"estimator={estimator}", "plots=false"]
     # the single run with the options as configured: mode=factor does not tune (says so)
     single = run_cli("tuning=none",
@@ -188,8 +169,8 @@ def factor_note(ident: Path, tmp_path: Path) -> str:
 
 
 @pytest.mark.slow
-def test_what_the_statistics_cannot_serve_is_refused(logs, tmp_path):
-    ident, _ = logs
+def test_what_the_statistics_cannot_serve_is_refused(ur10e_logs, tmp_path):
+    ident, _ = ur10e_logs
     lugre = run_cli(
         "robot=ur10e", "mode=factor", "source=csv", f"source.path={ident}", "friction=lugre",
         f"hydra.run.dir={tmp_path / 'l'}",
@@ -214,46 +195,12 @@ def test_what_the_statistics_cannot_serve_is_refused(logs, tmp_path):
     assert nothing.returncode == 2 and "needs distributed.inputs" in nothing.stderr
 
 
-def _leaves(value, path=""):
-    """(path, leaf) of every leaf of a nested dict/list document."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _leaves(item, f"{path}/{key}")
-    elif isinstance(value, list) and value and isinstance(value[0], (dict, list)):
-        for k, item in enumerate(value):
-            yield from _leaves(item, f"{path}[{k}]")
-    else:
-        yield path, value
-
-
-def _tiny(text: str) -> str:
-    """`text` with numbers below 1e-10 in magnitude written as 0."""
-    return re.sub(r"-?\d+(\.\d+)?e-(1[0-9]|[2-9]\d)", "0", text)
-
-
-def _same(one, other, skip=()):
-    """Same leaves (paths) and values: numbers within 1e-9 relative, the rest equal."""
-    a = {p: v for p, v in _leaves(one) if not p.startswith(skip)}
-    b = {p: v for p, v in _leaves(other) if not p.startswith(skip)}
-    assert sorted(a) == sorted(b), set(a) ^ set(b)
-    for path, value in a.items():
-        if isinstance(value, float) or (isinstance(value, list) and value
-                                        and isinstance(value[0], float)):  # fmt: skip
-            np.testing.assert_allclose(b[path], value, rtol=1e-9, atol=1e-12, err_msg=path)
-        elif isinstance(value, list) and value and isinstance(value[0], str):  # e.g. 1e-14
-            assert [_tiny(t) for t in b[path]] == [_tiny(t) for t in value], path
-        elif path.endswith("/combination"):  # terms of equal |coefficient|: either order
-            assert sorted(b[path].split()) == sorted(value.split()), path
-        else:
-            assert b[path] == value, path
-
-
 @pytest.mark.slow
-def test_combined_run_directory_is_the_single_runs(logs, tmp_path):
+def test_combined_run_directory_is_the_single_runs(ur10e_logs, tmp_path):
     """mode=combine writes the files of a single run on the same data, the same keys in
     parameters.yaml and metrics.json (plus `combine`), values within 1e-9: per-joint friction
     and rotor inertia, stds, relative stds, physical validity, the summary."""
-    ident, val = logs
+    ident, val = ur10e_logs
     common = ["robot=ur10e", "estimator=ls", "tuning=none", "source=csv", f"source.path={ident}",
               "validation=csv", f"validation.path={val}"]  # fmt: skip
     single = tmp_path / "single"
@@ -275,9 +222,11 @@ def test_combined_run_directory_is_the_single_runs(logs, tmp_path):
 
     assert files(combined) == files(single), files(combined) ^ files(single)
     one, merged = (yaml.safe_load((r / "parameters.yaml").read_text()) for r in (single, combined))
-    _same(one, merged)
+    assert_same_documents(one, merged)
     one, merged = (json.loads((r / "metrics.json").read_text()) for r in (single, combined))
     assert set(merged) - set(one) == {"combine"} and merged["combine"]["parts"] == 3
-    _same(one, merged, skip=("/timing_s", "/combine"))
+    assert_same_documents(one, merged, skip=("/timing_s", "/combine"))
     summary = (combined / "summary.txt").read_text()
-    assert _tiny(summary) == _tiny((single / "summary.txt").read_text())
+    assert without_tiny_numbers(summary) == without_tiny_numbers(
+        (single / "summary.txt").read_text()
+    )
