@@ -283,16 +283,14 @@ def solve_statistics(
     parts: list[SufficientStatistics],
     validation: Dataset,
     timer: StepTimer,
-    solved: tuple | None = None,
+    solved: tuple,
 ) -> tuple[IdentifiedModel, TorquePredictions, dict[str, Any], Diagnostics, Any]:
     """(model, validation predictions, metrics but `data` and `timing_s`, diagnostics, twin)
-    from merged statistics `total` of `parts`: base parameters and estimate (`solved`, when
-    `estimate_statistics` ran already), the train fit from the statistics, validation,
+    from merged statistics `total` of `parts` and their base parameters and estimate
+    (`solved`: `estimate_statistics`): the train fit from the statistics, validation,
     physical check and twin, as one run on the samples gives."""
     settings = config.base_parameters
-    base, cond, problem, estimator, theta = solved or estimate_statistics(
-        config, builder, total, timer
-    )
+    base, cond, problem, estimator, theta = solved
     with timer("prediction"):
         predicted = TorquePredictions(predict_torque(builder, validation, theta, config.chunk_size))
     metrics: dict[str, Any] = {

@@ -83,7 +83,7 @@ def acquire_validation(
 
 def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResult:
     timer = StepTimer()
-    prepared = prepared_data(config, timer, windowed=True)
+    prepared = prepared_data(config, timer)
     if isinstance(prepared, IdentificationResult):  # a long recording (modes/windowed.py)
         return prepared
     config, robot, builder, train, validation, excitation, truth = prepared
@@ -93,14 +93,12 @@ def run_pipeline(config: RunConfig, progress: bool = True) -> IdentificationResu
 Prepared = tuple[RunConfig, RobotModel, RegressorBuilder, Dataset, Dataset, Trajectory | None, Any]
 
 
-def prepared_data(
-    config: RunConfig, timer: StepTimer, windowed: bool = False
-) -> Prepared | IdentificationResult:
+def prepared_data(config: RunConfig, timer: StepTimer) -> Prepared | IdentificationResult:
     """(config with the tuned options, robot, regressor builder, preprocessed identification
     and validation data, excitation or None, the simulation's truth or None). The raw
     recordings stay here: their q, dq (and torque, unless the data's `recorded` are views of
-    it) are freed before the regressor (docs/design.md, "Speed: memory"). `windowed`: a long
-    recording is identified here in windows (`windowed.runs_windowed`): its result instead."""
+    it) are freed before the regressor (docs/design.md, "Speed: memory"). A long recording is
+    identified here in windows (`windowed.runs_windowed`): its result instead."""
     with timer("robot"):
         robot, builder = robot_and_regressor(config)
 
@@ -134,23 +132,18 @@ def prepared_data(
             config, builder = select_friction(config, robot, recorded, checked, prepare)
         else:
             config, builder = prepare(config)
-    if windowed:
-        from ident_framework.modes.windowed import identify_windowed, runs_windowed
+    from ident_framework.modes.windowed import identify_windowed, runs_windowed
 
-        if runs_windowed(config, builder, recorded, excitation):
-            with timer("preprocessing"):
-                validation = preprocess(validation_recorded, config.preprocessing)
-            with timer("checks"):
-                validation = drop_untrusted(
-                    validation_recorded, validation, robot.limits, config.checks
-                )
-            return identify_windowed(config, robot, builder, recorded, validation, checked, timer)
-    with timer("preprocessing"):
-        train = preprocess(recorded, config.preprocessing)
+    in_windows = runs_windowed(config, builder, recorded, excitation)
+    with timer("preprocessing"):  # a windowed recording: window by window, later
+        train = None if in_windows else preprocess(recorded, config.preprocessing)
         validation = preprocess(validation_recorded, config.preprocessing)
     with timer("checks"):  # untrusted samples leave estimation and scoring, after filtering
-        train = drop_untrusted(recorded, train, robot.limits, config.checks, checked)
+        if train is not None:
+            train = drop_untrusted(recorded, train, robot.limits, config.checks, checked)
         validation = drop_untrusted(validation_recorded, validation, robot.limits, config.checks)
+    if train is None:
+        return identify_windowed(config, robot, builder, recorded, validation, checked, timer)
     truth = recorded.metadata.get("truth")
     return config, robot, builder, train, validation, excitation, truth
 

@@ -87,6 +87,7 @@ def identify_windowed(
         _compatibility,
         _data_metrics,
         _window,
+        estimate_statistics,
         solve_statistics,
     )
 
@@ -110,8 +111,9 @@ def identify_windowed(
     with timer("regressor"):  # preprocessing, checks and the factor pass of each window
         parts = forked_map(statistics, list(range(count)))
         total = merge(parts, [f"window {k}" for k in range(count)])
+    solved = estimate_statistics(config, builder, total, timer)
     model, predicted, metrics, diagnostics, twin = solve_statistics(
-        config, robot, builder, total, parts, validation, timer
+        config, robot, builder, total, parts, validation, timer, solved
     )
     metrics["data"] = _data_metrics(total, parts, validation)
     train_checks = metrics["data"]["checks"]["train"]
