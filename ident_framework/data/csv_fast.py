@@ -120,15 +120,16 @@ STREAM_BLOCK_BYTES = 1 << 20  # text per record batch of `read_column_groups` (m
 STREAM_FROM_BYTES = 64 << 20  # `read_column_groups` streams files from this size on
 
 
-def _ascii_lines(path: str | Path) -> tuple[bool, int]:
-    """(whether every byte of the file is below 128, its number of newlines), read
-    BLOCK_BYTES at a time."""
+def _ascii_lines(path: str | Path, count_lines: bool = True) -> tuple[bool, int]:
+    """(whether every byte of the file is below 128, its number of newlines; 0 unless
+    `count_lines`), read BLOCK_BYTES at a time."""
     newlines = 0
     with open(path, "rb") as handle:
         while block := handle.read(BLOCK_BYTES):
             if np.frombuffer(block, dtype=np.uint8).max() >= 128:
                 return False, newlines
-            newlines += block.count(b"\n")
+            if count_lines:
+                newlines += block.count(b"\n")
     return True, newlines
 
 
@@ -136,19 +137,10 @@ def _file_text(path: str | Path, whitespace: bool) -> pa.NativeFile | bytes | No
     """The file: opened for pyarrow to read block by block when it is ASCII and comma
     separated (checked block by block: neither is ever held whole, nor mapped into memory),
     else its whole bytes."""
-    if not whitespace and _ascii(path):
+    if not whitespace and _ascii_lines(path, count_lines=False)[0]:
         return pa.OSFile(str(path))
     with open(path, "rb") as handle:
         return handle.read()
-
-
-def _ascii(path: str | Path) -> bool:
-    """Whether every byte of the file is below 128, read BLOCK_BYTES at a time."""
-    with open(path, "rb") as handle:
-        while block := handle.read(BLOCK_BYTES):
-            if np.frombuffer(block, dtype=np.uint8).max() >= 128:
-                return False
-    return True
 
 
 def read_column_streamed(layout: CsvLayout, column: int) -> np.ndarray | None:
