@@ -303,14 +303,13 @@ def _cell_runs(cell: np.ndarray) -> list[tuple[int, slice | np.ndarray]]:
         return []
     if cell[0] == cell[-1] and (cell == cell[0]).all():  # one cell (most chunks)
         return [(int(cell[0]), slice(0, len(cell)))]
-    steps = np.diff(cell)
-    if not (steps >= 0).all():
-        order = np.argsort(cell, kind="stable")
-        bounds = [0, *(np.flatnonzero(np.diff(cell[order])) + 1).tolist(), len(cell)]
-        runs = zip(bounds[:-1], bounds[1:], strict=True)
-        return [(int(cell[order[lo]]), order[lo:hi]) for lo, hi in runs]
-    bounds = [0, *(np.flatnonzero(steps) + 1).tolist(), len(cell)]
-    return [(int(cell[lo]), slice(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+    order = None if (np.diff(cell) >= 0).all() else np.argsort(cell, kind="stable")
+    ordered = cell if order is None else cell[order]
+    bounds = [0, *(np.flatnonzero(np.diff(ordered)) + 1).tolist(), len(cell)]
+    return [
+        (int(ordered[lo]), slice(lo, hi) if order is None else order[lo:hi])
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
 
 
 def _per_joint(labels: np.ndarray, n: int) -> np.ndarray:
