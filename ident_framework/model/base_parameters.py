@@ -14,7 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ident_framework.triangular import qr_r_into
+from ident_framework.triangular import one_blas_thread, qr_r_into
 
 DEFAULT_TOLERANCE = 1e-8
 # identifiable_share within this of 1 counts as identifiable alone, below it as not at all
@@ -74,7 +74,8 @@ class BaseParameters:
 
     @cached_property
     def _identifiable_share(self) -> np.ndarray:
-        svd_basis = np.linalg.svd(self.combination, full_matrices=False)[2].T
+        with one_blas_thread():  # a small SVD: OpenBLAS's second thread stalls on a busy host
+            svd_basis = np.linalg.svd(self.combination, full_matrices=False)[2].T
         return np.linalg.norm(svd_basis, axis=1)
 
     def identifiable_alone(self) -> np.ndarray:

@@ -13,7 +13,6 @@ from ident_framework.identify.result import IdentificationResult
 from ident_framework.model import friction_terms
 from ident_framework.model.physical_consistency import com_inertia
 from ident_framework.plain_data import to_plain
-from ident_framework.triangular import one_blas_thread
 
 # Units of the per-joint parameters by their conventional names (a friction plugin may declare
 # its own as `parameter_units`, a dict name -> unit); "" means dimensionless.
@@ -173,8 +172,6 @@ def plugins_used(result: IdentificationResult) -> dict[str, Any]:
 def parameters_document(result: IdentificationResult) -> dict[str, Any]:
     """The content of parameters.yaml."""
     model = result.model
-    with one_blas_thread():  # the shares' small SVD (cached): see docs/design.md, fixed cost
-        model.base.identifiable_alone()
     estimator = model.estimator
     std = estimator.coef_std_
     combos = model.base.combinations()
