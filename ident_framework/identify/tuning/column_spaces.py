@@ -201,14 +201,18 @@ class ColumnSpaces:
             self.spaces[key] = self._space(parts, key[1], only)
             yield self.spaces[key]
 
-    def _built_on_pool(self, keys: list[Any], pool: PoolMap) -> Iterator[Any]:
+    def _built_on_pool(
+        self,
+        keys: list[tuple[tuple[float, bool], tuple[float, ...], Candidate | None]],
+        pool: PoolMap,
+    ) -> Iterator[tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray]]:
         """`_factors` of each of `keys`, in order, on `parallel`'s workers: a space a task,
         but the last spaces that would leave a process idle (the count of spaces not a
         multiple of the processes') a joint group a task (`get`), so that every process
         builds until the end (a group costs a little more than half a space)."""
         whole = len(keys) - len(keys) % pool.processes
         items: list[tuple[Any, ...]] = [("space", key) for key in keys[:whole]]
-        groups = []  # per split space, its joint groups
+        groups: list[list[tuple[int, ...]]] = []  # per split space, its joint groups
         for key in keys[whole:]:
             groups.append(joint_groups(self.row_spaces, self.own(key[1], key[2])))
             items += [("group", key, joints) for joints in groups[-1]]
