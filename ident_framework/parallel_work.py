@@ -90,7 +90,8 @@ class PoolMap:
     """The map of a `forked_pool`: `pool(items, chunk)` yields work(item) for each item, in
     order (`chunk` is ignored); `pool.tell(message)` has each forked worker (not this
     process) run work(Told(message)) before its next items (state the workers need, e.g.
-    an array built here after the fork); `parallel`: whether there are forked workers."""
+    an array built here after the fork); `parallel`: whether there are forked workers;
+    `processes`: the processes that take items."""
 
     def __init__(self, work: Callable[[Any], Any], team: _Team | None) -> None:
         self.work, self.team = work, team
@@ -98,6 +99,11 @@ class PoolMap:
     @property
     def parallel(self) -> bool:
         return self.team is not None
+
+    @property
+    def processes(self) -> int:
+        """The processes that take items: the forked workers and this one."""
+        return 1 + (len(self.team.workers) if self.team is not None else 0)
 
     def __call__(self, items: Sequence[Any], chunk: int = 1) -> Iterator[Any]:
         if self.team is None:
