@@ -39,12 +39,14 @@ def mujoco_inverse_dynamics(
         rows.append(row)
     positions, velocities, accelerations = rows
     full = np.empty((len(q), model.nv))
+    # the MjData arrays' views taken once (each attribute access makes a new view)
+    qpos_in, qvel_in, qacc_in, torque_out = data.qpos, data.qvel, data.qacc, data.qfrc_inverse
     for k in range(len(q)):
-        data.qpos[:] = positions[k]
-        data.qvel[:] = velocities[k]
-        data.qacc[:] = accelerations[k]
+        qpos_in[:] = positions[k]
+        qvel_in[:] = velocities[k]
+        qacc_in[:] = accelerations[k]
         mujoco.mj_inverse(model, data)
-        full[k] = data.qfrc_inverse
+        full[k] = torque_out
     return full[:, dof]
 
 
