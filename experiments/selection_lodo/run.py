@@ -72,6 +72,10 @@ AT_REST: dict[str, list[str]] = {  # friction at rest, experiments/at_rest_frict
 }
 SPEED: dict[str, list[str]] = {  # fewer rows for the cross-validation (issue 26's 10^5 speed)
     "max10k": ["tuning.max_samples=10000"],
+    "sweeps1": ["tuning.sweeps=1"],
+    "differentiated": ["tuning.velocity_sources=[differentiated]"],
+    "cut3": ["tuning.cutoffs_hz=[5.0,10.0,20.0]"],
+    "differentiated_sweeps1": ["tuning.velocity_sources=[differentiated]", "tuning.sweeps=1"],
 }
 REFERENCES: dict[str, list[str]] = {  # reported, never chosen
     "none_db0": ["tuning=none", "friction.dead_band=0"],
