@@ -346,9 +346,11 @@ def _newton(objective: _Objective, z: np.ndarray, mu: float) -> tuple[np.ndarray
 
 def _solve(hess: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """H⁻¹ rhs by Cholesky of the diagonally scaled H; a tiny ridge where H is singular
-    along a direction nothing constrains."""
+    along a direction nothing constrains. A zero diagonal (degenerate data) can scale an entry
+    past the float range: then no factor exists and the fallbacks decide, without a warning."""
     d = np.sqrt(np.maximum(np.diag(hess), 1e-300))
-    scaled = hess / d[:, None] / d[None, :]
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = hess / d[:, None] / d[None, :]
     for jitter in (0.0, 1e-12, 1e-9, 1e-6):
         shifted = scaled + jitter * np.eye(len(d)) if jitter else scaled
         try:
