@@ -206,9 +206,9 @@ class ColumnSpaces:
         keys: list[tuple[tuple[float, bool], tuple[float, ...], Candidate | None]],
         pool: PoolMap,
     ) -> Iterator[tuple[list[np.ndarray], list[list[np.ndarray]], np.ndarray]]:
-        """`_factors` of each of `keys`, in order, on `parallel`'s workers: a space a task,
-        but the last spaces that would leave a process idle (the count of spaces not a
-        multiple of the processes') a joint group a task (`get`), so that every process
+        """`_factors` of each of `keys`, in order, on `pool`'s workers: a space a task, but
+        the last spaces that would leave a process idle (the count of spaces not a multiple of
+        the processes'; a lone space, `get`) a joint group a task, so that every process
         builds until the end (a group costs a little more than half a space)."""
         whole = len(keys) - len(keys) % pool.processes
         items: list[tuple[Any, ...]] = [("space", key) for key in keys[:whole]]
@@ -230,12 +230,7 @@ class ColumnSpaces:
         key = (preprocessing, lead, None)
         if key not in self.spaces:
             if self.pool is not None:  # a joint group on each process
-                groups = joint_groups(self.row_spaces, self.own(lead))
-                parts = merge_groups(
-                    self.pool([("group", key, joints) for joints in groups]),
-                    self.robot.n_joints,
-                    self.plan.n_cells,
-                )
+                (parts,) = self._built_on_pool([key], self.pool)
             else:
                 parts = self._factors(key)
             self.spaces[key] = self._space(parts, lead)
