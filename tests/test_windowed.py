@@ -4,20 +4,17 @@ a halo and merged sufficient statistics, writes the whole-recording run's files,
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import yaml
 
 from ident_framework.model.robot import load_robot
 from ident_framework.modes import windowed
 from ident_framework.testing.cli import run_cli
-from ident_framework.testing.run_documents import assert_same_documents, without_tiny_numbers
+from ident_framework.testing.run_documents import assert_same_runs
 
 WINDOWED = """
 import runpy, sys
@@ -47,18 +44,7 @@ def test_windowed_run_equals_the_whole_recordings(ur10e_logs, tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     assert re.search(r"regressor: windowed \(\d+ samples in [4-9] windows", run.stdout)
 
-    def files(folder: Path) -> set[str]:
-        return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
-
-    assert files(split) == files(whole), files(split) ^ files(whole)
-    one, other = (yaml.safe_load((r / "parameters.yaml").read_text()) for r in (whole, split))
-    assert_same_documents(one, other)
-    one, other = (json.loads((r / "metrics.json").read_text()) for r in (whole, split))
-    assert_same_documents(one, other, skip=("/timing_s", "/estimator/solve_time_s"))
-    summary = (split / "summary.txt").read_text()
-    assert without_tiny_numbers(summary) == without_tiny_numbers(
-        (whole / "summary.txt").read_text()
-    )
+    assert_same_runs(whole, split, metrics_skip=("/timing_s", "/estimator/solve_time_s"))
 
 
 def test_only_long_recordings_are_windowed():

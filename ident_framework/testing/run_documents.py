@@ -3,11 +3,14 @@ the scale-out and windowed runs against the single run on the same data."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 
 def leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
@@ -47,3 +50,19 @@ def assert_same_documents(one: Any, other: Any, skip: tuple[str, ...] = ()) -> N
             assert sorted(b[path].split()) == sorted(value.split()), path
         else:
             assert b[path] == value, path
+
+
+def assert_same_runs(one: Path, other: Path, metrics_skip: tuple[str, ...]) -> None:
+    """Two run directories with the same files, and the same parameters.yaml, metrics.json
+    (paths starting with `metrics_skip` left out) and summary.txt (`assert_same_documents`)."""
+
+    def files(run: Path) -> set[str]:
+        return {str(p.relative_to(run)) for p in run.rglob("*") if p.is_file()}
+
+    assert files(other) == files(one), files(other) ^ files(one)
+    documents = [yaml.safe_load((r / "parameters.yaml").read_text()) for r in (one, other)]
+    assert_same_documents(*documents)
+    documents = [json.loads((r / "metrics.json").read_text()) for r in (one, other)]
+    assert_same_documents(*documents, skip=metrics_skip)
+    summaries = [without_tiny_numbers((r / "summary.txt").read_text()) for r in (one, other)]
+    assert summaries[1] == summaries[0]
