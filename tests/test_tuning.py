@@ -20,6 +20,7 @@ from ident_framework.model.robot import load_robot
 from ident_framework.testing.known_truth import (
     exact_ur5e_recording,
     planted_friction_recording,
+    planted_ur10e,
     sines,
     tuning_config,
 )
@@ -171,10 +172,7 @@ _recording = planted_friction_recording
 
 def test_selection_finds_a_planted_friction_shape_per_joint():
     config = _config("tuning.cutoffs_hz=[20.0]", "tuning.velocity_sources=[measured]")
-    robot = load_robot("ur10e")
-    builder = regressor_builder(config, robot)
-    widths = np.array([0.0005, 0.03, 0.0005, 0.0005, 0.03, 0.0005])
-    theta = builder.standard_parameters(robot.inertial_parameters())
+    robot, builder, theta, widths = planted_ur10e(config)
     data = _recording(builder, theta, widths, seed=7)
     tuned, tuned_builder = select_options(config, robot, builder, [data])
     chosen = tuned.selection.chosen["friction.tanh_width"]

@@ -13,10 +13,13 @@ from ident_framework.identify.tuning import column_spaces
 from ident_framework.identify.tuning.excerpts import WINDOWS_PER_FOLD, halo_s, plan_excerpts
 from ident_framework.identify.tuning.folds import plan_folds
 from ident_framework.identify.tuning.selection import select_options
-from ident_framework.model.regressor import regressor_builder
-from ident_framework.model.robot import load_robot
 from ident_framework.parallel_work import usable_cores
-from ident_framework.testing.known_truth import planted_friction_recording, sines, tuning_config
+from ident_framework.testing.known_truth import (
+    planted_friction_recording,
+    planted_ur10e,
+    sines,
+    tuning_config,
+)
 
 
 def _long(duration: float, seed: int = 1, rate: float = 500.0) -> Dataset:
@@ -119,10 +122,7 @@ def test_the_tuning_reads_the_same_samples_of_a_recording_twice_as_long(monkeypa
         "tuning.cutoffs_hz=[20.0]", "tuning.velocity_sources=[measured]",
         "tuning.max_samples=20000", "tuning.stribeck_velocities=[]",
     )  # fmt: skip
-    robot = load_robot("ur10e")
-    builder = regressor_builder(config, robot)
-    theta = builder.standard_parameters(robot.inertial_parameters())
-    widths = np.array([0.0005, 0.03, 0.0005, 0.0005, 0.03, 0.0005])
+    robot, builder, theta, widths = planted_ur10e(config)
     read: list[int] = []
     original = column_spaces.preprocess
 
@@ -159,10 +159,7 @@ def test_the_search_on_forked_workers_is_the_search_in_one_process(monkeypatch):
         "tuning.velocity_sources=[measured,differentiated]",
         "tuning.max_samples=6000", "tuning.stribeck_velocities=[]",
     )  # fmt: skip
-    robot = load_robot("ur10e")
-    builder = regressor_builder(config, robot)
-    theta = builder.standard_parameters(robot.inertial_parameters())
-    widths = np.array([0.0005, 0.03, 0.0005, 0.0005, 0.03, 0.0005])
+    robot, builder, theta, widths = planted_ur10e(config)
     data = planted_friction_recording(builder, theta, widths, seed=7, duration=60.0)
     tables = []
     for workers in ("1", ""):

@@ -13,8 +13,8 @@ import numpy as np
 
 from ident_framework.data.dataset import Dataset
 from ident_framework.friction.coulomb_viscous import CoulombViscousFriction, CoulombViscousParams
-from ident_framework.model.regressor import RegressorBuilder
-from ident_framework.model.robot import load_robot
+from ident_framework.model.regressor import RegressorBuilder, regressor_builder
+from ident_framework.model.robot import RobotModel, load_robot
 
 if TYPE_CHECKING:
     from ident_framework.config.run_config import RunConfig
@@ -108,6 +108,18 @@ def tuning_config(
     with initialize_config_module("ident_framework.conf", version_base="1.3"):
         cfg = compose("config", overrides=["robot=ur10e", *source, "validation=split", *overrides])
     return validate_config(cfg, get_registry())
+
+
+def planted_ur10e(
+    config: RunConfig,
+) -> tuple[RobotModel, RegressorBuilder, np.ndarray, np.ndarray]:
+    """(the UR10e, `config`'s regressor for it, its nominal standard parameters, the Coulomb
+    tanh widths (rad/s) to plant with `planted_friction_recording`: joints 2 and 5 smooth,
+    the others sharp)."""
+    robot = load_robot("ur10e")
+    builder = regressor_builder(config, robot)
+    theta = builder.standard_parameters(robot.inertial_parameters())
+    return robot, builder, theta, np.array([0.0005, 0.03, 0.0005, 0.0005, 0.03, 0.0005])
 
 
 def planted_friction_recording(
