@@ -9,32 +9,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ident_framework.data.csv_log import write_csv_log
 from ident_framework.model.robot import load_robot
-from ident_framework.sources.mujoco import MujocoSource, MujocoSourceParams
 from ident_framework.testing.cli import run_cli
-from ident_framework.trajectories.fourier import FourierGenerator
-from ident_framework.trajectories.fourier.params import FourierParams
-from ident_framework.trajectories.point_to_point import PointToPointGenerator, PointToPointParams
 
 pytestmark = pytest.mark.slow
 
 
-def test_run_mcap_holds_what_the_run_directory_holds(tmp_path: Path):
+def test_run_mcap_holds_what_the_run_directory_holds(tmp_path: Path, ur10e_logs):
     jsonschema = pytest.importorskip("jsonschema")
     from mcap.reader import make_reader
 
     robot = load_robot("ur10e")
-    source = MujocoSource(MujocoSourceParams(seed=9))
-    excitation = FourierGenerator(FourierParams(n_candidates=1, n_refine=0, progress=False))
-    write_csv_log(source.acquire(robot, excitation.generate(robot, None, 9)), tmp_path / "i.csv")
-    motion = PointToPointGenerator(PointToPointParams(duration_s=6.0)).generate(robot, None, 10)
-    write_csv_log(source.acquire(robot, motion, "validation"), tmp_path / "v.csv")
+    ident, val = ur10e_logs
     run = tmp_path / "run"
     result = run_cli(
-        "robot=ur10e", "source=csv", f"source.path={tmp_path / 'i.csv'}", "validation=csv",
-        f"validation.path={tmp_path / 'v.csv'}", "mcap=true", "plots=false",
-        f"hydra.run.dir={run}",
+        "robot=ur10e", "source=csv", f"source.path={ident}", "validation=csv",
+        f"validation.path={val}", "mcap=true", "plots=false", f"hydra.run.dir={run}",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     table = np.loadtxt(run / "predictions_validation.csv", delimiter=",", skiprows=1)
