@@ -81,7 +81,9 @@ def _cpu_time_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _compatibility(config: RunConfig, robot, builder) -> dict[str, Any]:
+def part_compatibility(config: RunConfig, robot, builder) -> dict[str, Any]:
+    """What a part's statistics record of the run (robot, joints, regressor columns, friction,
+    preprocessing): parts merge only when theirs are equal (`run_combine`)."""
     friction = config.plugins["friction"]
     return to_plain(
         {
@@ -117,7 +119,7 @@ def run_factor(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, A
             "source.path=FILE or source=rosbag). Record the motion first."
         )
     data, where = read_part(config, robot, source)
-    info = {**_compatibility(config, robot, builder), "part": where}
+    info = {**part_compatibility(config, robot, builder), "part": where}
     statistics = statistics_of(builder, data, config.chunk_size, info, robot.limits.velocity)
     path = statistics.save(staging / STATISTICS)
     summary = {
@@ -199,7 +201,7 @@ def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, 
     with timer("robot"):
         robot, builder = robot_and_regressor(config)
     _require_linear(builder, "mode=combine")
-    expected = _compatibility(config, robot, builder)
+    expected = part_compatibility(config, robot, builder)
     for key in ("robot", "joint_names", "parameter_names", "friction", "regressor"):
         if total.info.get(key) != expected[key]:
             raise UserError(
@@ -212,7 +214,7 @@ def run_combine(config: RunConfig, cfg: DictConfig, staging: Path) -> dict[str, 
     model, predicted, metrics, diagnostics, twin = solve_statistics(
         config, robot, builder, total, parts, validation, timer, solved
     )
-    metrics["data"] = _data_metrics(total, parts, validation)
+    metrics["data"] = parts_data_metrics(total, parts, validation)
     metrics["timing_s"] = timer.seconds
     metrics["combine"] = {
         "parts": len(parts),
@@ -357,7 +359,7 @@ def _summed(values: list) -> Any:
     return {key: _summed([v[key] for v in values if key in v]) for key in first}
 
 
-def _data_metrics(total: SufficientStatistics, parts: list, validation: Dataset) -> dict:
+def parts_data_metrics(total: SufficientStatistics, parts: list, validation: Dataset) -> dict:
     """metrics.json `data`: training from the parts' own rows (their windows' counts and
     checks summed), validation as a single run gives it."""
     infos = [p.info["part"] for p in parts]
@@ -434,7 +436,7 @@ def read_part(config: RunConfig, robot: Any, source: Any) -> tuple[Dataset, dict
         recorded = source.acquire(robot, None, "identification")
         single = len(recorded.recording_paths) <= 1
         steps = recording_steps(recorded.timestamp) if single else None
-        return _window(config, robot, recorded, 0, recorded.timestamp, steps)
+        return preprocessed_part(config, robot, recorded, 0, recorded.timestamp, steps)
     files = source.recording_files()
     if len(files) > 1:
         return _file(config, robot, source, files)
@@ -448,7 +450,7 @@ def read_part(config: RunConfig, robot: Any, source: Any) -> tuple[Dataset, dict
             f"{files[0]} changed while this factor job read it (its timestamps differ between "
             "two reads): factor a recording that is no longer being written."
         )
-    return _window(config, robot, window, start, times, recording_steps(times))
+    return preprocessed_part(config, robot, window, start, times, recording_steps(times))
 
 
 def _bounds(
@@ -462,7 +464,7 @@ def _bounds(
     return halo_samples(config, step), (int(bounds[index]), int(bounds[index + 1]))
 
 
-def _window(
+def preprocessed_part(
     config: RunConfig,
     robot: Any,
     recorded: Dataset,

@@ -2,13 +2,13 @@
 
 Above WINDOWED_FROM_BYTES of preprocessed identification data, the recording (read whole, its
 data checks and the tuning run on it as usual) is preprocessed in WINDOW_SAMPLES windows with
-the halo of `mode=factor` (`distributed._window`), each reduced to its sufficient statistics on
-forked workers; merged, they give the base parameters, the estimate and the training fit as
-`mode=combine` does (`distributed.solve_statistics`). The windowed zero-phase filter and the
-merged factors differ from the whole path's in the last digits: least squares results agree to
-~1e-10; the geometric estimator amplifies round-off (its stds to ~3e-4 relative, as the whole
-path does when only its chunk size changes). Smaller recordings keep the whole path, bit for
-bit.
+the halo of `mode=factor` (`distributed.preprocessed_part`), each reduced to its sufficient
+statistics on forked workers; merged, they give the base parameters, the estimate and the
+training fit as `mode=combine` does (`distributed.solve_statistics`). The windowed zero-phase
+filter and the merged factors differ from the whole path's in the last digits: least squares
+results agree to ~1e-10; the geometric estimator amplifies round-off (its stds to ~3e-4
+relative, as the whole path does when only its chunk size changes). Smaller recordings keep
+the whole path, bit for bit.
 
 Rationale: docs/design.md, "Speed: memory, the windowed single run"
 """
@@ -84,17 +84,17 @@ def identify_windowed(
     (`checked`: its `check_recordings`, reused) and the preprocessed, checked `validation`."""
     # mode=combine's steps: imported here, as a run of a shorter log never needs them
     from ident_framework.modes.distributed import (
-        _compatibility,
-        _data_metrics,
-        _window,
         estimate_statistics,
+        part_compatibility,
+        parts_data_metrics,
+        preprocessed_part,
         solve_statistics,
     )
 
     times = np.asarray(recorded.timestamp)
     count = math.ceil(recorded.n_samples / WINDOW_SAMPLES)
     steps = recording_steps(times)
-    info = _compatibility(config, robot, builder)
+    info = part_compatibility(config, robot, builder)
     trusted = checked[0] if checked and config.checks.enabled else None
     print(
         f"regressor: windowed ({recorded.n_samples} samples in {count} windows of "
@@ -103,7 +103,9 @@ def identify_windowed(
     )
 
     def statistics(index: int):
-        data, where = _window(config, robot, recorded, 0, times, steps, (index, count), trusted)
+        data, where = preprocessed_part(
+            config, robot, recorded, 0, times, steps, (index, count), trusted
+        )
         return statistics_of(
             builder, data, config.chunk_size, {**info, "part": where}, robot.limits.velocity
         )
@@ -115,7 +117,7 @@ def identify_windowed(
     model, predicted, metrics, diagnostics, twin = solve_statistics(
         config, robot, builder, total, parts, validation, timer, solved
     )
-    metrics["data"] = _data_metrics(total, parts, validation)
+    metrics["data"] = parts_data_metrics(total, parts, validation)
     train_checks = metrics["data"]["checks"]["train"]
     if trusted is not None:  # the whole recording's report, as the single run gives it
         kept, excluded = train_checks["rows_in"], train_checks["excluded_rows"]
